@@ -1,0 +1,74 @@
+"""pulsarkit: Apache Pulsar and BookKeeper storage formats from Python, with a Rust core.
+
+Byte-compatible with Pulsar 2.8+ and BookKeeper 4.x. The codec::
+
+    import pulsarkit
+    e = pulsarkit.Entry.parse(stored_bytes)
+    for m in e.messages():
+        print(m.sequence_id, m.key, m.payload)
+
+Bulk work over Arrow columns lives in :mod:`pulsarkit.bulk`, Spark wrappers in :mod:`pulsarkit.spark`.
+"""
+
+from . import bulk, proto
+from ._native import __version__, build_info
+from .chunks import ChunkAssembler, ChunkedMessage
+from .entry import (
+    COMPRESSION_TYPES,
+    DEFAULT_DECOMPRESSION_LIMIT,
+    BrokerEntryMetadata,
+    Entry,
+    Message,
+    add_broker_entry_metadata,
+    compress,
+    crc32c,
+    decompress,
+    encode_batch,
+    encode_entry,
+    message_metadata,
+    peek_broker_entry_metadata,
+    strip_broker_entry_metadata,
+)
+from .errors import (
+    ChecksumMismatchError,
+    CorruptEntryError,
+    CorruptFrameError,
+    DecompressionError,
+    LimitExceededError,
+    PulsarkitError,
+    UnsupportedCompressionError,
+)
+from .frames import FrameDecoder, command, encode_command
+
+__all__ = [
+    "COMPRESSION_TYPES",
+    "DEFAULT_DECOMPRESSION_LIMIT",
+    "BrokerEntryMetadata",
+    "ChecksumMismatchError",
+    "ChunkAssembler",
+    "ChunkedMessage",
+    "CorruptEntryError",
+    "CorruptFrameError",
+    "DecompressionError",
+    "Entry",
+    "FrameDecoder",
+    "LimitExceededError",
+    "Message",
+    "PulsarkitError",
+    "UnsupportedCompressionError",
+    "__version__",
+    "add_broker_entry_metadata",
+    "build_info",
+    "bulk",
+    "command",
+    "compress",
+    "crc32c",
+    "decompress",
+    "encode_batch",
+    "encode_command",
+    "encode_entry",
+    "message_metadata",
+    "peek_broker_entry_metadata",
+    "proto",
+    "strip_broker_entry_metadata",
+]

@@ -1,0 +1,76 @@
+"""Arrow-native bulk kernels over columns of entry bytes.
+
+Each function takes any Arrow array of entries (pyarrow ``binary``/``large_binary``/``binary_view``,
+or anything with ``__arrow_c_array__``; chunked arrays are processed chunk by chunk) and returns a
+``pyarrow.RecordBatch`` (or Table for chunked input). One native call per array, GIL released.
+Corrupt entries give nulls and a message in the ``error`` column; no row is ever dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from . import _native
+from .entry import DEFAULT_DECOMPRESSION_LIMIT
+
+
+def _apply(entries: Any, fn: Any, *args: Any) -> Any:
+    if isinstance(entries, pa.ChunkedArray):
+        batches = [fn(c, *args) for c in entries.chunks]
+        if not batches:
+            batches = [fn(pa.array([], pa.binary()), *args)]
+        return pa.Table.from_batches(batches)
+    return fn(entries, *args)
+
+
+def verify_checksums(entries: Any) -> Any:
+    """Columns ``has_checksum``, ``checksum_ok`` (null without a checksum), ``error``."""
+    return _apply(entries, _native.bulk_verify_checksums)
+
+
+def peek_broker_entry_metadata(entries: Any) -> Any:
+    """Columns ``broker_timestamp``, ``index`` (null when absent), ``error``."""
+    return _apply(entries, _native.bulk_peek_broker_entry_metadata)
+
+
+def strip_broker_entry_metadata(entries: Any) -> Any:
+    """Columns ``entry`` (the bytes a consumer gets) and ``error``."""
+    return _apply(entries, _native.bulk_strip_broker_entry_metadata)
+
+
+def decode_metadata(entries: Any, verify_checksum: bool = False) -> Any:
+    """One row per entry: broker entry metadata, checksum status and MessageMetadata fields
+    (``publish_time``, ``producer_name``, ``sequence_id``, ``highest_sequence_id``, ``num_messages``,
+    ``compression``, ``uncompressed_size``, ``partition_key``, ``event_time``, chunk fields, ...)."""
+    return _apply(entries, _native.bulk_decode_metadata, verify_checksum)
+
+
+def explode_messages(
+    entries: Any,
+    include_compacted_out: bool = False,
+    verify_checksum: bool = True,
+    max_uncompressed_size: int = DEFAULT_DECOMPRESSION_LIMIT,
+) -> Any:
+    """One row per message: ``entry_index`` (the input row), ``batch_index``, ``payload``, ``key``,
+    ``ordering_key``, ``properties``, ``event_time``, ``publish_time``, ``producer_name``,
+    ``sequence_id``, ``null_value``, ``compacted_out``, ``broker_timestamp``, ``index``, ``error``."""
+    return _apply(entries, _native.bulk_explode_messages, include_compacted_out, verify_checksum, max_uncompressed_size)
+
+
+def explode_table(table: Any, entry_column: str = "entry", keep: list[str] | None = None, **kw: Any) -> Any:
+    """Explodes the ``entry_column`` of a table or batch, carrying the ``keep`` columns (e.g.
+    ``ledger_id``, ``entry_id``) onto each message row."""
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    col = table.column(entry_column).combine_chunks()
+    out = explode_messages(col, **kw)
+    if isinstance(out, pa.Table):
+        out = out.combine_chunks().to_batches()[0] if out.num_rows else out
+    idx = out.column("entry_index")
+    cols = {name: table.column(name).take(idx) for name in (keep or [])}
+    result = pa.Table.from_batches([out]) if isinstance(out, pa.RecordBatch) else out
+    for name, c in cols.items():
+        result = result.append_column(name, c)
+    return result

@@ -1,0 +1,137 @@
+"""Reassembly of chunked messages, as Pulsar's consumer does it (``ConsumerImpl.processMessageChunk``)."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import _native
+from .entry import DEFAULT_DECOMPRESSION_LIMIT, COMPRESSION_TYPES, Entry, Message
+from .errors import CorruptEntryError
+
+
+@dataclass
+class _Ctx:
+    total_chunks: int
+    total_size: int
+    buffer: bytearray
+    first: Entry
+    last_chunk_id: int = -1
+    chunk_ids: list[Any] = field(default_factory=list)
+    received_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedMessage:
+    """A reassembled message and the ids of the chunks it came from (first..last)."""
+
+    message: Message
+    chunk_message_ids: list[Any]
+    uuid: str
+
+
+class ChunkAssembler:
+    """Reassembles chunked messages by ``uuid`` and ``chunk_id``.
+
+    - chunk 0 opens a context sized ``total_chunk_msg_size``; each next chunk must be ``last + 1``;
+    - a repeated chunk (id ≤ last) is a duplicate: counted and dropped, the context is kept;
+    - a gap (or a chunk with no context) discards the context: counted in ``discarded``;
+    - a new chunk 0 for an open uuid restarts it (the producer resent the whole message);
+    - more than ``max_pending_chunked_messages`` open contexts evicts the oldest;
+    - contexts idle for ``expire_incomplete_after_ms`` are dropped by :meth:`expire`;
+    - after the last chunk the concatenation is decompressed once with the chunk metadata's codec.
+    """
+
+    def __init__(
+        self,
+        max_pending_chunked_messages: int = 10,
+        expire_incomplete_after_ms: int = 60_000,
+        max_uncompressed_size: int = DEFAULT_DECOMPRESSION_LIMIT,
+        clock: Callable[[], float] = lambda: time.monotonic() * 1000,
+    ) -> None:
+        self.max_pending = max_pending_chunked_messages
+        self.expire_after_ms = expire_incomplete_after_ms
+        self.max_uncompressed_size = max_uncompressed_size
+        self._clock = clock
+        self._ctx: OrderedDict[str, _Ctx] = OrderedDict()
+        self.duplicates = 0
+        self.discarded: list[tuple[str, str]] = []  # (uuid, reason)
+
+    @property
+    def pending(self) -> list[str]:
+        """uuids of messages still being assembled, oldest first."""
+        return list(self._ctx)
+
+    def add(self, entry: Entry | bytes, message_id: Any = None) -> ChunkedMessage | None:
+        """Adds one chunk; returns the whole message once its last chunk arrives."""
+        e = entry if isinstance(entry, Entry) else Entry.parse(entry)
+        md = e.metadata
+        if not md.HasField("uuid") or not md.HasField("num_chunks_from_msg"):
+            raise CorruptEntryError("not a chunk: MessageMetadata has no uuid/num_chunks_from_msg")
+        uuid, cid, n, total = md.uuid, md.chunk_id, md.num_chunks_from_msg, md.total_chunk_msg_size
+        if n <= 0 or total < 0 or not 0 <= cid < n:
+            raise CorruptEntryError(f"chunk {cid} of {n} with total size {total} for uuid {uuid!r} is inconsistent")
+        now = self._clock()
+        ctx = self._ctx.get(uuid)
+        if cid == 0:
+            if ctx is not None:
+                self._drop(uuid, "restarted by a new first chunk")
+            if total > self.max_uncompressed_size:
+                self.discarded.append((uuid, f"total_chunk_msg_size {total} exceeds the limit"))
+                return None
+            ctx = _Ctx(n, total, bytearray(), e, received_ms=now)
+            self._ctx[uuid] = ctx
+            while self.max_pending > 0 and len(self._ctx) > self.max_pending:
+                oldest = next(iter(self._ctx))
+                self._drop(oldest, "evicted: too many pending chunked messages")
+        elif ctx is None:
+            self.discarded.append((uuid, f"chunk {cid} arrived without chunk 0"))
+            return None
+        elif cid <= ctx.last_chunk_id:
+            self.duplicates += 1
+            return None
+        elif cid != ctx.last_chunk_id + 1:
+            self._drop(uuid, f"gap: chunk {cid} after {ctx.last_chunk_id}")
+            return None
+        if len(ctx.buffer) + len(e.payload) > ctx.total_size:
+            self._drop(uuid, f"chunks exceed total_chunk_msg_size {ctx.total_size}")
+            return None
+        ctx.buffer += e.payload
+        ctx.last_chunk_id = cid
+        ctx.chunk_ids.append(message_id)
+        ctx.received_ms = now
+        if cid != n - 1:
+            return None
+        del self._ctx[uuid]
+        codec = COMPRESSION_TYPES[md.compression] if md.compression < 5 else str(md.compression)
+        payload = _native.decompress(codec, bytes(ctx.buffer), md.uncompressed_size, self.max_uncompressed_size)
+        first = ctx.first.metadata
+        msg = Message(
+            payload=payload,
+            key=first.partition_key if first.HasField("partition_key") else None,
+            ordering_key=first.ordering_key if first.HasField("ordering_key") else None,
+            properties={kv.key: kv.value for kv in first.properties},
+            event_time=first.event_time or None,
+            publish_time=first.publish_time,
+            producer_name=first.producer_name,
+            sequence_id=first.sequence_id,
+            null_value=first.null_value,
+            partition_key_b64_encoded=first.partition_key_b64_encoded,
+        )
+        return ChunkedMessage(msg, ctx.chunk_ids, uuid)
+
+    def expire(self) -> list[str]:
+        """Drops contexts idle longer than ``expire_incomplete_after_ms``; returns their uuids."""
+        if self.expire_after_ms <= 0:
+            return []
+        now = self._clock()
+        gone = [u for u, c in self._ctx.items() if now - c.received_ms > self.expire_after_ms]
+        for u in gone:
+            self._drop(u, "expired incomplete")
+        return gone
+
+    def _drop(self, uuid: str, reason: str) -> None:
+        self._ctx.pop(uuid, None)
+        self.discarded.append((uuid, reason))

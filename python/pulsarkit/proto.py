@@ -1,0 +1,79 @@
+"""Protobuf classes for Pulsar's wire messages, built from pulsarkit's own ``proto/`` files.
+
+The descriptors are compiled into the native module at build time, so the Rust and Python sides
+always agree on every field::
+
+    from pulsarkit.proto import MessageMetadata, BaseCommand
+"""
+
+from __future__ import annotations
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from . import _native
+
+_fds = descriptor_pb2.FileDescriptorSet.FromString(_native.FILE_DESCRIPTOR_SET)
+pool = descriptor_pool.DescriptorPool()
+for _f in _fds.file:
+    pool.Add(_f)
+
+
+def message_class(name: str) -> type:
+    """The protobuf class of ``pulsar.proto.<name>``."""
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"pulsar.proto.{name}"))
+
+
+MessageIdData = message_class("MessageIdData")
+KeyValue = message_class("KeyValue")
+KeyLongValue = message_class("KeyLongValue")
+EncryptionKeys = message_class("EncryptionKeys")
+MessageMetadata = message_class("MessageMetadata")
+SingleMessageMetadata = message_class("SingleMessageMetadata")
+BrokerEntryMetadata = message_class("BrokerEntryMetadata")
+FeatureFlags = message_class("FeatureFlags")
+Schema = message_class("Schema")
+BaseCommand = message_class("BaseCommand")
+CommandConnect = message_class("CommandConnect")
+CommandConnected = message_class("CommandConnected")
+CommandProducer = message_class("CommandProducer")
+CommandProducerSuccess = message_class("CommandProducerSuccess")
+CommandSend = message_class("CommandSend")
+CommandSendReceipt = message_class("CommandSendReceipt")
+CommandSendError = message_class("CommandSendError")
+CommandSubscribe = message_class("CommandSubscribe")
+CommandFlow = message_class("CommandFlow")
+CommandMessage = message_class("CommandMessage")
+CommandAck = message_class("CommandAck")
+CommandSuccess = message_class("CommandSuccess")
+CommandError = message_class("CommandError")
+
+_enum = pool.FindEnumTypeByName
+CompressionType = {v.name: v.number for v in _enum("pulsar.proto.CompressionType").values}
+ServerError = {v.name: v.number for v in _enum("pulsar.proto.ServerError").values}
+ProtocolVersion = {v.name: v.number for v in _enum("pulsar.proto.ProtocolVersion").values}
+CommandType = {v.name: v.number for v in pool.FindMessageTypeByName("pulsar.proto.BaseCommand").enum_types_by_name["Type"].values}
+
+#: Field name of each BaseCommand type's sub-message (``BaseCommand.SEND`` -> ``"send"``).
+COMMAND_FIELD = {
+    f.number: f.name for f in pool.FindMessageTypeByName("pulsar.proto.BaseCommand").fields if f.number != 1
+}
+
+__all__ = [
+    "BaseCommand",
+    "BrokerEntryMetadata",
+    "COMMAND_FIELD",
+    "CommandType",
+    "CompressionType",
+    "EncryptionKeys",
+    "FeatureFlags",
+    "KeyLongValue",
+    "KeyValue",
+    "MessageIdData",
+    "MessageMetadata",
+    "ProtocolVersion",
+    "Schema",
+    "ServerError",
+    "SingleMessageMetadata",
+    "message_class",
+    "pool",
+]

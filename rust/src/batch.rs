@@ -1,0 +1,252 @@
+//! Batch payloads: `num_messages_in_batch` records of `[u32 size][SingleMessageMetadata][payload]`,
+//! the whole concatenation compressed together. Also the entry-to-messages decoding of a consumer.
+use crate::compression::{self, Codec};
+use crate::entry::{parse_layout, EntryLayout};
+use crate::error::{Error, Result};
+use crate::proto::{KeyValue, MessageMetadata, SingleMessageMetadata};
+use crate::wire::Reader;
+use prost::Message as _;
+use std::ops::Range;
+
+/// One record of a batch: its metadata and where its payload lies in the uncompressed batch.
+#[derive(Debug, Clone)]
+pub struct BatchRecord {
+    pub metadata: SingleMessageMetadata,
+    pub payload: Range<usize>,
+}
+
+/// Splits an uncompressed batch into exactly `num_messages` records. Missing records, negative
+/// sizes and trailing bytes are all corruption: nothing is dropped silently.
+pub fn decode_batch(batch: &[u8], num_messages: i32) -> Result<Vec<BatchRecord>> {
+    if num_messages < 0 {
+        return Err(Error::corrupt(0, format!("negative num_messages_in_batch {num_messages}")));
+    }
+    // Each record needs at least 4 + 2 bytes, so the count is bounded by the input before allocating.
+    let mut out = Vec::with_capacity((num_messages as usize).min(batch.len() / 6 + 1));
+    let mut r = Reader::new(batch);
+    for i in 0..num_messages {
+        let size_at = r.pos();
+        let md_range = r
+            .len_prefixed("single message metadata")
+            .map_err(|e| annotate(e, i, num_messages))?;
+        let metadata = SingleMessageMetadata::decode(&batch[md_range.clone()]).map_err(|e| {
+            Error::corrupt(md_range.start, format!("message {i} of the batch: invalid SingleMessageMetadata: {e}"))
+        })?;
+        if metadata.payload_size < 0 {
+            return Err(Error::corrupt(size_at, format!("message {i} of the batch has negative payload_size {}", metadata.payload_size)));
+        }
+        let payload = r
+            .range(metadata.payload_size as usize, "batched message payload")
+            .map_err(|e| annotate(e, i, num_messages))?;
+        out.push(BatchRecord { metadata, payload });
+    }
+    if r.remaining() != 0 {
+        return Err(Error::corrupt(
+            r.pos(),
+            format!("{} bytes follow the last of {num_messages} batched messages", r.remaining()),
+        ));
+    }
+    Ok(out)
+}
+
+fn annotate(e: Error, i: i32, n: i32) -> Error {
+    match e {
+        Error::Corrupt { offset, what } => Error::Corrupt { offset, what: format!("message {i} of {n} in the batch: {what}") },
+        other => other,
+    }
+}
+
+/// Appends one record, as `Commands.serializeSingleMessageInBatchWithPayload` does (it sets payload_size).
+pub fn append_record(batch: &mut Vec<u8>, metadata: &SingleMessageMetadata, payload: &[u8]) -> Result<()> {
+    let mut md = metadata.clone();
+    md.payload_size = i32::try_from(payload.len()).map_err(|_| Error::InvalidArgument("payload over 2 GiB".into()))?;
+    let len = md.encoded_len();
+    batch.reserve(4 + len + payload.len());
+    batch.extend_from_slice(&(len as u32).to_be_bytes());
+    md.encode(batch).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    batch.extend_from_slice(payload);
+    Ok(())
+}
+
+/// A message as a consumer sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DecodedMessage {
+    pub batch_index: i32,
+    pub payload: Vec<u8>,
+    pub key: Option<String>,
+    pub partition_key_b64_encoded: bool,
+    pub ordering_key: Option<Vec<u8>>,
+    pub properties: Vec<(String, String)>,
+    pub event_time: Option<u64>,
+    pub sequence_id: u64,
+    pub null_value: bool,
+    pub null_partition_key: bool,
+    pub compacted_out: bool,
+}
+
+/// A parsed entry: layout and full MessageMetadata.
+#[derive(Debug, Clone)]
+pub struct ParsedEntry {
+    pub layout: EntryLayout,
+    pub metadata: MessageMetadata,
+}
+
+pub fn parse_entry(data: &[u8], verify_checksum: bool) -> Result<ParsedEntry> {
+    let layout = parse_layout(data)?;
+    if verify_checksum {
+        layout.verify_checksum(data)?;
+    }
+    let metadata = decode_message_metadata(&data[layout.metadata.clone()], layout.metadata.start)?;
+    Ok(ParsedEntry { layout, metadata })
+}
+
+pub fn decode_message_metadata(bytes: &[u8], base: usize) -> Result<MessageMetadata> {
+    MessageMetadata::decode(bytes).map_err(|e| Error::corrupt(base, format!("invalid MessageMetadata: {e}")))
+}
+
+fn props(kvs: &[KeyValue]) -> Vec<(String, String)> {
+    kvs.iter().map(|kv| (kv.key.clone(), kv.value.clone())).collect()
+}
+
+fn nonzero(v: Option<u64>) -> Option<u64> {
+    v.filter(|&t| t != 0)
+}
+
+/// The uncompressed payload of an entry (a whole batch for batched entries).
+pub fn uncompressed_payload(data: &[u8], e: &ParsedEntry, limit: usize) -> Result<Vec<u8>> {
+    let codec = Codec::from_wire(e.metadata.compression.unwrap_or(0))?;
+    let size = e.metadata.uncompressed_size.unwrap_or(0) as usize;
+    compression::decompress(codec, &data[e.layout.payload.clone()], size, limit)
+        .map_err(|err| match err {
+            Error::Decompression { codec, what } => Error::Decompression {
+                codec,
+                what: format!("{what} (payload at offset {})", e.layout.payload.start),
+            },
+            other => other,
+        })
+}
+
+/// Decodes an entry into the messages a consumer would receive. Batched messages marked
+/// `compacted_out` are dropped unless `include_compacted_out`, as `ConsumerImpl` does.
+pub fn entry_messages(data: &[u8], e: &ParsedEntry, include_compacted_out: bool, limit: usize) -> Result<Vec<DecodedMessage>> {
+    let md = &e.metadata;
+    let body = uncompressed_payload(data, e, limit)?;
+    let Some(n) = md.num_messages_in_batch else {
+        return Ok(vec![DecodedMessage {
+            batch_index: -1,
+            payload: body,
+            key: md.partition_key.clone(),
+            partition_key_b64_encoded: md.partition_key_b64_encoded.unwrap_or(false),
+            ordering_key: md.ordering_key.as_ref().map(|b| b.to_vec()),
+            properties: props(&md.properties),
+            event_time: nonzero(md.event_time),
+            sequence_id: md.sequence_id,
+            null_value: md.null_value.unwrap_or(false),
+            null_partition_key: md.null_partition_key.unwrap_or(false),
+            compacted_out: false,
+        }]);
+    };
+    let records = decode_batch(&body, n).map_err(|err| match err {
+        Error::Corrupt { offset, what } => Error::Corrupt {
+            offset: e.layout.payload.start,
+            what: format!("in the uncompressed batch at byte {offset}: {what}"),
+        },
+        other => other,
+    })?;
+    let mut out = Vec::with_capacity(records.len());
+    for (i, rec) in records.into_iter().enumerate() {
+        let s = rec.metadata;
+        let compacted_out = s.compacted_out.unwrap_or(false);
+        if compacted_out && !include_compacted_out {
+            continue;
+        }
+        out.push(DecodedMessage {
+            batch_index: i as i32,
+            payload: body[rec.payload].to_vec(),
+            key: s.partition_key,
+            partition_key_b64_encoded: s.partition_key_b64_encoded.unwrap_or(false),
+            ordering_key: s.ordering_key.map(|b| b.to_vec()),
+            properties: props(&s.properties),
+            event_time: nonzero(s.event_time),
+            sequence_id: s.sequence_id.unwrap_or(md.sequence_id),
+            null_value: s.null_value.unwrap_or(false),
+            null_partition_key: s.null_partition_key.unwrap_or(false),
+            compacted_out,
+        });
+    }
+    Ok(out)
+}
+
+/// Builds a batched entry as the Java producer does: records concatenated, compressed together,
+/// `num_messages_in_batch`, `uncompressed_size` and (only when compressing) `compression` set.
+pub fn encode_batch(
+    metadata: &MessageMetadata,
+    messages: &[(SingleMessageMetadata, &[u8])],
+    codec: Codec,
+    checksum: bool,
+) -> Result<Vec<u8>> {
+    let mut batch = Vec::new();
+    for (smm, payload) in messages {
+        append_record(&mut batch, smm, payload)?;
+    }
+    let mut md = metadata.clone();
+    md.num_messages_in_batch = Some(i32::try_from(messages.len()).map_err(|_| Error::InvalidArgument("too many messages".into()))?);
+    md.uncompressed_size = Some(u32::try_from(batch.len()).map_err(|_| Error::InvalidArgument("batch over 4 GiB".into()))?);
+    md.compression = if codec == Codec::None { None } else { Some(codec as i32) };
+    let body = compression::compress(codec, &batch)?;
+    crate::entry::encode_metadata_and_payload(&md.encode_to_vec(), &body, checksum)
+}
+
+/// Builds a single (non-batched) entry; compresses the payload when `codec` is not NONE.
+pub fn encode_single(metadata: &MessageMetadata, payload: &[u8], codec: Codec, checksum: bool) -> Result<Vec<u8>> {
+    let mut md = metadata.clone();
+    md.uncompressed_size = Some(u32::try_from(payload.len()).map_err(|_| Error::InvalidArgument("payload over 4 GiB".into()))?);
+    md.compression = if codec == Codec::None { None } else { Some(codec as i32) };
+    let body = compression::compress(codec, payload)?;
+    crate::entry::encode_metadata_and_payload(&md.encode_to_vec(), &body, checksum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compression::DEFAULT_DECOMPRESSION_LIMIT;
+
+    fn md() -> MessageMetadata {
+        MessageMetadata { producer_name: "p".into(), sequence_id: 7, publish_time: 1000, ..Default::default() }
+    }
+
+    #[test]
+    fn batch_round_trip_every_codec() {
+        let payloads: Vec<Vec<u8>> = (0..10).map(|i| vec![i as u8; i * 3]).collect();
+        let msgs: Vec<(SingleMessageMetadata, &[u8])> = payloads
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                (SingleMessageMetadata { sequence_id: Some(7 + i as u64), partition_key: Some(format!("k{i}")), ..Default::default() }, &p[..])
+            })
+            .collect();
+        for c in Codec::ALL {
+            let e = encode_batch(&md(), &msgs, c, true).unwrap();
+            let p = parse_entry(&e, true).unwrap();
+            let m = entry_messages(&e, &p, false, DEFAULT_DECOMPRESSION_LIMIT).unwrap();
+            assert_eq!(m.len(), 10);
+            for (i, msg) in m.iter().enumerate() {
+                assert_eq!(msg.payload, payloads[i]);
+                assert_eq!(msg.batch_index, i as i32);
+                assert_eq!(msg.sequence_id, 7 + i as u64);
+                assert_eq!(msg.key.as_deref(), Some(format!("k{i}").as_str()));
+            }
+        }
+    }
+
+    #[test]
+    fn trailing_bytes_and_missing_records_are_errors() {
+        let mut b = Vec::new();
+        append_record(&mut b, &SingleMessageMetadata::default(), b"abc").unwrap();
+        assert!(decode_batch(&b, 2).is_err());
+        b.push(0);
+        let e = decode_batch(&b, 1).unwrap_err();
+        assert_eq!(e.offset(), Some(b.len() - 1));
+        assert!(decode_batch(&b, -1).is_err());
+    }
+}

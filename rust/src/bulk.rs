@@ -1,0 +1,530 @@
+//! Arrow kernels: one call per column of entries, one output row per input row (or per message for
+//! `explode`). A corrupt entry yields nulls plus a message in the `error` column, never a dropped row.
+use crate::batch::{entry_messages, parse_entry, DecodedMessage};
+use crate::compression::Codec;
+use crate::entry::{decode_broker_entry_metadata, locate_broker_entry_metadata, parse_layout, EntryLayout};
+use crate::error::{Error, Result};
+use crate::metascan::{scan_metadata, MetaFields};
+use arrow_array::builder::*;
+use arrow_array::types::{ByteArrayType, GenericBinaryType};
+use arrow_array::{Array, ArrayRef, BinaryViewArray, GenericByteArray, OffsetSizeTrait, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use std::sync::Arc;
+
+/// A column of entry bytes, whichever binary layout it came in.
+pub enum EntryColumn<'a> {
+    Binary(&'a GenericByteArray<GenericBinaryType<i32>>),
+    LargeBinary(&'a GenericByteArray<GenericBinaryType<i64>>),
+    BinaryView(&'a BinaryViewArray),
+}
+
+impl<'a> EntryColumn<'a> {
+    pub fn from_array(a: &'a dyn Array) -> Result<Self> {
+        let any = a.as_any();
+        if let Some(b) = any.downcast_ref::<GenericByteArray<GenericBinaryType<i32>>>() {
+            return Ok(EntryColumn::Binary(b));
+        }
+        if let Some(b) = any.downcast_ref::<GenericByteArray<GenericBinaryType<i64>>>() {
+            return Ok(EntryColumn::LargeBinary(b));
+        }
+        if let Some(b) = any.downcast_ref::<BinaryViewArray>() {
+            return Ok(EntryColumn::BinaryView(b));
+        }
+        Err(Error::InvalidArgument(format!(
+            "expected an Arrow binary, large_binary or binary_view array of entries, got {}",
+            a.data_type()
+        )))
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            EntryColumn::Binary(a) => a.len(),
+            EntryColumn::LargeBinary(a) => a.len(),
+            EntryColumn::BinaryView(a) => a.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&'a [u8]> {
+        match self {
+            EntryColumn::Binary(a) => a.is_valid(i).then(|| a.value(i)),
+            EntryColumn::LargeBinary(a) => a.is_valid(i).then(|| a.value(i)),
+            EntryColumn::BinaryView(a) => a.is_valid(i).then(|| a.value(i)),
+        }
+    }
+    fn total_bytes(&self) -> usize {
+        match self {
+            EntryColumn::Binary(a) => a.values().len(),
+            EntryColumn::LargeBinary(a) => a.values().len(),
+            EntryColumn::BinaryView(a) => a.total_buffer_bytes_used(),
+        }
+    }
+    fn is_large(&self) -> bool {
+        matches!(self, EntryColumn::LargeBinary(_))
+    }
+}
+
+fn batch(fields: Vec<Field>, cols: Vec<ArrayRef>) -> RecordBatch {
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("kernel builds consistent columns")
+}
+
+fn err_field() -> Field {
+    Field::new("error", DataType::Utf8, true)
+}
+
+/// Verifies the client checksum of each entry.
+/// Columns: `has_checksum` (bool), `checksum_ok` (bool, null without a checksum), `error`.
+pub fn verify_checksums(col: &EntryColumn) -> RecordBatch {
+    let n = col.len();
+    let mut has = BooleanBuilder::with_capacity(n);
+    let mut ok = BooleanBuilder::with_capacity(n);
+    let mut err = StringBuilder::new();
+    for i in 0..n {
+        let Some(d) = col.get(i) else {
+            has.append_null();
+            ok.append_null();
+            err.append_null();
+            continue;
+        };
+        match parse_layout(d) {
+            Ok(l) => {
+                has.append_value(l.checksum.is_some());
+                match l.verify_checksum(d) {
+                    Ok(Some(_)) => ok.append_value(true),
+                    Ok(None) => ok.append_null(),
+                    Err(_) => ok.append_value(false),
+                }
+                err.append_null();
+            }
+            Err(e) => {
+                has.append_null();
+                ok.append_null();
+                err.append_value(e.to_string());
+            }
+        }
+    }
+    batch(
+        vec![
+            Field::new("has_checksum", DataType::Boolean, true),
+            Field::new("checksum_ok", DataType::Boolean, true),
+            err_field(),
+        ],
+        vec![Arc::new(has.finish()), Arc::new(ok.finish()), Arc::new(err.finish())],
+    )
+}
+
+/// Peeks broker entry metadata. Columns: `broker_timestamp`, `index` (int64, null when absent), `error`.
+pub fn peek_broker_entry_metadata(col: &EntryColumn) -> RecordBatch {
+    let n = col.len();
+    let mut ts = Int64Builder::with_capacity(n);
+    let mut idx = Int64Builder::with_capacity(n);
+    let mut err = StringBuilder::new();
+    for i in 0..n {
+        let r = col.get(i).map(|d| {
+            let (range, _) = locate_broker_entry_metadata(d)?;
+            range.map(|r| decode_broker_entry_metadata(&d[r.clone()], r.start)).transpose()
+        });
+        match r {
+            None | Some(Ok(None)) => {
+                ts.append_null();
+                idx.append_null();
+                err.append_null();
+            }
+            Some(Ok(Some(b))) => {
+                ts.append_option(b.broker_timestamp.map(|v| v as i64));
+                idx.append_option(b.index.map(|v| v as i64));
+                err.append_null();
+            }
+            Some(Err(e)) => {
+                ts.append_null();
+                idx.append_null();
+                err.append_value(e.to_string());
+            }
+        }
+    }
+    batch(
+        vec![Field::new("broker_timestamp", DataType::Int64, true), Field::new("index", DataType::Int64, true), err_field()],
+        vec![Arc::new(ts.finish()), Arc::new(idx.finish()), Arc::new(err.finish())],
+    )
+}
+
+/// Strips broker entry metadata. Columns: `entry` (same binary type as the input; large_binary for
+/// large input, binary otherwise), `error`. Entries without it are passed through unchanged.
+pub fn strip_broker_entry_metadata(col: &EntryColumn) -> RecordBatch {
+    if col.is_large() {
+        strip_into::<i64>(col)
+    } else {
+        strip_into::<i32>(col)
+    }
+}
+
+fn strip_into<O: OffsetSizeTrait>(col: &EntryColumn) -> RecordBatch {
+    let n = col.len();
+    let mut out = GenericBinaryBuilder::<O>::with_capacity(n, col.total_bytes());
+    let mut err = StringBuilder::new();
+    for i in 0..n {
+        match col.get(i).map(|d| locate_broker_entry_metadata(d).map(|(_, s)| &d[s..])) {
+            None => {
+                out.append_null();
+                err.append_null();
+            }
+            Some(Ok(b)) => {
+                out.append_value(b);
+                err.append_null();
+            }
+            Some(Err(e)) => {
+                out.append_null();
+                err.append_value(e.to_string());
+            }
+        }
+    }
+    let dt = <GenericBinaryType<O> as ByteArrayType>::DATA_TYPE;
+    batch(vec![Field::new("entry", dt, true), err_field()], vec![Arc::new(out.finish()), Arc::new(err.finish())])
+}
+
+struct Decoded<'a> {
+    data: &'a [u8],
+    layout: EntryLayout,
+    bem_ts: Option<u64>,
+    bem_index: Option<u64>,
+    checksum_ok: Option<bool>,
+    meta: MetaFields,
+}
+
+fn decode_one(d: &[u8], verify: bool) -> Result<Decoded<'_>> {
+    let layout = parse_layout(d)?;
+    let (bem_ts, bem_index) = match &layout.broker_entry_metadata {
+        Some(r) => {
+            let b = decode_broker_entry_metadata(&d[r.clone()], r.start)?;
+            (b.broker_timestamp, b.index)
+        }
+        None => (None, None),
+    };
+    let checksum_ok = if verify && layout.checksum.is_some() { Some(layout.verify_checksum(d).is_ok()) } else { None };
+    let meta = scan_metadata(&d[layout.metadata.clone()]).map_err(|e| e.shifted(layout.metadata.start))?;
+    Ok(Decoded { data: d, layout, bem_ts, bem_index, checksum_ok, meta })
+}
+
+fn utf8<'a>(d: &Decoded<'a>, r: &Option<std::ops::Range<usize>>, what: &str) -> Result<Option<&'a str>> {
+    match r {
+        None => Ok(None),
+        Some(r) => {
+            let base = d.layout.metadata.start;
+            let data: &'a [u8] = d.data;
+            let bytes = &data[base + r.start..base + r.end];
+            std::str::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| Error::corrupt(base + r.start, format!("{what} is not valid UTF-8")))
+        }
+    }
+}
+
+fn raw<'a>(d: &Decoded<'a>, r: &Option<std::ops::Range<usize>>) -> Option<&'a [u8]> {
+    let base = d.layout.metadata.start;
+    let data: &'a [u8] = d.data;
+    r.as_ref().map(|r| &data[base + r.start..base + r.end])
+}
+
+/// Decodes framing, broker entry metadata and the commonly used MessageMetadata fields into columns.
+pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch {
+    let n = col.len();
+    let mut b_ts = Int64Builder::with_capacity(n);
+    let mut b_idx = Int64Builder::with_capacity(n);
+    let mut has_ck = BooleanBuilder::with_capacity(n);
+    let mut ck_ok = BooleanBuilder::with_capacity(n);
+    let mut producer = StringBuilder::with_capacity(n, n * 16);
+    let mut seq = Int64Builder::with_capacity(n);
+    let mut hseq = Int64Builder::with_capacity(n);
+    let mut publish = Int64Builder::with_capacity(n);
+    let mut event = Int64Builder::with_capacity(n);
+    let mut num = Int32Builder::with_capacity(n);
+    let mut is_batch = BooleanBuilder::with_capacity(n);
+    let mut compression = StringBuilder::with_capacity(n, n * 4);
+    let mut usize_ = Int64Builder::with_capacity(n);
+    let mut psize = Int64Builder::with_capacity(n);
+    let mut pkey = StringBuilder::new();
+    let mut okey = BinaryBuilder::new();
+    let mut nprops = Int32Builder::with_capacity(n);
+    let mut uuid = StringBuilder::new();
+    let mut chunk_id = Int32Builder::with_capacity(n);
+    let mut nchunks = Int32Builder::with_capacity(n);
+    let mut chunk_total = Int32Builder::with_capacity(n);
+    let mut marker = Int32Builder::with_capacity(n);
+    let mut deliver_at = Int64Builder::with_capacity(n);
+    let mut txn_most = Int64Builder::with_capacity(n);
+    let mut txn_least = Int64Builder::with_capacity(n);
+    let mut schema_version = BinaryBuilder::new();
+    let mut replicated_from = StringBuilder::new();
+    let mut encrypted = BooleanBuilder::with_capacity(n);
+    let mut err = StringBuilder::new();
+
+    for i in 0..n {
+        let res = col.get(i).map(|d| {
+            let dec = decode_one(d, verify_checksum)?;
+            let p = utf8(&dec, &dec.meta.producer_name, "producer_name")?;
+            let k = utf8(&dec, &dec.meta.partition_key, "partition_key")?;
+            let u = utf8(&dec, &dec.meta.uuid, "uuid")?;
+            let rf = utf8(&dec, &dec.meta.replicated_from, "replicated_from")?;
+            Codec::from_wire(dec.meta.compression)?;
+            Ok::<_, Error>((p, k, u, rf, dec))
+        });
+        match res {
+            Some(Ok((p, k, u, rf, dec))) => {
+                let m = &dec.meta;
+                b_ts.append_option(dec.bem_ts.map(|v| v as i64));
+                b_idx.append_option(dec.bem_index.map(|v| v as i64));
+                has_ck.append_value(dec.layout.checksum.is_some());
+                ck_ok.append_option(dec.checksum_ok);
+                producer.append_option(p);
+                seq.append_option(m.sequence_id.map(|v| v as i64));
+                hseq.append_value(m.highest_sequence_id as i64);
+                publish.append_option(m.publish_time.map(|v| v as i64));
+                event.append_option((m.event_time != 0).then_some(m.event_time as i64));
+                num.append_value(m.num_messages_in_batch.unwrap_or(1));
+                is_batch.append_value(m.num_messages_in_batch.is_some());
+                compression.append_value(Codec::from_wire(m.compression).map(|c| c.name()).unwrap_or("?"));
+                usize_.append_value(i64::from(m.uncompressed_size));
+                psize.append_value(dec.layout.payload.len() as i64);
+                pkey.append_option(k);
+                okey.append_option(raw(&dec, &m.ordering_key));
+                nprops.append_value(m.num_properties as i32);
+                uuid.append_option(u);
+                chunk_id.append_option(m.chunk_id);
+                nchunks.append_option(m.num_chunks_from_msg);
+                chunk_total.append_option(m.total_chunk_msg_size);
+                marker.append_option(m.marker_type);
+                deliver_at.append_option(m.deliver_at_time);
+                txn_most.append_option(m.txnid_most_bits.map(|v| v as i64));
+                txn_least.append_option(m.txnid_least_bits.map(|v| v as i64));
+                schema_version.append_option(raw(&dec, &m.schema_version));
+                replicated_from.append_option(rf);
+                encrypted.append_value(m.encrypted);
+                err.append_null();
+            }
+            other => {
+                for b in [&mut b_ts, &mut b_idx, &mut seq, &mut hseq, &mut publish, &mut event, &mut usize_, &mut psize, &mut deliver_at, &mut txn_most, &mut txn_least] {
+                    b.append_null();
+                }
+                for b in [&mut num, &mut nprops, &mut chunk_id, &mut nchunks, &mut chunk_total, &mut marker] {
+                    b.append_null();
+                }
+                for b in [&mut has_ck, &mut ck_ok, &mut is_batch, &mut encrypted] {
+                    b.append_null();
+                }
+                for b in [&mut producer, &mut compression, &mut pkey, &mut uuid, &mut replicated_from] {
+                    b.append_null();
+                }
+                okey.append_null();
+                schema_version.append_null();
+                match other {
+                    Some(Err(e)) => err.append_value(e.to_string()),
+                    _ => err.append_null(),
+                }
+            }
+        }
+    }
+    let f = |name: &str, dt: DataType| Field::new(name, dt, true);
+    batch(
+        vec![
+            f("broker_timestamp", DataType::Int64),
+            f("index", DataType::Int64),
+            f("has_checksum", DataType::Boolean),
+            f("checksum_ok", DataType::Boolean),
+            f("producer_name", DataType::Utf8),
+            f("sequence_id", DataType::Int64),
+            f("highest_sequence_id", DataType::Int64),
+            f("publish_time", DataType::Int64),
+            f("event_time", DataType::Int64),
+            f("num_messages", DataType::Int32),
+            f("is_batch", DataType::Boolean),
+            f("compression", DataType::Utf8),
+            f("uncompressed_size", DataType::Int64),
+            f("payload_size", DataType::Int64),
+            f("partition_key", DataType::Utf8),
+            f("ordering_key", DataType::Binary),
+            f("num_properties", DataType::Int32),
+            f("uuid", DataType::Utf8),
+            f("chunk_id", DataType::Int32),
+            f("num_chunks_from_msg", DataType::Int32),
+            f("total_chunk_msg_size", DataType::Int32),
+            f("marker_type", DataType::Int32),
+            f("deliver_at_time", DataType::Int64),
+            f("txnid_most_bits", DataType::Int64),
+            f("txnid_least_bits", DataType::Int64),
+            f("schema_version", DataType::Binary),
+            f("replicated_from", DataType::Utf8),
+            f("encrypted", DataType::Boolean),
+            err_field(),
+        ],
+        vec![
+            Arc::new(b_ts.finish()),
+            Arc::new(b_idx.finish()),
+            Arc::new(has_ck.finish()),
+            Arc::new(ck_ok.finish()),
+            Arc::new(producer.finish()),
+            Arc::new(seq.finish()),
+            Arc::new(hseq.finish()),
+            Arc::new(publish.finish()),
+            Arc::new(event.finish()),
+            Arc::new(num.finish()),
+            Arc::new(is_batch.finish()),
+            Arc::new(compression.finish()),
+            Arc::new(usize_.finish()),
+            Arc::new(psize.finish()),
+            Arc::new(pkey.finish()),
+            Arc::new(okey.finish()),
+            Arc::new(nprops.finish()),
+            Arc::new(uuid.finish()),
+            Arc::new(chunk_id.finish()),
+            Arc::new(nchunks.finish()),
+            Arc::new(chunk_total.finish()),
+            Arc::new(marker.finish()),
+            Arc::new(deliver_at.finish()),
+            Arc::new(txn_most.finish()),
+            Arc::new(txn_least.finish()),
+            Arc::new(schema_version.finish()),
+            Arc::new(replicated_from.finish()),
+            Arc::new(encrypted.finish()),
+            Arc::new(err.finish()),
+        ],
+    )
+}
+
+/// Explodes entries into one row per message, decompressing and splitting batches.
+/// `entry_index` points back at the input row, so callers can carry ledger/entry ids along.
+/// A corrupt entry yields exactly one row with `batch_index` null and the `error` set.
+pub fn explode_messages(col: &EntryColumn, include_compacted_out: bool, verify_checksum: bool, limit: usize) -> RecordBatch {
+    let n = col.len();
+    let mut entry_index = Int64Builder::with_capacity(n);
+    let mut batch_index = Int32Builder::with_capacity(n);
+    let mut payload = LargeBinaryBuilder::new();
+    let mut key = StringBuilder::new();
+    let mut okey = BinaryBuilder::new();
+    let mut props = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    let mut event = Int64Builder::with_capacity(n);
+    let mut publish = Int64Builder::with_capacity(n);
+    let mut producer = StringBuilder::new();
+    let mut seq = Int64Builder::with_capacity(n);
+    let mut null_value = BooleanBuilder::with_capacity(n);
+    let mut compacted_out = BooleanBuilder::with_capacity(n);
+    let mut b_ts = Int64Builder::with_capacity(n);
+    let mut msg_index = Int64Builder::with_capacity(n);
+    let mut err = StringBuilder::new();
+
+    for i in 0..n {
+        // A null input row gives one all-null row (with no error), so row counts stay traceable.
+        let Some(d) = col.get(i) else {
+            entry_index.append_value(i as i64);
+            batch_index.append_null();
+            payload.append_null();
+            key.append_null();
+            okey.append_null();
+            props.append(false).expect("null map entry");
+            for b in [&mut event, &mut publish, &mut seq, &mut b_ts, &mut msg_index] {
+                b.append_null();
+            }
+            producer.append_null();
+            null_value.append_null();
+            compacted_out.append_null();
+            err.append_null();
+            continue;
+        };
+        let res = parse_entry(d, verify_checksum).and_then(|p| {
+            let msgs = entry_messages(d, &p, include_compacted_out, limit)?;
+            let bem = p
+                .layout
+                .broker_entry_metadata
+                .as_ref()
+                .map(|r| decode_broker_entry_metadata(&d[r.clone()], r.start))
+                .transpose()?;
+            Ok((p, msgs, bem))
+        });
+        match res {
+            Ok((p, msgs, bem)) => {
+                let batch_size = i64::from(p.metadata.num_messages_in_batch.unwrap_or(1));
+                for m in msgs {
+                    let DecodedMessage { batch_index: bi, payload: pl, key: k, ordering_key, properties, event_time, sequence_id, null_value: nv, compacted_out: co, .. } = m;
+                    entry_index.append_value(i as i64);
+                    batch_index.append_value(bi);
+                    payload.append_value(&pl);
+                    key.append_option(k);
+                    okey.append_option(ordering_key);
+                    for (pk, pv) in &properties {
+                        props.keys().append_value(pk);
+                        props.values().append_value(pv);
+                    }
+                    props.append(true).expect("map keys and values are appended in pairs");
+                    event.append_option(event_time.map(|v| v as i64));
+                    publish.append_value(p.metadata.publish_time as i64);
+                    producer.append_value(&p.metadata.producer_name);
+                    seq.append_value(sequence_id as i64);
+                    null_value.append_value(nv);
+                    compacted_out.append_value(co);
+                    b_ts.append_option(bem.as_ref().and_then(|b| b.broker_timestamp).map(|v| v as i64));
+                    // PIP-70: the client's per-message index is index - batch_size + batch_index + 1.
+                    let idx = bem.as_ref().and_then(|b| b.index).map(|x| {
+                        let bi = i64::from(bi.max(0));
+                        if p.metadata.num_messages_in_batch.is_some() { x as i64 - batch_size + bi + 1 } else { x as i64 }
+                    });
+                    msg_index.append_option(idx);
+                    err.append_null();
+                }
+            }
+            Err(e) => {
+                entry_index.append_value(i as i64);
+                batch_index.append_null();
+                payload.append_null();
+                key.append_null();
+                okey.append_null();
+                props.append(false).expect("null map entry");
+                for b in [&mut event, &mut publish, &mut seq, &mut b_ts, &mut msg_index] {
+                    b.append_null();
+                }
+                producer.append_null();
+                null_value.append_null();
+                compacted_out.append_null();
+                err.append_value(e.to_string());
+            }
+        }
+    }
+    let props_arr = props.finish();
+    let props_field = Field::new("properties", props_arr.data_type().clone(), true);
+    let f = |name: &str, dt: DataType| Field::new(name, dt, true);
+    batch(
+        vec![
+            Field::new("entry_index", DataType::Int64, false),
+            f("batch_index", DataType::Int32),
+            f("payload", DataType::LargeBinary),
+            f("key", DataType::Utf8),
+            f("ordering_key", DataType::Binary),
+            props_field,
+            f("event_time", DataType::Int64),
+            f("publish_time", DataType::Int64),
+            f("producer_name", DataType::Utf8),
+            f("sequence_id", DataType::Int64),
+            f("null_value", DataType::Boolean),
+            f("compacted_out", DataType::Boolean),
+            f("broker_timestamp", DataType::Int64),
+            f("index", DataType::Int64),
+            err_field(),
+        ],
+        vec![
+            Arc::new(entry_index.finish()),
+            Arc::new(batch_index.finish()),
+            Arc::new(payload.finish()),
+            Arc::new(key.finish()),
+            Arc::new(okey.finish()),
+            Arc::new(props_arr),
+            Arc::new(event.finish()),
+            Arc::new(publish.finish()),
+            Arc::new(producer.finish()),
+            Arc::new(seq.finish()),
+            Arc::new(null_value.finish()),
+            Arc::new(compacted_out.finish()),
+            Arc::new(b_ts.finish()),
+            Arc::new(msg_index.finish()),
+            Arc::new(err.finish()),
+        ],
+    )
+}

@@ -1,0 +1,195 @@
+//! Pulsar's four payload codecs, byte-compatible with the Java and C++ clients:
+//! LZ4 raw block, zlib-wrapped deflate, a standard zstd frame, raw (unframed) snappy.
+//! Decoders produce exactly `uncompressed_size` bytes and never allocate above `limit`.
+use crate::entry::{DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING};
+use crate::error::{Error, Result};
+
+/// Default ceiling for one decompressed payload: Pulsar's max message size plus frame padding.
+pub const DEFAULT_DECOMPRESSION_LIMIT: usize = DEFAULT_MAX_MESSAGE_SIZE + MESSAGE_SIZE_FRAME_PADDING;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Codec {
+    None = 0,
+    Lz4 = 1,
+    Zlib = 2,
+    Zstd = 3,
+    Snappy = 4,
+}
+
+impl Codec {
+    pub const ALL: [Codec; 5] = [Codec::None, Codec::Lz4, Codec::Zlib, Codec::Zstd, Codec::Snappy];
+
+    pub fn from_wire(v: i32) -> Result<Codec> {
+        Ok(match v {
+            0 => Codec::None,
+            1 => Codec::Lz4,
+            2 => Codec::Zlib,
+            3 => Codec::Zstd,
+            4 => Codec::Snappy,
+            other => return Err(Error::UnsupportedCompression(format!("{other} (wire value)"))),
+        })
+    }
+
+    pub fn from_name(name: &str) -> Result<Codec> {
+        Ok(match name.to_ascii_uppercase().as_str() {
+            "NONE" => Codec::None,
+            "LZ4" => Codec::Lz4,
+            "ZLIB" => Codec::Zlib,
+            "ZSTD" => Codec::Zstd,
+            "SNAPPY" => Codec::Snappy,
+            _ => return Err(Error::UnsupportedCompression(format!("{name:?}; expected NONE, LZ4, ZLIB, ZSTD or SNAPPY"))),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "NONE",
+            Codec::Lz4 => "LZ4",
+            Codec::Zlib => "ZLIB",
+            Codec::Zstd => "ZSTD",
+            Codec::Snappy => "SNAPPY",
+        }
+    }
+}
+
+/// Compresses as the Pulsar producer does (zstd level 3, zlib default level, complete zlib stream).
+pub fn compress(codec: Codec, data: &[u8]) -> Result<Vec<u8>> {
+    match codec {
+        Codec::None => Ok(data.to_vec()),
+        Codec::Lz4 => Ok(lz4_flex::block::compress(data)),
+        Codec::Zlib => {
+            use std::io::Write;
+            let mut enc = flate2::write::ZlibEncoder::new(Vec::with_capacity(data.len() / 2 + 16), flate2::Compression::default());
+            enc.write_all(data).and_then(|_| enc.finish()).map_err(|e| Error::InvalidArgument(format!("zlib: {e}")))
+        }
+        Codec::Zstd => zstd::bulk::compress(data, 3).map_err(|e| Error::InvalidArgument(format!("zstd: {e}"))),
+        Codec::Snappy => snap::raw::Encoder::new()
+            .compress_vec(data)
+            .map_err(|e| Error::InvalidArgument(format!("snappy: {e}"))),
+    }
+}
+
+/// Decompresses to exactly `uncompressed_size` bytes. NONE returns the input unchanged (as Pulsar
+/// does, ignoring the size). Anything that would produce more or fewer bytes is an error.
+pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: usize) -> Result<Vec<u8>> {
+    if codec == Codec::None {
+        if data.len() > limit {
+            return Err(Error::LimitExceeded { what: "uncompressed payload".into(), size: data.len() as u64, limit: limit as u64 });
+        }
+        return Ok(data.to_vec());
+    }
+    if uncompressed_size > limit {
+        return Err(Error::LimitExceeded {
+            what: format!("declared uncompressed size for {}", codec.name()),
+            size: uncompressed_size as u64,
+            limit: limit as u64,
+        });
+    }
+    let err = |what: String| Error::Decompression { codec: codec.name(), what };
+    let mut out = vec![0u8; uncompressed_size];
+    match codec {
+        Codec::None => unreachable!(),
+        Codec::Lz4 => {
+            let n = lz4_flex::block::decompress_into(data, &mut out).map_err(|e| err(e.to_string()))?;
+            if n != uncompressed_size {
+                return Err(err(format!("produced {n} bytes, expected {uncompressed_size}")));
+            }
+        }
+        Codec::Zlib => inflate_exact(data, &mut out).map_err(err)?,
+        Codec::Zstd => {
+            // The frame's own content size may be absent; decompress into a buffer one byte larger
+            // than declared so "too much output" is detected rather than truncated.
+            let mut dec = zstd::bulk::Decompressor::new().map_err(|e| err(e.to_string()))?;
+            let mut buf = Vec::with_capacity(uncompressed_size + 1);
+            let n = dec.decompress_to_buffer(data, &mut buf).map_err(|e| err(e.to_string()))?;
+            if n != uncompressed_size {
+                return Err(err(format!("produced {n} bytes, expected {uncompressed_size}")));
+            }
+            out = buf;
+        }
+        Codec::Snappy => {
+            let claimed = snap::raw::decompress_len(data).map_err(|e| err(e.to_string()))?;
+            if claimed != uncompressed_size {
+                return Err(err(format!("stream declares {claimed} bytes, metadata says {uncompressed_size}")));
+            }
+            let n = snap::raw::Decoder::new().decompress(data, &mut out).map_err(|e| err(e.to_string()))?;
+            if n != uncompressed_size {
+                return Err(err(format!("produced {n} bytes, expected {uncompressed_size}")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Inflates a zlib stream into `out`, which must end up exactly full. Accepts both complete streams
+/// (C++ client) and the Java client's sync-flushed streams that have no final block or Adler-32.
+fn inflate_exact(data: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
+    use flate2::{Decompress, FlushDecompress, Status};
+    let mut d = Decompress::new(true);
+    let mut spare = [0u8; 1];
+    loop {
+        let in_pos = d.total_in() as usize;
+        let out_pos = d.total_out() as usize;
+        let status = if out_pos < out.len() {
+            d.decompress(&data[in_pos..], &mut out[out_pos..], FlushDecompress::Sync)
+        } else {
+            // Output is full: any further output byte means the stream is larger than declared.
+            d.decompress(&data[in_pos..], &mut spare, FlushDecompress::Sync)
+        }
+        .map_err(|e| format!("invalid zlib stream at input byte {}: {e}", d.total_in()))?;
+        let produced = d.total_out() as usize;
+        if produced > out.len() {
+            return Err(format!("stream inflates to more than the declared {} bytes", out.len()));
+        }
+        let progressed = d.total_in() as usize != in_pos || produced != out_pos;
+        match status {
+            Status::StreamEnd => break,
+            _ if !progressed => break,
+            _ => {}
+        }
+    }
+    let produced = d.total_out() as usize;
+    if produced != out.len() {
+        return Err(format!("stream inflates to {produced} bytes, expected {}", out.len()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_each_codec() {
+        let data: Vec<u8> = (0..5000u32).flat_map(|i| format!("message-{i};").into_bytes()).collect();
+        for c in Codec::ALL {
+            let z = compress(c, &data).unwrap();
+            assert_eq!(decompress(c, &z, data.len(), DEFAULT_DECOMPRESSION_LIMIT).unwrap(), data, "{c:?}");
+            if c != Codec::None {
+                assert!(decompress(c, &z, data.len() - 1, DEFAULT_DECOMPRESSION_LIMIT).is_err(), "{c:?} short");
+                assert!(decompress(c, &z, data.len() + 1, DEFAULT_DECOMPRESSION_LIMIT).is_err(), "{c:?} long");
+                assert!(matches!(decompress(c, &z, data.len(), 100), Err(Error::LimitExceeded { .. })));
+            }
+        }
+    }
+
+    #[test]
+    fn java_style_sync_flushed_zlib() {
+        use flate2::{Compress, Compression, FlushCompress};
+        let data = b"hello hello hello hello pulsar".repeat(20);
+        let mut c = Compress::new(Compression::default(), true);
+        let mut out = vec![0u8; 1024];
+        c.compress(&data, &mut out, FlushCompress::Sync).unwrap();
+        out.truncate(c.total_out() as usize);
+        assert_eq!(&out[out.len() - 4..], &[0, 0, 0xff, 0xff]);
+        assert_eq!(decompress(Codec::Zlib, &out, data.len(), 1 << 20).unwrap(), data);
+    }
+
+    #[test]
+    fn empty_inputs() {
+        for c in Codec::ALL {
+            let z = compress(c, b"").unwrap();
+            assert_eq!(decompress(c, &z, 0, 10).unwrap(), b"");
+        }
+    }
+}

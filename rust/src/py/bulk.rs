@@ -1,0 +1,57 @@
+//! Arrow bindings: each function takes any Arrow array (PyCapsule interface) of entry bytes and
+//! returns a pyarrow RecordBatch, doing all per-row work in one GIL-released native call.
+use super::errors::IntoPyResult;
+use crate::bulk::{self, EntryColumn};
+use crate::compression::DEFAULT_DECOMPRESSION_LIMIT;
+use arrow_array::RecordBatch;
+use pyo3::prelude::*;
+use pyo3_arrow::{PyArray, PyRecordBatch};
+
+fn run<'py>(py: Python<'py>, entries: PyArray, f: impl FnOnce(&EntryColumn) -> RecordBatch + Send) -> PyResult<Bound<'py, PyAny>> {
+    let (array, _field) = entries.into_inner();
+    let col = EntryColumn::from_array(array.as_ref()).py_err(py)?;
+    let out = py.detach(|| f(&col));
+    PyRecordBatch::new(out).into_pyarrow(py)
+}
+
+#[pyfunction]
+fn bulk_verify_checksums<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
+    run(py, entries, bulk::verify_checksums)
+}
+
+#[pyfunction]
+fn bulk_peek_broker_entry_metadata<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
+    run(py, entries, bulk::peek_broker_entry_metadata)
+}
+
+#[pyfunction]
+fn bulk_strip_broker_entry_metadata<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
+    run(py, entries, bulk::strip_broker_entry_metadata)
+}
+
+#[pyfunction]
+#[pyo3(signature = (entries, verify_checksum=false))]
+fn bulk_decode_metadata<'py>(py: Python<'py>, entries: PyArray, verify_checksum: bool) -> PyResult<Bound<'py, PyAny>> {
+    run(py, entries, |c| bulk::decode_metadata(c, verify_checksum))
+}
+
+#[pyfunction]
+#[pyo3(signature = (entries, include_compacted_out=false, verify_checksum=true, max_uncompressed_size=DEFAULT_DECOMPRESSION_LIMIT))]
+fn bulk_explode_messages<'py>(
+    py: Python<'py>,
+    entries: PyArray,
+    include_compacted_out: bool,
+    verify_checksum: bool,
+    max_uncompressed_size: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    run(py, entries, |c| bulk::explode_messages(c, include_compacted_out, verify_checksum, max_uncompressed_size))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(bulk_verify_checksums, m)?)?;
+    m.add_function(wrap_pyfunction!(bulk_peek_broker_entry_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(bulk_strip_broker_entry_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(bulk_decode_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(bulk_explode_messages, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! Bindings for single-entry codec work: CRC, entry parse/encode, PIP-70 helpers, compression,
+//! command frames.
+use super::errors::{frame_to_py, IntoPyResult};
+use crate::batch;
+use crate::command::{self, FrameDecoder as CoreFrameDecoder};
+use crate::compression::{self, Codec};
+use crate::entry;
+use crate::metascan::scan_metadata;
+use crate::proto::{MessageMetadata, SingleMessageMetadata};
+use prost::Message as _;
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+/// Borrowed bytes from `bytes`, `bytearray`, `memoryview` or any C-contiguous byte buffer.
+pub enum ByteInput<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Buffer(PyBuffer<u8>),
+}
+
+impl<'py> ByteInput<'py> {
+    pub fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(b) = obj.cast::<PyBytes>() {
+            return Ok(ByteInput::Bytes(b.clone()));
+        }
+        let buf = PyBuffer::<u8>::get(obj).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "expected bytes, bytearray, memoryview or another byte buffer, got {}",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })?;
+        if !buf.is_c_contiguous() {
+            return Err(PyTypeError::new_err("byte buffer must be C-contiguous"));
+        }
+        Ok(ByteInput::Buffer(buf))
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            ByteInput::Bytes(b) => b.as_bytes(),
+            // SAFETY: a C-contiguous buffer of u8 of len_bytes bytes, kept alive by self.
+            ByteInput::Buffer(b) => unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes()) },
+        }
+    }
+}
+
+/// Work on inputs of at least this size releases the GIL; below it the release costs more than it frees.
+const DETACH_THRESHOLD: usize = 64 * 1024;
+
+#[pyfunction]
+#[pyo3(signature = (data, crc=0))]
+fn crc32c(py: Python<'_>, data: &Bound<'_, PyAny>, crc: u32) -> PyResult<u32> {
+    let input = ByteInput::new(data)?;
+    let s = input.as_slice();
+    Ok(if s.len() >= DETACH_THRESHOLD {
+        py.detach(|| crate::crc::crc32c_resume(crc, s))
+    } else {
+        crate::crc::crc32c_resume(crc, s)
+    })
+}
+
+/// Framing of one entry: (bem_present, broker_timestamp, index, checksum, metadata_start,
+/// metadata_end, payload_start). Verifies the checksum when asked and checks MessageMetadata's
+/// required fields and wire types.
+#[pyfunction]
+#[pyo3(signature = (data, verify_checksum=true))]
+fn parse_entry_layout<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, verify_checksum: bool) -> PyResult<Bound<'py, PyTuple>> {
+    let input = ByteInput::new(data)?;
+    let d = input.as_slice();
+    let layout = entry::parse_layout(d).py_err(py)?;
+    if verify_checksum {
+        layout.verify_checksum(d).py_err(py)?;
+    }
+    scan_metadata(&d[layout.metadata.clone()]).map_err(|e| e.shifted(layout.metadata.start)).py_err(py)?;
+    let (ts, idx) = match &layout.broker_entry_metadata {
+        Some(r) => {
+            let b = entry::decode_broker_entry_metadata(&d[r.clone()], r.start).py_err(py)?;
+            (b.broker_timestamp, b.index)
+        }
+        None => (None, None),
+    };
+    (layout.broker_entry_metadata.is_some(), ts, idx, layout.checksum, layout.metadata.start, layout.metadata.end, layout.payload.start)
+        .into_pyobject(py)
+}
+
+/// Messages of an entry as tuples: (batch_index, payload, key, partition_key_b64_encoded,
+/// ordering_key, properties, event_time, sequence_id, null_value, null_partition_key, compacted_out).
+#[pyfunction]
+#[pyo3(signature = (data, include_compacted_out=false, verify_checksum=true, max_uncompressed_size=compression::DEFAULT_DECOMPRESSION_LIMIT))]
+fn entry_messages<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    include_compacted_out: bool,
+    verify_checksum: bool,
+    max_uncompressed_size: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let input = ByteInput::new(data)?;
+    let d = input.as_slice();
+    let msgs = py
+        .detach(|| {
+            let p = batch::parse_entry(d, verify_checksum)?;
+            batch::entry_messages(d, &p, include_compacted_out, max_uncompressed_size)
+        })
+        .py_err(py)?;
+    let out = PyList::empty(py);
+    for m in msgs {
+        let props = PyDict::new(py);
+        for (k, v) in m.properties {
+            props.set_item(k, v)?;
+        }
+        let t = (
+            m.batch_index,
+            PyBytes::new(py, &m.payload),
+            m.key,
+            m.partition_key_b64_encoded,
+            m.ordering_key.map(|o| PyBytes::new(py, &o)),
+            props,
+            m.event_time,
+            m.sequence_id,
+            m.null_value,
+            m.null_partition_key,
+            m.compacted_out,
+        );
+        out.append(t)?;
+    }
+    Ok(out)
+}
+
+fn decode_md(py: Python<'_>, b: &[u8]) -> PyResult<MessageMetadata> {
+    batch::decode_message_metadata(b, 0).py_err(py)
+}
+
+/// `[0x0e01][crc][size][metadata][payload]` from serialized MessageMetadata and a raw payload.
+#[pyfunction]
+#[pyo3(signature = (metadata, payload, checksum=true))]
+fn encode_metadata_and_payload<'py>(
+    py: Python<'py>,
+    metadata: &Bound<'py, PyAny>,
+    payload: &Bound<'py, PyAny>,
+    checksum: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (m, p) = (ByteInput::new(metadata)?, ByteInput::new(payload)?);
+    let out = entry::encode_metadata_and_payload(m.as_slice(), p.as_slice(), checksum).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// A non-batched entry; sets uncompressed_size and (when compressing) compression.
+#[pyfunction]
+#[pyo3(signature = (metadata, payload, compression="NONE", checksum=true))]
+fn encode_single<'py>(
+    py: Python<'py>,
+    metadata: &Bound<'py, PyAny>,
+    payload: &Bound<'py, PyAny>,
+    compression: &str,
+    checksum: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let codec = Codec::from_name(compression).py_err(py)?;
+    let (m, p) = (ByteInput::new(metadata)?, ByteInput::new(payload)?);
+    let md = decode_md(py, m.as_slice())?;
+    let ps = p.as_slice();
+    let out = py.detach(|| batch::encode_single(&md, ps, codec, checksum)).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// A batched entry from serialized MessageMetadata and (serialized SingleMessageMetadata, payload) pairs.
+#[pyfunction]
+#[pyo3(signature = (metadata, messages, compression="NONE", checksum=true))]
+fn encode_batch<'py>(
+    py: Python<'py>,
+    metadata: &Bound<'py, PyAny>,
+    messages: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    compression: &str,
+    checksum: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let codec = Codec::from_name(compression).py_err(py)?;
+    let m = ByteInput::new(metadata)?;
+    let md = decode_md(py, m.as_slice())?;
+    let mut inputs = Vec::with_capacity(messages.len());
+    for (smm, payload) in &messages {
+        let s = ByteInput::new(smm)?;
+        let smm = SingleMessageMetadata::decode(s.as_slice())
+            .map_err(|e| super::errors::PulsarkitError::new_err(format!("invalid SingleMessageMetadata: {e}")))?;
+        inputs.push((smm, ByteInput::new(payload)?));
+    }
+    let pairs: Vec<(SingleMessageMetadata, &[u8])> = inputs.iter().map(|(s, p)| (s.clone(), p.as_slice())).collect();
+    let out = py.detach(|| batch::encode_batch(&md, &pairs, codec, checksum)).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, broker_timestamp=None, index=None))]
+fn add_broker_entry_metadata<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    broker_timestamp: Option<u64>,
+    index: Option<u64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let d = ByteInput::new(data)?;
+    let out = entry::add_broker_entry_metadata(d.as_slice(), broker_timestamp, index).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// (broker_timestamp, index) or None when the entry has no broker entry metadata.
+#[pyfunction]
+fn peek_broker_entry_metadata(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Option<u64>)>> {
+    let d = ByteInput::new(data)?;
+    Ok(entry::peek_broker_entry_metadata(d.as_slice()).py_err(py)?.map(|b| (b.broker_timestamp, b.index)))
+}
+
+#[pyfunction]
+fn strip_broker_entry_metadata<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let d = ByteInput::new(data)?;
+    Ok(PyBytes::new(py, entry::strip_broker_entry_metadata(d.as_slice()).py_err(py)?))
+}
+
+#[pyfunction]
+fn compress<'py>(py: Python<'py>, codec: &str, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let c = Codec::from_name(codec).py_err(py)?;
+    let d = ByteInput::new(data)?;
+    let s = d.as_slice();
+    let out = py.detach(|| compression::compress(c, s)).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+#[pyfunction]
+#[pyo3(signature = (codec, data, uncompressed_size, limit=compression::DEFAULT_DECOMPRESSION_LIMIT))]
+fn decompress<'py>(
+    py: Python<'py>,
+    codec: &str,
+    data: &Bound<'py, PyAny>,
+    uncompressed_size: usize,
+    limit: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let c = Codec::from_name(codec).py_err(py)?;
+    let d = ByteInput::new(data)?;
+    let s = d.as_slice();
+    let out = py.detach(|| compression::decompress(c, s, uncompressed_size, limit)).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+#[pyfunction]
+#[pyo3(signature = (command, headers_and_payload=None))]
+fn encode_frame<'py>(
+    py: Python<'py>,
+    command: &Bound<'py, PyAny>,
+    headers_and_payload: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let c = ByteInput::new(command)?;
+    let hp = headers_and_payload.map(ByteInput::new).transpose()?;
+    let out = command::encode_frame(c.as_slice(), hp.as_ref().map(|h| h.as_slice())).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Incremental splitter of a Pulsar connection's byte stream into (command, headersAndPayload) pairs.
+#[pyclass(module = "pulsarkit._native")]
+struct RawFrameDecoder {
+    inner: CoreFrameDecoder,
+}
+
+#[pymethods]
+impl RawFrameDecoder {
+    #[new]
+    #[pyo3(signature = (max_frame_size=command::DEFAULT_MAX_FRAME_SIZE))]
+    fn new(max_frame_size: usize) -> Self {
+        RawFrameDecoder { inner: CoreFrameDecoder::new(max_frame_size) }
+    }
+
+    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let d = ByteInput::new(data)?;
+        let frames = self.inner.feed(d.as_slice()).map_err(|e| frame_to_py(py, e))?;
+        let out = PyList::empty(py);
+        for f in frames {
+            out.append((PyBytes::new(py, &f.command), f.headers_and_payload.map(|h| PyBytes::new(py, &h))))?;
+        }
+        Ok(out)
+    }
+
+    #[getter]
+    fn buffered(&self) -> usize {
+        self.inner.buffered()
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_entry_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(entry_messages, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_metadata_and_payload, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_single, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(add_broker_entry_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(peek_broker_entry_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(strip_broker_entry_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(compress, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_frame, m)?)?;
+    m.add_class::<RawFrameDecoder>()?;
+    m.add("DEFAULT_DECOMPRESSION_LIMIT", compression::DEFAULT_DECOMPRESSION_LIMIT)?;
+    m.add("DEFAULT_MAX_FRAME_SIZE", command::DEFAULT_MAX_FRAME_SIZE)?;
+    Ok(())
+}

@@ -1,0 +1,22 @@
+//! PyO3 bindings: type conversion only. Batch work runs with the GIL released (`py.detach`).
+mod bulk;
+mod codec;
+mod errors;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    codec::register(m)?;
+    bulk::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("FILE_DESCRIPTOR_SET", pyo3::types::PyBytes::new(m.py(), crate::proto::FILE_DESCRIPTOR_SET))?;
+    let info = pyo3::types::PyDict::new(m.py());
+    info.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    info.set_item("profile", if cfg!(debug_assertions) { "debug" } else { "release" })?;
+    info.set_item("crc32c_implementation", crate::crc::crc32c_implementation())?;
+    info.set_item("target_arch", std::env::consts::ARCH)?;
+    m.add("build_info", info)?;
+    Ok(())
+}
