@@ -1,0 +1,82 @@
+"""Arrow kernels agree with the single-entry API and never drop a row."""
+
+import pyarrow as pa
+import pytest
+
+import pulsarkit as pk
+
+
+def sample_entries():
+    md = pk.message_metadata("prod", 100, 5000, partition_key="pk", event_time=42)
+    plain = pk.encode_entry(md, b"single")
+    batch = pk.encode_batch(pk.message_metadata("prod", 200, 6000), [{"payload": b"a", "key": "ka", "properties": {"p": "1"}}, b"bb", b"ccc"], "SNAPPY")
+    bem = pk.add_broker_entry_metadata(batch, broker_timestamp=7000, index=12)
+    corrupt = bytearray(plain)
+    corrupt[-1] ^= 1
+    return [plain, batch, bem, bytes(corrupt), b"\x00\x00", None]
+
+
+@pytest.mark.parametrize("typ", [pa.binary(), pa.large_binary(), pa.binary_view()])
+def test_decode_metadata_matches_entry_parse(typ):
+    entries = sample_entries()
+    t = pk.bulk.decode_metadata(pa.array(entries, typ), verify_checksum=True).to_pylist()
+    assert len(t) == len(entries)
+    for row, raw in zip(t[:3], entries[:3]):
+        e = pk.Entry.parse(raw)
+        assert row["producer_name"] == e.metadata.producer_name
+        assert row["sequence_id"] == e.metadata.sequence_id
+        assert row["publish_time"] == e.metadata.publish_time
+        assert row["num_messages"] == e.num_messages and row["is_batch"] == e.is_batch
+        assert row["compression"] == e.compression
+        assert row["checksum_ok"] is True and row["error"] is None
+    assert t[0]["partition_key"] == "pk" and t[0]["event_time"] == 42
+    assert t[2]["broker_timestamp"] == 7000 and t[2]["index"] == 12
+    assert t[3]["checksum_ok"] is False and t[3]["error"] is None  # readable metadata, bad CRC
+    assert t[4]["error"] and "offset 0" in t[4]["error"] and t[4]["producer_name"] is None
+    assert t[5]["error"] is None and t[5]["producer_name"] is None
+
+
+def test_verify_strip_peek():
+    entries = sample_entries()
+    arr = pa.array(entries)
+    v = pk.bulk.verify_checksums(arr).to_pydict()
+    assert v["checksum_ok"] == [True, True, True, False, None, None]
+    assert v["error"][4] is not None
+    s = pk.bulk.strip_broker_entry_metadata(arr).to_pydict()
+    assert s["entry"][:4] == [entries[0], entries[1], entries[1], entries[3]]
+    p = pk.bulk.peek_broker_entry_metadata(arr).to_pydict()
+    assert p["broker_timestamp"] == [None, None, 7000, None, None, None]
+    large = pk.bulk.strip_broker_entry_metadata(pa.array(entries, pa.large_binary()))
+    assert large.schema.field("entry").type == pa.large_binary()
+
+
+def test_explode_matches_messages_and_keeps_bad_rows():
+    entries = sample_entries()
+    t = pk.bulk.explode_messages(pa.array(entries)).to_pylist()
+    expected = []
+    for i, raw in enumerate(entries[:3]):
+        for m in pk.Entry.parse(raw).messages():
+            expected.append((i, m.batch_index, m.payload, m.key, m.sequence_id, m.index))
+    got = [(r["entry_index"], r["batch_index"], r["payload"], r["key"], r["sequence_id"], r["index"]) for r in t if r["error"] is None and r["payload"] is not None]
+    assert got == expected
+    assert [r["index"] for r in t if r["entry_index"] == 2] == [10, 11, 12]
+    errors = [r for r in t if r["error"]]
+    assert [r["entry_index"] for r in errors] == [3, 4]
+    assert "checksum" in errors[0]["error"]
+    assert t[-1]["entry_index"] == 5 and t[-1]["payload"] is None and t[-1]["error"] is None
+    assert dict(t[1]["properties"]) == {"p": "1"}
+
+
+def test_chunked_array_and_explode_table():
+    entries = sample_entries()[:3]
+    chunked = pa.chunked_array([pa.array(entries[:1]), pa.array(entries[1:])])
+    assert pk.bulk.decode_metadata(chunked).num_rows == 3
+    table = pa.table({"ledger_id": [1, 1, 2], "entry_id": [0, 1, 0], "entry": entries})
+    out = pk.bulk.explode_table(table, keep=["ledger_id", "entry_id"])
+    assert out.num_rows == 7
+    assert out.column("entry_id").to_pylist() == [0, 1, 1, 1, 0, 0, 0]
+
+
+def test_wrong_type_is_a_typed_error():
+    with pytest.raises(pk.PulsarkitError, match="binary"):
+        pk.bulk.decode_metadata(pa.array([1, 2, 3]))
