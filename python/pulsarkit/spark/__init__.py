@@ -1,0 +1,37 @@
+"""Spark wrappers for the pulsarkit bulk kernels: one native call per Arrow batch, never per row.
+
+DataFrame transforms (``mapInArrow``), each taking a DataFrame with a binary entry column::
+
+    from pulsarkit import spark as pks
+    meta = pks.decode_metadata(df, "entry", verify_checksum=True)   # df + metadata columns + error
+    msgs = pks.explode_messages(df, "entry", keep=["ledger_id", "entry_id"])  # one row per message
+    pks.strip_broker_entry_metadata(df); pks.verify_checksums(df); pks.peek_broker_entry_metadata(df)
+
+Column UDFs (``arrow_udf`` on Spark >= 4.1, ``pandas_udf`` otherwise) live in :mod:`pulsarkit.spark.udfs`::
+
+    from pulsarkit.spark import udfs
+    df.select(udfs.broker_timestamp("entry"), udfs.publish_time("entry"), udfs.strip_bem("entry"))
+
+No row is ever dropped: undecodable entries give nulls plus an ``error`` message with the byte
+offset. PySpark is imported only when a wrapper is called, so this package imports without it.
+"""
+
+from . import udfs
+from .transforms import (
+    BatchKernel,
+    decode_metadata,
+    explode_messages,
+    peek_broker_entry_metadata,
+    strip_broker_entry_metadata,
+    verify_checksums,
+)
+
+__all__ = [
+    "BatchKernel",
+    "decode_metadata",
+    "explode_messages",
+    "peek_broker_entry_metadata",
+    "strip_broker_entry_metadata",
+    "udfs",
+    "verify_checksums",
+]
