@@ -48,7 +48,6 @@ FRAME_PADDING = 10 * 1024
 _LATEST = (2**63 - 1, 2**63 - 1)  # MessageId.latest as the Java/C++ clients encode it
 _T = proto.CommandType
 _TYPE_NAME = {v: k for k, v in _T.items()}
-_SUB_TYPES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
 
 
 class BrokerError(Exception):
