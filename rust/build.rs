@@ -9,7 +9,7 @@ fn main() {
     } else {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("proto")
     };
-    let files: Vec<PathBuf> = ["PulsarApi.proto"].iter().map(|f| proto_dir.join(f)).collect();
+    let files: Vec<PathBuf> = ["PulsarApi.proto", "MLDataFormats.proto", "BookKeeperFormats.proto"].iter().map(|f| proto_dir.join(f)).collect();
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
     }

@@ -14,7 +14,79 @@ from ._native import (
     UnsupportedCompressionError,
 )
 
+
+# Storage-engine errors (bookie, metadata store, managed ledger, lifecycle). The "not found" ones are
+# also KeyErrors so that mapping-style callers can catch them as such.
+class _NotFound(KeyError):
+    __str__ = Exception.__str__
+
+
+class MetadataStoreError(PulsarkitError):
+    """A metadata-store operation failed (bad stored value, read-only store, ...)."""
+
+
+class BadVersionError(MetadataStoreError):
+    """A conditional metadata update found another version than the one expected."""
+
+
+class MetadataNotFoundError(MetadataStoreError, _NotFound):
+    """No value at this metadata path."""
+
+
+class BookieError(PulsarkitError):
+    """A bookie (ledger storage) operation failed."""
+
+
+class LedgerNotFoundError(BookieError, _NotFound):
+    """The ledger does not exist (in the bookie or in the metadata store)."""
+
+
+class EntryNotFoundError(BookieError, _NotFound):
+    """The ledger exists but does not hold this entry."""
+
+
+class ManagedLedgerError(PulsarkitError):
+    """A managed-ledger or cursor operation failed."""
+
+
+class ManagedLedgerClosedError(ManagedLedgerError):
+    """The managed ledger (or store) was closed, or was opened read-only."""
+
+
+class ManagedLedgerFencedError(ManagedLedgerError):
+    """Another writer changed the managed ledger's metadata; this instance stopped writing."""
+
+
+class ManagedLedgerTerminatedError(ManagedLedgerError):
+    """The managed ledger was terminated: no more entries can be added."""
+
+
+class CursorNotFoundError(ManagedLedgerError, _NotFound):
+    """No cursor with this name."""
+
+
+class InvalidCursorPositionError(ManagedLedgerError):
+    """A mark-delete, reset or delete position the managed ledger cannot hold."""
+
+
+class LifecycleError(PulsarkitError):
+    """TTL or retention refused to act on inconsistent inputs."""
+
+
 __all__ = [
+    "BadVersionError",
+    "BookieError",
+    "CursorNotFoundError",
+    "EntryNotFoundError",
+    "InvalidCursorPositionError",
+    "LedgerNotFoundError",
+    "LifecycleError",
+    "ManagedLedgerClosedError",
+    "ManagedLedgerError",
+    "ManagedLedgerFencedError",
+    "ManagedLedgerTerminatedError",
+    "MetadataNotFoundError",
+    "MetadataStoreError",
     "ChecksumMismatchError",
     "CorruptEntryError",
     "CorruptFrameError",

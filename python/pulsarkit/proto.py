@@ -47,6 +47,30 @@ CommandAck = message_class("CommandAck")
 CommandSuccess = message_class("CommandSuccess")
 CommandError = message_class("CommandError")
 
+# Pulsar's managed-ledger metadata values (proto/MLDataFormats.proto).
+def _ml(name: str) -> type:
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"pulsarkit.mledger.{name}"))
+
+
+ManagedLedgerInfo = _ml("ManagedLedgerInfo")
+LedgerInfo = _ml("ManagedLedgerInfo.LedgerInfo")
+ManagedCursorInfo = _ml("ManagedCursorInfo")
+PositionInfo = _ml("PositionInfo")
+NestedPositionInfo = _ml("NestedPositionInfo")
+MessageRange = _ml("MessageRange")
+LongProperty = _ml("LongProperty")
+StringProperty = _ml("StringProperty")
+BatchedEntryDeletionIndexInfo = _ml("BatchedEntryDeletionIndexInfo")
+LongListMap = _ml("LongListMap")
+MLKeyValue = _ml("KeyValue")
+OffloadContext = _ml("OffloadContext")
+ManagedLedgerInfoMetadata = _ml("ManagedLedgerInfoMetadata")
+ManagedCursorInfoMetadata = _ml("ManagedCursorInfoMetadata")
+
+# BookKeeper's ledger metadata and DbLedgerStorage's per-ledger record (proto/BookKeeperFormats.proto).
+LedgerMetadataFormat = message_factory.GetMessageClass(pool.FindMessageTypeByName("pulsarkit.bookkeeper.LedgerMetadataFormat"))
+LedgerData = message_factory.GetMessageClass(pool.FindMessageTypeByName("pulsarkit.bookkeeper.LedgerData"))
+
 _enum = pool.FindEnumTypeByName
 CompressionType = {v.name: v.number for v in _enum("pulsar.proto.CompressionType").values}
 ServerError = {v.name: v.number for v in _enum("pulsar.proto.ServerError").values}
@@ -60,6 +84,22 @@ COMMAND_FIELD = {
 
 __all__ = [
     "BaseCommand",
+    "BatchedEntryDeletionIndexInfo",
+    "LedgerData",
+    "LedgerInfo",
+    "LedgerMetadataFormat",
+    "LongListMap",
+    "LongProperty",
+    "MLKeyValue",
+    "ManagedCursorInfo",
+    "ManagedCursorInfoMetadata",
+    "ManagedLedgerInfo",
+    "ManagedLedgerInfoMetadata",
+    "MessageRange",
+    "NestedPositionInfo",
+    "OffloadContext",
+    "PositionInfo",
+    "StringProperty",
     "BrokerEntryMetadata",
     "COMMAND_FIELD",
     "CommandType",
