@@ -44,10 +44,9 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
-
 from conftest import IN_CI, require_tool
 
 TESTS = Path(__file__).resolve().parent
@@ -140,27 +139,39 @@ class JavaOracle:
                 return
             base = [mvn, "-q", "-B", "-f", str(self.project_dir / "pom.xml"), "package", "-DskipTests"]
             out = ""
-            for cmd in (base[:3] + ["-o"] + base[3:], base):  # offline first: no network when the cache is warm
+            # Offline first: no network at all when the local repository is already warm.
+            for cmd in (base[:3] + ["-o"] + base[3:], base):
                 try:
-                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=self.build_timeout, cwd=self.project_dir)
+                    r = subprocess.run(
+                        cmd,
+                        check=False,
+                        capture_output=True,
+                        text=True,
+                        timeout=self.build_timeout,
+                        cwd=self.project_dir,
+                    )
                 except subprocess.TimeoutExpired:
-                    _skip_or_fail(f"Maven build of {self.project_dir.name} timed out after {self.build_timeout:.0f}s")
+                    _skip_or_fail(
+                        f"Maven build of {self.project_dir.name} timed out after {self.build_timeout:.0f}s"
+                    )
                 if r.returncode == 0:
                     stamp.write_text(digest)
                     return
                 out = (r.stdout + r.stderr)[-4000:]
-            _skip_or_fail(f"Maven could not build {self.project_dir.name} (needs Maven Central or a warm ~/.m2):\n{out}")
+            _skip_or_fail(
+                f"Maven could not build {self.project_dir.name} (needs Maven Central or a warm ~/.m2):\n{out}"
+            )
 
     # --- process ---------------------------------------------------------------------------------------------
 
-    def start(self) -> JavaOracle:
+    def start(self) -> Self:
         """Builds if needed and starts the JVM; returns self."""
         if self._proc is not None:
             return self
         self.build()
         java = require_tool("java", f"runs the Java oracle in {self.project_dir.name}")
         cp = os.pathsep.join([str(self.build_dir / "classes"), str(self.build_dir / "lib" / "*")])
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the JVM; closed in stop()
         self._proc = subprocess.Popen(
             [java, *self.jvm_args, "-cp", cp, self.main_class],
             stdin=subprocess.PIPE,
@@ -199,7 +210,9 @@ class JavaOracle:
             try:
                 raw = self._responses.get(timeout=self.call_timeout)
             except queue.Empty:
-                raise OracleError(f"no answer to {op!r} within {self.call_timeout:.0f}s; stderr:\n{self.stderr_tail()}") from None
+                raise OracleError(
+                    f"no answer to {op!r} within {self.call_timeout:.0f}s; stderr:\n{self.stderr_tail()}"
+                ) from None
             if raw is None:
                 self._responses.put(None)
                 raise OracleError(f"oracle exited while handling {op!r}; stderr:\n{self.stderr_tail()}")
@@ -226,10 +239,10 @@ class JavaOracle:
             self._stderr.close()
             self._stderr = None
 
-    def __enter__(self) -> JavaOracle:
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

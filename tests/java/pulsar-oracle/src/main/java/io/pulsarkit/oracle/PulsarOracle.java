@@ -322,7 +322,6 @@ public final class PulsarOracle {
                 md,
                 buf(r.get("payload")));
         ByteBuf frame = ByteBufPair.coalesce(pair);
-        pair.release();
         return F.textNode(hex(frame));
     }
 }
