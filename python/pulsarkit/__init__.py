@@ -30,17 +30,56 @@ from .entry import (
     strip_broker_entry_metadata,
 )
 from .errors import (
+    BadVersionError,
+    BookieError,
     ChecksumMismatchError,
     CorruptEntryError,
     CorruptFrameError,
+    CursorNotFoundError,
     DecompressionError,
+    EntryNotFoundError,
+    InvalidCursorPositionError,
+    LedgerNotFoundError,
+    LifecycleError,
     LimitExceededError,
+    ManagedLedgerClosedError,
+    ManagedLedgerError,
+    ManagedLedgerFencedError,
+    ManagedLedgerTerminatedError,
+    MetadataNotFoundError,
+    MetadataStoreError,
     PulsarkitError,
     UnsupportedCompressionError,
 )
+from .bookie import Bookie
+from .managed_ledger import ManagedCursor, ManagedLedger, ManagedLedgerConfig, Position
+from .metadata import MetadataStore
+from .store import Store
+from . import lifecycle
 from .frames import FrameDecoder, command, encode_command
 
 __all__ = [
+    "BadVersionError",
+    "Bookie",
+    "BookieError",
+    "CursorNotFoundError",
+    "EntryNotFoundError",
+    "InvalidCursorPositionError",
+    "LedgerNotFoundError",
+    "LifecycleError",
+    "ManagedCursor",
+    "ManagedLedger",
+    "ManagedLedgerClosedError",
+    "ManagedLedgerConfig",
+    "ManagedLedgerError",
+    "ManagedLedgerFencedError",
+    "ManagedLedgerTerminatedError",
+    "MetadataNotFoundError",
+    "MetadataStore",
+    "MetadataStoreError",
+    "Position",
+    "Store",
+    "lifecycle",
     "COMPRESSION_TYPES",
     "DEFAULT_DECOMPRESSION_LIMIT",
     "BrokerEntryMetadata",

@@ -1,0 +1,747 @@
+"""A bookie's ledger storage, laid out like BookKeeper's ``DbLedgerStorage``.
+
+Each ledger directory ``D`` holds ``D/current/`` with
+
+* entry logs ``<hex id>.log`` in DefaultEntryLogger format, and ``lastId``;
+* ``ledgers/``: RocksDB, 8-byte big-endian ledger id -> ``LedgerData`` protobuf;
+* ``locations/``: RocksDB, 16-byte big-endian ``(ledgerId, entryId)`` -> 8-byte big-endian
+  ``logId << 32 | offset`` (offset of the entry, just after its 4-byte length).
+
+Ledgers are spread over the directories by ``ledgerId mod n``, as DbLedgerStorage does. Adds go to
+a write cache; :meth:`Bookie.flush` (a checkpoint) appends them to the entry log sorted by
+``(ledgerId, entryId)``, fsyncs the log, then writes their locations in one synced RocksDB batch.
+An acknowledged flush therefore survives a crash. On reopen the bookie scans the tail of the newest
+entry logs, re-indexes complete records that were written but not yet indexed (what a journal replay
+would give back), reports a torn tail with its offset, and starts a new log, never appending to an
+old one.
+
+A real bookie's directory opens with ``read_only=True``: the RocksDB indexes are copied first
+(rocksdict writes a config file into any database it opens), entry logs are read in place.
+
+The stored entry bytes are what the BookKeeper client sends: ``[ledgerId][entryId][lastAddConfirmed]
+[length][digest][payload]``; :func:`pack_entry` and :func:`unpack_entry` build and check them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import shutil
+import struct
+import tempfile
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .entry import crc32c
+from .errors import (
+    BookieError,
+    ChecksumMismatchError,
+    CorruptEntryError,
+    EntryNotFoundError,
+    LedgerNotFoundError,
+)
+from .proto import LedgerData
+
+DEFAULT_LOG_SIZE_LIMIT = 1 << 30
+DEFAULT_WRITE_CACHE_SIZE = 64 << 20
+DEFAULT_BOOKIE_ID = "127.0.0.1:3181"
+LONG_MAX = 2**63 - 1
+#: ``BookieProtocol.LAST_ADD_CONFIRMED``: as an entry id, "the last entry of the ledger".
+LAST_ADD_CONFIRMED = -1
+
+_KEY = struct.Struct(">qq")
+_LONG = struct.Struct(">q")
+_ULONG = struct.Struct(">Q")
+_HEADER = struct.Struct(">qqqq")
+DIGEST_TYPES = ("CRC32", "MAC", "CRC32C", "DUMMY")
+
+
+# -------------------------------------------------------------- entry-log and digest backend
+# The byte work (entry-log files, digests) goes through this small interface so the native entry-log
+# layer can serve it; the pure-Python fallback below implements the same formats.
+
+
+@dataclass
+class _ScanResult:
+    records: list[tuple[int, int, int]]  # (ledger_id, entry_id, location)
+    torn_offset: int | None
+    torn_reason: str
+    file_size: int
+
+
+_LOG_HEADER_SIZE = 1024
+_LEDGERS_MAP_MAX_BATCH = 10000
+
+
+def _digest(digest_type: str, password: bytes, header: bytes, payload: bytes) -> bytes:
+    if digest_type == "CRC32C":
+        return struct.pack(">I", crc32c(payload, crc32c(header)))
+    if digest_type == "CRC32":
+        return struct.pack(">q", zlib.crc32(payload, zlib.crc32(header)))
+    if digest_type in ("MAC", "HMAC"):
+        key = hashlib.sha1(b"mac" + bytes(password)).digest()
+        return hmac.new(key, header + bytes(payload), hashlib.sha1).digest()
+    if digest_type == "DUMMY":
+        return b""
+    raise BookieError(f"unknown digest type {digest_type!r}; one of {DIGEST_TYPES}")
+
+
+_DIGEST_LEN = {"CRC32C": 4, "CRC32": 8, "MAC": 20, "HMAC": 20, "DUMMY": 0}
+
+
+class _PyLogs:
+    """Pure-Python DefaultEntryLogger format: ``<hex>.log`` with the 1024-byte BKLO header,
+    ``[int32 len][entry]`` records, ledgers map at rotation, ``lastId``."""
+
+    @staticmethod
+    def pack_entry(lid: int, eid: int, lac: int, length: int, payload: bytes, digest_type: str, password: bytes) -> bytes:
+        header = _HEADER.pack(lid, eid, lac, length)
+        return header + _digest(digest_type, password, header, payload) + bytes(payload)
+
+    @staticmethod
+    def unpack_entry(data: bytes, digest_type: str, password: bytes, verify: bool) -> tuple:
+        n = _DIGEST_LEN.get(digest_type)
+        if n is None:
+            raise BookieError(f"unknown digest type {digest_type!r}; one of {DIGEST_TYPES}")
+        data = bytes(data)
+        if len(data) < 32 + n:
+            raise CorruptEntryError(f"stored entry of {len(data)} bytes is shorter than its {32 + n}-byte header")
+        lid, eid, lac, length = _HEADER.unpack_from(data)
+        digest, payload = data[32 : 32 + n], data[32 + n :]
+        if verify and _digest(digest_type, password, data[:32], payload) != digest:
+            raise ChecksumMismatchError(f"{digest_type} digest mismatch for entry ({lid}, {eid}) at offset 32")
+        return lid, eid, lac, length, digest, payload
+
+    @staticmethod
+    def list_log_ids(current: str) -> list[int]:
+        out = []
+        for name in os.listdir(current) if os.path.isdir(current) else ():
+            if name.endswith(".log"):
+                try:
+                    out.append(int(name[:-4], 16))
+                except ValueError:
+                    pass
+        return sorted(out)
+
+    @staticmethod
+    def scan_log(current: str, log_id: int) -> _ScanResult:
+        path = os.path.join(current, f"{log_id:x}.log")
+        with open(path, "rb") as f:
+            buf = f.read()
+        records, pos, size = [], _LOG_HEADER_SIZE, len(buf)
+        torn, reason = None, ""
+        while pos < size:
+            if size - pos < 4:
+                torn, reason = pos, f"{size - pos} bytes left, a length field needs 4"
+                break
+            n = struct.unpack_from(">i", buf, pos)[0]
+            if n <= 0:
+                pos += 1  # padding, as BookKeeper's scanner treats it
+                continue
+            if size - pos - 4 < n:
+                torn, reason = pos, f"record of {n} bytes, only {size - pos - 4} left"
+                break
+            if n >= 16:
+                lid, eid = _KEY.unpack_from(buf, pos + 4)
+                if lid >= 0:
+                    records.append((lid, eid, (log_id << 32) | (pos + 4)))
+            pos += 4 + n
+        return _ScanResult(records, torn, reason, size)
+
+    class Reader:
+        def __init__(self, current: str) -> None:
+            self.current = current
+            self._files: dict[int, Any] = {}
+
+        def read(self, location: int, lid: int, eid: int) -> bytes:
+            log_id, pos = location >> 32, location & 0xFFFFFFFF
+            f = self._files.get(log_id)
+            if f is None:
+                try:
+                    f = open(os.path.join(self.current, f"{log_id:x}.log"), "rb")  # noqa: SIM115 - cached
+                except FileNotFoundError:
+                    raise EntryNotFoundError(f"entry ({lid}, {eid}): entry log {log_id:x}.log is missing") from None
+                self._files[log_id] = f
+            head = os.pread(f.fileno(), 20, pos - 4)
+            if len(head) < 20:
+                raise CorruptEntryError(f"entry ({lid}, {eid}): short read at {log_id:x}.log offset {pos - 4}")
+            n, l, e = struct.unpack(">iqq", head)
+            if n < 16 or l != lid or e != eid:
+                raise CorruptEntryError(
+                    f"entry ({lid}, {eid}): {log_id:x}.log offset {pos - 4} holds size {n}, ids ({l}, {e})")
+            data = os.pread(f.fileno(), n, pos)
+            if len(data) < n:
+                raise CorruptEntryError(f"entry ({lid}, {eid}): truncated at {log_id:x}.log offset {pos}")
+            return data
+
+        def close(self) -> None:
+            for f in self._files.values():
+                f.close()
+            self._files.clear()
+
+    class Writer:
+        def __init__(self, current: str, limit: int) -> None:
+            self.current, self.limit = current, limit
+            self.f: Any = None
+            self._new_log()
+
+        def _new_log(self) -> None:
+            ids = _PyLogs.list_log_ids(self.current)
+            last = -1
+            try:
+                with open(os.path.join(self.current, "lastId")) as fh:
+                    last = int(fh.read().strip() or "-1", 16)
+            except (FileNotFoundError, ValueError):
+                pass
+            self.log_id = max([last] + ids) + 1
+            with open(os.path.join(self.current, "lastId"), "w") as fh:
+                fh.write(f"{self.log_id:x}\n")
+            self.f = open(os.path.join(self.current, f"{self.log_id:x}.log"), "wb+")  # noqa: SIM115 - long-lived
+            header = bytearray(_LOG_HEADER_SIZE)
+            header[0:8] = b"BKLO" + struct.pack(">i", 1)
+            self.f.write(header)
+            self.pos = _LOG_HEADER_SIZE
+            self.ledgers: dict[int, int] = {}
+
+        def append(self, lid: int, data: bytes) -> int:
+            if self.pos + len(data) + 4 > self.limit and self.pos > _LOG_HEADER_SIZE:
+                self._rotate()
+            self.f.write(struct.pack(">i", len(data)))
+            self.f.write(data)
+            loc = (self.log_id << 32) | (self.pos + 4)
+            self.pos += 4 + len(data)
+            self.ledgers[lid] = self.ledgers.get(lid, 0) + 4 + len(data)
+            return loc
+
+        def _rotate(self) -> None:
+            items = sorted(self.ledgers.items())
+            map_offset = self.pos
+            for i in range(0, max(len(items), 1), _LEDGERS_MAP_MAX_BATCH):
+                chunk = items[i : i + _LEDGERS_MAP_MAX_BATCH]
+                body = struct.pack(">qqi", -1, -2, len(chunk)) + b"".join(struct.pack(">qq", a, b) for a, b in chunk)
+                self.f.write(struct.pack(">i", len(body)) + body)
+            self.f.flush()
+            os.fsync(self.f.fileno())
+            os.pwrite(self.f.fileno(), struct.pack(">qi", map_offset, len(items)), 8)
+            os.fsync(self.f.fileno())
+            self.f.close()
+            self._new_log()
+
+        def flush(self) -> None:
+            self.f.flush()
+            os.fsync(self.f.fileno())
+
+        def close(self) -> None:
+            if self.f is not None:
+                self.flush()
+                self.f.close()
+                self.f = None
+
+
+_logs: Any = _PyLogs
+
+
+# ------------------------------------------------------------------------- client-side entries
+
+
+def master_key(password: bytes = b"") -> bytes:
+    """``DigestManager.generateMasterKey``: SHA-1 of ``"ledger" + password``; what a bookie keeps."""
+    return hashlib.sha1(b"ledger" + bytes(password)).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """An entry as the BookKeeper client packed it."""
+
+    ledger_id: int
+    entry_id: int
+    last_add_confirmed: int
+    length: int
+    digest: bytes
+    payload: bytes
+
+
+def pack_entry(ledger_id: int, entry_id: int, last_add_confirmed: int, length: int, payload: bytes,
+               digest_type: str = "CRC32C", password: bytes = b"") -> bytes:
+    """The bytes a bookie stores for one entry (``DigestManager.computeDigestAndPackageForSending``):
+    the 32-byte header, the digest of header and payload, then the payload. ``length`` is the
+    ledger's cumulative length including this entry."""
+    return _logs.pack_entry(ledger_id, entry_id, last_add_confirmed, length, payload, digest_type, password)
+
+
+def unpack_entry(data: bytes, digest_type: str = "CRC32C", password: bytes = b"", verify: bool = True,
+                 ledger_id: int | None = None, entry_id: int | None = None) -> StoredEntry:
+    """Splits stored entry bytes; with ``verify``, checks the digest (:class:`ChecksumMismatchError`)
+    and, when given, the ledger and entry ids (:class:`CorruptEntryError`)."""
+    lid, eid, lac, length, digest, payload = _logs.unpack_entry(data, digest_type, password, verify)
+    if ledger_id is not None and lid != ledger_id or entry_id is not None and eid != entry_id:
+        raise CorruptEntryError(f"stored entry is ({lid}, {eid}), expected ({ledger_id}, {entry_id})")
+    return StoredEntry(lid, eid, lac, length, digest, payload)
+
+
+# ------------------------------------------------------------------------------ recovery report
+
+
+@dataclass(frozen=True, slots=True)
+class TornTail:
+    """The incomplete bytes at the end of an entry log (a write cut short by a crash)."""
+
+    ledger_dir: str
+    log_id: int
+    #: Offset of the first incomplete record (its length field).
+    offset: int
+    #: Bytes from ``offset`` to the end of the file.
+    length: int
+    reason: str
+
+
+@dataclass
+class RecoveryReport:
+    """What a writable open found at the tail of the entry logs."""
+
+    torn_tails: list[TornTail] = field(default_factory=list)
+    #: Complete records that were written but not indexed before the crash, now indexed.
+    reindexed_entries: int = 0
+    #: ``(ledger_id, entry_id)`` of those records.
+    reindexed: list[tuple[int, int]] = field(default_factory=list)
+    scanned_logs: list[int] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not self.torn_tails and not self.reindexed_entries
+
+
+# ----------------------------------------------------------------------- one ledger directory
+
+
+def _open_rocks(path: str, read_only: bool, sync: bool) -> Any:
+    import rocksdict
+
+    opts = rocksdict.Options(raw_mode=True)
+    if read_only:
+        return rocksdict.Rdict(path, opts, access_type=rocksdict.AccessType.read_only())
+    opts.create_if_missing(True)
+    # Block format 5 as DbLedgerStorage configures it, so older RocksDB (BookKeeper's JNI) reads it.
+    table = rocksdict.BlockBasedOptions()
+    table.set_format_version(5)
+    opts.set_block_based_table_factory(table)
+    db = rocksdict.Rdict(path, opts)
+    wo = rocksdict.WriteOptions()
+    wo.sync = sync
+    db.set_write_options(wo)
+    return db
+
+
+class LedgerDirStorage:
+    """``SingleDirectoryDbLedgerStorage``: one ledger directory, its entry logs and indexes."""
+
+    def __init__(self, ledger_dir: str, log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT, read_only: bool = False,
+                 sync: bool = True, recover: bool = True) -> None:
+        self.ledger_dir = os.fspath(ledger_dir)
+        self.current = os.path.join(self.ledger_dir, "current")
+        self.read_only = read_only
+        self.log_size_limit = log_size_limit
+        self._tmp: str | None = None
+        if read_only:
+            if not os.path.isdir(self.current):
+                raise BookieError(f"no bookie ledger directory at {self.ledger_dir} (missing current/)")
+            self._tmp = tempfile.mkdtemp(prefix="pulsarkit-bookie-index-")
+            for sub in ("ledgers", "locations"):
+                src = os.path.join(self.current, sub)
+                if not os.path.exists(os.path.join(src, "CURRENT")):
+                    raise BookieError(f"{src} is not a RocksDB database")
+                shutil.copytree(src, os.path.join(self._tmp, sub), ignore=shutil.ignore_patterns("LOCK"))
+            idx = self._tmp
+        else:
+            os.makedirs(self.current, exist_ok=True)
+            idx = self.current
+        self.ledgers_db = _open_rocks(os.path.join(idx, "ledgers"), read_only, sync)
+        self.locations_db = _open_rocks(os.path.join(idx, "locations"), read_only, sync)
+        self.ledger_data: dict[int, Any] = {}
+        it = self.ledgers_db.iter()
+        it.seek_to_first()
+        while it.valid():
+            k = bytes(it.key())
+            if len(k) == 8:
+                lid = _LONG.unpack(k)[0]
+                if lid >= 0:  # negative keys are storage flags, not ledgers
+                    ld = LedgerData()
+                    try:
+                        ld.ParseFromString(bytes(it.value()))
+                    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError subclasses
+                        raise BookieError(f"{self.current}/ledgers: bad LedgerData for ledger {lid}: {e}") from None
+                    self.ledger_data[lid] = ld
+            it.next()
+        self.write_cache: dict[tuple[int, int], bytes] = {}
+        self.write_cache_bytes = 0
+        self.deleted_ledgers: set[int] = set()
+        self.reader = _logs.Reader(self.current)
+        self.writer: Any = None
+        self.recovery = RecoveryReport()
+        if not read_only and recover:
+            self._recover()
+
+    # -- recovery -----------------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        """Re-indexes complete, unindexed records at the tail of the newest logs and reports torn
+        tails. Walks logs newest first and stops after the first one holding an indexed record:
+        everything written before an indexed record was indexed in the same or an earlier flush."""
+        import rocksdict
+
+        rep = self.recovery
+        for log_id in sorted(_logs.list_log_ids(self.current), reverse=True):
+            rep.scanned_logs.append(log_id)
+            batch = rocksdict.WriteBatch(raw_mode=True)
+            found_indexed = False
+            pending: list[tuple[int, int]] = []
+            scan = _logs.scan_log(self.current, log_id)
+            for lid, eid, location in scan.records:
+                ld = self.ledger_data.get(lid)
+                if ld is None or not ld.exists or eid < 0:
+                    continue  # a deleted ledger, or a meta entry
+                key = _KEY.pack(lid, eid)
+                if self.locations_db.get(key) is not None:
+                    found_indexed = True
+                    continue
+                batch.put(key, _ULONG.pack(location))
+                pending.append((lid, eid))
+            if scan.torn_offset is not None:
+                rep.torn_tails.append(TornTail(self.ledger_dir, log_id, scan.torn_offset,
+                                               scan.file_size - scan.torn_offset, scan.torn_reason))
+            if pending:
+                self.locations_db.write(batch)
+                rep.reindexed.extend(pending)
+                rep.reindexed_entries += len(pending)
+            if found_indexed:
+                break
+
+    # -- ledgers ------------------------------------------------------------------------------
+
+    def _put_ledger_data(self, lid: int, ld: Any) -> None:
+        self.ledgers_db.put(_LONG.pack(lid), ld.SerializeToString())
+        self.ledger_data[lid] = ld
+
+    def set_master_key(self, lid: int, key: bytes) -> None:
+        ld = self.ledger_data.get(lid)
+        if ld is not None and ld.exists:
+            if ld.masterKey != key and ld.masterKey:
+                raise BookieError(f"ledger {lid}: master key mismatch")
+            return
+        self._put_ledger_data(lid, LedgerData(exists=True, fenced=False, masterKey=key))
+
+    def set_fenced(self, lid: int) -> bool:
+        ld = self._ledger(lid)
+        if ld.fenced:
+            return False
+        new = LedgerData()
+        new.CopyFrom(ld)
+        new.fenced = True
+        self._put_ledger_data(lid, new)
+        return True
+
+    def _ledger(self, lid: int) -> Any:
+        ld = self.ledger_data.get(lid)
+        if ld is None or not ld.exists:
+            raise LedgerNotFoundError(f"ledger {lid} does not exist on this bookie ({self.ledger_dir})")
+        return ld
+
+    def delete_ledger(self, lid: int) -> None:
+        self._ledger(lid)
+        self.ledgers_db.delete(_LONG.pack(lid))
+        del self.ledger_data[lid]
+        self.deleted_ledgers.add(lid)
+        for k in [k for k in self.write_cache if k[0] == lid]:
+            self.write_cache_bytes -= len(self.write_cache.pop(k))
+
+    # -- entries ------------------------------------------------------------------------------
+
+    def add_entry(self, lid: int, eid: int, data: bytes) -> None:
+        ld = self._ledger(lid)
+        if ld.fenced:
+            raise BookieError(f"ledger {lid} is fenced")
+        old = self.write_cache.get((lid, eid))
+        if old is not None:
+            self.write_cache_bytes -= len(old)
+        self.write_cache[(lid, eid)] = data
+        self.write_cache_bytes += len(data)
+
+    def location(self, lid: int, eid: int) -> int:
+        raw = self.locations_db.get(_KEY.pack(lid, eid))
+        return 0 if raw is None else _ULONG.unpack(raw)[0]
+
+    def last_entry_id(self, lid: int) -> int:
+        """Highest entry id stored for the ledger (-1 if none)."""
+        self._ledger(lid)
+        best = -1
+        for (l, e) in self.write_cache:
+            if l == lid and e > best:
+                best = e
+        it = self.locations_db.iter()
+        it.seek_for_prev(_KEY.pack(lid, LONG_MAX))
+        if it.valid():
+            l, e = _KEY.unpack(bytes(it.key()))
+            if l == lid and e > best:
+                best = e
+        return best
+
+    def read_entry(self, lid: int, eid: int) -> bytes:
+        self._ledger(lid)
+        if eid == LAST_ADD_CONFIRMED:
+            eid = self.last_entry_id(lid)
+            if eid < 0:
+                raise EntryNotFoundError(f"ledger {lid} holds no entries")
+        data = self.write_cache.get((lid, eid))
+        if data is not None:
+            return data
+        loc = self.location(lid, eid)
+        if loc == 0:
+            raise EntryNotFoundError(f"entry ({lid}, {eid}) not found")
+        return self.reader.read(loc, lid, eid)
+
+    def entry_ids(self, lid: int) -> list[int]:
+        self._ledger(lid)
+        out = set(e for (l, e) in self.write_cache if l == lid)
+        it = self.locations_db.iter()
+        it.seek(_KEY.pack(lid, 0))
+        while it.valid():
+            l, e = _KEY.unpack(bytes(it.key()))
+            if l != lid:
+                break
+            out.add(e)
+            it.next()
+        return sorted(out)
+
+    # -- checkpoint -----------------------------------------------------------------------------
+
+    def flush(self) -> int:
+        """Checkpoint: cache -> entry log (sorted) -> fsync -> locations batch (synced) -> cleanup of
+        deleted ledgers' locations. Returns the number of entries written."""
+        import rocksdict
+
+        n = len(self.write_cache)
+        if n:
+            if self.writer is None:
+                self.writer = _logs.Writer(self.current, self.log_size_limit)
+            batch = rocksdict.WriteBatch(raw_mode=True)
+            for (lid, eid) in sorted(self.write_cache):
+                loc = self.writer.append(lid, self.write_cache[(lid, eid)])
+                batch.put(_KEY.pack(lid, eid), _ULONG.pack(loc))
+            self.writer.flush()
+            self.locations_db.write(batch)
+            self.write_cache.clear()
+            self.write_cache_bytes = 0
+        for lid in sorted(self.deleted_ledgers):
+            self.locations_db.delete_range(_KEY.pack(lid, 0), _KEY.pack(lid, LONG_MAX))
+        self.deleted_ledgers.clear()
+        return n
+
+    def close(self) -> None:
+        try:
+            if not self.read_only:
+                self.flush()
+                if self.writer is not None:
+                    self.writer.close()
+        finally:
+            self.reader.close()
+            self.ledgers_db.close()
+            self.locations_db.close()
+            if self._tmp:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------- bookie
+
+
+class Bookie:
+    """Ledger storage over one or more ledger directories (each laid out as ``<dir>/current/``).
+
+    Entry ids are per ledger; ``add_entry`` takes the stored entry bytes, which start with the ledger
+    and entry ids, as ``LedgerStorage.addEntry`` does. Not thread-safe beyond one lock per call.
+    """
+
+    def __init__(self, ledger_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
+                 log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT, write_cache_size: int = DEFAULT_WRITE_CACHE_SIZE,
+                 read_only: bool = False, sync: bool = True, bookie_id: str = DEFAULT_BOOKIE_ID) -> None:
+        dirs = [ledger_dirs] if isinstance(ledger_dirs, (str, os.PathLike)) else list(ledger_dirs)
+        if not dirs:
+            raise BookieError("a bookie needs at least one ledger directory")
+        if not 0 < log_size_limit <= DEFAULT_LOG_SIZE_LIMIT:
+            raise BookieError(f"logSizeLimit must be in (0, 1 GiB], got {log_size_limit}")
+        self.read_only = read_only
+        self.bookie_id = bookie_id
+        self.write_cache_size = write_cache_size
+        self._lock = threading.RLock()
+        self._closed = False
+        self.dirs: list[LedgerDirStorage] = []
+        try:
+            for d in dirs:
+                self.dirs.append(LedgerDirStorage(os.fspath(d), log_size_limit, read_only, sync))
+        except BaseException:
+            for s in self.dirs:
+                s.close()
+            raise
+
+    @classmethod
+    def open(cls, ledger_dirs: Any, **kw: Any) -> Bookie:
+        return cls(ledger_dirs, **kw)
+
+    def _dir(self, ledger_id: int) -> LedgerDirStorage:
+        if ledger_id < 0:
+            raise LedgerNotFoundError(f"invalid ledger id {ledger_id}")
+        return self.dirs[ledger_id % len(self.dirs)]
+
+    def _check(self, write: bool = False) -> None:
+        if self._closed:
+            raise BookieError("bookie is closed")
+        if write and self.read_only:
+            raise BookieError("bookie was opened read-only")
+
+    @property
+    def recovery(self) -> RecoveryReport:
+        """Merged recovery report of all ledger directories."""
+        rep = RecoveryReport()
+        for s in self.dirs:
+            rep.torn_tails += s.recovery.torn_tails
+            rep.reindexed += s.recovery.reindexed
+            rep.reindexed_entries += s.recovery.reindexed_entries
+            rep.scanned_logs += s.recovery.scanned_logs
+        return rep
+
+    # -- ledgers ------------------------------------------------------------------------------
+
+    def create_ledger(self, ledger_id: int, master_key: bytes = master_key(b"")) -> None:
+        """Registers a ledger (``setMasterKey``): ``LedgerData{exists, fenced=false, masterKey}``."""
+        with self._lock:
+            self._check(True)
+            self._dir(ledger_id).set_master_key(ledger_id, bytes(master_key))
+
+    def ledger_exists(self, ledger_id: int) -> bool:
+        ld = self._dir(ledger_id).ledger_data.get(ledger_id) if ledger_id >= 0 else None
+        return ld is not None and ld.exists
+
+    def ledger_data(self, ledger_id: int) -> Any:
+        return self._dir(ledger_id)._ledger(ledger_id)
+
+    def ledgers(self) -> list[int]:
+        """Ids of the ledgers this bookie holds, ascending."""
+        return sorted(lid for s in self.dirs for lid, ld in s.ledger_data.items() if ld.exists)
+
+    def fence_ledger(self, ledger_id: int) -> bool:
+        """Fences the ledger (no more adds). True if it was not fenced before."""
+        with self._lock:
+            self._check(True)
+            return self._dir(ledger_id).set_fenced(ledger_id)
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        """``deleteLedger``: drops the ledger from ``ledgers/`` now and its locations at the next
+        checkpoint. Entry-log space comes back only through garbage collection."""
+        with self._lock:
+            self._check(True)
+            self._dir(ledger_id).delete_ledger(ledger_id)
+
+    # -- entries ------------------------------------------------------------------------------
+
+    def add_entry(self, data: bytes) -> tuple[int, int]:
+        """Adds stored entry bytes (``[ledgerId][entryId]...``); returns ``(ledger_id, entry_id)``."""
+        data = bytes(data)
+        if len(data) < 16:
+            raise CorruptEntryError(f"an entry needs at least 16 bytes (ledger and entry ids), got {len(data)}")
+        lid, eid = _KEY.unpack_from(data)
+        if eid < 0:
+            raise BookieError(f"entry id {eid} is not a data entry")
+        with self._lock:
+            self._check(True)
+            s = self._dir(lid)
+            s.add_entry(lid, eid, data)
+            if s.write_cache_bytes >= self.write_cache_size:
+                s.flush()
+        return lid, eid
+
+    def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
+        """Stored bytes of an entry; ``entry_id=-1`` reads the last one."""
+        with self._lock:
+            self._check()
+            return self._dir(ledger_id).read_entry(ledger_id, entry_id)
+
+    def last_entry_id(self, ledger_id: int) -> int:
+        with self._lock:
+            self._check()
+            return self._dir(ledger_id).last_entry_id(ledger_id)
+
+    def read_last(self, ledger_id: int) -> tuple[int, bytes] | None:
+        """``(entry_id, stored bytes)`` of the ledger's last entry, or None if it has none."""
+        with self._lock:
+            self._check()
+            s = self._dir(ledger_id)
+            eid = s.last_entry_id(ledger_id)
+            return None if eid < 0 else (eid, s.read_entry(ledger_id, eid))
+
+    def entry_ids(self, ledger_id: int) -> list[int]:
+        with self._lock:
+            self._check()
+            return self._dir(ledger_id).entry_ids(ledger_id)
+
+    def entries(self, ledger_id: int, first: int = 0, last: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """``(entry_id, stored bytes)`` for the ledger's entries in ``[first, last]``."""
+        for eid in self.entry_ids(ledger_id):
+            if eid >= first and (last is None or eid <= last):
+                yield eid, self.read_entry(ledger_id, eid)
+
+    def location(self, ledger_id: int, entry_id: int) -> int:
+        """The indexed ``logId << 32 | offset`` of an entry (0 if not indexed yet)."""
+        return self._dir(ledger_id).location(ledger_id, entry_id)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def flush(self) -> int:
+        """Checkpoint every directory; once this returns, every added entry is durable."""
+        with self._lock:
+            self._check()
+            return 0 if self.read_only else sum(s.flush() for s in self.dirs)
+
+    checkpoint = flush
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            errors = []
+            for s in self.dirs:
+                try:
+                    s.close()
+                except Exception as e:  # noqa: BLE001 - close every directory, then report
+                    errors.append(e)
+            if errors:
+                raise errors[0]
+
+    def __enter__(self) -> Bookie:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Bookie({[s.ledger_dir for s in self.dirs]!r}{', read_only' if self.read_only else ''})"
+
+
+__all__ = [
+    "DEFAULT_BOOKIE_ID",
+    "DEFAULT_LOG_SIZE_LIMIT",
+    "DIGEST_TYPES",
+    "LAST_ADD_CONFIRMED",
+    "Bookie",
+    "ChecksumMismatchError",
+    "LedgerDirStorage",
+    "RecoveryReport",
+    "StoredEntry",
+    "TornTail",
+    "master_key",
+    "pack_entry",
+    "unpack_entry",
+]
