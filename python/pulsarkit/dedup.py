@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .entry import Buffer, Entry
+from .errors import PulsarkitError
 
 DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"
 
@@ -96,7 +97,7 @@ class MessageDeduplication:
             if self.cursor is not None or self.status is not Status.Initialized:
                 try:
                     self.ml.delete_cursor(DEDUPLICATION_CURSOR_NAME)
-                except KeyError:  # CursorNotFound counts as success
+                except (KeyError, PulsarkitError):  # CursorNotFound counts as success
                     pass
             self.cursor = None
             self.pushed.clear()
@@ -129,7 +130,8 @@ class MessageDeduplication:
         yield from self.ml.read_after(position)
 
     def _last_position(self) -> Any:
-        return self.ml.last_confirmed_entry
+        lac = self.ml.last_confirmed_entry
+        return None if lac is None or lac.entry_id < 0 else lac
 
     # -- the publish path ---------------------------------------------------------------------
 
