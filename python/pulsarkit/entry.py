@@ -80,7 +80,9 @@ class Entry:
         try:
             md.ParseFromString(raw[md_start:md_end])
         except DecodeError as e:  # the native scan accepted it, so this is protobuf-level detail
-            raise CorruptEntryError(f"corrupt input at offset {md_start}: invalid MessageMetadata: {e}") from e
+            err = CorruptEntryError(f"corrupt input at offset {md_start}: invalid MessageMetadata: {e}")
+            err.offset = md_start  # every CorruptEntryError carries one
+            raise err from e
         self.metadata = md
         self._md_start = md_start
         self._payload_start = payload_start

@@ -49,15 +49,27 @@ class FrameDecoder:
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._raw = _native.RawFrameDecoder(max_frame_size)
         self._offset = 0
+        self._failed: CorruptFrameError | None = None
 
     def feed(self, data: Buffer) -> list[tuple[Any, bytes | None]]:
+        if self._failed is not None:
+            raise self._failed
         out = []
         for cmd_bytes, hp in self._raw.feed(data):
             cmd = BaseCommand()
             try:
                 cmd.ParseFromString(cmd_bytes)
+                if not cmd.IsInitialized():  # upb parses proto2 without checking required fields
+                    raise DecodeError(f"missing required field(s) {', '.join(cmd.FindInitializationErrors())}")
             except DecodeError as e:
-                raise CorruptFrameError(f"frame at stream offset {self._offset}: invalid BaseCommand: {e}") from e
+                err = CorruptFrameError(f"frame at stream offset {self._offset}: invalid BaseCommand: {e}")
+                err.offset = self._offset
+                # Like the native decoder: stay failed, and deliver the good frames before the bad one
+                # first (the error comes with the next feed), so every split yields the same frames.
+                self._failed = err
+                if out:
+                    return out
+                raise err from e
             self._offset += 8 + len(cmd_bytes) + (len(hp) if hp else 0)
             out.append((cmd, hp))
         return out

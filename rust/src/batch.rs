@@ -96,7 +96,11 @@ pub fn parse_entry(data: &[u8], verify_checksum: bool) -> Result<ParsedEntry> {
     if verify_checksum {
         layout.verify_checksum(data)?;
     }
-    let metadata = decode_message_metadata(&data[layout.metadata.clone()], layout.metadata.start)?;
+    let md = &data[layout.metadata.clone()];
+    // prost fills absent required fields with defaults; hold every reader to the scan's checks
+    // (required fields, wire types) so explode/messages agree with Entry.parse and decode_metadata.
+    crate::metascan::scan_metadata(md).map_err(|e| e.shifted(layout.metadata.start))?;
+    let metadata = decode_message_metadata(md, layout.metadata.start)?;
     Ok(ParsedEntry { layout, metadata })
 }
 

@@ -48,7 +48,9 @@ impl FrameDecoder {
         self.buf.len() - self.start
     }
 
-    /// Feeds bytes and returns every frame completed by them.
+    /// Feeds bytes and returns every frame completed by them. When a bad frame follows good ones
+    /// in the same call, the good ones are returned and the error comes with the next call (as
+    /// Netty delivers decoded frames before the exception), so no split of the stream loses frames.
     pub fn feed(&mut self, data: &[u8]) -> Result<Vec<Frame>> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -64,21 +66,21 @@ impl FrameDecoder {
             let at = self.consumed as usize;
             let total = u32::from_be_bytes(self.buf[s..s + 4].try_into().unwrap()) as usize;
             if total > self.max_frame_size {
-                return self.fail(Error::LimitExceeded {
+                return self.fail(frames, Error::LimitExceeded {
                     what: format!("frame at stream offset {at}"),
                     size: total as u64,
                     limit: self.max_frame_size as u64,
                 });
             }
             if total < 4 {
-                return self.fail(Error::corrupt(at, format!("frame size {total} cannot hold the 4-byte command size")));
+                return self.fail(frames, Error::corrupt(at, format!("frame size {total} cannot hold the 4-byte command size")));
             }
             if avail < 4 + total {
                 break;
             }
             let cmd_size = u32::from_be_bytes(self.buf[s + 4..s + 8].try_into().unwrap()) as usize;
             if cmd_size > total - 4 {
-                return self.fail(Error::corrupt(
+                return self.fail(frames, Error::corrupt(
                     at + 4,
                     format!("command size {cmd_size} exceeds the {} bytes left in the frame", total - 4),
                 ));
@@ -97,9 +99,13 @@ impl FrameDecoder {
         Ok(frames)
     }
 
-    fn fail(&mut self, e: Error) -> Result<Vec<Frame>> {
+    fn fail(&mut self, frames: Vec<Frame>, e: Error) -> Result<Vec<Frame>> {
         self.failed = Some(e.clone());
-        Err(e)
+        if frames.is_empty() {
+            Err(e)
+        } else {
+            Ok(frames)
+        }
     }
 }
 
