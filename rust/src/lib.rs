@@ -7,6 +7,7 @@ pub mod compression;
 pub mod crc;
 pub mod entry;
 pub mod error;
+pub mod fuzz;
 pub mod metascan;
 pub mod proto;
 pub mod wire;

@@ -1,0 +1,7 @@
+#![no_main]
+//! The zlib decompressor: `[u24 declared size][compressed]`.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = pulsarkit::fuzz::fuzz_decompress_codec(pulsarkit::compression::Codec::Zlib, data);
+});

@@ -1,0 +1,892 @@
+//! Fuzz targets, seed corpora and a byte mutator, shared by the libFuzzer crate (`rust/fuzz`), the
+//! bounded stable-Rust driver (`tests/fuzz_bounded.rs`) and the property tests.
+//!
+//! Each `fuzz_*` function takes arbitrary bytes, runs a parser on them and cross-checks the result
+//! against the other parsers and encoders. Parser errors are fine; a panic (a parser bug or a broken
+//! invariant, reported through `assert!`) is the failure a fuzzer looks for. Every target returns
+//! whether the input was accepted, so a feedback-less driver can keep inputs that got deep.
+use crate::batch::{append_record, decode_batch, entry_messages, parse_entry};
+use crate::bulk::{self, EntryColumn};
+use crate::command::{encode_frame, Frame, FrameDecoder};
+use crate::compression::{compress, decompress, Codec};
+use crate::crc::crc32c;
+use crate::entry::{
+    add_broker_entry_metadata, decode_broker_entry_metadata, encode_metadata_and_payload,
+    parse_layout, peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
+};
+use crate::error::Error;
+use crate::metascan::scan_metadata;
+use crate::proto::{BaseCommand, CommandPing, CommandSend, KeyValue, MessageMetadata, SingleMessageMetadata};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BinaryArray, BinaryViewArray, LargeBinaryArray, RecordBatch};
+use prost::Message as _;
+
+/// Decompression ceiling inside the targets: large enough for every seed, small enough that a
+/// declared size cannot make a run slow.
+pub const FUZZ_LIMIT: usize = 1 << 20;
+/// Frame ceiling inside the frame target.
+pub const FUZZ_MAX_FRAME: usize = 1 << 20;
+
+/// An error from a parser must point inside (or just past) the buffer it was given, and parsers
+/// never report caller errors for input bytes.
+fn check_err(e: &Error, len: usize, what: &str) {
+    if let Some(o) = e.offset() {
+        assert!(o <= len, "{what}: error offset {o} beyond input of {len} bytes: {e}");
+    }
+    assert!(!matches!(e, Error::InvalidArgument(_)), "{what}: parser raised a caller error for input bytes: {e}");
+}
+
+fn be_u32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets
+// ---------------------------------------------------------------------------------------------
+
+/// Entry layout, checksum, broker entry metadata (peek/strip/add), the lazy metadata scan against
+/// the full protobuf decode, and the consumer's view of the entry (batches, codecs).
+pub fn fuzz_entry_parse(data: &[u8]) -> bool {
+    let n = data.len();
+    let strip = strip_broker_entry_metadata(data);
+    let peek = peek_broker_entry_metadata(data);
+    let layout = match parse_layout(data) {
+        Ok(l) => l,
+        Err(e) => {
+            check_err(&e, n, "parse_layout");
+            if let Err(se) = &strip {
+                check_err(se, n, "strip");
+            }
+            if let Err(pe) = &peek {
+                check_err(pe, n, "peek");
+            }
+            assert!(parse_entry(data, false).is_err(), "parse_entry accepted what parse_layout refused");
+            return false;
+        }
+    };
+    // The layout partitions the buffer in order.
+    if let Some(b) = &layout.broker_entry_metadata {
+        assert_eq!(b.start, 6);
+        assert_eq!(b.end, layout.headers_start);
+    } else {
+        assert_eq!(layout.headers_start, 0);
+    }
+    let ck_len = if layout.checksum.is_some() { 6 } else { 0 };
+    assert_eq!(layout.checksummed_start, layout.headers_start + ck_len);
+    assert_eq!(layout.metadata.start, layout.checksummed_start + 4);
+    assert!(layout.metadata.start <= layout.metadata.end);
+    assert_eq!(layout.metadata.end, layout.payload.start);
+    assert_eq!(layout.payload.end, n);
+    assert_eq!(be_u32(&data[layout.checksummed_start..]) as usize, layout.metadata.len());
+
+    // Checksum verification agrees with a direct CRC of the covered bytes.
+    match layout.verify_checksum(data) {
+        Ok(Some(c)) => assert_eq!(crc32c(&data[layout.checksummed_start..]), c),
+        Ok(None) => assert!(layout.checksum.is_none()),
+        Err(Error::ChecksumMismatch { offset, stored, computed }) => {
+            assert_eq!(offset, layout.headers_start + 2);
+            assert_eq!(Some(stored), layout.checksum);
+            assert_eq!(computed, crc32c(&data[layout.checksummed_start..]));
+            assert_ne!(stored, computed);
+        }
+        Err(e) => panic!("verify_checksum returned an unexpected error: {e}"),
+    }
+
+    // PIP-70 strip/peek/add agree with the layout.
+    let stripped = strip.expect("strip failed on an entry whose layout parsed");
+    assert_eq!(stripped, &data[layout.headers_start..]);
+    match (&layout.broker_entry_metadata, peek) {
+        (None, Ok(None)) => {
+            let added = add_broker_entry_metadata(data, Some(n as u64), Some(7)).expect("add on an entry without BEM");
+            assert_eq!(strip_broker_entry_metadata(&added).unwrap(), data);
+            let bem = peek_broker_entry_metadata(&added).unwrap().unwrap();
+            assert_eq!((bem.broker_timestamp, bem.index), (Some(n as u64), Some(7)));
+            assert_eq!(added.len(), n + 6 + bem.encoded_len());
+        }
+        (Some(r), Ok(Some(bem))) => {
+            assert_eq!(bem, decode_broker_entry_metadata(&data[r.clone()], r.start).unwrap());
+            // Re-adding the same values to the stripped entry gives the same metadata back.
+            if stripped.len() >= 2 && u16::from_be_bytes([stripped[0], stripped[1]]) == MAGIC_BROKER_ENTRY_METADATA {
+                assert!(add_broker_entry_metadata(stripped, bem.broker_timestamp, bem.index).is_err());
+            } else {
+                let again = add_broker_entry_metadata(stripped, bem.broker_timestamp, bem.index).unwrap();
+                assert_eq!(peek_broker_entry_metadata(&again).unwrap(), Some(bem));
+                assert_eq!(strip_broker_entry_metadata(&again).unwrap(), stripped);
+            }
+        }
+        (Some(_), Err(e)) => check_err(&e, n, "peek"),
+        (l, p) => panic!("layout BEM {l:?} but peek gave {p:?}"),
+    }
+
+    // The lazy scan and the full decode agree on what they both read.
+    let md_bytes = &data[layout.metadata.clone()];
+    let scan = scan_metadata(md_bytes);
+    let full = MessageMetadata::decode(md_bytes);
+    if let Err(e) = &scan {
+        check_err(e, md_bytes.len(), "scan_metadata");
+    }
+    if let (Ok(s), Ok(f)) = (&scan, &full) {
+        assert_eq!(s.sequence_id, Some(f.sequence_id));
+        assert_eq!(s.publish_time, Some(f.publish_time));
+        assert_eq!(s.num_messages_in_batch, f.num_messages_in_batch);
+        assert_eq!(s.compression, f.compression.unwrap_or(0));
+        assert_eq!(s.uncompressed_size, f.uncompressed_size.unwrap_or(0));
+        assert_eq!(s.num_properties as usize, f.properties.len());
+        assert_eq!(s.highest_sequence_id, f.highest_sequence_id.unwrap_or(0));
+        assert_eq!(s.chunk_id, f.chunk_id);
+        let pn = s.producer_name.clone().map(|r| &md_bytes[r]);
+        assert_eq!(pn, Some(f.producer_name.as_bytes()));
+    }
+
+    let parsed = match parse_entry(data, false) {
+        Ok(p) => p,
+        Err(e) => {
+            check_err(&e, n, "parse_entry");
+            return false;
+        }
+    };
+    assert_eq!(parsed.layout, layout);
+    assert!(scan.is_ok(), "parse_entry accepted metadata that scan_metadata refuses");
+    let with_ck = parse_entry(data, true);
+    assert_eq!(with_ck.is_ok(), layout.verify_checksum(data).is_ok());
+
+    let all = entry_messages(data, &parsed, true, FUZZ_LIMIT);
+    let kept = entry_messages(data, &parsed, false, FUZZ_LIMIT);
+    match (&all, &kept) {
+        (Ok(all), Ok(kept)) => {
+            match parsed.metadata.num_messages_in_batch {
+                None => assert_eq!(all.len(), 1),
+                Some(k) => assert_eq!(all.len(), k as usize),
+            }
+            let expect: Vec<_> = all.iter().filter(|m| !m.compacted_out).cloned().collect();
+            assert_eq!(&expect, kept);
+            // Re-encoding what was decoded gives the same messages back.
+            reencode_round_trip(&parsed.metadata, all, layout.checksum.is_some());
+        }
+        (Err(a), Err(k)) => {
+            assert_eq!(a, k);
+            check_err(a, n, "entry_messages");
+        }
+        (a, k) => panic!("include_compacted_out changed success: {a:?} vs {k:?}"),
+    }
+    all.is_ok()
+}
+
+fn to_smm(m: &crate::batch::DecodedMessage) -> SingleMessageMetadata {
+    SingleMessageMetadata {
+        properties: m.properties.iter().map(|(k, v)| KeyValue { key: k.clone(), value: v.clone() }).collect(),
+        partition_key: m.key.clone(),
+        payload_size: 0,
+        compacted_out: m.compacted_out.then_some(true),
+        event_time: m.event_time,
+        partition_key_b64_encoded: m.partition_key_b64_encoded.then_some(true),
+        ordering_key: m.ordering_key.clone().map(Into::into),
+        sequence_id: Some(m.sequence_id),
+        null_value: m.null_value.then_some(true),
+        null_partition_key: m.null_partition_key.then_some(true),
+    }
+}
+
+fn reencode_round_trip(md: &MessageMetadata, msgs: &[crate::batch::DecodedMessage], checksum: bool) {
+    let codec = Codec::from_wire(md.compression.unwrap_or(0)).expect("decoded entries have a known codec");
+    let e = if md.num_messages_in_batch.is_some() {
+        let smms: Vec<(SingleMessageMetadata, &[u8])> = msgs.iter().map(|m| (to_smm(m), &m.payload[..])).collect();
+        crate::batch::encode_batch(md, &smms, codec, checksum).expect("re-encode batch")
+    } else {
+        crate::batch::encode_single(md, &msgs[0].payload, codec, checksum).expect("re-encode single")
+    };
+    let p = parse_entry(&e, true).expect("re-encoded entry parses");
+    let again = entry_messages(&e, &p, true, 1 << 30).expect("re-encoded entry decodes");
+    assert_eq!(again.len(), msgs.len());
+    for (a, b) in again.iter().zip(msgs) {
+        assert_eq!(a.payload, b.payload);
+        assert_eq!(a.key, b.key);
+        assert_eq!(a.ordering_key, b.ordering_key);
+        assert_eq!(a.properties, b.properties);
+        assert_eq!(a.batch_index, b.batch_index);
+        assert_eq!(a.compacted_out, b.compacted_out);
+        assert_eq!(a.null_value, b.null_value);
+        if md.num_messages_in_batch.is_some() {
+            assert_eq!(a.sequence_id, b.sequence_id);
+            assert_eq!(a.event_time, b.event_time);
+        }
+    }
+}
+
+/// The batch splitter: `[i32 num_messages][uncompressed batch]`. Accepted batches re-encode with
+/// `append_record` to the same records, and the same batch inside an entry decodes the same way.
+pub fn fuzz_batch_decode(data: &[u8]) -> bool {
+    if data.len() < 4 {
+        return false;
+    }
+    let count = be_u32(data) as i32;
+    let body = &data[4..];
+    let res = decode_batch(body, count);
+    // The same bytes as the payload of a batched entry, with a codec picked from the input.
+    let codec = Codec::ALL[body.len() % Codec::ALL.len()];
+    let md = MessageMetadata {
+        producer_name: "fuzz".into(),
+        sequence_id: 1,
+        publish_time: 2,
+        num_messages_in_batch: Some(count),
+        uncompressed_size: Some(body.len() as u32),
+        compression: (codec != Codec::None).then_some(codec as i32),
+        ..Default::default()
+    };
+    let z = compress(codec, body).expect("compress");
+    let entry = encode_metadata_and_payload(&md.encode_to_vec(), &z, true).unwrap();
+    let p = parse_entry(&entry, true).expect("a freshly encoded entry parses");
+    let via_entry = entry_messages(&entry, &p, true, FUZZ_LIMIT.max(body.len()));
+    match res {
+        Err(e) => {
+            check_err(&e, body.len(), "decode_batch");
+            let ee = via_entry.expect_err("entry_messages accepted a batch decode_batch refused");
+            check_err(&ee, entry.len(), "entry_messages");
+            false
+        }
+        Ok(recs) => {
+            assert_eq!(recs.len(), count as usize);
+            let mut rebuilt = Vec::with_capacity(body.len());
+            let mut end = 0;
+            for r in &recs {
+                assert!(r.payload.start >= end && r.payload.end <= body.len());
+                assert_eq!(r.payload.len(), r.metadata.payload_size as usize);
+                end = r.payload.end;
+                append_record(&mut rebuilt, &r.metadata, &body[r.payload.clone()]).unwrap();
+            }
+            assert_eq!(end, body.len(), "records must cover the batch");
+            let again = decode_batch(&rebuilt, count).expect("re-encoded batch decodes");
+            assert_eq!(again.len(), recs.len());
+            for (a, b) in again.iter().zip(&recs) {
+                assert_eq!(a.metadata, b.metadata);
+                assert_eq!(&rebuilt[a.payload.clone()], &body[b.payload.clone()]);
+            }
+            let msgs = via_entry.expect("entry_messages refused a batch decode_batch accepted");
+            assert_eq!(msgs.len(), recs.len());
+            for (m, r) in msgs.iter().zip(&recs) {
+                assert_eq!(m.payload, &body[r.payload.clone()]);
+                assert_eq!(m.key, r.metadata.partition_key);
+            }
+            true
+        }
+    }
+}
+
+/// One codec: `[u24 declared uncompressed size][compressed bytes]`. A success has exactly the
+/// declared size; failures are decompression or limit errors; compress/decompress round-trips.
+pub fn fuzz_decompress_codec(codec: Codec, data: &[u8]) -> bool {
+    if data.len() < 3 {
+        return false;
+    }
+    let size = (usize::from(data[0]) << 16) | (usize::from(data[1]) << 8) | usize::from(data[2]);
+    let body = &data[3..];
+    let ok = match decompress(codec, body, size, FUZZ_LIMIT) {
+        Ok(out) => {
+            if codec == Codec::None {
+                assert_eq!(out, body);
+            } else {
+                assert_eq!(out.len(), size, "{codec:?} produced a size other than declared");
+                assert!(size <= FUZZ_LIMIT);
+            }
+            // A stream that decoded re-encodes and decodes to the same bytes.
+            let z = compress(codec, &out).unwrap();
+            assert_eq!(decompress(codec, &z, out.len(), FUZZ_LIMIT.max(out.len())).unwrap(), out);
+            true
+        }
+        Err(Error::Decompression { .. }) => false,
+        Err(Error::LimitExceeded { size: s, limit, .. }) => {
+            assert!(s > limit as u64 && limit == FUZZ_LIMIT as u64);
+            false
+        }
+        Err(e) => panic!("{codec:?} decompress returned an unexpected error kind: {e}"),
+    };
+    // Every input is also valid uncompressed data: it must survive a round trip.
+    let z = compress(codec, body).unwrap();
+    assert_eq!(decompress(codec, &z, body.len(), FUZZ_LIMIT.max(body.len())).unwrap(), body, "{codec:?} round trip");
+    ok
+}
+
+/// All codecs: the first byte picks one (values above 4 must be refused as unsupported).
+pub fn fuzz_decompress(data: &[u8]) -> bool {
+    let Some((&c, rest)) = data.split_first() else { return false };
+    match Codec::from_wire(i32::from(c % 6)) {
+        Ok(codec) => fuzz_decompress_codec(codec, rest),
+        Err(Error::UnsupportedCompression(_)) => false,
+        Err(e) => panic!("from_wire: {e}"),
+    }
+}
+
+/// The incremental frame decoder: `[k][k split bytes][stream]`. Feeding the stream whole and in
+/// pieces gives the same frames and the same error; frames re-encode to the bytes consumed.
+pub fn fuzz_frame_decoder(data: &[u8]) -> bool {
+    let Some((&k, rest)) = data.split_first() else { return false };
+    let k = usize::from(k % 8).min(rest.len());
+    let (splits, stream) = rest.split_at(k);
+    let mut cuts: Vec<usize> = splits.iter().map(|&b| usize::from(b) * stream.len() / 256).collect();
+    cuts.sort_unstable();
+
+    let (whole, whole_err) = drain(&mut FrameDecoder::new(FUZZ_MAX_FRAME), &[stream]);
+    let mut pieces = Vec::new();
+    let mut prev = 0;
+    for &c in &cuts {
+        pieces.push(&stream[prev..c]);
+        prev = c;
+    }
+    pieces.push(&stream[prev..]);
+    let mut dec = FrameDecoder::new(FUZZ_MAX_FRAME);
+    let (split, split_err) = drain(&mut dec, &pieces);
+    assert_eq!(whole, split, "frames depend on how the stream was split");
+    assert_eq!(whole_err, split_err, "error depends on how the stream was split");
+
+    let mut consumed = Vec::new();
+    for f in &whole {
+        consumed.extend(encode_frame(&f.command, f.headers_and_payload.as_deref()).unwrap());
+    }
+    assert_eq!(&stream[..consumed.len()], &consumed[..], "frames do not re-encode to the stream");
+    match &whole_err {
+        None => assert_eq!(dec.buffered(), stream.len() - consumed.len()),
+        Some(e) => {
+            check_err(e, stream.len(), "frame decoder");
+            // A failed decoder stays failed.
+            assert_eq!(dec.feed(b"\0\0\0\x04\0\0\0\0").unwrap_err(), *e);
+        }
+    }
+    // Each frame's command is what a protobuf decoder would be handed; it must not panic.
+    for f in &whole {
+        let _ = BaseCommand::decode(&f.command[..]);
+    }
+    whole_err.is_none() && !whole.is_empty()
+}
+
+/// Feeds `pieces`, then an empty feed (which surfaces an error deferred behind good frames).
+fn drain(dec: &mut FrameDecoder, pieces: &[&[u8]]) -> (Vec<Frame>, Option<Error>) {
+    let mut frames = Vec::new();
+    for p in pieces.iter().copied().chain(std::iter::once(&[][..])) {
+        match dec.feed(p) {
+            Ok(f) => frames.extend(f),
+            Err(e) => return (frames, Some(e)),
+        }
+    }
+    (frames, None)
+}
+
+/// Rows of a column from `[flags][null mask]([u16 len][row])*`. Flags pick the Arrow layout
+/// (bits 0-1), include_compacted_out (bit 2) and checksum verification (bit 3).
+pub fn bulk_rows(data: &[u8]) -> (u8, Vec<Option<&[u8]>>) {
+    if data.len() < 2 {
+        return (0, Vec::new());
+    }
+    let (flags, mask) = (data[0], data[1]);
+    let mut rows = Vec::new();
+    let mut rest = &data[2..];
+    while rest.len() >= 2 {
+        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
+        let row = &rest[2..2 + len];
+        rest = &rest[2 + len..];
+        let null = mask & (1 << (rows.len() % 8)) != 0;
+        rows.push((!null).then_some(row));
+    }
+    (flags, rows)
+}
+
+/// Encodes rows in the `bulk_rows` format (for seeds).
+pub fn bulk_input(flags: u8, null_mask: u8, rows: &[&[u8]]) -> Vec<u8> {
+    let mut out = vec![flags, null_mask];
+    for r in rows {
+        let r = &r[..r.len().min(u16::MAX as usize)];
+        out.extend_from_slice(&(r.len() as u16).to_be_bytes());
+        out.extend_from_slice(r);
+    }
+    out
+}
+
+/// Builds the Arrow column `flags` asks for.
+pub fn bulk_array(flags: u8, rows: &[Option<&[u8]>]) -> ArrayRef {
+    match flags & 3 {
+        1 => std::sync::Arc::new(LargeBinaryArray::from_iter(rows.iter().copied())),
+        2 => std::sync::Arc::new(BinaryViewArray::from_iter(rows.iter().copied())),
+        _ => std::sync::Arc::new(BinaryArray::from_iter(rows.iter().copied())),
+    }
+}
+
+/// Every bulk kernel over a column built from the input, each checked row by row against the
+/// single-entry functions: same row count, an error exactly where the single call fails.
+pub fn fuzz_bulk(data: &[u8]) -> bool {
+    let (flags, rows) = bulk_rows(data);
+    let include = flags & 4 != 0;
+    let verify = flags & 8 != 0;
+    let arr = bulk_array(flags, &rows);
+    let col = EntryColumn::from_array(arr.as_ref()).expect("binary column");
+    let n = rows.len();
+
+    let errs = |b: &RecordBatch| b.column_by_name("error").unwrap().as_string::<i32>().clone();
+
+    let vc = bulk::verify_checksums(&col);
+    assert_eq!(vc.num_rows(), n);
+    let vc_err = errs(&vc);
+    let has = vc.column(0).as_boolean();
+    let ok = vc.column(1).as_boolean();
+    for (i, r) in rows.iter().enumerate() {
+        match r.map(parse_layout) {
+            None => assert!(vc_err.is_null(i) && has.is_null(i)),
+            Some(Err(e)) => assert_eq!(vc_err.value(i), e.to_string()),
+            Some(Ok(l)) => {
+                assert!(vc_err.is_null(i));
+                assert_eq!(has.value(i), l.checksum.is_some());
+                let d = r.unwrap();
+                match l.verify_checksum(d) {
+                    Ok(Some(_)) => assert!(ok.value(i)),
+                    Ok(None) => assert!(ok.is_null(i)),
+                    Err(_) => assert!(!ok.value(i)),
+                }
+            }
+        }
+    }
+
+    let pk = bulk::peek_broker_entry_metadata(&col);
+    assert_eq!(pk.num_rows(), n);
+    let pk_err = errs(&pk);
+    let ts = pk.column(0).as_primitive::<Int64Type>();
+    let ix = pk.column(1).as_primitive::<Int64Type>();
+    for (i, r) in rows.iter().enumerate() {
+        match r.map(peek_broker_entry_metadata) {
+            None | Some(Ok(None)) => assert!(pk_err.is_null(i) && ts.is_null(i) && ix.is_null(i)),
+            Some(Ok(Some(b))) => {
+                assert!(pk_err.is_null(i));
+                assert_eq!(ts.is_valid(i).then(|| ts.value(i) as u64), b.broker_timestamp);
+                assert_eq!(ix.is_valid(i).then(|| ix.value(i) as u64), b.index);
+            }
+            Some(Err(e)) => assert_eq!(pk_err.value(i), e.to_string()),
+        }
+    }
+
+    let st = bulk::strip_broker_entry_metadata(&col);
+    assert_eq!(st.num_rows(), n);
+    let st_err = errs(&st);
+    let st_col = EntryColumn::from_array(st.column(0).as_ref()).unwrap();
+    for (i, r) in rows.iter().enumerate() {
+        match r.map(strip_broker_entry_metadata) {
+            None => assert!(st_err.is_null(i) && st_col.get(i).is_none()),
+            Some(Ok(s)) => assert_eq!(st_col.get(i), Some(s)),
+            Some(Err(e)) => assert_eq!(st_err.value(i), e.to_string()),
+        }
+    }
+
+    let dm = bulk::decode_metadata(&col, verify);
+    assert_eq!(dm.num_rows(), n);
+    let dm_err = errs(&dm);
+    let seq = dm.column_by_name("sequence_id").unwrap().as_primitive::<Int64Type>();
+    let publish = dm.column_by_name("publish_time").unwrap().as_primitive::<Int64Type>();
+    let num = dm.column_by_name("num_messages").unwrap().as_primitive::<Int32Type>();
+    let ck_ok = dm.column_by_name("checksum_ok").unwrap().as_boolean();
+    for (i, r) in rows.iter().enumerate() {
+        let Some(d) = r else {
+            assert!(dm_err.is_null(i) && seq.is_null(i));
+            continue;
+        };
+        match parse_layout(d) {
+            Err(e) => assert_eq!(dm_err.value(i), e.to_string()),
+            Ok(l) => {
+                let scan = scan_metadata(&d[l.metadata.clone()]);
+                if dm_err.is_valid(i) {
+                    continue; // stricter than the layout (UTF-8, codec, BEM): checked below via parse_entry
+                }
+                let s = scan.expect("decode_metadata accepted metadata scan_metadata refuses");
+                assert_eq!(seq.value(i) as u64, s.sequence_id.unwrap());
+                assert_eq!(publish.value(i) as u64, s.publish_time.unwrap());
+                assert_eq!(num.value(i), s.num_messages_in_batch.unwrap_or(1));
+                if verify && l.checksum.is_some() {
+                    assert_eq!(ck_ok.value(i), l.verify_checksum(d).is_ok());
+                } else {
+                    assert!(ck_ok.is_null(i));
+                }
+            }
+        }
+    }
+
+    let ex = bulk::explode_messages(&col, include, verify, FUZZ_LIMIT);
+    let ex_err = errs(&ex);
+    let eidx = ex.column(0).as_primitive::<Int64Type>();
+    let bidx = ex.column(1).as_primitive::<Int32Type>();
+    let payload = ex.column(2).as_binary::<i64>();
+    let mut row = 0usize;
+    let mut any_ok = false;
+    for (i, r) in rows.iter().enumerate() {
+        // The single-entry view (what Entry.parse(...).messages() does): framing, broker entry
+        // metadata, MessageMetadata, then the messages.
+        let single = r.map(|d| {
+            let p = parse_entry(d, verify)?;
+            peek_broker_entry_metadata(d)?;
+            entry_messages(d, &p, include, FUZZ_LIMIT)
+        });
+        match single {
+            None => {
+                assert_eq!(eidx.value(row), i as i64);
+                assert!(ex_err.is_null(row) && bidx.is_null(row) && payload.is_null(row));
+                row += 1;
+            }
+            Some(Err(e)) => {
+                assert_eq!(eidx.value(row), i as i64);
+                assert!(ex_err.is_valid(row), "explode accepted row {i}; the single-entry path says {e}");
+                // Row-level errors from the column never lie about where the bytes are.
+                check_err(&e, r.unwrap().len(), "explode");
+                row += 1;
+            }
+            Some(Ok(msgs)) => {
+                any_ok = true;
+                // An entry whose messages decode also has decodable metadata columns.
+                assert!(dm_err.is_null(i), "decode_metadata refused row {i} that explode accepted: {}", dm_err.value(i));
+                for m in msgs {
+                    assert_eq!(eidx.value(row), i as i64);
+                    assert!(ex_err.is_null(row));
+                    assert_eq!(bidx.value(row), m.batch_index);
+                    assert_eq!(payload.value(row), &m.payload[..]);
+                    row += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(row, ex.num_rows(), "explode produced rows that no entry accounts for");
+    any_ok
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeds: valid inputs of every shape, so mutations start from bytes that get deep.
+// ---------------------------------------------------------------------------------------------
+
+fn sample_metadata(seq: u64) -> MessageMetadata {
+    MessageMetadata {
+        producer_name: format!("producer-{seq}"),
+        sequence_id: seq,
+        publish_time: 1_700_000_000_000 + seq,
+        properties: vec![KeyValue { key: "k".into(), value: "v".into() }],
+        partition_key: (seq % 2 == 0).then(|| format!("key-{seq}")),
+        event_time: Some(42),
+        ..Default::default()
+    }
+}
+
+fn sample_smms() -> Vec<(SingleMessageMetadata, Vec<u8>)> {
+    (0..4u64)
+        .map(|i| {
+            let smm = SingleMessageMetadata {
+                properties: (0..i).map(|j| KeyValue { key: format!("p{j}"), value: "x".repeat(j as usize) }).collect(),
+                partition_key: (i != 1).then(|| format!("k{i}")),
+                ordering_key: (i == 2).then(|| vec![1u8, 2, 3].into()),
+                event_time: (i == 3).then_some(99),
+                sequence_id: Some(10 + i),
+                compacted_out: (i == 1).then_some(true),
+                null_value: (i == 3).then_some(true),
+                ..Default::default()
+            };
+            (smm, format!("payload number {i} ").repeat(i as usize + 1).into_bytes())
+        })
+        .collect()
+}
+
+/// Valid entries: single and batched, every codec, with and without checksum and broker entry
+/// metadata, plus Pulsar's worked example.
+pub fn sample_entries() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let smms = sample_smms();
+    let pairs: Vec<(SingleMessageMetadata, &[u8])> = smms.iter().map(|(s, p)| (s.clone(), &p[..])).collect();
+    for (ci, codec) in Codec::ALL.into_iter().enumerate() {
+        let md = sample_metadata(ci as u64);
+        let single = crate::batch::encode_single(&md, &b"hello pulsar ".repeat(ci + 1), codec, ci % 2 == 0).unwrap();
+        let batch = crate::batch::encode_batch(&md, &pairs, codec, ci % 2 == 1).unwrap();
+        out.push(add_broker_entry_metadata(&batch, Some(1_700_000_000_123), Some(ci as u64 * 4 + 3)).unwrap());
+        out.push(add_broker_entry_metadata(&single, None, Some(ci as u64)).unwrap());
+        out.push(single);
+        out.push(batch);
+    }
+    let empty = MessageMetadata { producer_name: "p".into(), sequence_id: 0, publish_time: 1000, ..Default::default() };
+    out.push(crate::batch::encode_single(&empty, b"", Codec::None, true).unwrap());
+    // The fact sheet's worked example: metadata {p, 0, 1000, uncompressed_size 2}, payload "hi".
+    let ex = encode_metadata_and_payload(&[0x0a, 0x01, 0x70, 0x10, 0x00, 0x18, 0xe8, 0x07, 0x48, 0x02], b"hi", true).unwrap();
+    out.push(add_broker_entry_metadata(&ex, Some(1000), Some(0)).unwrap());
+    out.push(ex);
+    let chunk = MessageMetadata {
+        uuid: Some("producer-7".into()),
+        chunk_id: Some(0),
+        num_chunks_from_msg: Some(2),
+        total_chunk_msg_size: Some(10),
+        ..sample_metadata(7)
+    };
+    out.push(crate::batch::encode_single(&chunk, b"01234", Codec::None, true).unwrap());
+    out
+}
+
+pub fn seeds_entry_parse() -> Vec<Vec<u8>> {
+    sample_entries()
+}
+
+pub fn seeds_batch_decode() -> Vec<Vec<u8>> {
+    let smms = sample_smms();
+    let mut out = Vec::new();
+    for k in 0..=smms.len() {
+        let mut b = (k as u32).to_be_bytes().to_vec();
+        for (s, p) in &smms[..k] {
+            append_record(&mut b, s, p).unwrap();
+        }
+        out.push(b);
+    }
+    out
+}
+
+pub fn seeds_decompress_codec(codec: Codec) -> Vec<Vec<u8>> {
+    let texts: [Vec<u8>; 4] = [
+        Vec::new(),
+        b"a".to_vec(),
+        b"The quick brown fox jumps over the lazy dog. ".repeat(12),
+        (0..2000u32).map(|i| (i * 7 % 251) as u8).collect(),
+    ];
+    let mut out = Vec::new();
+    for t in &texts {
+        let mut v = (t.len() as u32).to_be_bytes()[1..].to_vec();
+        v.extend(compress(codec, t).unwrap());
+        out.push(v);
+    }
+    if codec == Codec::Zlib {
+        // The Java client's form: sync-flushed, no final block, no Adler-32.
+        use flate2::{Compress, Compression, FlushCompress};
+        let t = &texts[2];
+        let mut c = Compress::new(Compression::default(), true);
+        let mut z = vec![0u8; t.len() + 64];
+        c.compress(t, &mut z, FlushCompress::Sync).unwrap();
+        z.truncate(c.total_out() as usize);
+        let mut v = (t.len() as u32).to_be_bytes()[1..].to_vec();
+        v.extend(z);
+        out.push(v);
+    }
+    out
+}
+
+pub fn seeds_decompress() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for c in Codec::ALL {
+        for s in seeds_decompress_codec(c) {
+            let mut v = vec![c as u8];
+            v.extend(s);
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// A stream of frames: PING, and SENDs carrying sample entries.
+pub fn sample_stream() -> Vec<u8> {
+    let mut s = Vec::new();
+    let ping = BaseCommand { r#type: 18, ping: Some(CommandPing {}), ..Default::default() };
+    s.extend(encode_frame(&ping.encode_to_vec(), None).unwrap());
+    for (i, e) in sample_entries().into_iter().take(4).enumerate() {
+        let send = BaseCommand {
+            r#type: 6,
+            send: Some(CommandSend { producer_id: 1, sequence_id: i as u64, ..Default::default() }),
+            ..Default::default()
+        };
+        s.extend(encode_frame(&send.encode_to_vec(), Some(&e)).unwrap());
+    }
+    s
+}
+
+pub fn seeds_frame_decoder() -> Vec<Vec<u8>> {
+    let stream = sample_stream();
+    let mut out = Vec::new();
+    for splits in [&[][..], &[128][..], &[1, 50, 200][..], &[0, 3, 9, 27, 81, 243, 255][..]] {
+        let mut v = vec![splits.len() as u8];
+        v.extend_from_slice(splits);
+        v.extend_from_slice(&stream);
+        out.push(v);
+    }
+    out
+}
+
+pub fn seeds_bulk() -> Vec<Vec<u8>> {
+    let entries = sample_entries();
+    let rows: Vec<&[u8]> = entries.iter().map(|e| &e[..]).collect();
+    let mut out = Vec::new();
+    for (flags, mask) in [(0u8, 0u8), (1 | 4, 0x10), (2 | 8, 0), (8 | 4, 0x81)] {
+        out.push(bulk_input(flags, mask, &rows));
+        out.push(bulk_input(flags, mask, &rows[..3]));
+    }
+    out
+}
+
+/// A named target with its seed corpus.
+#[derive(Clone, Copy)]
+pub struct Target {
+    pub name: &'static str,
+    pub run: fn(&[u8]) -> bool,
+    pub seeds: fn() -> Vec<Vec<u8>>,
+}
+
+pub fn targets() -> Vec<Target> {
+    vec![
+        Target { name: "entry_parse", run: fuzz_entry_parse, seeds: seeds_entry_parse },
+        Target { name: "batch_decode", run: fuzz_batch_decode, seeds: seeds_batch_decode },
+        Target { name: "decompress_lz4", run: |d| fuzz_decompress_codec(Codec::Lz4, d), seeds: || seeds_decompress_codec(Codec::Lz4) },
+        Target { name: "decompress_zlib", run: |d| fuzz_decompress_codec(Codec::Zlib, d), seeds: || seeds_decompress_codec(Codec::Zlib) },
+        Target { name: "decompress_zstd", run: |d| fuzz_decompress_codec(Codec::Zstd, d), seeds: || seeds_decompress_codec(Codec::Zstd) },
+        Target { name: "decompress_snappy", run: |d| fuzz_decompress_codec(Codec::Snappy, d), seeds: || seeds_decompress_codec(Codec::Snappy) },
+        Target { name: "frame_decoder", run: fuzz_frame_decoder, seeds: seeds_frame_decoder },
+        Target { name: "bulk", run: fuzz_bulk, seeds: seeds_bulk },
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutator
+// ---------------------------------------------------------------------------------------------
+
+/// xorshift64*: small, seedable, good enough to pick mutations.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform-ish in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    pub fn chance(&mut self, one_in: usize) -> bool {
+        self.below(one_in) == 0
+    }
+}
+
+/// Length-field values that break parsers: empty, one, around signed and unsigned overflow.
+pub const BOUNDARY_U32: [u32; 12] = [0, 1, 2, 4, 6, 0x7f, 0x80, 0xffff, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff];
+pub const BOUNDARY_VARINT: [u64; 10] = [0, 1, 0x7f, 0x80, 0x3fff, 0x7fff_ffff, 0xffff_ffff, 1 << 32, 1 << 63, u64::MAX];
+const INTERESTING_BYTES: [u8; 10] = [0x00, 0x01, 0x02, 0x0e, 0x7f, 0x80, 0xff, 0x08, 0x0a, 0x12];
+
+fn write_varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// Writes `bytes` over `buf` at `at`, growing it if they run past the end.
+fn overwrite(buf: &mut Vec<u8>, at: usize, bytes: &[u8]) {
+    let at = at.min(buf.len());
+    let end = at + bytes.len();
+    if end > buf.len() {
+        buf.resize(end, 0);
+    }
+    buf[at..end].copy_from_slice(bytes);
+}
+
+/// Applies 1-4 random mutations to `input`: bit flips, byte sets, truncations, extensions,
+/// big-endian length overwrites with boundary values, varint overwrites, magic insertion, range
+/// insert/delete/duplicate, and splices with another corpus member. Output is at most `max_len`.
+pub fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>], max_len: usize) -> Vec<u8> {
+    let mut b = input.to_vec();
+    let rounds = 1 + rng.below(4);
+    for _ in 0..rounds {
+        let len = b.len();
+        let pos = if len == 0 { 0 } else { rng.below(len) };
+        match rng.below(13) {
+            0 if len > 0 => b[pos] ^= 1 << rng.below(8),
+            1 if len > 0 => b[pos] = if rng.chance(2) { rng.next_u64() as u8 } else { INTERESTING_BYTES[rng.below(INTERESTING_BYTES.len())] },
+            2 => b.truncate(if len == 0 { 0 } else { rng.below(len + 1) }),
+            3 => {
+                let n = 1 + rng.below(64);
+                if rng.chance(2) || len == 0 {
+                    b.extend((0..n).map(|_| rng.next_u64() as u8));
+                } else {
+                    let start = rng.below(len);
+                    let end = (start + n).min(len);
+                    let chunk = b[start..end].to_vec();
+                    b.extend_from_slice(&chunk);
+                }
+            }
+            4 => {
+                let v = if rng.chance(4) {
+                    (len as u32).wrapping_add(rng.below(5) as u32).wrapping_sub(2)
+                } else {
+                    BOUNDARY_U32[rng.below(BOUNDARY_U32.len())]
+                };
+                overwrite(&mut b, pos, &v.to_be_bytes());
+            }
+            5 => {
+                let mut v = Vec::new();
+                write_varint(&mut v, BOUNDARY_VARINT[rng.below(BOUNDARY_VARINT.len())]);
+                overwrite(&mut b, pos, &v);
+            }
+            6 if !corpus.is_empty() => {
+                let other = &corpus[rng.below(corpus.len())];
+                let cut_self = if len == 0 { 0 } else { rng.below(len + 1) };
+                let cut_other = if other.is_empty() { 0 } else { rng.below(other.len() + 1) };
+                b.truncate(cut_self);
+                b.extend_from_slice(&other[cut_other..]);
+            }
+            7 => {
+                let n = 1 + rng.below(16);
+                let ins: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
+                b.splice(pos..pos, ins);
+            }
+            8 if len > 0 => {
+                let end = (pos + 1 + rng.below(16)).min(len);
+                b.drain(pos..end);
+            }
+            9 if len > 0 => {
+                let end = (pos + 1 + rng.below(32)).min(len);
+                let chunk = b[pos..end].to_vec();
+                let at = rng.below(len + 1);
+                b.splice(at..at, chunk);
+            }
+            10 => {
+                let magic: [u8; 2] = if rng.chance(2) { [0x0e, 0x01] } else { [0x0e, 0x02] };
+                overwrite(&mut b, pos, &magic);
+            }
+            11 if len >= 4 => {
+                let at = rng.below(len - 3);
+                let v = be_u32(&b[at..]).wrapping_add(rng.below(9) as u32).wrapping_sub(4);
+                b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+            }
+            _ if len > 0 => b[pos] = b[pos].wrapping_add(1 + rng.below(3) as u8),
+            _ => b.push(rng.next_u64() as u8),
+        }
+    }
+    b.truncate(max_len);
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_seed_is_accepted() {
+        for t in targets() {
+            for (i, s) in (t.seeds)().iter().enumerate() {
+                assert!((t.run)(s), "seed {i} of {} is not accepted", t.name);
+            }
+        }
+    }
+
+    #[test]
+    fn mutator_respects_max_len_and_is_deterministic() {
+        let corpus = seeds_entry_parse();
+        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+        for i in 0..2000 {
+            let x = mutate(&mut a, &corpus[i % corpus.len()], &corpus, 300);
+            assert!(x.len() <= 300);
+            assert_eq!(x, mutate(&mut b, &corpus[i % corpus.len()], &corpus, 300));
+        }
+    }
+}
