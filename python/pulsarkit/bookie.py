@@ -32,7 +32,7 @@ import struct
 import tempfile
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,6 +178,9 @@ class _PyLogs:
                 raise CorruptEntryError(f"entry ({lid}, {eid}): truncated at {log_id:x}.log offset {pos}")
             return data
 
+        def refresh(self, log_ids: Iterable[int]) -> None:
+            pass
+
         def close(self) -> None:
             for f in self._files.values():
                 f.close()
@@ -242,7 +245,72 @@ class _PyLogs:
                 self.f = None
 
 
-_logs: Any = _PyLogs
+class _NativeLogs:
+    """The same interface over :mod:`pulsarkit.entrylog` (the Rust entry-log layer)."""
+
+    def __init__(self, el: Any) -> None:
+        self.el = el
+
+    def pack_entry(self, lid: int, eid: int, lac: int, length: int, payload: bytes, digest_type: str, password: bytes) -> bytes:
+        return self.el.pack_bookie_entry(lid, eid, payload, last_add_confirmed=lac, length=length,
+                                         digest_type=_digest_name(digest_type), password=password)
+
+    def unpack_entry(self, data: bytes, digest_type: str, password: bytes, verify: bool) -> tuple:
+        name = _digest_name(digest_type)
+        e = (self.el.verify_bookie_entry(data, name, password) if verify
+             else self.el.parse_bookie_entry(data, name))
+        n = _DIGEST_LEN[name]
+        return e.ledger_id, e.entry_id, e.last_add_confirmed, e.length, bytes(data[32 : 32 + n]), e.payload
+
+    list_log_ids = staticmethod(_PyLogs.list_log_ids)
+
+    def scan_log(self, current: str, log_id: int) -> _ScanResult:
+        scan = self.el.EntryLogReader(current).scan(log_id, resync=False)
+        records = [(r.ledger_id, r.entry_id, r.location) for r in scan if r.ledger_id >= 0]
+        summ = scan.summary
+        issue = next(iter(summ.issues), None)
+        if issue is None:
+            return _ScanResult(records, None, "", summ.file_size)
+        return _ScanResult(records, issue.offset, f"{issue.kind}: {issue.message}", summ.file_size)
+
+    def Reader(self, current: str) -> Any:  # noqa: N802 - mirrors the fallback's class
+        return _NativeReader(self.el, current)
+
+    def Writer(self, current: str, limit: int) -> Any:  # noqa: N802
+        return self.el.EntryLogWriter(current, log_size_limit=limit)
+
+
+class _NativeReader:
+    def __init__(self, el: Any, current: str) -> None:
+        self.r = el.EntryLogReader(current)
+
+    def read(self, location: int, lid: int, eid: int) -> bytes:
+        try:
+            return self.r.read(location, lid, eid)
+        except OSError:
+            raise EntryNotFoundError(f"entry ({lid}, {eid}): entry log {location >> 32:x}.log is missing") from None
+
+    def refresh(self, log_ids: Iterable[int]) -> None:
+        for i in log_ids:  # file sizes are cached per open log; logs being written grow
+            self.r.evict(i)
+
+    def close(self) -> None:
+        pass
+
+
+def _digest_name(d: str) -> str:
+    return "MAC" if d == "HMAC" else d
+
+
+def _select_backend() -> Any:
+    try:
+        from . import entrylog
+    except ImportError:  # the native entry-log layer is not built in
+        return _PyLogs
+    return _NativeLogs(entrylog)
+
+
+_logs: Any = _select_backend()
 
 
 # ------------------------------------------------------------------------- client-side entries
@@ -381,6 +449,7 @@ class LedgerDirStorage:
         self.deleted_ledgers: set[int] = set()
         self.reader = _logs.Reader(self.current)
         self.writer: Any = None
+        self._seen_rotations = 0
         self.recovery = RecoveryReport()
         if not read_only and recover:
             self._recover()
@@ -532,6 +601,7 @@ class LedgerDirStorage:
                 loc = self.writer.append(lid, self.write_cache[(lid, eid)])
                 batch.put(_KEY.pack(lid, eid), _ULONG.pack(loc))
             self.writer.flush()
+            self.reader.refresh(self._written_logs())
             self.locations_db.write(batch)
             self.write_cache.clear()
             self.write_cache_bytes = 0
@@ -539,6 +609,14 @@ class LedgerDirStorage:
             self.locations_db.delete_range(_KEY.pack(lid, 0), _KEY.pack(lid, LONG_MAX))
         self.deleted_ledgers.clear()
         return n
+
+    def _written_logs(self) -> list[int]:
+        """Logs whose size changed since the last checkpoint: the active one and new rotations."""
+        w = self.writer
+        rotated = list(getattr(w, "rotated_log_ids", None) or [])
+        ids, self._seen_rotations = rotated[self._seen_rotations :], len(rotated)
+        cur = getattr(w, "current_log_id", None)
+        return ids + ([cur] if cur is not None else [])
 
     def close(self) -> None:
         try:

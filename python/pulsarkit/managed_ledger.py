@@ -810,6 +810,14 @@ class ManagedCursor:
             pi = c._read_cursor_ledger(info.cursorsLedgerId)
             if pi is not None:
                 state, md = pi, Position(pi.ledgerId, pi.entryId)
+        # recoveredCursor: a mark-delete in a ledger that is gone moves to the next ledger, one past
+        # the last entry is clamped to it (entries lost in a crash before they were flushed)
+        if md.entry_id == -1 and md.ledger_id not in ml._ledgers:
+            i = bisect.bisect_right(ml._ids, md.ledger_id)
+            if i < len(ml._ids):
+                md = Position(ml._ids[i], -1)
+        if md > ml.last_confirmed_entry:
+            md = ml.last_confirmed_entry
         c._md = md
         c._properties = {p.name: p.value for p in state.properties}
         c._ranges = _RangeSet()
