@@ -1,0 +1,385 @@
+//! Bookie entries as the BookKeeper client packs them (`DigestManager`):
+//! `[ledgerId i64][entryId i64][lastAddConfirmed i64][length i64][digest N][payload]`, big-endian,
+//! where the digest covers the 32-byte header and then the payload. This is exactly what a bookie
+//! stores in its entry logs, whatever wire protocol carried it.
+use crate::error::{Error, Result};
+use hmac::{Hmac, Mac};
+use sha1::{Digest as _, Sha1};
+
+/// Size of the `[ledgerId][entryId][lac][length]` header that precedes the digest.
+pub const BOOKIE_HEADER_SIZE: usize = 32;
+/// The longest digest (HMAC-SHA1).
+pub const MAX_DIGEST_SIZE: usize = 20;
+
+/// BookKeeper's digest types, with the numbers of `LedgerMetadataFormat.DigestType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DigestType {
+    Crc32,
+    Mac,
+    Crc32c,
+    Dummy,
+}
+
+impl DigestType {
+    pub const ALL: [DigestType; 4] = [
+        DigestType::Crc32c,
+        DigestType::Crc32,
+        DigestType::Mac,
+        DigestType::Dummy,
+    ];
+
+    /// Accepts BookKeeper's names (`CRC32C`, `CRC32`, `MAC`, `HMAC`, `DUMMY`), any case.
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name.to_ascii_uppercase().as_str() {
+            "CRC32C" => Ok(DigestType::Crc32c),
+            "CRC32" => Ok(DigestType::Crc32),
+            "MAC" | "HMAC" | "HMACSHA1" | "HMAC-SHA1" => Ok(DigestType::Mac),
+            "DUMMY" | "NONE" => Ok(DigestType::Dummy),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown digest type {other:?}: expected CRC32C, CRC32, MAC or DUMMY"
+            ))),
+        }
+    }
+
+    /// The client-API name (`DigestType.name()` in Java).
+    pub fn name(self) -> &'static str {
+        match self {
+            DigestType::Crc32 => "CRC32",
+            DigestType::Mac => "MAC",
+            DigestType::Crc32c => "CRC32C",
+            DigestType::Dummy => "DUMMY",
+        }
+    }
+
+    /// The value in ledger metadata (`DataFormats.LedgerMetadataFormat.DigestType`).
+    pub fn proto_value(self) -> i32 {
+        match self {
+            DigestType::Crc32 => 1,
+            DigestType::Mac => 2,
+            DigestType::Crc32c => 3,
+            DigestType::Dummy => 4,
+        }
+    }
+
+    pub fn from_proto_value(v: i32) -> Result<Self> {
+        match v {
+            1 => Ok(DigestType::Crc32),
+            2 => Ok(DigestType::Mac),
+            3 => Ok(DigestType::Crc32c),
+            4 => Ok(DigestType::Dummy),
+            _ => Err(Error::InvalidArgument(format!("unknown digest type number {v}"))),
+        }
+    }
+
+    /// Bytes the digest occupies after the 32-byte header.
+    pub fn digest_len(self) -> usize {
+        match self {
+            DigestType::Crc32 => 8,
+            DigestType::Mac => 20,
+            DigestType::Crc32c => 4,
+            DigestType::Dummy => 0,
+        }
+    }
+}
+
+/// A computed digest (at most 20 bytes, no allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DigestValue {
+    bytes: [u8; MAX_DIGEST_SIZE],
+    len: u8,
+}
+
+impl DigestValue {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+/// Packs and verifies entries for one digest type and password. Cheap to clone; for MAC the key
+/// SHA-1("mac" ‖ password) is derived once here.
+#[derive(Clone)]
+pub struct Digester {
+    kind: DigestType,
+    mac: Option<Hmac<Sha1>>,
+}
+
+impl std::fmt::Debug for Digester {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Digester").field("kind", &self.kind).finish()
+    }
+}
+
+/// The 32-byte header of a stored entry, big-endian.
+pub fn bookie_header(ledger_id: i64, entry_id: i64, last_add_confirmed: i64, length: i64) -> [u8; BOOKIE_HEADER_SIZE] {
+    let mut h = [0u8; BOOKIE_HEADER_SIZE];
+    h[0..8].copy_from_slice(&ledger_id.to_be_bytes());
+    h[8..16].copy_from_slice(&entry_id.to_be_bytes());
+    h[16..24].copy_from_slice(&last_add_confirmed.to_be_bytes());
+    h[24..32].copy_from_slice(&length.to_be_bytes());
+    h
+}
+
+/// BookKeeper's `MacDigestManager.genDigest("mac", password)`.
+pub fn mac_key(password: &[u8]) -> [u8; 20] {
+    let mut h = Sha1::new();
+    h.update(b"mac");
+    h.update(password);
+    h.finalize().into()
+}
+
+/// BookKeeper's `DigestManager.generateMasterKey(password)` = SHA-1("ledger" ‖ password): the master
+/// key a bookie keeps per ledger (LedgerData.masterKey), not used for digests.
+pub fn master_key(password: &[u8]) -> [u8; 20] {
+    let mut h = Sha1::new();
+    h.update(b"ledger");
+    h.update(password);
+    h.finalize().into()
+}
+
+/// The fields of a stored bookie entry; `payload` borrows from the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BookieEntry<'a> {
+    pub ledger_id: i64,
+    pub entry_id: i64,
+    pub last_add_confirmed: i64,
+    /// Cumulative ledger length including this entry.
+    pub length: i64,
+    pub digest: &'a [u8],
+    pub payload: &'a [u8],
+    /// Offset of the payload in the stored bytes (32 + digest length).
+    pub payload_offset: usize,
+}
+
+fn be_i64(b: &[u8]) -> i64 {
+    i64::from_be_bytes(b[..8].try_into().unwrap())
+}
+
+/// Splits stored entry bytes without checking the digest.
+pub fn parse_bookie_entry(data: &[u8], digest_len: usize) -> Result<BookieEntry<'_>> {
+    let need = BOOKIE_HEADER_SIZE + digest_len;
+    if data.len() < need {
+        return Err(Error::corrupt(
+            data.len(),
+            format!(
+                "bookie entry of {} bytes is shorter than its {BOOKIE_HEADER_SIZE}-byte header and {digest_len}-byte digest",
+                data.len()
+            ),
+        ));
+    }
+    Ok(BookieEntry {
+        ledger_id: be_i64(&data[0..]),
+        entry_id: be_i64(&data[8..]),
+        last_add_confirmed: be_i64(&data[16..]),
+        length: be_i64(&data[24..]),
+        digest: &data[BOOKIE_HEADER_SIZE..need],
+        payload: &data[need..],
+        payload_offset: need,
+    })
+}
+
+impl Digester {
+    /// `password` matters only for MAC (it keys the HMAC), as in BookKeeper.
+    pub fn new(kind: DigestType, password: &[u8]) -> Self {
+        let mac = (kind == DigestType::Mac)
+            .then(|| Hmac::<Sha1>::new_from_slice(&mac_key(password)).expect("HMAC takes keys of any length"));
+        Digester { kind, mac }
+    }
+
+    pub fn kind(&self) -> DigestType {
+        self.kind
+    }
+
+    pub fn digest_len(&self) -> usize {
+        self.kind.digest_len()
+    }
+
+    /// The digest of `header ‖ payload`, as BookKeeper's client computes it.
+    pub fn compute(&self, header: &[u8], payload: &[u8]) -> DigestValue {
+        let mut v = DigestValue {
+            bytes: [0; MAX_DIGEST_SIZE],
+            len: self.kind.digest_len() as u8,
+        };
+        match self.kind {
+            DigestType::Crc32c => {
+                let c = crate::crc::crc32c_resume(crate::crc::crc32c(header), payload);
+                v.bytes[..4].copy_from_slice(&c.to_be_bytes());
+            }
+            DigestType::Crc32 => {
+                let mut h = crc32fast::Hasher::new();
+                h.update(header);
+                h.update(payload);
+                // Written as a long: four zero bytes, then the CRC.
+                v.bytes[..8].copy_from_slice(&u64::from(h.finalize()).to_be_bytes());
+            }
+            DigestType::Mac => {
+                let mut m = self.mac.clone().expect("MAC digester has a key");
+                m.update(header);
+                m.update(payload);
+                v.bytes.copy_from_slice(&m.finalize().into_bytes());
+            }
+            DigestType::Dummy => {}
+        }
+        v
+    }
+
+    /// Stored bytes for one entry: header, digest, payload.
+    pub fn pack(&self, ledger_id: i64, entry_id: i64, last_add_confirmed: i64, length: i64, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(BOOKIE_HEADER_SIZE + self.digest_len() + payload.len());
+        self.pack_into(&mut out, ledger_id, entry_id, last_add_confirmed, length, payload);
+        out
+    }
+
+    /// Appends the stored bytes of one entry to `out`.
+    pub fn pack_into(&self, out: &mut Vec<u8>, ledger_id: i64, entry_id: i64, lac: i64, length: i64, payload: &[u8]) {
+        let h = bookie_header(ledger_id, entry_id, lac, length);
+        let d = self.compute(&h, payload);
+        out.extend_from_slice(&h);
+        out.extend_from_slice(d.as_bytes());
+        out.extend_from_slice(payload);
+    }
+
+    /// True when the stored digest matches; an error only when the bytes are too short to hold
+    /// the header and digest.
+    pub fn check<'a>(&self, data: &'a [u8]) -> Result<(BookieEntry<'a>, bool)> {
+        let e = parse_bookie_entry(data, self.digest_len())?;
+        let d = self.compute(&data[..BOOKIE_HEADER_SIZE], e.payload);
+        Ok((e, d.as_bytes() == e.digest))
+    }
+
+    /// Parses and verifies stored bytes like `DigestManager.verifyDigestAndReturnData`: the digest
+    /// must match and, when given, the ledger and entry ids too.
+    pub fn verify<'a>(&self, data: &'a [u8], ledger_id: Option<i64>, entry_id: Option<i64>) -> Result<BookieEntry<'a>> {
+        let (e, ok) = self.check(data)?;
+        if !ok {
+            return Err(Error::corrupt(
+                BOOKIE_HEADER_SIZE,
+                format!(
+                    "{} digest mismatch for ledger {} entry {}",
+                    self.kind.name(),
+                    e.ledger_id,
+                    e.entry_id
+                ),
+            ));
+        }
+        if let Some(l) = ledger_id.filter(|&l| l != e.ledger_id) {
+            return Err(Error::corrupt(
+                0,
+                format!("entry belongs to ledger {}, expected ledger {l}", e.ledger_id),
+            ));
+        }
+        if let Some(x) = entry_id.filter(|&x| x != e.entry_id) {
+            return Err(Error::corrupt(
+                8,
+                format!("entry has id {}, expected entry {x}", e.entry_id),
+            ));
+        }
+        Ok(e)
+    }
+}
+
+/// Which digest type a stored entry was packed with, found by trying CRC32C, CRC32 and (when a
+/// password is given) MAC in turn. `None` when none matches; DUMMY cannot be told from corruption.
+pub fn detect_digest_type(data: &[u8], mac: Option<&Digester>) -> Option<DigestType> {
+    if data.len() < BOOKIE_HEADER_SIZE {
+        return None;
+    }
+    let header = &data[..BOOKIE_HEADER_SIZE];
+    let body = &data[BOOKIE_HEADER_SIZE..];
+    if body.len() >= 4 {
+        let c = crate::crc::crc32c_resume(crate::crc::crc32c(header), &body[4..]);
+        if body[..4] == c.to_be_bytes() {
+            return Some(DigestType::Crc32c);
+        }
+    }
+    if body.len() >= 8 && body[..4] == [0; 4] {
+        let mut h = crc32fast::Hasher::new();
+        h.update(header);
+        h.update(&body[8..]);
+        if body[4..8] == h.finalize().to_be_bytes() {
+            return Some(DigestType::Crc32);
+        }
+    }
+    if let Some(m) = mac {
+        if body.len() >= 20 && m.compute(header, &body[20..]).as_bytes() == &body[..20] {
+            return Some(DigestType::Mac);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_and_names() {
+        for t in DigestType::ALL {
+            assert_eq!(DigestType::from_name(t.name()).unwrap(), t);
+            assert_eq!(DigestType::from_proto_value(t.proto_value()).unwrap(), t);
+        }
+        assert_eq!(DigestType::from_name("hmac").unwrap(), DigestType::Mac);
+        assert!(DigestType::from_name("sha256").is_err());
+    }
+
+    #[test]
+    fn crc32c_covers_header_then_payload() {
+        let d = Digester::new(DigestType::Crc32c, b"");
+        let e = d.pack(7, 3, 2, 100, b"hello");
+        assert_eq!(e.len(), 32 + 4 + 5);
+        let mut whole = e[..32].to_vec();
+        whole.extend_from_slice(b"hello");
+        assert_eq!(&e[32..36], &crate::crc::crc32c(&whole).to_be_bytes());
+        let p = d.verify(&e, Some(7), Some(3)).unwrap();
+        assert_eq!(
+            (p.ledger_id, p.entry_id, p.last_add_confirmed, p.length, p.payload),
+            (7, 3, 2, 100, &b"hello"[..])
+        );
+    }
+
+    #[test]
+    fn crc32_is_a_long() {
+        let d = Digester::new(DigestType::Crc32, b"");
+        let e = d.pack(1, 0, -1, 3, b"abc");
+        assert_eq!(&e[32..36], &[0, 0, 0, 0]);
+        let mut whole = e[..32].to_vec();
+        whole.extend_from_slice(b"abc");
+        assert_eq!(&e[36..40], &crc32fast::hash(&whole).to_be_bytes());
+        assert!(d.verify(&e, None, None).is_ok());
+    }
+
+    #[test]
+    fn mac_depends_on_password() {
+        let a = Digester::new(DigestType::Mac, b"secret");
+        let b = Digester::new(DigestType::Mac, b"other");
+        let e = a.pack(1, 0, -1, 3, b"abc");
+        assert_eq!(e.len(), 32 + 20 + 3);
+        assert!(a.verify(&e, None, None).is_ok());
+        assert!(b.verify(&e, None, None).is_err());
+        assert_eq!(detect_digest_type(&e, Some(&a)), Some(DigestType::Mac));
+        assert_eq!(detect_digest_type(&e, None), None);
+    }
+
+    #[test]
+    fn dummy_and_errors() {
+        let d = Digester::new(DigestType::Dummy, b"");
+        let e = d.pack(1, 2, 1, 3, b"abc");
+        assert_eq!(e.len(), 35);
+        assert!(d.verify(&e, Some(1), Some(2)).is_ok());
+        assert!(d.verify(&e, Some(2), None).is_err());
+        assert!(d.verify(&e, None, Some(3)).is_err());
+        assert!(parse_bookie_entry(&e[..20], 0).is_err());
+    }
+
+    #[test]
+    fn detects_flipped_bits_and_types() {
+        for t in [DigestType::Crc32c, DigestType::Crc32] {
+            let d = Digester::new(t, b"");
+            let mut e = d.pack(5, 6, 5, 99, b"payload bytes");
+            assert_eq!(detect_digest_type(&e, None), Some(t));
+            let n = e.len();
+            e[n - 1] ^= 1;
+            assert!(d.verify(&e, None, None).is_err());
+            assert!(!d.check(&e).unwrap().1);
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Many entry logs into Arrow record batches, the bookie digest verified in the same pass.
+//!
+//! One row per entry record, plus (optionally) one row per [`ScanIssue`] with `issue` and `error`
+//! set and the entry columns null, so that nothing a scan skipped goes unseen. Batches are bounded
+//! by rows and by payload bytes.
+use super::format::make_location;
+use super::scan::{Record, ScanIssue, ScanOptions, ScanSummary, Scanner};
+use super::{FileSource, LogResult};
+use crate::digest::{detect_digest_type, DigestType, Digester, BOOKIE_HEADER_SIZE};
+use arrow_array::builder::{BinaryBuilder, BooleanBuilder, Int64Builder, StringBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// How the bookie digest of each entry is checked.
+#[derive(Debug, Clone)]
+pub enum DigestMode {
+    /// Every entry uses this type (Pulsar's default is CRC32C).
+    Fixed(Digester),
+    /// Per ledger, the first of CRC32C, CRC32, MAC (with the given password) that verifies; entries
+    /// of a ledger whose type is still unknown get a null `digest_type` and `digest_ok = false`.
+    Auto { mac: Option<Digester> },
+}
+
+#[derive(Debug, Clone)]
+pub struct ArrowScanOptions {
+    pub digest: DigestMode,
+    /// A batch is cut after this many rows...
+    pub batch_rows: usize,
+    /// ...or once its payloads reach this many bytes.
+    pub batch_bytes: usize,
+    /// Add a row per scan issue (torn tail, corrupt region, bad header...).
+    pub include_issues: bool,
+    pub scan: ScanOptions,
+}
+
+impl Default for ArrowScanOptions {
+    fn default() -> Self {
+        ArrowScanOptions {
+            digest: DigestMode::Fixed(Digester::new(DigestType::Crc32c, b"")),
+            batch_rows: 8192,
+            batch_bytes: 64 << 20,
+            include_issues: true,
+            scan: ScanOptions::default(),
+        }
+    }
+}
+
+/// The columns of every batch.
+pub fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("log_id", DataType::Int64, false),
+        Field::new("offset", DataType::Int64, false),
+        Field::new("location", DataType::Int64, true),
+        Field::new("ledger_id", DataType::Int64, true),
+        Field::new("entry_id", DataType::Int64, true),
+        Field::new("last_add_confirmed", DataType::Int64, true),
+        Field::new("ledger_length", DataType::Int64, true),
+        Field::new("size", DataType::Int64, false),
+        Field::new("digest_type", DataType::Utf8, true),
+        Field::new("digest_ok", DataType::Boolean, true),
+        Field::new("payload", DataType::Binary, true),
+        Field::new("issue", DataType::Utf8, true),
+        Field::new("error", DataType::Utf8, true),
+    ]))
+}
+
+struct Cols {
+    log_id: Int64Builder,
+    offset: Int64Builder,
+    location: Int64Builder,
+    ledger_id: Int64Builder,
+    entry_id: Int64Builder,
+    lac: Int64Builder,
+    ledger_length: Int64Builder,
+    size: Int64Builder,
+    digest_type: StringBuilder,
+    digest_ok: BooleanBuilder,
+    payload: BinaryBuilder,
+    issue: StringBuilder,
+    error: StringBuilder,
+    rows: usize,
+    bytes: usize,
+}
+
+impl Cols {
+    fn new(rows: usize, bytes: usize) -> Self {
+        Cols {
+            log_id: Int64Builder::with_capacity(rows),
+            offset: Int64Builder::with_capacity(rows),
+            location: Int64Builder::with_capacity(rows),
+            ledger_id: Int64Builder::with_capacity(rows),
+            entry_id: Int64Builder::with_capacity(rows),
+            lac: Int64Builder::with_capacity(rows),
+            ledger_length: Int64Builder::with_capacity(rows),
+            size: Int64Builder::with_capacity(rows),
+            digest_type: StringBuilder::with_capacity(rows, rows * 6),
+            digest_ok: BooleanBuilder::with_capacity(rows),
+            payload: BinaryBuilder::with_capacity(rows, bytes),
+            issue: StringBuilder::new(),
+            error: StringBuilder::new(),
+            rows: 0,
+            bytes: 0,
+        }
+    }
+
+    fn push_record(&mut self, log_id: u64, r: &Record<'_>, mode: &DigestMode, known: &mut HashMap<i64, DigestType>) {
+        let d = r.data;
+        self.log_id.append_value(log_id as i64);
+        self.offset.append_value(r.offset as i64);
+        self.location.append_value(make_location(log_id, r.offset + 4) as i64);
+        self.ledger_id.append_value(r.ledger_id);
+        self.entry_id.append_value(r.entry_id);
+        self.size.append_value(d.len() as i64);
+        self.issue.append_null();
+        if d.len() < BOOKIE_HEADER_SIZE {
+            self.lac.append_null();
+            self.ledger_length.append_null();
+            self.digest_type.append_null();
+            self.digest_ok.append_null();
+            self.payload.append_null();
+            self.error.append_value(format!(
+                "record of {} bytes is shorter than the {BOOKIE_HEADER_SIZE}-byte bookie entry header",
+                d.len()
+            ));
+            self.rows += 1;
+            return;
+        }
+        self.lac.append_value(i64::from_be_bytes(d[16..24].try_into().unwrap()));
+        self.ledger_length
+            .append_value(i64::from_be_bytes(d[24..32].try_into().unwrap()));
+        let kind = match mode {
+            DigestMode::Fixed(g) => Some((g.kind(), Some(g))),
+            DigestMode::Auto { mac } => match known.get(&r.ledger_id) {
+                Some(&t) => Some((t, None)),
+                None => detect_digest_type(d, mac.as_ref()).map(|t| {
+                    known.insert(r.ledger_id, t);
+                    (t, None)
+                }),
+            },
+        };
+        let Some((t, fixed)) = kind else {
+            self.digest_type.append_null();
+            self.digest_ok.append_value(false);
+            self.payload.append_null();
+            self.error
+                .append_value("no digest type (CRC32C, CRC32, MAC) verifies this entry");
+            self.rows += 1;
+            return;
+        };
+        let n = t.digest_len();
+        self.digest_type.append_value(t.name());
+        if d.len() < BOOKIE_HEADER_SIZE + n {
+            self.digest_ok.append_value(false);
+            self.payload.append_null();
+            self.error.append_value(format!(
+                "record of {} bytes cannot hold the bookie header and a {}-byte {} digest",
+                d.len(),
+                n,
+                t.name()
+            ));
+            self.rows += 1;
+            return;
+        }
+        let payload = &d[BOOKIE_HEADER_SIZE + n..];
+        if t == DigestType::Dummy {
+            self.digest_ok.append_null();
+        } else {
+            let ok = match (fixed, mode) {
+                (Some(g), _) => {
+                    g.compute(&d[..BOOKIE_HEADER_SIZE], payload).as_bytes()
+                        == &d[BOOKIE_HEADER_SIZE..BOOKIE_HEADER_SIZE + n]
+                }
+                (None, DigestMode::Auto { mac }) => {
+                    let tmp;
+                    let g = match (t, mac) {
+                        (DigestType::Mac, Some(m)) => m,
+                        _ => {
+                            tmp = Digester::new(t, b"");
+                            &tmp
+                        }
+                    };
+                    g.compute(&d[..BOOKIE_HEADER_SIZE], payload).as_bytes()
+                        == &d[BOOKIE_HEADER_SIZE..BOOKIE_HEADER_SIZE + n]
+                }
+                (None, DigestMode::Fixed(_)) => unreachable!(),
+            };
+            self.digest_ok.append_value(ok);
+        }
+        self.payload.append_value(payload);
+        self.error.append_null();
+        self.bytes += payload.len();
+        self.rows += 1;
+    }
+
+    fn push_issue(&mut self, log_id: u64, i: &ScanIssue) {
+        self.log_id.append_value(log_id as i64);
+        self.offset.append_value(i.offset as i64);
+        self.location.append_null();
+        self.ledger_id.append_null();
+        self.entry_id.append_null();
+        self.lac.append_null();
+        self.ledger_length.append_null();
+        self.size.append_value(i.length as i64);
+        self.digest_type.append_null();
+        self.digest_ok.append_null();
+        self.payload.append_null();
+        self.issue.append_value(i.kind.name());
+        self.error.append_value(&i.message);
+        self.rows += 1;
+    }
+
+    fn finish(mut self) -> RecordBatch {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(self.log_id.finish()),
+            Arc::new(self.offset.finish()),
+            Arc::new(self.location.finish()),
+            Arc::new(self.ledger_id.finish()),
+            Arc::new(self.entry_id.finish()),
+            Arc::new(self.lac.finish()),
+            Arc::new(self.ledger_length.finish()),
+            Arc::new(self.size.finish()),
+            Arc::new(self.digest_type.finish()),
+            Arc::new(self.digest_ok.finish()),
+            Arc::new(self.payload.finish()),
+            Arc::new(self.issue.finish()),
+            Arc::new(self.error.finish()),
+        ];
+        RecordBatch::try_new(schema(), cols).expect("columns match the schema")
+    }
+}
+
+/// Scans a list of logs in order, producing bounded record batches.
+pub struct MultiLogScan {
+    logs: Vec<(PathBuf, u64)>,
+    next_log: usize,
+    cur: Option<(PathBuf, Scanner<FileSource>)>,
+    opts: ArrowScanOptions,
+    known: HashMap<i64, DigestType>,
+    summaries: Vec<(PathBuf, ScanSummary)>,
+}
+
+impl MultiLogScan {
+    /// `logs` are (path, log id) pairs, scanned in the order given.
+    pub fn new(logs: Vec<(PathBuf, u64)>, mut opts: ArrowScanOptions) -> Self {
+        opts.batch_rows = opts.batch_rows.max(1);
+        opts.batch_bytes = opts.batch_bytes.max(1);
+        MultiLogScan {
+            logs,
+            next_log: 0,
+            cur: None,
+            opts,
+            known: HashMap::new(),
+            summaries: Vec::new(),
+        }
+    }
+
+    /// Summaries of the logs finished so far, issues included.
+    pub fn summaries(&self) -> &[(PathBuf, ScanSummary)] {
+        &self.summaries
+    }
+
+    /// The next batch, or `None` when every log has been read. I/O errors (a missing file) are
+    /// errors; format problems are issue rows and summary entries.
+    pub fn next_batch(&mut self) -> LogResult<Option<RecordBatch>> {
+        let rows = self.opts.batch_rows;
+        let bytes = self.opts.batch_bytes;
+        let mut c = Cols::new(rows.min(65536), bytes.min(8 << 20));
+        while c.rows < rows && c.bytes < bytes {
+            if self.cur.is_none() {
+                let Some((path, id)) = self.logs.get(self.next_log).cloned() else {
+                    break;
+                };
+                self.next_log += 1;
+                let src = FileSource::open(&path)?;
+                self.cur = Some((path, Scanner::new(src, id, self.opts.scan.clone())?));
+            }
+            let (_, sc) = self.cur.as_mut().unwrap();
+            let log_id = sc.log_id();
+            match sc.next_record()? {
+                Some(r) => c.push_record(log_id, &r, &self.opts.digest, &mut self.known),
+                None => {
+                    let (path, mut sc) = self.cur.take().unwrap();
+                    let issues = sc.take_issues();
+                    if self.opts.include_issues {
+                        for i in &issues {
+                            c.push_issue(log_id, i);
+                        }
+                    }
+                    let mut s = sc.summary();
+                    s.issues = issues;
+                    self.summaries.push((path, s));
+                }
+            }
+        }
+        if c.rows == 0 {
+            return Ok(None);
+        }
+        Ok(Some(c.finish()))
+    }
+}

@@ -1,0 +1,153 @@
+//! BookKeeper entry logs: the `<hex id>.log` files where a bookie keeps ledger entries.
+//!
+//! * [`format`]: file names, header, locations, ledgers-map records, [`EntryLogMetadata`].
+//! * [`scan`]: a sequential [`Scanner`] over DefaultEntryLogger and DirectEntryLogger files that
+//!   reports torn tails, zeroed or lying headers and bad lengths as [`ScanIssue`]s instead of
+//!   failing or skipping silently, and resynchronises on the next valid record after corruption.
+//! * [`reader`]: [`EntryLogFile`] (one file: read by location, scan, ledgers map with fallback to a
+//!   scan) and [`EntryLogReader`] (a directory of logs, read by location).
+//! * [`writer`]: [`EntryLogWriter`], a DefaultEntryLogger-compatible writer with rotation at
+//!   `log_size_limit`, the ledgers map at rotation, the `lastId` file and fsync on flush.
+//! * [`arrow`]: [`arrow::MultiLogScan`], many logs into bounded Arrow record batches with the bookie
+//!   digest verified in the same pass.
+pub mod arrow;
+pub mod format;
+pub mod reader;
+pub mod scan;
+pub mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use format::{
+    log_file_name, make_location, parse_log_file_name, split_location, EntryLogMetadata, LogFormat, LogHeader,
+};
+pub use reader::{EntryLogFile, EntryLogReader, MetadataReport};
+pub use scan::{IssueKind, Record, ScanIssue, ScanOptions, ScanSummary, Scanner};
+pub use writer::{EntryLogWriter, WriterOptions};
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Failure of an entry-log operation: the file system, or bytes that do not follow the format
+/// (`Format` carries the file offset).
+#[derive(Debug)]
+pub enum LogError {
+    Io { path: Option<PathBuf>, source: io::Error },
+    Format(crate::Error),
+}
+
+pub type LogResult<T> = std::result::Result<T, LogError>;
+
+impl LogError {
+    pub fn io(path: &Path, source: io::Error) -> Self {
+        LogError::Io {
+            path: Some(path.to_path_buf()),
+            source,
+        }
+    }
+    pub fn corrupt(offset: u64, what: impl Into<String>) -> Self {
+        LogError::Format(crate::Error::corrupt(offset as usize, what))
+    }
+    pub fn invalid(what: impl Into<String>) -> Self {
+        LogError::Format(crate::Error::InvalidArgument(what.into()))
+    }
+}
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogError::Io { path: Some(p), source } => write!(f, "{}: {source}", p.display()),
+            LogError::Io { path: None, source } => write!(f, "{source}"),
+            LogError::Format(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LogError {}
+
+impl From<io::Error> for LogError {
+    fn from(source: io::Error) -> Self {
+        LogError::Io { path: None, source }
+    }
+}
+
+impl From<crate::Error> for LogError {
+    fn from(e: crate::Error) -> Self {
+        LogError::Format(e)
+    }
+}
+
+/// Positional reads over a file or an in-memory image of one (tests, fuzzing).
+pub trait Source {
+    fn len(&self) -> u64;
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T: Source + ?Sized> Source for &T {
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+}
+
+impl Source for [u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let start = usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        let src = start
+            .checked_add(buf.len())
+            .and_then(|end| self.get(start..end))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+impl Source for Vec<u8> {
+    fn len(&self) -> u64 {
+        self.as_slice().len() as u64
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.as_slice().read_exact_at(buf, offset)
+    }
+}
+
+/// An open file with the length it had when opened (or last refreshed): a scan sees a snapshot
+/// even while a writer appends.
+#[derive(Debug)]
+pub struct FileSource {
+    file: File,
+    len: u64,
+}
+
+impl FileSource {
+    pub fn open(path: &Path) -> LogResult<Self> {
+        let file = File::open(path).map_err(|e| LogError::io(path, e))?;
+        let len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+        Ok(FileSource { file, len })
+    }
+    /// Re-reads the length (for a log that is still being written).
+    pub fn refresh_len(&mut self) -> io::Result<u64> {
+        self.len = self.file.metadata()?.len();
+        Ok(self.len)
+    }
+}
+
+impl Source for FileSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+}

@@ -1,0 +1,394 @@
+//! Reading entry logs: one file ([`EntryLogFile`]) or a directory of them ([`EntryLogReader`]).
+use super::format::*;
+use super::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner};
+use super::{FileSource, LogError, LogResult, Source};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// A log's ledger accounting and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetadataReport {
+    pub metadata: EntryLogMetadata,
+    /// True when read from the ledgers map named in the header, false when built by a scan.
+    pub from_index: bool,
+    /// Why the ledgers map was not used (missing, empty, inconsistent), when it was not.
+    pub fallback_reason: Option<String>,
+    /// Issues met by the fallback scan (empty when the map was used).
+    pub issues: Vec<ScanIssue>,
+}
+
+/// Reads the ledgers map a header points to and checks it against the file. `Err` carries the
+/// reason to fall back to a scan.
+pub fn metadata_from_index<S: Source>(src: &S, log_id: u64) -> std::result::Result<EntryLogMetadata, String> {
+    let file_len = src.len();
+    let mut head = vec![0u8; (HEADER_SIZE + 12).min(file_len) as usize];
+    src.read_exact_at(&mut head, 0)
+        .map_err(|e| format!("cannot read the header: {e}"))?;
+    let h = LogHeader::parse(&head).map_err(|e| e.to_string())?;
+    if !h.fingerprint_ok() {
+        return Err("the header has no BKLO fingerprint".into());
+    }
+    if h.version < HEADER_V1 {
+        return Err(format!("header version {} has no ledgers map", h.version));
+    }
+    if h.ledgers_map_offset == 0 {
+        return Err("no ledgers map (the log was not rotated or closed cleanly)".into());
+    }
+    if h.ledgers_count <= 0 {
+        return Err(format!(
+            "header says {} ledgers while naming a ledgers map",
+            h.ledgers_count
+        ));
+    }
+    let data_start = h.format.data_start();
+    let map_off = h.ledgers_map_offset;
+    if map_off < data_start as i64 || map_off as u64 >= file_len || map_off > i32::MAX as i64 {
+        return Err(format!(
+            "ledgers map offset {map_off} lies outside the data of a {file_len}-byte file"
+        ));
+    }
+    let mut pos = map_off as u64;
+    let mut entries: Vec<(i64, i64)> = Vec::new();
+    let mut rec = Vec::new();
+    let max_rec = LEDGERS_MAP_HEADER_SIZE - 4 + LEDGERS_MAP_MAX_BATCH_SIZE * LEDGERS_MAP_ENTRY_SIZE;
+    while pos + 4 <= file_len {
+        let mut lb = [0u8; 4];
+        src.read_exact_at(&mut lb, pos)
+            .map_err(|e| format!("cannot read the ledgers map at {pos}: {e}"))?;
+        let len = i32::from_be_bytes(lb);
+        if len <= 0 {
+            break;
+        }
+        let len = len as usize;
+        if len > max_rec || pos + 4 + len as u64 > file_len {
+            return Err(format!("ledgers-map record at {pos} has impossible length {len}"));
+        }
+        rec.resize(len, 0);
+        src.read_exact_at(&mut rec, pos + 4)
+            .map_err(|e| format!("cannot read the ledgers map at {pos}: {e}"))?;
+        decode_ledgers_map_record(&rec, pos + 4, &mut entries).map_err(|e| e.to_string())?;
+        if entries.len() > h.ledgers_count as usize {
+            return Err(format!(
+                "ledgers map lists more than the {} ledgers the header says",
+                h.ledgers_count
+            ));
+        }
+        pos += 4 + len as u64;
+    }
+    if entries.len() != h.ledgers_count as usize {
+        return Err(format!(
+            "ledgers map lists {} ledgers, the header says {}",
+            entries.len(),
+            h.ledgers_count
+        ));
+    }
+    if h.format == LogFormat::Default && pos < file_len {
+        return Err(format!("{} bytes follow the ledgers map", file_len - pos));
+    }
+    let mut meta = EntryLogMetadata::new(log_id);
+    let mut ledgers = BTreeMap::new();
+    for (l, s) in entries {
+        if l < 0 || s <= 0 {
+            return Err(format!("ledgers map has ledger {l} with {s} bytes"));
+        }
+        if ledgers.insert(l, s as u64).is_some() {
+            return Err(format!("ledgers map lists ledger {l} twice"));
+        }
+    }
+    let total: u64 = ledgers.values().sum();
+    let region = map_off as u64 - data_start;
+    // Default logs hold records back to back, so their sizes must add up to the data region exactly;
+    // direct logs pad blocks, so the sum can only be smaller.
+    let fits = match h.format {
+        LogFormat::Default => total == region,
+        LogFormat::Direct => total <= region,
+    };
+    if !fits {
+        return Err(format!(
+            "ledgers map accounts for {total} bytes but {region} bytes of records precede it"
+        ));
+    }
+    for (l, s) in ledgers {
+        meta.add_ledger_size(l, s);
+    }
+    Ok(meta)
+}
+
+/// Ledger accounting from a scan: `len + 4` per entry record, as BookKeeper counts it.
+pub fn metadata_by_scan<S: Source>(
+    src: S,
+    log_id: u64,
+    opts: ScanOptions,
+) -> LogResult<(EntryLogMetadata, ScanSummary)> {
+    let mut s = Scanner::new(
+        src,
+        log_id,
+        ScanOptions {
+            start: None,
+            stop: None,
+            ..opts
+        },
+    )?;
+    let mut meta = EntryLogMetadata::new(log_id);
+    while let Some(r) = s.next_record()? {
+        meta.add_ledger_size(r.ledger_id, r.data.len() as u64 + 4);
+    }
+    Ok((meta, s.summary()))
+}
+
+/// The ledgers map when it is present and consistent, a scan otherwise.
+pub fn read_metadata<S: Source>(src: S, log_id: u64, opts: ScanOptions) -> LogResult<MetadataReport> {
+    match metadata_from_index(&src, log_id) {
+        Ok(metadata) => Ok(MetadataReport {
+            metadata,
+            from_index: true,
+            fallback_reason: None,
+            issues: Vec::new(),
+        }),
+        Err(reason) => {
+            let (metadata, summary) = metadata_by_scan(src, log_id, opts)?;
+            Ok(MetadataReport {
+                metadata,
+                from_index: false,
+                fallback_reason: Some(reason),
+                issues: summary.issues,
+            })
+        }
+    }
+}
+
+/// Reads the entry at `pos` (the position after its length field), checking the length against the
+/// file and, when given, the ledger and entry ids. `file_len` bounds every read.
+pub fn read_entry_at<S: Source>(
+    src: &S,
+    pos: u64,
+    ledger_id: Option<i64>,
+    entry_id: Option<i64>,
+    max_record_size: usize,
+) -> LogResult<Vec<u8>> {
+    let file_len = src.len();
+    if pos < HEADER_SIZE + 4 {
+        return Err(LogError::corrupt(
+            pos,
+            format!("position {pos} lies inside the entry log header"),
+        ));
+    }
+    if pos + MIN_SANE_ENTRY_SIZE as u64 > file_len {
+        return Err(LogError::corrupt(
+            pos,
+            format!("position {pos} is past the end of the {file_len}-byte entry log"),
+        ));
+    }
+    let mut hb = [0u8; 20];
+    src.read_exact_at(&mut hb, pos - 4)?;
+    let len = i32::from_be_bytes(hb[0..4].try_into().unwrap());
+    if len < MIN_SANE_ENTRY_SIZE as i32 {
+        return Err(LogError::corrupt(
+            pos - 4,
+            format!("entry at position {pos} has invalid length {len}"),
+        ));
+    }
+    let len = len as u64;
+    if len > max_record_size as u64 || pos + len > file_len {
+        return Err(LogError::corrupt(
+            pos - 4,
+            format!(
+                "entry at position {pos} declares {len} bytes, the file holds {} after it",
+                file_len - pos
+            ),
+        ));
+    }
+    let lid = i64::from_be_bytes(hb[4..12].try_into().unwrap());
+    let eid = i64::from_be_bytes(hb[12..20].try_into().unwrap());
+    if ledger_id.is_some_and(|l| l != lid) || entry_id.is_some_and(|e| e != eid) {
+        return Err(LogError::corrupt(
+            pos,
+            format!(
+                "position {pos} holds ledger {lid} entry {eid}, expected ledger {} entry {}",
+                ledger_id.map_or("?".into(), |l| l.to_string()),
+                entry_id.map_or("?".into(), |e| e.to_string())
+            ),
+        ));
+    }
+    let mut out = vec![0u8; len as usize];
+    src.read_exact_at(&mut out, pos)?;
+    Ok(out)
+}
+
+/// One entry-log file.
+#[derive(Debug)]
+pub struct EntryLogFile {
+    path: PathBuf,
+    log_id: u64,
+    src: FileSource,
+}
+
+impl EntryLogFile {
+    /// Opens `<hex id>.log`; the log id comes from the name.
+    pub fn open(path: &Path) -> LogResult<Self> {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let log_id = parse_log_file_name(name)
+            .ok_or_else(|| LogError::invalid(format!("{}: not an entry log name (<hex id>.log)", path.display())))?;
+        Self::open_with_id(path, log_id)
+    }
+
+    /// Opens a file under any name, with the log id given.
+    pub fn open_with_id(path: &Path, log_id: u64) -> LogResult<Self> {
+        Ok(EntryLogFile {
+            path: path.to_path_buf(),
+            log_id,
+            src: FileSource::open(path)?,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn log_id(&self) -> u64 {
+        self.log_id
+    }
+    pub fn len(&self) -> u64 {
+        self.src.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.src.len() == 0
+    }
+    pub fn source(&self) -> &FileSource {
+        &self.src
+    }
+
+    /// The header as stored (not validated; see [`Scanner`] for checks).
+    pub fn header(&self) -> LogResult<LogHeader> {
+        let n = (HEADER_SIZE + 12).min(self.src.len()) as usize;
+        let mut head = vec![0u8; n];
+        self.src
+            .read_exact_at(&mut head, 0)
+            .map_err(|e| LogError::io(&self.path, e))?;
+        Ok(LogHeader::parse(&head)?)
+    }
+
+    /// Reads the entry at `pos` (location & 0xffffffff). A log still being written is re-measured
+    /// when the position lies past the length seen at open.
+    pub fn read_entry(&mut self, pos: u64, ledger_id: Option<i64>, entry_id: Option<i64>) -> LogResult<Vec<u8>> {
+        if pos + MIN_SANE_ENTRY_SIZE as u64 > self.src.len() {
+            self.src.refresh_len().map_err(|e| LogError::io(&self.path, e))?;
+        }
+        // Reads by location trust the index, so any length the file can hold is accepted.
+        match read_entry_at(&self.src, pos, ledger_id, entry_id, i32::MAX as usize) {
+            Err(LogError::Io { source, .. }) => Err(LogError::io(&self.path, source)),
+            other => other,
+        }
+    }
+
+    /// A sequential scanner over a snapshot of the file.
+    pub fn scanner(&self, opts: ScanOptions) -> LogResult<Scanner<&FileSource>> {
+        Scanner::new(&self.src, self.log_id, opts)
+    }
+
+    /// The ledgers map, or a scan when it is missing, empty or inconsistent.
+    pub fn metadata(&self, opts: ScanOptions) -> LogResult<MetadataReport> {
+        read_metadata(&self.src, self.log_id, opts)
+    }
+}
+
+/// The entry logs of one directory (a ledger dir's `current/`), read by location. Files are
+/// opened on first use and kept open (up to `max_open`).
+#[derive(Debug)]
+pub struct EntryLogReader {
+    dir: PathBuf,
+    single: Option<u64>,
+    open: HashMap<u64, EntryLogFile>,
+    max_open: usize,
+}
+
+impl EntryLogReader {
+    pub fn new(dir: &Path) -> Self {
+        EntryLogReader {
+            dir: dir.to_path_buf(),
+            single: None,
+            open: HashMap::new(),
+            max_open: 256,
+        }
+    }
+
+    /// A reader over one file; its log id is taken from the name unless given.
+    pub fn for_file(path: &Path, log_id: Option<u64>) -> LogResult<Self> {
+        let f = match log_id {
+            Some(id) => EntryLogFile::open_with_id(path, id)?,
+            None => EntryLogFile::open(path)?,
+        };
+        let id = f.log_id();
+        let mut r = EntryLogReader {
+            dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            single: Some(id),
+            open: HashMap::new(),
+            max_open: 1,
+        };
+        r.open.insert(id, f);
+        Ok(r)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Log ids present, ascending.
+    pub fn log_ids(&self) -> LogResult<Vec<u64>> {
+        if let Some(id) = self.single {
+            return Ok(vec![id]);
+        }
+        list_log_ids(&self.dir)
+    }
+
+    pub fn path_of(&self, log_id: u64) -> PathBuf {
+        match (self.single, self.open.get(&log_id)) {
+            (Some(_), Some(f)) => f.path().to_path_buf(),
+            _ => self.dir.join(log_file_name(log_id)),
+        }
+    }
+
+    /// The open file for `log_id`.
+    pub fn file(&mut self, log_id: u64) -> LogResult<&mut EntryLogFile> {
+        if !self.open.contains_key(&log_id) {
+            if let Some(only) = self.single {
+                return Err(LogError::invalid(format!(
+                    "this reader holds only log {only:x}, not {log_id:x}"
+                )));
+            }
+            if self.open.len() >= self.max_open {
+                self.open.clear();
+            }
+            let f = EntryLogFile::open_with_id(&self.dir.join(log_file_name(log_id)), log_id)?;
+            self.open.insert(log_id, f);
+        }
+        Ok(self.open.get_mut(&log_id).unwrap())
+    }
+
+    /// Forgets an open file (after it was deleted or replaced).
+    pub fn evict(&mut self, log_id: u64) {
+        if self.single.is_none() {
+            self.open.remove(&log_id);
+        }
+    }
+
+    /// The entry at `location`, checked against the expected ids when given.
+    pub fn read(&mut self, location: u64, ledger_id: Option<i64>, entry_id: Option<i64>) -> LogResult<Vec<u8>> {
+        let (log_id, pos) = split_location(location);
+        self.file(log_id)?.read_entry(pos, ledger_id, entry_id)
+    }
+}
+
+/// Ids of the `<hex>.log` files in `dir`, ascending.
+pub fn list_log_ids(dir: &Path) -> LogResult<Vec<u64>> {
+    let mut ids = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+        let e = e.map_err(|e| LogError::io(dir, e))?;
+        if let Some(id) = e.file_name().to_str().and_then(parse_log_file_name) {
+            if e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+                ids.push(id);
+            }
+        }
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}

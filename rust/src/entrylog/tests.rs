@@ -1,0 +1,627 @@
+//! Entry-log writer, reader and scanner tests, including corruption and a writer→reader proptest.
+use super::arrow::{ArrowScanOptions, DigestMode, MultiLogScan};
+use super::format::*;
+use super::reader::{list_log_ids, metadata_by_scan, read_metadata};
+use super::scan::{scan_all, IssueKind, ScanOptions};
+use super::writer::read_last_id;
+use super::*;
+use crate::digest::{DigestType, Digester};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::Array;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "pulsarkit-entrylog-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `[lid][eid]` + filler, like BookKeeper's `EntryLogTestUtils.makeEntry`.
+fn make_entry(lid: i64, eid: i64, size: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(size.max(16));
+    v.extend_from_slice(&lid.to_be_bytes());
+    v.extend_from_slice(&eid.to_be_bytes());
+    v.resize(size.max(16), 0xdd);
+    v
+}
+
+fn opts(limit: u64) -> WriterOptions {
+    WriterOptions {
+        log_size_limit: limit,
+        fsync: false,
+        ..Default::default()
+    }
+}
+
+fn write_log(dir: &Path, entries: &[(i64, i64, usize)], seal: bool) -> Vec<u64> {
+    let mut w = EntryLogWriter::open(
+        dir,
+        WriterOptions {
+            seal_on_close: seal,
+            ..opts(1 << 30)
+        },
+    )
+    .unwrap();
+    let locs = entries
+        .iter()
+        .map(|&(l, e, n)| w.append(l, &make_entry(l, e, n)).unwrap())
+        .collect();
+    w.close().unwrap();
+    locs
+}
+
+fn read_file(dir: &Path, id: u64) -> Vec<u8> {
+    std::fs::read(dir.join(log_file_name(id))).unwrap()
+}
+
+#[test]
+fn write_read_scan_and_ledgers_map() {
+    let t = TempDir::new();
+    let entries = [(1, 0, 26), (3, 0, 26), (1, 1, 26), (2, 0, 100)];
+    let locs = write_log(&t.0, &entries, true);
+    assert_eq!(locs[0], make_location(0, 1028));
+    assert_eq!(locs[1], make_location(0, 1028 + 30));
+    assert_eq!(read_last_id(&t.0), Some(0));
+    assert_eq!(std::fs::read_to_string(t.0.join("lastId")).unwrap(), "0\n");
+
+    let mut r = EntryLogReader::new(&t.0);
+    for (&(l, e, n), &loc) in entries.iter().zip(&locs) {
+        assert_eq!(r.read(loc, Some(l), Some(e)).unwrap(), make_entry(l, e, n));
+    }
+    let err = r.read(locs[0], Some(1), Some(5)).unwrap_err();
+    assert!(
+        matches!(err, LogError::Format(crate::Error::Corrupt { offset: 1028, .. })),
+        "{err}"
+    );
+
+    let f = EntryLogFile::open(&t.0.join("0.log")).unwrap();
+    let h = f.header().unwrap();
+    assert_eq!((h.version, h.ledgers_count, h.format), (1, 3, LogFormat::Default));
+    assert_eq!(h.ledgers_map_offset as u64, 1024 + 30 * 3 + 104);
+    let m = f.metadata(ScanOptions::default()).unwrap();
+    assert!(m.from_index, "{:?}", m.fallback_reason);
+    assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 60), (2, 104), (3, 30)]));
+    assert_eq!((m.metadata.total_size, m.metadata.remaining_size), (194, 194));
+    let (scanned, summary) = metadata_by_scan(f.source(), 0, ScanOptions::default()).unwrap();
+    assert_eq!(scanned, m.metadata);
+    assert!(summary.issues.is_empty(), "{:?}", summary.issues);
+    assert_eq!(summary.ledgers_map_offset, Some(h.ledgers_map_offset as u64));
+
+    let (recs, _) = scan_all(f.source(), 0, ScanOptions::default()).unwrap();
+    let got: Vec<_> = recs.iter().map(|(o, l, e, d)| (*o + 4, *l, *e, d.len())).collect();
+    let want: Vec<_> = entries
+        .iter()
+        .zip(&locs)
+        .map(|(&(l, e, n), &loc)| (loc & 0xffff_ffff, l, e, n))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn unsealed_log_has_no_map_and_metadata_scans() {
+    let t = TempDir::new();
+    write_log(&t.0, &[(5, 0, 40), (5, 1, 40)], false);
+    let f = EntryLogFile::open(&t.0.join("0.log")).unwrap();
+    assert_eq!(f.header().unwrap().ledgers_map_offset, 0);
+    let m = f.metadata(ScanOptions::default()).unwrap();
+    assert!(!m.from_index);
+    assert!(m.fallback_reason.unwrap().contains("no ledgers map"));
+    assert_eq!(m.metadata.ledgers, BTreeMap::from([(5, 88)]));
+}
+
+#[test]
+fn rotation_last_id_and_reopen() {
+    let t = TempDir::new();
+    let mut w = EntryLogWriter::open(
+        &t.0,
+        WriterOptions {
+            write_buffer_size: 100,
+            ..opts(1024 + 3 * 104)
+        },
+    )
+    .unwrap();
+    let mut locs = Vec::new();
+    for e in 0..10 {
+        locs.push((e, w.append(7, &make_entry(7, e, 100)).unwrap()));
+        // Read-your-writes from the buffer and from the file.
+        assert_eq!(
+            w.read(locs.last().unwrap().1, Some(7), Some(e)).unwrap(),
+            make_entry(7, e, 100)
+        );
+    }
+    assert_eq!(w.rotated_log_ids(), &[0, 1, 2]);
+    assert_eq!(w.current_log_id(), Some(3));
+    w.flush().unwrap();
+    drop(w);
+    assert_eq!(list_log_ids(&t.0).unwrap(), vec![0, 1, 2, 3]);
+    for (e, loc) in &locs {
+        assert_eq!(split_location(*loc).0, (*e / 3) as u64);
+    }
+    for id in 0..3 {
+        let f = EntryLogFile::open(&t.0.join(log_file_name(id))).unwrap();
+        let m = f.metadata(ScanOptions::default()).unwrap();
+        assert!(m.from_index);
+        assert_eq!(m.metadata.ledgers, BTreeMap::from([(7, 312)]));
+    }
+    // Log 3 has no map: metadata falls back to a scan.
+    let f = EntryLogFile::open(&t.0.join("3.log")).unwrap();
+    assert!(!f.metadata(ScanOptions::default()).unwrap().from_index);
+    // A second writer continues after the highest id and never touches old logs.
+    std::fs::remove_file(t.0.join("lastId")).unwrap();
+    let mut w = EntryLogWriter::open(&t.0, opts(1 << 20)).unwrap();
+    let loc = w.append(8, &make_entry(8, 0, 20)).unwrap();
+    assert_eq!(split_location(loc), (4, 1028));
+    w.close().unwrap();
+    assert_eq!(read_last_id(&t.0), Some(4));
+    let mut r = EntryLogReader::new(&t.0);
+    for (e, loc) in &locs {
+        assert_eq!(r.read(*loc, Some(7), Some(*e)).unwrap(), make_entry(7, *e, 100));
+    }
+}
+
+#[test]
+fn big_entries_bypass_the_buffer() {
+    let t = TempDir::new();
+    let mut w = EntryLogWriter::open(
+        &t.0,
+        WriterOptions {
+            write_buffer_size: 64,
+            ..opts(1 << 20)
+        },
+    )
+    .unwrap();
+    let a = w.append(1, &make_entry(1, 0, 30)).unwrap();
+    let b = w.append(1, &make_entry(1, 1, 5000)).unwrap();
+    let c = w.append(1, &make_entry(1, 2, 30)).unwrap();
+    assert_eq!(w.read(b, Some(1), Some(1)).unwrap(), make_entry(1, 1, 5000));
+    assert_eq!(w.read(c, Some(1), Some(2)).unwrap(), make_entry(1, 2, 30));
+    w.close().unwrap();
+    let mut r = EntryLogReader::new(&t.0);
+    assert_eq!(r.read(a, None, None).unwrap(), make_entry(1, 0, 30));
+    assert_eq!(r.read(b, None, None).unwrap(), make_entry(1, 1, 5000));
+}
+
+#[test]
+fn writer_rejects_bad_entries() {
+    let t = TempDir::new();
+    let mut w = EntryLogWriter::open(&t.0, opts(1 << 20)).unwrap();
+    assert!(w.append(1, &make_entry(2, 0, 20)).is_err());
+    assert!(w.append(1, &[0u8; 10]).is_err());
+    assert!(w.append(-1, &make_entry(-1, 0, 20)).is_err());
+    assert!(EntryLogWriter::open(&t.0, opts(10)).is_err());
+    assert!(EntryLogWriter::open(
+        &t.0,
+        WriterOptions {
+            header_version: 7,
+            ..opts(1 << 20)
+        }
+    )
+    .is_err());
+}
+
+#[test]
+fn truncated_tail_is_reported_with_offset() {
+    // BookKeeper's testCorruptEntryLog: drop the last 10 bytes.
+    let t = TempDir::new();
+    write_log(&t.0, &[(1, 0, 26), (3, 0, 26), (1, 1, 26)], false);
+    let mut img = read_file(&t.0, 0);
+    img.truncate(img.len() - 10);
+    let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(s.issues.len(), 1);
+    let i = &s.issues[0];
+    assert_eq!((i.kind, i.offset, i.length), (IssueKind::TornTail, 1084, 20));
+    assert!(i.message.contains("torn tail"), "{}", i.message);
+    let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+    assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 30), (3, 30)]));
+    // Cut inside the length field.
+    img.truncate(1084 + 2);
+    let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+    assert_eq!(recs.len(), 2);
+    assert_eq!((s.issues[0].kind, s.issues[0].offset), (IssueKind::TornTail, 1084));
+}
+
+#[test]
+fn short_files_and_zeroed_headers() {
+    let (recs, s) = scan_all(vec![0u8; 10], 0, ScanOptions::default()).unwrap();
+    assert!(recs.is_empty());
+    assert_eq!(s.issues[0].kind, IssueKind::TruncatedHeader);
+    let h = LogHeader::new_default_bytes(1);
+    let (_, s) = scan_all(h[..500].to_vec(), 0, ScanOptions::default()).unwrap();
+    assert_eq!(
+        (s.issues[0].kind, s.issues[0].offset),
+        (IssueKind::TruncatedHeader, 500)
+    );
+
+    let t = TempDir::new();
+    write_log(&t.0, &[(1, 0, 26), (2, 0, 26)], true);
+    let mut img = read_file(&t.0, 0);
+    img[..1024].fill(0);
+    let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+    assert_eq!(recs.len(), 2, "a zeroed header must not hide records");
+    assert_eq!(s.issues.len(), 1);
+    assert_eq!((s.issues[0].kind, s.issues[0].offset), (IssueKind::BadHeader, 0));
+    assert!(s.issues[0].message.contains("zeroed"));
+    let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+    assert!(!m.from_index);
+    assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 30), (2, 30)]));
+}
+
+#[test]
+fn lying_headers_fall_back_to_scan() {
+    let t = TempDir::new();
+    write_log(&t.0, &[(1, 0, 26), (2, 0, 26), (2, 1, 26)], true);
+    let good = read_file(&t.0, 0);
+    let want = BTreeMap::from([(1, 30), (2, 60)]);
+    let patch = |off: usize, bytes: &[u8]| {
+        let mut v = good.clone();
+        v[off..off + bytes.len()].copy_from_slice(bytes);
+        v
+    };
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (patch(16, &0i32.to_be_bytes()), "0 ledgers"), // zero ledgers although records exist
+        (patch(16, &5i32.to_be_bytes()), "header says 5"), // wrong count
+        (patch(8, &1054i64.to_be_bytes()), "ledgers-map"), // offset pointing at an entry
+        (patch(8, &999_999i64.to_be_bytes()), "outside"), // offset past the end
+        (patch(8, &0i64.to_be_bytes()), "no ledgers map"), // offset cleared
+        (patch(4, &0i32.to_be_bytes()), "version 0"),  // V0 header
+        (patch(1024 + 90 + 32, &99i64.to_be_bytes()), "accounts for"), // map sizes that do not add up
+    ];
+    for (img, why) in cases {
+        let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+        assert!(!m.from_index, "{why}");
+        let reason = m.fallback_reason.unwrap();
+        assert!(reason.contains(why), "{why}: {reason}");
+        assert_eq!(m.metadata.ledgers, want, "{why}");
+    }
+    // The scan reports a header that disagrees with the map it found.
+    let (_, s) = scan_all(patch(16, &5i32.to_be_bytes()), 0, ScanOptions::default()).unwrap();
+    assert_eq!((s.issues[0].kind, s.issues[0].offset), (IssueKind::BadHeader, 16));
+    let (_, s) = scan_all(patch(8, &1054i64.to_be_bytes()), 0, ScanOptions::default()).unwrap();
+    assert_eq!((s.issues[0].kind, s.issues[0].offset), (IssueKind::BadHeader, 8));
+}
+
+#[test]
+fn bad_lengths_resync_on_the_next_record() {
+    let t = TempDir::new();
+    let entries: Vec<(i64, i64, usize)> = (0..6).map(|e| (4, e, 50)).collect();
+    write_log(&t.0, &entries, false);
+    let good = read_file(&t.0, 0);
+    // Record k starts at 1024 + 54k.
+    for bad_len in [3i32, -7, 1_000_000_000, 0x7fff_fff0, 54 + 20] {
+        let mut img = good.clone();
+        img[1024 + 54 * 2..1024 + 54 * 2 + 4].copy_from_slice(&bad_len.to_be_bytes());
+        let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+        let eids: Vec<i64> = recs.iter().map(|r| r.2).collect();
+        if bad_len == 54 + 20 {
+            // A plausible wrong length swallows bytes of the next record; the one after is found again.
+            assert_eq!(eids[..2], [0, 1]);
+            assert!(eids.ends_with(&[4, 5]), "{eids:?}");
+        } else {
+            assert_eq!(eids, vec![0, 1, 3, 4, 5], "len {bad_len}");
+            assert_eq!(s.issues.len(), 1, "{:?}", s.issues);
+            let i = &s.issues[0];
+            assert_eq!(
+                (i.kind, i.offset, i.length),
+                (IssueKind::CorruptRecord, 1132, 54),
+                "len {bad_len}"
+            );
+        }
+    }
+    // Without resync the rest is reported as unreadable, not silently dropped.
+    let mut img = good.clone();
+    img[1132..1136].copy_from_slice(&3i32.to_be_bytes());
+    let (recs, s) = scan_all(
+        &img,
+        0,
+        ScanOptions {
+            resync: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(
+        (s.issues[0].offset, s.issues[0].length),
+        (1132, good.len() as u64 - 1132)
+    );
+}
+
+#[test]
+fn zeroed_region_and_zero_tail() {
+    let t = TempDir::new();
+    let entries: Vec<(i64, i64, usize)> = (0..5).map(|e| (9, e, 60)).collect();
+    write_log(&t.0, &entries, false);
+    let good = read_file(&t.0, 0);
+    let mut img = good.clone();
+    img[1024 + 64..1024 + 64 * 3].fill(0); // records 1 and 2
+    let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+    assert_eq!(recs.iter().map(|r| r.2).collect::<Vec<_>>(), vec![0, 3, 4]);
+    assert_eq!(s.issues.len(), 1);
+    assert_eq!(
+        (s.issues[0].kind, s.issues[0].offset, s.issues[0].length),
+        (IssueKind::CorruptRecord, 1088, 128)
+    );
+    // Zeros after the last record: a tail that never reached the disk.
+    let mut img = good.clone();
+    img.extend_from_slice(&[0u8; 5000]);
+    let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+    assert_eq!(recs.len(), 5);
+    assert_eq!(
+        (s.issues[0].kind, s.issues[0].offset, s.issues[0].length),
+        (IssueKind::ZeroTail, good.len() as u64, 5000)
+    );
+}
+
+/// An image laid out as DirectEntryLogger writes it: 4 KiB header with the dummy record, records
+/// in 4 KiB blocks padded with 0xF0, ledgers map, zero-filled preallocated tail.
+fn direct_image(entries: &[(i64, i64, usize)], with_map: bool, tail: usize) -> (Vec<u8>, Vec<u64>) {
+    let mut img = LogHeader::new_default_bytes(1);
+    img.resize(4096, 0);
+    img[1024..1028].copy_from_slice(&DIRECT_DUMMY_LEN.to_be_bytes());
+    img[1028..1036].copy_from_slice(&(-1i64).to_be_bytes());
+    let mut locs = Vec::new();
+    let mut ledgers = BTreeMap::new();
+    for (i, &(l, e, n)) in entries.iter().enumerate() {
+        locs.push(img.len() as u64 + 4);
+        img.extend_from_slice(&(n.max(16) as i32).to_be_bytes());
+        img.extend_from_slice(&make_entry(l, e, n));
+        *ledgers.entry(l).or_insert(0u64) += n.max(16) as u64 + 4;
+        if i % 2 == 1 {
+            let pad = (4096 - img.len() % 4096) % 4096;
+            img.extend(std::iter::repeat(0xF0).take(pad));
+        }
+    }
+    let pad = (4096 - img.len() % 4096) % 4096;
+    img.extend(std::iter::repeat(0xF0).take(pad));
+    if with_map {
+        let off = img.len() as i64;
+        img.extend_from_slice(&encode_ledgers_map(&ledgers));
+        let pad = (4096 - img.len() % 4096) % 4096;
+        img.extend(std::iter::repeat(0xF0).take(pad));
+        img[8..16].copy_from_slice(&off.to_be_bytes());
+        img[16..20].copy_from_slice(&(ledgers.len() as i32).to_be_bytes());
+    }
+    img.extend(std::iter::repeat(0).take(tail));
+    (img, locs)
+}
+
+#[test]
+fn direct_entry_logger_files() {
+    let entries = [(1, 0, 100), (2, 0, 3000), (1, 1, 5000), (3, 0, 16), (3, 1, 200)];
+    for with_map in [false, true] {
+        let (img, locs) = direct_image(&entries, with_map, 3 * 4096);
+        let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+        assert_eq!(s.format, LogFormat::Direct);
+        assert!(s.issues.is_empty(), "{:?}", s.issues);
+        assert!(s.zero_tail_offset.is_some());
+        let got: Vec<_> = recs.iter().map(|r| (r.0 + 4, r.1, r.2, r.3.clone())).collect();
+        let want: Vec<_> = entries
+            .iter()
+            .zip(&locs)
+            .map(|(&(l, e, n), &p)| (p, l, e, make_entry(l, e, n)))
+            .collect();
+        assert_eq!(got, want);
+        for (&(l, e, n), &p) in entries.iter().zip(&locs) {
+            assert_eq!(
+                reader::read_entry_at(&img, p, Some(l), Some(e), 1 << 20).unwrap(),
+                make_entry(l, e, n)
+            );
+        }
+        let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+        assert_eq!(m.from_index, with_map, "{:?}", m.fallback_reason);
+        assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 5108), (2, 3004), (3, 224)]));
+    }
+    // Broken padding is corruption, reported; the following block is still read.
+    let (mut img, _) = direct_image(&entries, false, 4096);
+    let i = img.iter().position(|&b| b == 0xF0).unwrap();
+    img[i + 10] = 0x11;
+    let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+    assert_eq!(recs.len(), 5, "{:?}", s.issues);
+    assert_eq!(s.issues.len(), 1);
+    assert_eq!(
+        (s.issues[0].kind, s.issues[0].offset),
+        (IssueKind::CorruptRecord, i as u64)
+    );
+}
+
+#[test]
+fn arrow_scan_verifies_digests_and_reports_issues() {
+    let t = TempDir::new();
+    let crc = Digester::new(DigestType::Crc32c, b"");
+    let mut w = EntryLogWriter::open(&t.0, opts(1 << 20)).unwrap();
+    let mut payloads = Vec::new();
+    for e in 0..20i64 {
+        let p = format!("payload-{e}").into_bytes();
+        let stored = crc.pack(3, e, e - 1, (e + 1) * 10, &p);
+        w.append(3, &stored).unwrap();
+        payloads.push(p);
+    }
+    w.close().unwrap();
+    let path = t.0.join("0.log");
+    let mut img = std::fs::read(&path).unwrap();
+    let n = img.len();
+    // Flip a payload byte of entry 5, then cut the file inside the ledgers map.
+    let first = 1024 + 4;
+    let rec = 4 + 36 + 9;
+    img[first + 5 * rec + 37] ^= 0x40;
+    img.truncate(n - 7);
+    std::fs::write(&path, &img).unwrap();
+    let mut scan = MultiLogScan::new(
+        vec![(path.clone(), 0)],
+        ArrowScanOptions {
+            batch_rows: 8,
+            ..Default::default()
+        },
+    );
+    let mut batches = Vec::new();
+    while let Some(b) = scan.next_batch().unwrap() {
+        assert!(b.num_rows() <= 8);
+        batches.push(b);
+    }
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 22);
+    let mut oks = Vec::new();
+    let mut issue_rows = Vec::new();
+    for b in &batches {
+        let ok = b.column_by_name("digest_ok").unwrap().as_boolean();
+        let eid = b.column_by_name("entry_id").unwrap().as_primitive::<Int64Type>();
+        let pl = b.column_by_name("payload").unwrap().as_binary::<i32>();
+        let issue = b.column_by_name("issue").unwrap().as_string::<i32>();
+        for i in 0..b.num_rows() {
+            if issue.is_valid(i) {
+                issue_rows.push(issue.value(i).to_string());
+            } else {
+                oks.push((eid.value(i), ok.value(i)));
+                if eid.value(i) != 5 {
+                    assert_eq!(pl.value(i), payloads[eid.value(i) as usize].as_slice());
+                }
+            }
+        }
+    }
+    assert_eq!(
+        oks.iter().filter(|(_, ok)| !ok).map(|(e, _)| *e).collect::<Vec<_>>(),
+        vec![5]
+    );
+    assert_eq!(issue_rows, vec!["torn_tail", "bad_header"]);
+    let s = &scan.summaries()[0].1;
+    assert_eq!(s.records, 20);
+
+    // Auto-detection finds CRC32C; DUMMY gives null digest_ok.
+    for (mode, want_type) in [
+        (DigestMode::Auto { mac: None }, Some("CRC32C")),
+        (DigestMode::Fixed(Digester::new(DigestType::Dummy, b"")), Some("DUMMY")),
+    ] {
+        let mut scan = MultiLogScan::new(
+            vec![(path.clone(), 0)],
+            ArrowScanOptions {
+                digest: mode,
+                include_issues: false,
+                ..Default::default()
+            },
+        );
+        let b = scan.next_batch().unwrap().unwrap();
+        assert_eq!(b.num_rows(), 20);
+        let dt = b.column_by_name("digest_type").unwrap().as_string::<i32>();
+        assert_eq!(dt.is_valid(0).then(|| dt.value(0)), want_type);
+        assert!(scan.next_batch().unwrap().is_none());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn writer_reader_round_trip(
+        entries in proptest::collection::vec((0i64..5, 16usize..400), 1..60),
+        limit in 1100u64..6000,
+        wbs in 1usize..800,
+        seal in any::<bool>(),
+    ) {
+        let t = TempDir::new();
+        let mut w = EntryLogWriter::open(&t.0, WriterOptions {
+            log_size_limit: limit, write_buffer_size: wbs, fsync: false, seal_on_close: seal, ..Default::default()
+        }).unwrap();
+        let mut next = [0i64; 5];
+        let mut written = Vec::new();
+        for &(l, n) in &entries {
+            let e = next[l as usize];
+            next[l as usize] += 1;
+            let data = make_entry(l, e, n);
+            let loc = w.append(l, &data).unwrap();
+            written.push((loc, l, e, data));
+        }
+        w.close().unwrap();
+        let mut r = EntryLogReader::new(&t.0);
+        for (loc, l, e, data) in &written {
+            prop_assert_eq!(&r.read(*loc, Some(*l), Some(*e)).unwrap(), data);
+        }
+        let mut scanned = Vec::new();
+        let mut expected_meta: BTreeMap<u64, BTreeMap<i64, u64>> = BTreeMap::new();
+        for (loc, l, _, d) in &written {
+            *expected_meta.entry(loc >> 32).or_default().entry(*l).or_default() += d.len() as u64 + 4;
+        }
+        for id in list_log_ids(&t.0).unwrap() {
+            let f = EntryLogFile::open(&t.0.join(log_file_name(id))).unwrap();
+            let mut s = f.scanner(ScanOptions::default()).unwrap();
+            while let Some(rec) = s.next_record().unwrap() {
+                scanned.push((rec.location(id), rec.ledger_id, rec.entry_id, rec.data.to_vec()));
+            }
+            prop_assert!(s.summary().issues.is_empty(), "{:?}", s.summary().issues);
+            let m = f.metadata(ScanOptions::default()).unwrap();
+            prop_assert_eq!(m.from_index, seal || w.rotated_log_ids().contains(&id));
+            prop_assert_eq!(&m.metadata.ledgers, &expected_meta[&id]);
+            let h = f.header().unwrap();
+            if m.from_index {
+                prop_assert!(h.ledgers_map_offset as u64 <= limit.max(1024 + 4 + 400));
+            }
+        }
+        prop_assert_eq!(scanned, written);
+    }
+
+    #[test]
+    fn corruption_never_panics_and_keeps_the_prefix(
+        sizes in proptest::collection::vec(16usize..200, 1..20),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+        cut in any::<prop::sample::Index>(),
+        truncate in any::<bool>(),
+    ) {
+        let mut img = LogHeader::new_default_bytes(1);
+        let mut starts = Vec::new();
+        for (e, &n) in sizes.iter().enumerate() {
+            starts.push(img.len());
+            img.extend_from_slice(&(n as i32).to_be_bytes());
+            img.extend_from_slice(&make_entry(1, e as i64, n));
+        }
+        let mut first_bad = img.len();
+        for (i, v) in &flips {
+            let p = 1024 + i.index(img.len() - 1024);
+            if img[p] != *v {
+                img[p] = *v;
+                first_bad = first_bad.min(p);
+            }
+        }
+        let mut clean_cut = false;
+        if truncate {
+            let c = 1024 + cut.index(img.len() - 1024);
+            img.truncate(c);
+            first_bad = first_bad.min(c);
+            // A cut exactly between records leaves a valid, shorter log.
+            clean_cut = c == 1024 || starts.contains(&c);
+        }
+        let (recs, summary) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+        // Every record that ends before the first damaged byte comes back unchanged.
+        let intact = starts.iter().enumerate().filter(|(e, &s)| s + 4 + sizes[*e] <= first_bad).count();
+        prop_assert!(recs.len() >= intact);
+        for (e, r) in recs.iter().take(intact).enumerate() {
+            prop_assert_eq!(r.0 as usize, starts[e]);
+            prop_assert_eq!(&r.3, &make_entry(1, e as i64, sizes[e]));
+        }
+        // Damage that changes the framing is reported, or shows as a record that differs from
+        // every one written (which the bookie digest then catches).
+        if recs.len() < sizes.len() && !clean_cut {
+            let originals: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(e, &n)| make_entry(1, e as i64, n)).collect();
+            prop_assert!(!summary.issues.is_empty() || recs.iter().any(|r| !originals.contains(&r.3)));
+        }
+        let _ = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+    }
+}

@@ -1,0 +1,704 @@
+//! Bindings for BookKeeper entry logs and bookie entry digests. File work runs with the GIL released.
+use super::codec::ByteInput;
+use super::errors::{to_py, ChecksumMismatchError, CorruptEntryError};
+use crate::digest::{self, DigestType, Digester};
+use crate::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan};
+use crate::entrylog::reader::metadata_by_scan;
+use crate::entrylog::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner, DEFAULT_MAX_RECORD_SIZE};
+use crate::entrylog::{
+    EntryLogFile, EntryLogMetadata, EntryLogReader, EntryLogWriter, FileSource, LogError, LogHeader, MetadataReport,
+    WriterOptions,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyStopIteration, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3_arrow::{PyRecordBatch, PySchema};
+use std::path::PathBuf;
+
+create_exception!(
+    pulsarkit,
+    DigestMismatchError,
+    ChecksumMismatchError,
+    "A bookie entry whose stored digest (CRC32C, CRC32 or HMAC-SHA1) does not match its header and payload."
+);
+
+fn log_err(py: Python<'_>, e: LogError) -> PyErr {
+    match e {
+        LogError::Io { path, source } => {
+            let name = path.map(|p| p.to_string_lossy().to_string());
+            if let Some(code) = source.raw_os_error() {
+                // OSError(errno, strerror, filename) picks the subclass (FileNotFoundError, ...).
+                let built = py
+                    .import("os")
+                    .and_then(|os| os.getattr("strerror")?.call1((code,)))
+                    .and_then(|msg| py.get_type::<PyOSError>().call1((code, msg, name.clone())));
+                if let Ok(v) = built {
+                    return PyErr::from_value(v);
+                }
+            }
+            match name {
+                Some(n) => PyOSError::new_err(format!("{n}: {source}")),
+                None => PyOSError::new_err(source.to_string()),
+            }
+        }
+        LogError::Format(e) => to_py(py, e),
+    }
+}
+
+trait LogPy<T> {
+    fn py_log(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> LogPy<T> for crate::entrylog::LogResult<T> {
+    fn py_log(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| log_err(py, e))
+    }
+}
+
+fn digest_type(py: Python<'_>, name: &str) -> PyResult<DigestType> {
+    DigestType::from_name(name).map_err(|e| to_py(py, e))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Digests
+
+#[pyfunction]
+fn bookie_digest_len(py: Python<'_>, digest_type_name: &str) -> PyResult<usize> {
+    Ok(digest_type(py, digest_type_name)?.digest_len())
+}
+
+/// Stored bytes `[ledgerId][entryId][lac][length][digest][payload]`.
+#[pyfunction]
+#[pyo3(signature = (digest_type_name, password, ledger_id, entry_id, last_add_confirmed, length, payload))]
+#[allow(clippy::too_many_arguments)]
+fn bookie_pack<'py>(
+    py: Python<'py>,
+    digest_type_name: &str,
+    password: &[u8],
+    ledger_id: i64,
+    entry_id: i64,
+    last_add_confirmed: i64,
+    length: i64,
+    payload: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let d = Digester::new(digest_type(py, digest_type_name)?, password);
+    let p = ByteInput::new(payload)?;
+    let out = d.pack(ledger_id, entry_id, last_add_confirmed, length, p.as_slice());
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Packs consecutive entries of one ledger: returns a list of stored entries, with entry ids from
+/// `first_entry_id`, LAC = previous entry id (starting at `last_add_confirmed`) and cumulative length.
+#[pyfunction]
+#[pyo3(signature = (digest_type_name, password, ledger_id, first_entry_id, last_add_confirmed, length, payloads))]
+#[allow(clippy::too_many_arguments)]
+fn bookie_pack_many<'py>(
+    py: Python<'py>,
+    digest_type_name: &str,
+    password: &[u8],
+    ledger_id: i64,
+    first_entry_id: i64,
+    last_add_confirmed: i64,
+    length: i64,
+    payloads: Vec<Vec<u8>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let d = Digester::new(digest_type(py, digest_type_name)?, password);
+    let packed = py.detach(|| {
+        let mut lac = last_add_confirmed;
+        let mut len = length;
+        payloads
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let eid = first_entry_id + i as i64;
+                len += p.len() as i64;
+                let out = d.pack(ledger_id, eid, lac, len, p);
+                lac = eid;
+                out
+            })
+            .collect::<Vec<_>>()
+    });
+    let out = PyList::empty(py);
+    for p in packed {
+        out.append(PyBytes::new(py, &p))?;
+    }
+    Ok(out)
+}
+
+/// (ledger_id, entry_id, last_add_confirmed, length, payload_offset) without checking the digest.
+#[pyfunction]
+fn bookie_parse(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    digest_type_name: &str,
+) -> PyResult<(i64, i64, i64, i64, usize)> {
+    let t = digest_type(py, digest_type_name)?;
+    let d = ByteInput::new(data)?;
+    let e = digest::parse_bookie_entry(d.as_slice(), t.digest_len()).map_err(|e| to_py(py, e))?;
+    Ok((
+        e.ledger_id,
+        e.entry_id,
+        e.last_add_confirmed,
+        e.length,
+        e.payload_offset,
+    ))
+}
+
+/// Verifies like `DigestManager.verifyDigestAndReturnData`; returns the same tuple as `bookie_parse`.
+#[pyfunction]
+#[pyo3(signature = (data, digest_type_name, password=b"".as_slice(), ledger_id=None, entry_id=None))]
+fn bookie_verify(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    digest_type_name: &str,
+    password: &[u8],
+    ledger_id: Option<i64>,
+    entry_id: Option<i64>,
+) -> PyResult<(i64, i64, i64, i64, usize)> {
+    let g = Digester::new(digest_type(py, digest_type_name)?, password);
+    let input = ByteInput::new(data)?;
+    let s = input.as_slice();
+    let (e, ok) = if s.len() >= 1 << 16 {
+        py.detach(|| g.check(s))
+    } else {
+        g.check(s)
+    }
+    .map_err(|e| to_py(py, e))?;
+    if !ok {
+        let computed = g.compute(&s[..digest::BOOKIE_HEADER_SIZE], e.payload);
+        let err = DigestMismatchError::new_err(format!(
+            "{} digest mismatch for ledger {} entry {}: stored {}, computed {}",
+            g.kind().name(),
+            e.ledger_id,
+            e.entry_id,
+            hex(e.digest),
+            hex(computed.as_bytes())
+        ));
+        let v = err.value(py);
+        v.setattr("offset", digest::BOOKIE_HEADER_SIZE)?;
+        v.setattr("stored", PyBytes::new(py, e.digest))?;
+        v.setattr("computed", PyBytes::new(py, computed.as_bytes()))?;
+        v.setattr("ledger_id", e.ledger_id)?;
+        v.setattr("entry_id", e.entry_id)?;
+        return Err(err);
+    }
+    for (want, got, off, what) in [
+        (ledger_id, e.ledger_id, 0usize, "ledger"),
+        (entry_id, e.entry_id, 8, "entry"),
+    ] {
+        if let Some(w) = want.filter(|&w| w != got) {
+            let err = CorruptEntryError::new_err(format!("entry has {what} id {got}, expected {w}"));
+            err.value(py).setattr("offset", off)?;
+            return Err(err);
+        }
+    }
+    Ok((
+        e.ledger_id,
+        e.entry_id,
+        e.last_add_confirmed,
+        e.length,
+        e.payload_offset,
+    ))
+}
+
+/// The digest type a stored entry verifies with (CRC32C, CRC32, or MAC when a password is given).
+#[pyfunction]
+#[pyo3(signature = (data, password=None))]
+fn bookie_detect_digest(data: &Bound<'_, PyAny>, password: Option<&[u8]>) -> PyResult<Option<&'static str>> {
+    let d = ByteInput::new(data)?;
+    let mac = password.map(|p| Digester::new(DigestType::Mac, p));
+    Ok(digest::detect_digest_type(d.as_slice(), mac.as_ref()).map(|t| t.name()))
+}
+
+#[pyfunction]
+fn bookie_mac_key<'py>(py: Python<'py>, password: &[u8]) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &digest::mac_key(password))
+}
+
+#[pyfunction]
+fn bookie_master_key<'py>(py: Python<'py>, password: &[u8]) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &digest::master_key(password))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dicts for headers, issues, summaries, metadata
+
+fn header_dict<'py>(py: Python<'py>, h: &LogHeader) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("fingerprint", PyBytes::new(py, &h.fingerprint))?;
+    d.set_item("fingerprint_ok", h.fingerprint_ok())?;
+    d.set_item("version", h.version)?;
+    d.set_item("ledgers_map_offset", h.ledgers_map_offset)?;
+    d.set_item("ledgers_count", h.ledgers_count)?;
+    d.set_item("format", h.format.name())?;
+    Ok(d)
+}
+
+fn issue_dict<'py>(py: Python<'py>, i: &ScanIssue) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("kind", i.kind.name())?;
+    d.set_item("offset", i.offset)?;
+    d.set_item("length", i.length)?;
+    d.set_item("message", &i.message)?;
+    Ok(d)
+}
+
+fn summary_dict<'py>(py: Python<'py>, s: &ScanSummary, path: Option<&PathBuf>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    if let Some(p) = path {
+        d.set_item("path", p.to_string_lossy().to_string())?;
+    }
+    d.set_item("log_id", s.log_id)?;
+    d.set_item("file_size", s.file_size)?;
+    d.set_item("format", s.format.name())?;
+    d.set_item("header", s.header.as_ref().map(|h| header_dict(py, h)).transpose()?)?;
+    d.set_item("records", s.records)?;
+    d.set_item("record_bytes", s.record_bytes)?;
+    d.set_item("data_end", s.data_end)?;
+    d.set_item("ledgers_map_offset", s.ledgers_map_offset)?;
+    d.set_item("ledgers_map", s.ledgers_map.clone())?;
+    d.set_item("zero_tail_offset", s.zero_tail_offset)?;
+    let issues = PyList::empty(py);
+    for i in &s.issues {
+        issues.append(issue_dict(py, i)?)?;
+    }
+    d.set_item("issues", issues)?;
+    Ok(d)
+}
+
+fn metadata_dict<'py>(py: Python<'py>, m: &EntryLogMetadata) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("log_id", m.log_id)?;
+    d.set_item("total_size", m.total_size)?;
+    d.set_item("remaining_size", m.remaining_size)?;
+    let l = PyDict::new(py);
+    for (k, v) in &m.ledgers {
+        l.set_item(k, v)?;
+    }
+    d.set_item("ledgers", l)?;
+    Ok(d)
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &MetadataReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = metadata_dict(py, &r.metadata)?;
+    d.set_item("from_index", r.from_index)?;
+    d.set_item("fallback_reason", r.fallback_reason.as_deref())?;
+    let issues = PyList::empty(py);
+    for i in &r.issues {
+        issues.append(issue_dict(py, i)?)?;
+    }
+    d.set_item("issues", issues)?;
+    Ok(d)
+}
+
+fn scan_options(start: Option<u64>, stop: Option<u64>, max_record_size: usize, resync: bool) -> ScanOptions {
+    ScanOptions {
+        start,
+        stop,
+        max_record_size,
+        resync,
+        ..ScanOptions::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+#[pyclass(module = "pulsarkit._native")]
+struct RawEntryLogWriter {
+    inner: EntryLogWriter,
+    closed: bool,
+}
+
+impl RawEntryLogWriter {
+    fn check_open(&self) -> PyResult<()> {
+        if self.closed {
+            return Err(PyValueError::new_err("entry log writer is closed"));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl RawEntryLogWriter {
+    #[new]
+    #[pyo3(signature = (directory, log_size_limit, write_buffer_size, fsync, seal_on_close, header_version))]
+    fn new(
+        py: Python<'_>,
+        directory: PathBuf,
+        log_size_limit: u64,
+        write_buffer_size: usize,
+        fsync: bool,
+        seal_on_close: bool,
+        header_version: i32,
+    ) -> PyResult<Self> {
+        let opts = WriterOptions {
+            log_size_limit,
+            write_buffer_size,
+            fsync,
+            seal_on_close,
+            header_version,
+        };
+        let inner = py.detach(|| EntryLogWriter::open(&directory, opts)).py_log(py)?;
+        Ok(RawEntryLogWriter { inner, closed: false })
+    }
+
+    fn append(&mut self, py: Python<'_>, ledger_id: i64, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.check_open()?;
+        let d = ByteInput::new(data)?;
+        self.inner.append(ledger_id, d.as_slice()).py_log(py)
+    }
+
+    /// Appends (ledger_id, data) pairs in one call; returns their locations.
+    fn append_many(&mut self, py: Python<'_>, entries: Vec<(i64, Vec<u8>)>) -> PyResult<Vec<u64>> {
+        self.check_open()?;
+        let w = &mut self.inner;
+        py.detach(|| {
+            entries
+                .iter()
+                .map(|(l, d)| w.append(*l, d))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .py_log(py)
+    }
+
+    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.check_open()?;
+        let w = &mut self.inner;
+        py.detach(|| w.flush()).py_log(py)
+    }
+
+    fn rotate(&mut self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.check_open()?;
+        let w = &mut self.inner;
+        py.detach(|| w.rotate()).py_log(py)
+    }
+
+    #[pyo3(signature = (location, ledger_id=None, entry_id=None))]
+    fn read<'py>(
+        &mut self,
+        py: Python<'py>,
+        location: u64,
+        ledger_id: Option<i64>,
+        entry_id: Option<i64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let w = &mut self.inner;
+        let out = py.detach(|| w.read(location, ledger_id, entry_id)).py_log(py)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let w = &mut self.inner;
+        py.detach(|| w.close()).py_log(py)?;
+        self.closed = true;
+        Ok(())
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed
+    }
+    #[getter]
+    fn directory(&self) -> PathBuf {
+        self.inner.dir().to_path_buf()
+    }
+    #[getter]
+    fn current_log_id(&self) -> Option<u64> {
+        self.inner.current_log_id()
+    }
+    #[getter]
+    fn current_log_size(&self) -> u64 {
+        self.inner.current_log_size()
+    }
+    #[getter]
+    fn rotated_log_ids(&self) -> Vec<u64> {
+        self.inner.rotated_log_ids().to_vec()
+    }
+    #[getter]
+    fn current_ledgers(&self) -> Vec<(i64, u64)> {
+        self.inner.current_ledgers().into_iter().collect()
+    }
+    #[getter]
+    fn log_size_limit(&self) -> u64 {
+        self.inner.options().log_size_limit
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader and record scan
+
+#[pyclass(module = "pulsarkit._native")]
+struct RawEntryLogReader {
+    inner: EntryLogReader,
+}
+
+#[pymethods]
+impl RawEntryLogReader {
+    /// A directory of logs, or one file (`log_id` defaults to the id in its name).
+    #[new]
+    #[pyo3(signature = (path, log_id=None))]
+    fn new(py: Python<'_>, path: PathBuf, log_id: Option<u64>) -> PyResult<Self> {
+        let inner = if path.is_dir() {
+            EntryLogReader::new(&path)
+        } else {
+            EntryLogReader::for_file(&path, log_id).py_log(py)?
+        };
+        Ok(RawEntryLogReader { inner })
+    }
+
+    fn log_ids(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        self.inner.log_ids().py_log(py)
+    }
+
+    fn path_of(&self, log_id: u64) -> PathBuf {
+        self.inner.path_of(log_id)
+    }
+
+    #[pyo3(signature = (location, ledger_id=None, entry_id=None))]
+    fn read<'py>(
+        &mut self,
+        py: Python<'py>,
+        location: u64,
+        ledger_id: Option<i64>,
+        entry_id: Option<i64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let r = &mut self.inner;
+        let out = py.detach(|| r.read(location, ledger_id, entry_id)).py_log(py)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    fn header<'py>(&mut self, py: Python<'py>, log_id: u64) -> PyResult<Bound<'py, PyDict>> {
+        let h = self.inner.file(log_id).and_then(|f| f.header()).py_log(py)?;
+        header_dict(py, &h)
+    }
+
+    fn file_size(&mut self, py: Python<'_>, log_id: u64) -> PyResult<u64> {
+        Ok(self.inner.file(log_id).py_log(py)?.len())
+    }
+
+    /// The ledgers map when present and consistent (`use_index`), a scan otherwise.
+    #[pyo3(signature = (log_id, use_index=true, max_record_size=DEFAULT_MAX_RECORD_SIZE, resync=true))]
+    fn metadata<'py>(
+        &mut self,
+        py: Python<'py>,
+        log_id: u64,
+        use_index: bool,
+        max_record_size: usize,
+        resync: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let f = self.inner.file(log_id).py_log(py)?;
+        let opts = scan_options(None, None, max_record_size, resync);
+        let r = py.detach(|| metadata_of(f, opts, use_index)).py_log(py)?;
+        report_dict(py, &r)
+    }
+
+    /// Drops a cached open file (after the log was deleted or replaced).
+    fn evict(&mut self, log_id: u64) {
+        self.inner.evict(log_id)
+    }
+
+    #[pyo3(signature = (log_id, start=None, stop=None, max_record_size=DEFAULT_MAX_RECORD_SIZE, resync=true))]
+    fn scan(
+        &mut self,
+        py: Python<'_>,
+        log_id: u64,
+        start: Option<u64>,
+        stop: Option<u64>,
+        max_record_size: usize,
+        resync: bool,
+    ) -> PyResult<RawRecordScan> {
+        let path = self.inner.path_of(log_id);
+        let src = FileSource::open(&path).py_log(py)?;
+        let sc = Scanner::new(src, log_id, scan_options(start, stop, max_record_size, resync)).py_log(py)?;
+        Ok(RawRecordScan { inner: sc, path })
+    }
+}
+
+/// Records of one log: iterate for (offset, ledger_id, entry_id, data) tuples.
+#[pyclass(module = "pulsarkit._native")]
+struct RawRecordScan {
+    inner: Scanner<FileSource>,
+    path: PathBuf,
+}
+
+#[pymethods]
+impl RawRecordScan {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<(u64, i64, i64, Bound<'py, PyBytes>)> {
+        match self.inner.next_record().py_log(py)? {
+            Some(r) => Ok((r.offset, r.ledger_id, r.entry_id, PyBytes::new(py, r.data))),
+            None => Err(PyStopIteration::new_err(())),
+        }
+    }
+
+    /// Up to `n` records as a list (empty at the end); fewer Python calls than iterating.
+    fn next_chunk<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for _ in 0..n {
+            match self.inner.next_record().py_log(py)? {
+                Some(r) => out.append((r.offset, r.ledger_id, r.entry_id, PyBytes::new(py, r.data)))?,
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    #[getter]
+    fn log_id(&self) -> u64 {
+        self.inner.log_id()
+    }
+
+    #[getter]
+    fn position(&self) -> u64 {
+        self.inner.position()
+    }
+
+    #[getter]
+    fn done(&self) -> bool {
+        self.inner.is_done()
+    }
+
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        summary_dict(py, &self.inner.summary(), Some(&self.path))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arrow scan
+
+#[pyclass(module = "pulsarkit._native")]
+struct RawArrowLogScan {
+    inner: MultiLogScan,
+}
+
+#[pymethods]
+impl RawArrowLogScan {
+    /// `logs`: (path, log_id) pairs. `digest_type_name` is a digest type or "AUTO".
+    #[new]
+    #[pyo3(signature = (logs, digest_type_name, password, batch_rows, batch_bytes, include_issues, max_record_size, resync))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        logs: Vec<(PathBuf, u64)>,
+        digest_type_name: &str,
+        password: &[u8],
+        batch_rows: usize,
+        batch_bytes: usize,
+        include_issues: bool,
+        max_record_size: usize,
+        resync: bool,
+    ) -> PyResult<Self> {
+        let digest = if digest_type_name.eq_ignore_ascii_case("auto") {
+            DigestMode::Auto {
+                mac: (!password.is_empty()).then(|| Digester::new(DigestType::Mac, password)),
+            }
+        } else {
+            DigestMode::Fixed(Digester::new(digest_type(py, digest_type_name)?, password))
+        };
+        let opts = ArrowScanOptions {
+            digest,
+            batch_rows,
+            batch_bytes,
+            include_issues,
+            scan: scan_options(None, None, max_record_size, resync),
+        };
+        Ok(RawArrowLogScan {
+            inner: MultiLogScan::new(logs, opts),
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = &mut self.inner;
+        match py.detach(|| s.next_batch()).py_log(py)? {
+            Some(b) => PyRecordBatch::new(b).into_pyarrow(py),
+            None => Err(PyStopIteration::new_err(())),
+        }
+    }
+
+    fn summaries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for (p, s) in self.inner.summaries() {
+            out.append(summary_dict(py, s, Some(p))?)?;
+        }
+        Ok(out)
+    }
+}
+
+#[pyfunction]
+fn entry_log_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    PySchema::new(logarrow::schema()).into_pyarrow(py)
+}
+
+fn metadata_of(f: &EntryLogFile, opts: ScanOptions, use_index: bool) -> crate::entrylog::LogResult<MetadataReport> {
+    if use_index {
+        return f.metadata(opts);
+    }
+    let (metadata, summary) = metadata_by_scan(f.source(), f.log_id(), opts)?;
+    Ok(MetadataReport {
+        metadata,
+        from_index: false,
+        fallback_reason: None,
+        issues: summary.issues,
+    })
+}
+
+/// Metadata of one file without a reader object (CLI convenience).
+#[pyfunction]
+#[pyo3(signature = (path, log_id, use_index=true, max_record_size=DEFAULT_MAX_RECORD_SIZE))]
+fn entry_log_metadata<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    log_id: u64,
+    use_index: bool,
+    max_record_size: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let r = py
+        .detach(|| {
+            let f = EntryLogFile::open_with_id(&path, log_id)?;
+            metadata_of(&f, scan_options(None, None, max_record_size, true), use_index)
+        })
+        .py_log(py)?;
+    let d = report_dict(py, &r)?;
+    d.set_item("path", path.to_string_lossy().to_string())?;
+    Ok(d)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("DigestMismatchError", py.get_type::<DigestMismatchError>())?;
+    m.add_function(wrap_pyfunction!(bookie_digest_len, m)?)?;
+    m.add_function(wrap_pyfunction!(bookie_pack, m)?)?;
+    m.add_function(wrap_pyfunction!(bookie_pack_many, m)?)?;
+    m.add_function(wrap_pyfunction!(bookie_parse, m)?)?;
+    m.add_function(wrap_pyfunction!(bookie_verify, m)?)?;
+    m.add_function(wrap_pyfunction!(bookie_detect_digest, m)?)?;
+    m.add_function(wrap_pyfunction!(bookie_mac_key, m)?)?;
+    m.add_function(wrap_pyfunction!(bookie_master_key, m)?)?;
+    m.add_function(wrap_pyfunction!(entry_log_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(entry_log_metadata, m)?)?;
+    m.add_class::<RawEntryLogWriter>()?;
+    m.add_class::<RawEntryLogReader>()?;
+    m.add_class::<RawRecordScan>()?;
+    m.add_class::<RawArrowLogScan>()?;
+    m.add("ENTRY_LOG_DEFAULT_MAX_RECORD_SIZE", DEFAULT_MAX_RECORD_SIZE)?;
+    m.add(
+        "ENTRY_LOG_DEFAULT_SIZE_LIMIT",
+        crate::entrylog::format::DEFAULT_LOG_SIZE_LIMIT,
+    )?;
+    Ok(())
+}
