@@ -46,6 +46,7 @@ OWN_PROTOCOL_VERSION: int = max(proto.ProtocolVersion.values())
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 FRAME_PADDING = 10 * 1024
 _LATEST = (2**63 - 1, 2**63 - 1)  # MessageId.latest as the Java/C++ clients encode it
+_U64 = (1 << 64) - 1
 _T = proto.CommandType
 _TYPE_NAME = {v: k for k, v in _T.items()}
 
@@ -312,7 +313,8 @@ class _Connection:
         self.producers[r.producer_id] = (topic, name)
         b.producers.append(_copy(r))
         self.send(
-            command("PRODUCER_SUCCESS", request_id=r.request_id, producer_name=name, last_sequence_id=-1)
+            command("PRODUCER_SUCCESS", request_id=r.request_id, producer_name=name,
+                    last_sequence_id=b.last_sequence_id(topic.name, name) if b.last_sequence_id else -1)
         )
 
     def _send(self, s: Any, hp: bytes) -> None:
@@ -359,12 +361,15 @@ class _Connection:
         ledger_id, entry_id = result[0], result[1]
         stored = result[2] if len(result) > 2 else rec.headers_and_payload
         rec.ledger_id, rec.entry_id = ledger_id, entry_id
-        b._store(topic, ledger_id, entry_id, stored)
+        # (-1, -1) is a deduplicated message (PIP-6): acknowledged, not stored again. The ids are
+        # Java longs on the wire, so -1 travels as the all-ones uint64.
+        if (ledger_id, entry_id) != (-1, -1):
+            b._store(topic, ledger_id, entry_id, stored)
         receipt = command(
             "SEND_RECEIPT",
             producer_id=s.producer_id,
             sequence_id=s.sequence_id,
-            message_id={"ledgerId": ledger_id, "entryId": entry_id},
+            message_id={"ledgerId": ledger_id & _U64, "entryId": entry_id & _U64},
         )
         if s.HasField("highest_sequence_id"):
             receipt.send_receipt.highest_sequence_id = s.highest_sequence_id
@@ -531,6 +536,7 @@ class FakeBroker:
         self,
         *,
         on_send: OnSend | None = None,
+        last_sequence_id: Callable[[str, str], int] | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         expose_broker_entry_metadata: bool = False,
         broker_timestamp: bool = False,
@@ -540,6 +546,8 @@ class FakeBroker:
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.on_send: OnSend = on_send or self._store_in_memory
+        #: ``(topic, producer_name) -> int``: what PRODUCER_SUCCESS reports (the dedup state).
+        self.last_sequence_id = last_sequence_id
         self.max_message_size = max_message_size
         self.expose_broker_entry_metadata = expose_broker_entry_metadata
         self.append_broker_timestamp = broker_timestamp

@@ -1,0 +1,202 @@
+"""Bulk checks over a topic's entries, on Arrow tables (and, through :mod:`pulsarkit.spark`, on Spark):
+
+- :func:`dedup_audit`: per producer, sequence gaps and duplicates that were *persisted*, aware of
+  batch ranges (``sequence_id..highest_sequence_id``, or ``num_messages`` when the client did not
+  set the highest id, as the C++ client does not);
+- :func:`time_index`: broker timestamp and publish time per entry, with per-ledger min/max;
+- :func:`clock_skew_report`: entries whose publish time disagrees with the broker time by more
+  than a threshold, and whether a seek by publish time would land elsewhere than a seek by broker time.
+
+Inputs are tables with ``ledger_id``, ``entry_id`` and either an ``entry`` column of stored bytes or
+the columns :func:`pulsarkit.bulk.decode_metadata` produces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import bulk
+from .finder import EntrySpace, LedgerSpan, find_newest_matching
+
+AUDIT_SCHEMA = pa.schema([
+    ("producer_name", pa.string()),
+    ("kind", pa.string()),  # "duplicate" | "gap"
+    ("first_sequence_id", pa.int64()),
+    ("last_sequence_id", pa.int64()),
+    ("messages", pa.int64()),
+    ("ledger_id", pa.int64()),
+    ("entry_id", pa.int64()),
+    ("previous_ledger_id", pa.int64()),
+    ("previous_entry_id", pa.int64()),
+])
+
+SUMMARY_SCHEMA = pa.schema([
+    ("producer_name", pa.string()),
+    ("entries", pa.int64()),
+    ("messages", pa.int64()),
+    ("first_sequence_id", pa.int64()),
+    ("last_sequence_id", pa.int64()),
+    ("duplicate_entries", pa.int64()),
+    ("duplicate_messages", pa.int64()),
+    ("gaps", pa.int64()),
+    ("missing_messages", pa.int64()),
+])
+
+
+def _decoded(table: Any) -> pa.Table:
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if "producer_name" in table.column_names:
+        return table
+    meta = bulk.decode_metadata(table.column("entry").combine_chunks())
+    meta = pa.Table.from_batches([meta]) if isinstance(meta, pa.RecordBatch) else meta
+    for name in meta.column_names:
+        table = table.append_column(name, meta.column(name))
+    return table
+
+
+def _ranges(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    seq = t.column("sequence_id").to_numpy(zero_copy_only=False).astype(np.int64)
+    hi = t.column("highest_sequence_id").to_numpy(zero_copy_only=False).astype(np.int64)
+    n = t.column("num_messages").to_numpy(zero_copy_only=False).astype(np.int64)
+    # The Java producer sets highest_sequence_id for batches; the C++ one leaves it 0.
+    end = np.where(hi > seq, hi, seq + np.maximum(n, 1) - 1)
+    return seq, end
+
+
+def audit_producer(t: pa.Table) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Findings and summary for one producer's entries, in storage order."""
+    order = pc.sort_indices(t, [("ledger_id", "ascending"), ("entry_id", "ascending")])
+    t = t.take(order)
+    seq, end = _ranges(t)
+    lid = t.column("ledger_id").to_numpy(zero_copy_only=False)
+    eid = t.column("entry_id").to_numpy(zero_copy_only=False)
+    name = t.column("producer_name")[0].as_py() if t.num_rows else None
+    findings: list[dict[str, Any]] = []
+    dup_entries = dup_msgs = gaps = missing = 0
+    high = None
+    for i in range(t.num_rows):
+        s, e = int(seq[i]), int(end[i])
+        prev = (int(lid[i - 1]), int(eid[i - 1])) if i else (None, None)
+        if high is not None and s <= high:
+            overlap = min(e, high) - s + 1
+            dup_entries += 1
+            dup_msgs += overlap
+            findings.append(dict(producer_name=name, kind="duplicate", first_sequence_id=s, last_sequence_id=min(e, high),
+                                 messages=overlap, ledger_id=int(lid[i]), entry_id=int(eid[i]),
+                                 previous_ledger_id=prev[0], previous_entry_id=prev[1]))
+        elif high is not None and s > high + 1:
+            gaps += 1
+            missing += s - high - 1
+            findings.append(dict(producer_name=name, kind="gap", first_sequence_id=high + 1, last_sequence_id=s - 1,
+                                 messages=s - high - 1, ledger_id=int(lid[i]), entry_id=int(eid[i]),
+                                 previous_ledger_id=prev[0], previous_entry_id=prev[1]))
+        high = e if high is None else max(high, e)
+    summary = dict(producer_name=name, entries=t.num_rows, messages=int((end - seq + 1).sum()) if t.num_rows else 0,
+                   first_sequence_id=int(seq.min()) if t.num_rows else None, last_sequence_id=high,
+                   duplicate_entries=dup_entries, duplicate_messages=dup_msgs, gaps=gaps, missing_messages=missing)
+    return findings, summary
+
+
+def dedup_audit(table: Any) -> tuple[pa.Table, pa.Table]:
+    """(findings, per-producer summary) for a topic's entries. Rows whose metadata could not be
+    decoded are reported as producer ``None`` with kind ``unreadable`` in the findings."""
+    t = _decoded(table)
+    bad = pc.is_valid(t.column("error")) if "error" in t.column_names else None
+    findings: list[dict[str, Any]] = []
+    if bad is not None and pc.any(bad).as_py():
+        for r in t.filter(bad).select(["ledger_id", "entry_id"]).to_pylist():
+            findings.append(dict(producer_name=None, kind="unreadable", first_sequence_id=None, last_sequence_id=None,
+                                 messages=None, ledger_id=r["ledger_id"], entry_id=r["entry_id"],
+                                 previous_ledger_id=None, previous_entry_id=None))
+        t = t.filter(pc.invert(bad))
+    summaries = []
+    for name in sorted(set(t.column("producer_name").to_pylist())):
+        f, s = audit_producer(t.filter(pc.equal(t.column("producer_name"), name)))
+        findings.extend(f)
+        summaries.append(s)
+    return pa.Table.from_pylist(findings, AUDIT_SCHEMA), pa.Table.from_pylist(summaries, SUMMARY_SCHEMA)
+
+
+def render_audit(summary: pa.Table) -> str:
+    lines = [f"{'producer':<30}{'entries':>9}{'messages':>10}{'dup entries':>13}{'dup msgs':>10}{'gaps':>6}{'missing':>9}"]
+    for r in summary.to_pylist():
+        lines.append(f"{str(r['producer_name']):<30}{r['entries']:>9}{r['messages']:>10}{r['duplicate_entries']:>13}"
+                     f"{r['duplicate_messages']:>10}{r['gaps']:>6}{r['missing_messages']:>9}")
+    return "\n".join(lines)
+
+
+def time_index(table: Any) -> tuple[pa.Table, pa.Table]:
+    """(per entry, per ledger): ``ledger_id``, ``entry_id``, ``broker_timestamp``, ``publish_time``,
+    ``entry_timestamp`` (broker time when present, else publish time, as seek uses it); per ledger the
+    min/max of each and the entry count."""
+    t = _decoded(table)
+    bt = t.column("broker_timestamp")
+    et = pc.coalesce(bt, t.column("publish_time"))
+    entries = pa.table({
+        "ledger_id": t.column("ledger_id"), "entry_id": t.column("entry_id"),
+        "broker_timestamp": bt, "publish_time": t.column("publish_time"), "entry_timestamp": et,
+    }).sort_by([("ledger_id", "ascending"), ("entry_id", "ascending")])
+    per_ledger = entries.group_by("ledger_id").aggregate([
+        ("entry_id", "count"), ("broker_timestamp", "min"), ("broker_timestamp", "max"),
+        ("publish_time", "min"), ("publish_time", "max"), ("entry_timestamp", "min"), ("entry_timestamp", "max"),
+    ]).sort_by("ledger_id")
+    return entries, per_ledger
+
+
+def clock_skew_report(table: Any, threshold_ms: int = 60_000, max_seek_samples: int = 1000) -> dict[str, Any]:
+    """Where publish time and broker time disagree by more than ``threshold_ms``, per producer, and
+    whether seeking by publish time would land on a different entry than seeking by broker time
+    (checked at up to ``max_seek_samples`` target times, each entry's broker timestamp)."""
+    t = _decoded(table)
+    entries, _ = time_index(t)
+    t = t.sort_by([("ledger_id", "ascending"), ("entry_id", "ascending")])
+    bt = t.column("broker_timestamp")
+    has_bt = pc.is_valid(bt)
+    if not pc.any(has_bt).as_py():
+        return {"entries": t.num_rows, "with_broker_timestamp": 0, "skewed_entries": 0, "by_producer": [],
+                "seek_samples": 0, "seek_disagreements": 0, "examples": []}
+    skew = pc.subtract(t.column("publish_time"), bt)
+    skewed = pc.and_(has_bt, pc.greater(pc.abs(skew), threshold_ms))
+    sk = t.filter(skewed)
+    by_producer = []
+    if sk.num_rows:
+        g = pa.table({"producer_name": sk.column("producer_name"), "skew_ms": pc.filter(skew, skewed)})
+        agg = g.group_by("producer_name").aggregate([("skew_ms", "count"), ("skew_ms", "min"), ("skew_ms", "max")])
+        by_producer = sorted(agg.to_pylist(), key=lambda r: r["producer_name"])
+    publish = t.column("publish_time").to_numpy(zero_copy_only=False)
+    broker = bt.to_numpy(zero_copy_only=False)
+    lids = t.column("ledger_id").to_numpy(zero_copy_only=False)
+    eids = t.column("entry_id").to_numpy(zero_copy_only=False)
+    n = t.num_rows
+    space = EntrySpace([LedgerSpan(0, n, 0)])
+    step = max(1, n // max_seek_samples)
+    disagreements, examples, samples = 0, [], 0
+    for target_i in range(0, n, step):
+        target = broker[target_i]
+        if broker.dtype.kind == "f" and np.isnan(target):
+            continue
+        samples += 1
+        by_b = find_newest_matching(space, 0, n - 1, lambda k: broker[k] < target)
+        by_p = find_newest_matching(space, 0, n - 1, lambda k: publish[k] < target)
+        land_b = 0 if by_b is None else by_b + 1
+        land_p = 0 if by_p is None else by_p + 1
+        if land_b != land_p:
+            disagreements += 1
+            if len(examples) < 10:
+                pos = lambda k: None if k >= n else (int(lids[k]), int(eids[k]))  # noqa: E731
+                examples.append({"target_time": int(target), "by_broker_time": pos(land_b), "by_publish_time": pos(land_p)})
+    return {
+        "entries": n,
+        "with_broker_timestamp": int(pc.sum(has_bt.cast(pa.int64())).as_py()),
+        "threshold_ms": threshold_ms,
+        "skewed_entries": sk.num_rows,
+        "by_producer": by_producer,
+        "seek_samples": samples,
+        "seek_disagreements": disagreements,
+        "examples": examples,
+    }
