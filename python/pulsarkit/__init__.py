@@ -57,8 +57,15 @@ from .metadata import MetadataStore
 from .store import Store
 from . import lifecycle
 from .frames import FrameDecoder, command, encode_command
+from . import entrylog
+from .entrylog import DigestMismatchError, EntryLogReader, EntryLogWriter, scan_entry_logs
 
 __all__ = [
+    "DigestMismatchError",
+    "EntryLogReader",
+    "EntryLogWriter",
+    "entrylog",
+    "scan_entry_logs",
     "BadVersionError",
     "Bookie",
     "BookieError",

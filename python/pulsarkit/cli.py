@@ -1,0 +1,509 @@
+"""The ``pulsarkit`` command line.
+
+Subcommands register themselves with :func:`command`; each adds its arguments to an argparse
+subparser and returns an exit code::
+
+    @command("mytool", help="...")
+    def _mytool(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+        p.add_argument(...)
+        return run
+
+Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage, 3 with ``--strict``
+when the data has problems (scan issues, digest mismatches).
+
+Entry-log commands (what ``bookkeeper shell readlog`` / ``readlogmetadata`` do one file at a time)::
+
+    pulsarkit readlog PATH...            [--json | --parquet FILE] [-l LEDGER] [-e ENTRY] [--decode] [-m]
+    pulsarkit readlogmetadata PATH...    [--json | --parquet FILE] [--no-index]
+
+PATH is an entry-log file (``<hex id>.log``) or a directory searched recursively (a ledger
+directory, its ``current/``, or a whole bookie data directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_DATA_PROBLEMS = 3
+
+Runner = Callable[[argparse.Namespace], int]
+_COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], Runner]]] = []
+
+
+def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], Runner]], Any]:
+    """Registers a subcommand: the decorated function configures its parser and returns the runner."""
+
+    def deco(fn: Callable[[argparse.ArgumentParser], Runner]) -> Callable[[argparse.ArgumentParser], Runner]:
+        _COMMANDS.append((name, help, fn))
+        return fn
+
+    return deco
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    p = argparse.ArgumentParser(
+        prog="pulsarkit",
+        description="Apache Pulsar and BookKeeper storage formats: inspect, verify and convert.",
+    )
+    p.add_argument("--version", action="version", version=f"pulsarkit {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text, configure in _COMMANDS:
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.set_defaults(_run=configure(sp))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    from .errors import PulsarkitError
+
+    try:
+        return int(run(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, without a traceback at interpreter exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except (OSError, PulsarkitError) as e:
+        print(f"pulsarkit {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+# ------------------------------------------------------------------------------------------------
+# Progress on stderr
+
+
+class Progress:
+    """Byte progress on stderr: a rich bar when rich is installed, else one rewritten line.
+
+    ``enabled=None`` shows it only when stderr is a terminal."""
+
+    def __init__(
+        self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None
+    ) -> None:
+        self.stream = stream or sys.stderr
+        if enabled is None:
+            enabled = self.stream.isatty()
+        self.enabled = enabled
+        self.total = max(total, 1)
+        self.label = label
+        self._rich: Any = None
+        self._task: Any = None
+        self._last = 0.0
+        if not enabled:
+            return
+        if self.stream.isatty():
+            try:
+                from rich.console import Console
+                from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn
+                from rich.progress import Progress as RichProgress
+
+                self._rich = RichProgress(
+                    "[progress.description]{task.description}",
+                    BarColumn(),
+                    DownloadColumn(),
+                    TimeRemainingColumn(),
+                    console=Console(file=self.stream),
+                    transient=True,
+                )
+                self._rich.start()
+                self._task = self._rich.add_task(label, total=self.total)
+            except ImportError:
+                self._rich = None
+
+    def update(self, done: int, note: str = "") -> None:
+        if not self.enabled:
+            return
+        if self._rich is not None:
+            self._rich.update(
+                self._task, completed=min(done, self.total), description=f"{self.label} {note}".strip()
+            )
+            return
+        now = time.monotonic()
+        if now - self._last < 0.2 and done < self.total:
+            return
+        self._last = now
+        pct = 100.0 * min(done, self.total) / self.total
+        self.stream.write(f"\r{self.label}: {pct:5.1f}% ({done}/{self.total} bytes) {note}\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if not self.enabled:
+            return
+        if self._rich is not None:
+            self._rich.stop()
+        else:
+            self.update(self.total)
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _progress_arg(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="always show progress on stderr",
+    )
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+
+
+def _output_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="one JSON object per line on stdout")
+    g.add_argument("--parquet", metavar="FILE", help="write a Parquet file instead of printing")
+
+
+# ------------------------------------------------------------------------------------------------
+# readlog
+
+
+def _fmt_time(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    try:
+        t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC)
+        return f"{ms} ({t.isoformat(timespec='milliseconds').replace('+00:00', 'Z')})"
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def _filter(batch: Any, args: argparse.Namespace) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    is_issue = pc.is_valid(batch.column("issue"))
+    keep = None
+    conds = []
+    if args.ledger_id:
+        conds.append(pc.is_in(batch.column("ledger_id"), value_set=pa.array(args.ledger_id, pa.int64())))
+    if args.entry_id is not None:
+        conds.append(pc.equal(batch.column("entry_id"), args.entry_id))
+    # Records overlapping [start_pos, end_pos], as BookKeeper's -sp/-ep: a record spans offset..offset+size+3.
+    if args.start_pos is not None:
+        conds.append(
+            pc.greater_equal(pc.add(batch.column("offset"), pc.add(batch.column("size"), 3)), args.start_pos)
+        )
+    if args.end_pos is not None:
+        conds.append(pc.less_equal(batch.column("offset"), args.end_pos))
+    for c in conds:
+        keep = c if keep is None else pc.and_(keep, c)
+    if keep is None:
+        return batch
+    keep = pc.or_(is_issue, pc.fill_null(keep, False))
+    return batch.filter(keep)
+
+
+def _decode(batch: Any) -> Any:
+    from . import bulk
+
+    d = bulk.decode_metadata(batch.column("payload"), verify_checksum=True)
+    return {
+        "producer_name": d.column("producer_name"),
+        "sequence_id": d.column("sequence_id"),
+        "publish_time": d.column("publish_time"),
+        "num_messages": d.column("num_messages"),
+        "broker_timestamp": d.column("broker_timestamp"),
+        "index": d.column("index"),
+        "checksum_ok": d.column("checksum_ok"),
+        "decode_error": d.column("error"),
+    }
+
+
+_JSON_DROP = {"payload"}
+
+
+def _readlog(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="entry-log files or directories")
+    p.add_argument("-l", "--ledger-id", type=int, action="append", help="only this ledger (repeatable)")
+    p.add_argument("-e", "--entry-id", type=int, help="only this entry id")
+    p.add_argument("-sp", "--start-pos", type=int, help="only records overlapping offsets from here")
+    p.add_argument("-ep", "--end-pos", type=int, help="only records overlapping offsets up to here")
+    p.add_argument("-m", "--msg", action="store_true", help="show the payload (hex; in JSON as payload_hex)")
+    p.add_argument(
+        "--decode",
+        action="store_true",
+        help="decode the Pulsar entry: producer, sequence id, publish time, messages",
+    )
+    p.add_argument(
+        "--digest-type",
+        default="CRC32C",
+        type=str.upper,
+        choices=["CRC32C", "CRC32", "MAC", "DUMMY", "AUTO"],
+        help="bookie digest to verify (default CRC32C, Pulsar's default; AUTO detects per ledger)",
+    )
+    p.add_argument("--password", default="", help="ledger password, for MAC digests")
+    p.add_argument("--no-payload", action="store_true", help="leave the payload column out of --parquet")
+    p.add_argument(
+        "--strict", action="store_true", help="exit 3 when a log has issues or a digest does not verify"
+    )
+    _output_args(p)
+    _progress_arg(p)
+    return _run_readlog
+
+
+def _run_readlog(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    from .entrylog import find_entry_logs, scan_entry_logs
+
+    logs = find_entry_logs(args.paths)
+    total = sum(os.path.getsize(p) for p, _ in logs)
+    out = sys.stdout
+    progress = Progress(total, "readlog", args.progress)
+    writer = None
+    problems = 0
+    done = 0
+    try:
+        for path, log_id in logs:
+            size = os.path.getsize(path)
+            scan = scan_entry_logs([(path, log_id)], args.digest_type, args.password.encode())
+            if not args.json and not args.parquet:
+                print(f"Scan entry log {log_id} ({log_id:x}.log) at {path}: {size} bytes", file=out)
+            for batch in scan:
+                if batch.num_rows:
+                    last = batch.column("offset")[-1].as_py() + batch.column("size")[-1].as_py()
+                    progress.update(done + min(last, size), f"{path.name}")
+                problems += _count_problems(batch)
+                batch = _filter(batch, args)
+                if batch.num_rows == 0:
+                    continue
+                extra = _decode(batch) if args.decode else {}
+                if args.parquet:
+                    cols = {
+                        n: batch.column(n)
+                        for n in batch.schema.names
+                        if not (args.no_payload and n == "payload")
+                    }
+                    cols["path"] = pa.array([str(path)] * batch.num_rows, pa.string())
+                    cols.update(extra)
+                    t = pa.RecordBatch.from_pydict(cols)
+                    if writer is None:
+                        import pyarrow.parquet as pq
+
+                        writer = pq.ParquetWriter(args.parquet, t.schema)
+                    writer.write_batch(t)
+                elif args.json:
+                    _print_json_rows(batch, extra, str(path), args.msg, out)
+                else:
+                    _print_human_rows(batch, extra, args.msg, out)
+            summary = scan.summaries[0]
+            if not args.json and not args.parquet:
+                bad_note = f", {len(summary.issues)} issue(s)" if summary.issues else ""
+                print(f"End of entry log {log_id}: {summary.records} records{bad_note}", file=out)
+            done += size
+    finally:
+        progress.close()
+        if writer is not None:
+            writer.close()
+    if args.parquet and writer is None:
+        import pyarrow.parquet as pq
+
+        from .entrylog import entry_log_schema
+
+        schema = entry_log_schema().append(pa.field("path", pa.string()))
+        pq.write_table(schema.empty_table(), args.parquet)
+    return EXIT_DATA_PROBLEMS if (args.strict and problems) else EXIT_OK
+
+
+def _count_problems(batch: Any) -> int:
+    import pyarrow.compute as pc
+
+    issues = pc.sum(pc.is_valid(batch.column("issue")).cast("int64")).as_py() or 0
+    bad = pc.sum(pc.equal(batch.column("digest_ok"), False).cast("int64")).as_py() or 0
+    return issues + bad
+
+
+def _print_json_rows(batch: Any, extra: dict[str, Any], path: str, msg: bool, out: TextIO) -> None:
+    cols = {n: batch.column(n).to_pylist() for n in batch.schema.names if n not in _JSON_DROP}
+    payload = batch.column("payload").to_pylist() if msg else None
+    ext = {k: v.to_pylist() for k, v in extra.items()}
+    lines = []
+    for i in range(batch.num_rows):
+        row: dict[str, Any] = {"type": "issue" if cols["issue"][i] is not None else "entry", "path": path}
+        for k, v in cols.items():
+            row[k] = v[i]
+        for k, v in ext.items():
+            row[k] = v[i]
+        if payload is not None:
+            row["payload_hex"] = None if payload[i] is None else payload[i].hex()
+        lines.append(json.dumps(row, separators=(",", ":")))
+    out.write("\n".join(lines) + "\n")
+
+
+def _print_human_rows(batch: Any, extra: dict[str, Any], msg: bool, out: TextIO) -> None:
+    rows = batch.to_pylist()
+    ext = {k: v.to_pylist() for k, v in extra.items()}
+    for i, r in enumerate(rows):
+        if r["issue"] is not None:
+            print(f"!!! {r['issue']} at offset {r['offset']} ({r['size']} bytes): {r['error']}", file=out)
+            continue
+        print(
+            f"--------- Lid={r['ledger_id']}, Eid={r['entry_id']}, ByteOffset={r['offset']}, "
+            f"EntrySize={r['size']} ---------",
+            file=out,
+        )
+        print("Type:           DATA", file=out)
+        print(f"LastConfirmed:  {r['last_add_confirmed']}", file=out)
+        if r["digest_ok"] is None:
+            state = "not verified" if r["digest_type"] == "DUMMY" else "unknown"
+        else:
+            state = "ok" if r["digest_ok"] else "MISMATCH"
+        print(f"Digest:         {r['digest_type'] or '-'} {state}", file=out)
+        if r["error"]:
+            print(f"Error:          {r['error']}", file=out)
+        if ext:
+            if ext["decode_error"][i]:
+                print(f"Decode error:   {ext['decode_error'][i]}", file=out)
+            else:
+                print(
+                    f"Producer:       {ext['producer_name'][i]}  SequenceId: {ext['sequence_id'][i]}  "
+                    f"NumMessages: {ext['num_messages'][i]}",
+                    file=out,
+                )
+                print(f"PublishTime:    {_fmt_time(ext['publish_time'][i])}", file=out)
+                if ext["broker_timestamp"][i] is not None or ext["index"][i] is not None:
+                    print(
+                        f"BrokerEntry:    timestamp={_fmt_time(ext['broker_timestamp'][i])} index={ext['index'][i]}",
+                        file=out,
+                    )
+        if msg and r["payload"] is not None:
+            data = r["payload"]
+            shown = data[:256].hex()
+            more = f" ... ({len(data)} bytes)" if len(data) > 256 else ""
+            print(f"Data:           {shown}{more}", file=out)
+
+
+command("readlog", help="print the records of BookKeeper entry logs (files or directories)")(_readlog)
+
+
+# ------------------------------------------------------------------------------------------------
+# readlogmetadata
+
+
+def _readlogmetadata(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="entry-log files or directories")
+    p.add_argument("--no-index", action="store_true", help="always scan, ignoring the ledgers map")
+    p.add_argument(
+        "--strict", action="store_true", help="exit 3 when a log needed a fallback scan that found issues"
+    )
+    _output_args(p)
+    _progress_arg(p)
+    return _run_readlogmetadata
+
+
+def _run_readlogmetadata(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    from .entrylog import find_entry_logs, read_entry_log_metadata
+
+    logs = find_entry_logs(args.paths)
+    total = sum(os.path.getsize(p) for p, _ in logs)
+    progress = Progress(total, "readlogmetadata", args.progress)
+    out = sys.stdout
+    rows: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "path",
+            "log_id",
+            "ledger_id",
+            "size",
+            "total_size",
+            "remaining_size",
+            "from_index",
+            "fallback_reason",
+            "issues",
+        )
+    }
+    problems = 0
+    done = 0
+    try:
+        for path, log_id in logs:
+            m = read_entry_log_metadata(path, log_id, use_index=not args.no_index)
+            done += os.path.getsize(path)
+            progress.update(done, path.name)
+            problems += len(m.issues)
+            if args.json:
+                obj = {
+                    "log_id": m.log_id,
+                    "path": str(path),
+                    "total_size": m.total_size,
+                    "remaining_size": m.remaining_size,
+                    "usage": m.usage,
+                    "ledgers": {str(k): v for k, v in sorted(m.ledgers.items())},
+                    "from_index": m.from_index,
+                    "fallback_reason": m.fallback_reason,
+                    "issues": [vars(i) for i in m.issues],
+                }
+                out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+            elif args.parquet:
+                items = sorted(m.ledgers.items()) or [(None, None)]
+                for lid, size in items:
+                    rows["path"].append(str(path))
+                    rows["log_id"].append(m.log_id)
+                    rows["ledger_id"].append(lid)
+                    rows["size"].append(size)
+                    rows["total_size"].append(m.total_size)
+                    rows["remaining_size"].append(m.remaining_size)
+                    rows["from_index"].append(m.from_index)
+                    rows["fallback_reason"].append(m.fallback_reason)
+                    rows["issues"].append(len(m.issues))
+            else:
+                source = "ledgers map" if m.from_index else f"scan ({m.fallback_reason or 'requested'})"
+                print(
+                    f"Entry log {m.log_id} ({m.log_id:x}.log) at {path}: total_size={m.total_size} "
+                    f"remaining_size={m.remaining_size} usage={m.usage:.3f} ledgers={len(m.ledgers)} from {source}",
+                    file=out,
+                )
+                for lid, size in sorted(m.ledgers.items()):
+                    print(f"--------- Lid={lid}, TotalSizeOfEntriesOfLedger={size} ---------", file=out)
+                for i in m.issues:
+                    print(f"!!! {i}", file=out)
+    finally:
+        progress.close()
+    if args.parquet:
+        import pyarrow.parquet as pq
+
+        schema = pa.schema(
+            [
+                ("path", pa.string()),
+                ("log_id", pa.int64()),
+                ("ledger_id", pa.int64()),
+                ("size", pa.int64()),
+                ("total_size", pa.int64()),
+                ("remaining_size", pa.int64()),
+                ("from_index", pa.bool_()),
+                ("fallback_reason", pa.string()),
+                ("issues", pa.int64()),
+            ]
+        )
+        pq.write_table(pa.Table.from_pydict(rows, schema=schema), args.parquet)
+    return EXIT_DATA_PROBLEMS if (args.strict and problems) else EXIT_OK
+
+
+command("readlogmetadata", help="print the ledgers (id → bytes) of BookKeeper entry logs")(_readlogmetadata)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
