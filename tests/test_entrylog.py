@@ -503,6 +503,15 @@ def test_scan_entry_logs_feeds_the_bulk_kernels(tmp_path: Path) -> None:
     msgs = pk.bulk.explode_messages(t.column("payload").combine_chunks())
     assert msgs.num_rows == 80
     assert msgs.column("payload").to_pylist()[:4] == [b"m0-a", b"m0-b", b"m1-a", b"m1-b"]
+    # Zero-copy payloads: views into the mapped files, same bytes, same kernels.
+    views = pk.scan_entry_logs(bookie, payload_type="binary_view").read_all()
+    assert views.schema.field("payload").type == pa.binary_view()
+    assert views.column("payload").to_pylist() == entries
+    assert views.drop_columns("payload").equals(t.drop_columns("payload"))
+    vmsgs = pk.bulk.explode_messages(views.column("payload").combine_chunks())
+    assert vmsgs.column("payload").equals(msgs.column("payload"))
+    with pytest.raises(ValueError):
+        pk.scan_entry_logs(bookie, payload_type="utf8")
     # Byte-bounded batches: each is cut at the first row that takes its payloads to 300 bytes.
     byte_batches = list(pk.scan_entry_logs(bookie, batch_bytes=300))
     assert sum(b.num_rows for b in byte_batches) == 40 and len(byte_batches) > 1

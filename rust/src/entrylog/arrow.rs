@@ -5,10 +5,11 @@
 //! by rows and by payload bytes.
 use super::format::make_location;
 use super::scan::{Record, ScanIssue, ScanOptions, ScanSummary, Scanner};
-use super::{FileSource, LogResult};
+use super::{AnySource, FileSource, LogResult, MmapSource};
 use crate::digest::{detect_digest_type, DigestType, Digester, BOOKIE_HEADER_SIZE};
-use arrow_array::builder::{BinaryBuilder, BooleanBuilder, Int64Builder, StringBuilder};
+use arrow_array::builder::{BinaryBuilder, BinaryViewBuilder, BooleanBuilder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
+use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,6 +25,16 @@ pub enum DigestMode {
     Auto { mac: Option<Digester> },
 }
 
+/// Arrow type of the `payload` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadType {
+    /// `binary`: payloads copied out of the file (read with positional reads).
+    Binary,
+    /// `binary_view`: views into the memory-mapped file, no copy. Batches keep the mapping alive;
+    /// the file must not be truncated while they exist (see [`MmapSource`]).
+    BinaryView,
+}
+
 #[derive(Debug, Clone)]
 pub struct ArrowScanOptions {
     pub digest: DigestMode,
@@ -33,6 +44,7 @@ pub struct ArrowScanOptions {
     pub batch_bytes: usize,
     /// Add a row per scan issue (torn tail, corrupt region, bad header...).
     pub include_issues: bool,
+    pub payload_type: PayloadType,
     pub scan: ScanOptions,
 }
 
@@ -43,13 +55,23 @@ impl Default for ArrowScanOptions {
             batch_rows: 8192,
             batch_bytes: 64 << 20,
             include_issues: true,
+            payload_type: PayloadType::Binary,
             scan: ScanOptions::default(),
         }
     }
 }
 
-/// The columns of every batch.
+/// The columns of every batch (payload as `binary`).
 pub fn schema() -> SchemaRef {
+    schema_for(PayloadType::Binary)
+}
+
+/// The columns of every batch for a payload type.
+pub fn schema_for(payload: PayloadType) -> SchemaRef {
+    let payload_type = match payload {
+        PayloadType::Binary => DataType::Binary,
+        PayloadType::BinaryView => DataType::BinaryView,
+    };
     Arc::new(Schema::new(vec![
         Field::new("log_id", DataType::Int64, false),
         Field::new("offset", DataType::Int64, false),
@@ -61,10 +83,73 @@ pub fn schema() -> SchemaRef {
         Field::new("size", DataType::Int64, false),
         Field::new("digest_type", DataType::Utf8, true),
         Field::new("digest_ok", DataType::Boolean, true),
-        Field::new("payload", DataType::Binary, true),
+        Field::new("payload", payload_type, true),
         Field::new("issue", DataType::Utf8, true),
         Field::new("error", DataType::Utf8, true),
     ]))
+}
+
+enum Payload {
+    Binary(BinaryBuilder),
+    /// Views into mapped files; `block` is the builder block of the file in use (by scan index).
+    View {
+        b: BinaryViewBuilder,
+        block: Option<(usize, u32)>,
+    },
+}
+
+/// The file a record comes from, for zero-copy payload views.
+struct FileRef<'a> {
+    index: usize,
+    map: Option<&'a std::sync::Arc<memmap2::Mmap>>,
+}
+
+impl Payload {
+    fn append_null(&mut self) {
+        match self {
+            Payload::Binary(b) => b.append_null(),
+            Payload::View { b, .. } => b.append_null(),
+        }
+    }
+
+    /// Appends `data`, found at `file_offset` in the file, as a view when the file is mapped.
+    fn append(&mut self, data: &[u8], file_offset: u64, file: &FileRef<'_>) {
+        match self {
+            Payload::Binary(b) => b.append_value(data),
+            Payload::View { b, block } => {
+                if let Some(map) = file.map.filter(|m| m.len() < u32::MAX as usize && !m.is_empty()) {
+                    let id = match block {
+                        Some((idx, id)) if *idx == file.index => *id,
+                        _ => {
+                            // SAFETY: the pointer and length describe the live mapping, which the
+                            // buffer keeps alive through the Arc it owns.
+                            let buf = unsafe {
+                                Buffer::from_custom_allocation(
+                                    std::ptr::NonNull::new(map.as_ptr() as *mut u8).expect("non-empty mapping"),
+                                    map.len(),
+                                    map.clone(),
+                                )
+                            };
+                            let id = b.append_block(buf);
+                            *block = Some((file.index, id));
+                            id
+                        }
+                    };
+                    if b.try_append_view(id, file_offset as u32, data.len() as u32).is_ok() {
+                        return;
+                    }
+                }
+                b.append_value(data);
+            }
+        }
+    }
+
+    fn finish(self) -> ArrayRef {
+        match self {
+            Payload::Binary(mut b) => Arc::new(b.finish()),
+            Payload::View { mut b, .. } => Arc::new(b.finish()),
+        }
+    }
 }
 
 struct Cols {
@@ -78,7 +163,8 @@ struct Cols {
     size: Int64Builder,
     digest_type: StringBuilder,
     digest_ok: BooleanBuilder,
-    payload: BinaryBuilder,
+    payload: Payload,
+    payload_type: PayloadType,
     issue: StringBuilder,
     error: StringBuilder,
     rows: usize,
@@ -86,7 +172,7 @@ struct Cols {
 }
 
 impl Cols {
-    fn new(rows: usize, bytes: usize) -> Self {
+    fn new(rows: usize, bytes: usize, payload_type: PayloadType) -> Self {
         Cols {
             log_id: Int64Builder::with_capacity(rows),
             offset: Int64Builder::with_capacity(rows),
@@ -98,7 +184,14 @@ impl Cols {
             size: Int64Builder::with_capacity(rows),
             digest_type: StringBuilder::with_capacity(rows, rows * 6),
             digest_ok: BooleanBuilder::with_capacity(rows),
-            payload: BinaryBuilder::with_capacity(rows, bytes),
+            payload: match payload_type {
+                PayloadType::Binary => Payload::Binary(BinaryBuilder::with_capacity(rows, bytes)),
+                PayloadType::BinaryView => Payload::View {
+                    b: BinaryViewBuilder::with_capacity(rows),
+                    block: None,
+                },
+            },
+            payload_type,
             issue: StringBuilder::new(),
             error: StringBuilder::new(),
             rows: 0,
@@ -106,7 +199,14 @@ impl Cols {
         }
     }
 
-    fn push_record(&mut self, log_id: u64, r: &Record<'_>, mode: &DigestMode, known: &mut HashMap<i64, DigestType>) {
+    fn push_record(
+        &mut self,
+        log_id: u64,
+        r: &Record<'_>,
+        mode: &DigestMode,
+        known: &mut HashMap<i64, DigestType>,
+        file: &FileRef<'_>,
+    ) {
         let d = r.data;
         self.log_id.append_value(log_id as i64);
         self.offset.append_value(r.offset as i64);
@@ -189,7 +289,8 @@ impl Cols {
             };
             self.digest_ok.append_value(ok);
         }
-        self.payload.append_value(payload);
+        self.payload
+            .append(payload, r.offset + 4 + (BOOKIE_HEADER_SIZE + n) as u64, file);
         self.error.append_null();
         self.bytes += payload.len();
         self.rows += 1;
@@ -224,19 +325,26 @@ impl Cols {
             Arc::new(self.size.finish()),
             Arc::new(self.digest_type.finish()),
             Arc::new(self.digest_ok.finish()),
-            Arc::new(self.payload.finish()),
+            self.payload.finish(),
             Arc::new(self.issue.finish()),
             Arc::new(self.error.finish()),
         ];
-        RecordBatch::try_new(schema(), cols).expect("columns match the schema")
+        RecordBatch::try_new(schema_for(self.payload_type), cols).expect("columns match the schema")
     }
+}
+
+struct Current {
+    path: PathBuf,
+    index: usize,
+    scanner: Scanner<AnySource>,
+    map: Option<std::sync::Arc<memmap2::Mmap>>,
 }
 
 /// Scans a list of logs in order, producing bounded record batches.
 pub struct MultiLogScan {
     logs: Vec<(PathBuf, u64)>,
     next_log: usize,
-    cur: Option<(PathBuf, Scanner<FileSource>)>,
+    cur: Option<Current>,
     opts: ArrowScanOptions,
     known: HashMap<i64, DigestType>,
     summaries: Vec<(PathBuf, ScanSummary)>,
@@ -267,29 +375,46 @@ impl MultiLogScan {
     pub fn next_batch(&mut self) -> LogResult<Option<RecordBatch>> {
         let rows = self.opts.batch_rows;
         let bytes = self.opts.batch_bytes;
-        let mut c = Cols::new(rows.min(65536), bytes.min(8 << 20));
+        let mut c = Cols::new(rows.min(65536), bytes.min(8 << 20), self.opts.payload_type);
         while c.rows < rows && c.bytes < bytes {
             if self.cur.is_none() {
                 let Some((path, id)) = self.logs.get(self.next_log).cloned() else {
                     break;
                 };
+                let index = self.next_log;
                 self.next_log += 1;
-                let src = FileSource::open(&path)?;
-                self.cur = Some((path, Scanner::new(src, id, self.opts.scan.clone())?));
+                let (src, map) = if self.opts.payload_type == PayloadType::BinaryView {
+                    let m = MmapSource::open(&path)?;
+                    let map = m.mapping().clone();
+                    (AnySource::Mmap(m), Some(map))
+                } else {
+                    (AnySource::File(FileSource::open(&path)?), None)
+                };
+                let scanner = Scanner::new(src, id, self.opts.scan.clone())?;
+                self.cur = Some(Current {
+                    path,
+                    index,
+                    scanner,
+                    map,
+                });
             }
-            let (_, sc) = self.cur.as_mut().unwrap();
-            let log_id = sc.log_id();
-            match sc.next_record()? {
-                Some(r) => c.push_record(log_id, &r, &self.opts.digest, &mut self.known),
+            let cur = self.cur.as_mut().unwrap();
+            let log_id = cur.scanner.log_id();
+            let file = FileRef {
+                index: cur.index,
+                map: cur.map.as_ref(),
+            };
+            match cur.scanner.next_record()? {
+                Some(r) => c.push_record(log_id, &r, &self.opts.digest, &mut self.known, &file),
                 None => {
-                    let (path, mut sc) = self.cur.take().unwrap();
-                    let issues = sc.take_issues();
+                    let Current { path, mut scanner, .. } = self.cur.take().unwrap();
+                    let issues = scanner.take_issues();
                     if self.opts.include_issues {
                         for i in &issues {
                             c.push_issue(log_id, i);
                         }
                     }
-                    let mut s = sc.summary();
+                    let mut s = scanner.summary();
                     s.issues = issues;
                     self.summaries.push((path, s));
                 }

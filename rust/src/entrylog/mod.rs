@@ -87,6 +87,10 @@ pub trait Source {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// All bytes at once, when the source is already in memory (then scans copy nothing).
+    fn as_slice(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl<T: Source + ?Sized> Source for &T {
@@ -96,9 +100,15 @@ impl<T: Source + ?Sized> Source for &T {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         (**self).read_exact_at(buf, offset)
     }
+    fn as_slice(&self) -> Option<&[u8]> {
+        (**self).as_slice()
+    }
 }
 
 impl Source for [u8] {
+    fn as_slice(&self) -> Option<&[u8]> {
+        Some(self)
+    }
     fn len(&self) -> u64 {
         <[u8]>::len(self) as u64
     }
@@ -118,7 +128,10 @@ impl Source for Vec<u8> {
         self.as_slice().len() as u64
     }
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.as_slice().read_exact_at(buf, offset)
+        Source::read_exact_at(self.as_slice(), buf, offset)
+    }
+    fn as_slice(&self) -> Option<&[u8]> {
+        Some(self.as_slice())
     }
 }
 
@@ -149,5 +162,72 @@ impl Source for FileSource {
     }
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.file.read_exact_at(buf, offset)
+    }
+}
+
+/// A file mapped read-only. Scans over it copy nothing and Arrow payloads can point into it.
+///
+/// A mapping sees later changes to the file; BookKeeper and pulsarkit only ever append to or
+/// delete entry logs, but truncating a mapped file under a reader raises SIGBUS, so copy-based
+/// [`FileSource`] is the default everywhere and mapping is opt-in.
+#[derive(Debug, Clone)]
+pub struct MmapSource {
+    map: std::sync::Arc<memmap2::Mmap>,
+}
+
+impl MmapSource {
+    pub fn open(path: &Path) -> LogResult<Self> {
+        let file = File::open(path).map_err(|e| LogError::io(path, e))?;
+        // SAFETY: read-only mapping of a file that entry-log writers only append to (see above).
+        let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(|e| LogError::io(path, e))?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Ok(MmapSource {
+            map: std::sync::Arc::new(map),
+        })
+    }
+    /// The mapping, shared (to keep it alive from Arrow buffers).
+    pub fn mapping(&self) -> &std::sync::Arc<memmap2::Mmap> {
+        &self.map
+    }
+}
+
+impl Source for MmapSource {
+    fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        Source::read_exact_at(&self.map[..], buf, offset)
+    }
+    fn as_slice(&self) -> Option<&[u8]> {
+        Some(&self.map[..])
+    }
+}
+
+/// Either kind of file source, so one scanner type serves both.
+#[derive(Debug)]
+pub enum AnySource {
+    File(FileSource),
+    Mmap(MmapSource),
+}
+
+impl Source for AnySource {
+    fn len(&self) -> u64 {
+        match self {
+            AnySource::File(f) => f.len(),
+            AnySource::Mmap(m) => m.len(),
+        }
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        match self {
+            AnySource::File(f) => f.read_exact_at(buf, offset),
+            AnySource::Mmap(m) => m.read_exact_at(buf, offset),
+        }
+    }
+    fn as_slice(&self) -> Option<&[u8]> {
+        match self {
+            AnySource::File(_) => None,
+            AnySource::Mmap(m) => m.as_slice(),
+        }
     }
 }

@@ -201,7 +201,7 @@ impl<S: Source> Scanner<S> {
             return Ok(s);
         }
         s.fill(0, head_len)?;
-        let head = &s.win[..head_len];
+        let head = s.bytes(0, head_len);
         let header = LogHeader::parse(head).map_err(LogError::Format)?;
         let zeroed = head[..min(head_len, HEADER_SIZE as usize)].iter().all(|&b| b == 0);
         s.format = header.format;
@@ -278,8 +278,7 @@ impl<S: Source> Scanner<S> {
         let Some((off, len)) = self.advance()? else {
             return Ok(None);
         };
-        let start = (off + 4 - self.win_start) as usize;
-        let data = &self.win[start..start + len];
+        let data = self.bytes(off + 4, len);
         Ok(Some(Record {
             offset: off,
             ledger_id: be_i64(data),
@@ -324,6 +323,9 @@ impl<S: Source> Scanner<S> {
 
     /// Makes `[pos, pos + n)` available in the window (the caller checked it is inside the file).
     fn fill(&mut self, pos: u64, n: usize) -> LogResult<()> {
+        if self.src.as_slice().is_some() {
+            return Ok(());
+        }
         if pos >= self.win_start && pos + n as u64 <= self.win_start + self.win_len as u64 {
             return Ok(());
         }
@@ -341,6 +343,9 @@ impl<S: Source> Scanner<S> {
 
     #[inline]
     fn bytes(&self, pos: u64, n: usize) -> &[u8] {
+        if let Some(all) = self.src.as_slice() {
+            return &all[pos as usize..pos as usize + n];
+        }
         let s = (pos - self.win_start) as usize;
         &self.win[s..s + n]
     }

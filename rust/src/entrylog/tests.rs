@@ -1,5 +1,5 @@
 //! Entry-log writer, reader and scanner tests, including corruption and a writer→reader proptest.
-use super::arrow::{ArrowScanOptions, DigestMode, MultiLogScan};
+use super::arrow::{ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use super::format::*;
 use super::reader::{list_log_ids, metadata_by_scan, read_metadata};
 use super::scan::{scan_all, IssueKind, ScanOptions};
@@ -525,6 +525,58 @@ fn arrow_scan_verifies_digests_and_reports_issues() {
         assert_eq!(dt.is_valid(0).then(|| dt.value(0)), want_type);
         assert!(scan.next_batch().unwrap().is_none());
     }
+}
+
+#[test]
+fn mapped_scans_and_zero_copy_payloads_match_copied_ones() {
+    let t = TempDir::new();
+    let crc = Digester::new(DigestType::Crc32c, b"");
+    let mut w = EntryLogWriter::open(&t.0, opts(1600)).unwrap();
+    for e in 0..50i64 {
+        // Payloads of 0..=40 bytes: short ones are inlined in the views, long ones point at the file.
+        let p = vec![e as u8; (e % 41) as usize];
+        w.append(2, &crc.pack(2, e, e - 1, e, &p)).unwrap();
+    }
+    w.close().unwrap();
+    let logs: Vec<(PathBuf, u64)> = list_log_ids(&t.0)
+        .unwrap()
+        .into_iter()
+        .map(|id| (t.0.join(log_file_name(id)), id))
+        .collect();
+    assert!(logs.len() > 2);
+    for (path, id) in &logs {
+        let a = scan_all(FileSource::open(path).unwrap(), *id, ScanOptions::default()).unwrap();
+        let b = scan_all(MmapSource::open(path).unwrap(), *id, ScanOptions::default()).unwrap();
+        assert_eq!(a, b);
+    }
+    let collect = |pt: PayloadType| {
+        let mut scan = MultiLogScan::new(
+            logs.clone(),
+            ArrowScanOptions {
+                payload_type: pt,
+                batch_rows: 16,
+                ..Default::default()
+            },
+        );
+        let mut out = Vec::new();
+        while let Some(b) = scan.next_batch().unwrap() {
+            assert_eq!(b.schema(), super::arrow::schema_for(pt));
+            let col = b.column_by_name("payload").unwrap();
+            let ok = b.column_by_name("digest_ok").unwrap().as_boolean();
+            for i in 0..b.num_rows() {
+                assert!(ok.value(i));
+                out.push(match pt {
+                    PayloadType::Binary => col.as_binary::<i32>().value(i).to_vec(),
+                    PayloadType::BinaryView => col.as_binary_view().value(i).to_vec(),
+                });
+            }
+        }
+        out
+    };
+    let copied = collect(PayloadType::Binary);
+    assert_eq!(copied.len(), 50);
+    assert_eq!(copied, collect(PayloadType::BinaryView));
+    assert_eq!(copied[40], vec![40u8; 40]);
 }
 
 proptest! {

@@ -2,7 +2,7 @@
 use super::codec::ByteInput;
 use super::errors::{to_py, ChecksumMismatchError, CorruptEntryError};
 use crate::digest::{self, DigestType, Digester};
-use crate::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan};
+use crate::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use crate::entrylog::reader::metadata_by_scan;
 use crate::entrylog::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner, DEFAULT_MAX_RECORD_SIZE};
 use crate::entrylog::{
@@ -584,9 +584,10 @@ struct RawArrowLogScan {
 
 #[pymethods]
 impl RawArrowLogScan {
-    /// `logs`: (path, log_id) pairs. `digest_type_name` is a digest type or "AUTO".
+    /// `logs`: (path, log_id) pairs. `digest_type_name` is a digest type or "AUTO";
+    /// `payload_type` is "binary" (copied) or "binary_view" (zero-copy views into mapped files).
     #[new]
-    #[pyo3(signature = (logs, digest_type_name, password, batch_rows, batch_bytes, include_issues, max_record_size, resync))]
+    #[pyo3(signature = (logs, digest_type_name, password, batch_rows, batch_bytes, include_issues, max_record_size, resync, payload_type="binary"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -598,6 +599,7 @@ impl RawArrowLogScan {
         include_issues: bool,
         max_record_size: usize,
         resync: bool,
+        payload_type: &str,
     ) -> PyResult<Self> {
         let digest = if digest_type_name.eq_ignore_ascii_case("auto") {
             DigestMode::Auto {
@@ -611,6 +613,7 @@ impl RawArrowLogScan {
             batch_rows,
             batch_bytes,
             include_issues,
+            payload_type: payload_type_of(payload_type)?,
             scan: scan_options(None, None, max_record_size, resync),
         };
         Ok(RawArrowLogScan {
@@ -639,9 +642,20 @@ impl RawArrowLogScan {
     }
 }
 
+fn payload_type_of(name: &str) -> PyResult<PayloadType> {
+    match name {
+        "binary" => Ok(PayloadType::Binary),
+        "binary_view" => Ok(PayloadType::BinaryView),
+        other => Err(PyValueError::new_err(format!(
+            "payload_type must be \"binary\" or \"binary_view\", not {other:?}"
+        ))),
+    }
+}
+
 #[pyfunction]
-fn entry_log_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    PySchema::new(logarrow::schema()).into_pyarrow(py)
+#[pyo3(signature = (payload_type="binary"))]
+fn entry_log_schema<'py>(py: Python<'py>, payload_type: &str) -> PyResult<Bound<'py, PyAny>> {
+    PySchema::new(logarrow::schema_for(payload_type_of(payload_type)?)).into_pyarrow(py)
 }
 
 fn metadata_of(f: &EntryLogFile, opts: ScanOptions, use_index: bool) -> crate::entrylog::LogResult<MetadataReport> {
