@@ -10,10 +10,9 @@ import struct
 import zlib
 
 import crc32c as crc32c_ref
+import pulsarkit as pk
 import pytest
 import rocksdict
-
-import pulsarkit as pk
 from pulsarkit.bookie import Bookie, master_key, pack_entry, unpack_entry
 from pulsarkit.proto import LedgerData
 

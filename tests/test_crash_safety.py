@@ -59,7 +59,7 @@ while True:
         cursor.mark_delete(last)
         out.write("md %%d %%d\n" %% (last.ledger_id, last.entry_id))
         out.flush()
-""" % {"limit": LOG_SIZE_LIMIT, "name": NAME}
+""".replace("%(limit)d", str(LOG_SIZE_LIMIT)).replace("%(name)r", repr(NAME)).replace("%%", "%")
 
 
 class Child:

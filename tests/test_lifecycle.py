@@ -5,9 +5,8 @@ dry runs and refusal of inconsistent inputs."""
 
 from __future__ import annotations
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit import lifecycle as lc
 from pulsarkit.managed_ledger import ManagedLedgerConfig, Position
 from pulsarkit.metadata import ledger_path

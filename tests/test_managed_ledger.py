@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import struct
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit import metadata as mdmod
 from pulsarkit.bookie import pack_entry, unpack_entry
 from pulsarkit.managed_ledger import ManagedLedgerConfig, Position, ack_set_for, bitset_words
@@ -71,7 +70,7 @@ def test_add_read_and_metadata_layout(store, clock, tmp_path) -> None:
 
     # the ManagedLedgerInfo node, framed as RocksdbMetadataStore frames values
     raw = store.metadata._db.get(f"/managed-ledgers/{NAME}".encode())
-    hsize, fmt, version, owner, ctime, mtime, eph = struct.unpack_from(">iiqqqqb", raw)
+    hsize, fmt, version, owner, _ctime, _mtime, eph = struct.unpack_from(">iiqqqqb", raw)
     assert (hsize, fmt, eph) == (41, 1, 0) and version >= 2 and owner == store.metadata.instance_id
     info = ManagedLedgerInfo.FromString(raw[41:])
     assert [(li.ledgerId, li.entries, li.size) for li in info.ledgerInfo] == [(first, 3, 6), (first + 1, 3, 6), (first + 2, 0, 0)]

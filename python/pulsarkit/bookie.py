@@ -25,18 +25,16 @@ The stored entry bytes are what the BookKeeper client sends: ``[ledgerId][entryI
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
 import shutil
 import struct
 import tempfile
 import threading
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .entry import crc32c
+from . import entrylog
 from .errors import (
     BookieError,
     ChecksumMismatchError,
@@ -61,8 +59,8 @@ DIGEST_TYPES = ("CRC32", "MAC", "CRC32C", "DUMMY")
 
 
 # -------------------------------------------------------------- entry-log and digest backend
-# The byte work (entry-log files, digests) goes through this small interface so the native entry-log
-# layer can serve it; the pure-Python fallback below implements the same formats.
+# Byte work (entry-log files, digests) is the native entry-log layer's (pulsarkit.entrylog); these
+# adapters give the bookie the few operations it needs.
 
 
 @dataclass
@@ -73,199 +71,38 @@ class _ScanResult:
     file_size: int
 
 
-_LOG_HEADER_SIZE = 1024
-_LEDGERS_MAP_MAX_BATCH = 10000
+_DIGEST_LEN = {"CRC32C": 4, "CRC32": 8, "MAC": 20, "DUMMY": 0}
 
 
-def _digest(digest_type: str, password: bytes, header: bytes, payload: bytes) -> bytes:
-    if digest_type == "CRC32C":
-        return struct.pack(">I", crc32c(payload, crc32c(header)))
-    if digest_type == "CRC32":
-        return struct.pack(">q", zlib.crc32(payload, zlib.crc32(header)))
-    if digest_type in ("MAC", "HMAC"):
-        key = hashlib.sha1(b"mac" + bytes(password)).digest()
-        return hmac.new(key, header + bytes(payload), hashlib.sha1).digest()
-    if digest_type == "DUMMY":
-        return b""
-    raise BookieError(f"unknown digest type {digest_type!r}; one of {DIGEST_TYPES}")
+def _digest_name(d: str) -> str:
+    name = "MAC" if d == "HMAC" else d
+    if name not in _DIGEST_LEN:
+        raise BookieError(f"unknown digest type {d!r}; one of {DIGEST_TYPES}")
+    return name
 
 
-_DIGEST_LEN = {"CRC32C": 4, "CRC32": 8, "MAC": 20, "HMAC": 20, "DUMMY": 0}
-
-
-class _PyLogs:
-    """Pure-Python DefaultEntryLogger format: ``<hex>.log`` with the 1024-byte BKLO header,
-    ``[int32 len][entry]`` records, ledgers map at rotation, ``lastId``."""
-
+class _Logs:
     @staticmethod
     def pack_entry(lid: int, eid: int, lac: int, length: int, payload: bytes, digest_type: str, password: bytes) -> bytes:
-        header = _HEADER.pack(lid, eid, lac, length)
-        return header + _digest(digest_type, password, header, payload) + bytes(payload)
+        return entrylog.pack_bookie_entry(lid, eid, payload, last_add_confirmed=lac, length=length,
+                                          digest_type=_digest_name(digest_type), password=password)
 
     @staticmethod
     def unpack_entry(data: bytes, digest_type: str, password: bytes, verify: bool) -> tuple:
-        n = _DIGEST_LEN.get(digest_type)
-        if n is None:
-            raise BookieError(f"unknown digest type {digest_type!r}; one of {DIGEST_TYPES}")
-        data = bytes(data)
-        if len(data) < 32 + n:
-            raise CorruptEntryError(f"stored entry of {len(data)} bytes is shorter than its {32 + n}-byte header")
-        lid, eid, lac, length = _HEADER.unpack_from(data)
-        digest, payload = data[32 : 32 + n], data[32 + n :]
-        if verify and _digest(digest_type, password, data[:32], payload) != digest:
-            raise ChecksumMismatchError(f"{digest_type} digest mismatch for entry ({lid}, {eid}) at offset 32")
-        return lid, eid, lac, length, digest, payload
-
-    @staticmethod
-    def list_log_ids(current: str) -> list[int]:
-        out = []
-        for name in os.listdir(current) if os.path.isdir(current) else ():
-            if name.endswith(".log"):
-                try:
-                    out.append(int(name[:-4], 16))
-                except ValueError:
-                    pass
-        return sorted(out)
-
-    @staticmethod
-    def scan_log(current: str, log_id: int) -> _ScanResult:
-        path = os.path.join(current, f"{log_id:x}.log")
-        with open(path, "rb") as f:
-            buf = f.read()
-        records, pos, size = [], _LOG_HEADER_SIZE, len(buf)
-        torn, reason = None, ""
-        while pos < size:
-            if size - pos < 4:
-                torn, reason = pos, f"{size - pos} bytes left, a length field needs 4"
-                break
-            n = struct.unpack_from(">i", buf, pos)[0]
-            if n <= 0:
-                pos += 1  # padding, as BookKeeper's scanner treats it
-                continue
-            if size - pos - 4 < n:
-                torn, reason = pos, f"record of {n} bytes, only {size - pos - 4} left"
-                break
-            if n >= 16:
-                lid, eid = _KEY.unpack_from(buf, pos + 4)
-                if lid >= 0:
-                    records.append((lid, eid, (log_id << 32) | (pos + 4)))
-            pos += 4 + n
-        return _ScanResult(records, torn, reason, size)
-
-    class Reader:
-        def __init__(self, current: str) -> None:
-            self.current = current
-            self._files: dict[int, Any] = {}
-
-        def read(self, location: int, lid: int, eid: int) -> bytes:
-            log_id, pos = location >> 32, location & 0xFFFFFFFF
-            f = self._files.get(log_id)
-            if f is None:
-                try:
-                    f = open(os.path.join(self.current, f"{log_id:x}.log"), "rb")  # noqa: SIM115 - cached
-                except FileNotFoundError:
-                    raise EntryNotFoundError(f"entry ({lid}, {eid}): entry log {log_id:x}.log is missing") from None
-                self._files[log_id] = f
-            head = os.pread(f.fileno(), 20, pos - 4)
-            if len(head) < 20:
-                raise CorruptEntryError(f"entry ({lid}, {eid}): short read at {log_id:x}.log offset {pos - 4}")
-            n, l, e = struct.unpack(">iqq", head)
-            if n < 16 or l != lid or e != eid:
-                raise CorruptEntryError(
-                    f"entry ({lid}, {eid}): {log_id:x}.log offset {pos - 4} holds size {n}, ids ({l}, {e})")
-            data = os.pread(f.fileno(), n, pos)
-            if len(data) < n:
-                raise CorruptEntryError(f"entry ({lid}, {eid}): truncated at {log_id:x}.log offset {pos}")
-            return data
-
-        def refresh(self, log_ids: Iterable[int]) -> None:
-            pass
-
-        def close(self) -> None:
-            for f in self._files.values():
-                f.close()
-            self._files.clear()
-
-    class Writer:
-        def __init__(self, current: str, limit: int) -> None:
-            self.current, self.limit = current, limit
-            self.f: Any = None
-            self._new_log()
-
-        def _new_log(self) -> None:
-            ids = _PyLogs.list_log_ids(self.current)
-            last = -1
-            try:
-                with open(os.path.join(self.current, "lastId")) as fh:
-                    last = int(fh.read().strip() or "-1", 16)
-            except (FileNotFoundError, ValueError):
-                pass
-            self.log_id = max([last] + ids) + 1
-            with open(os.path.join(self.current, "lastId"), "w") as fh:
-                fh.write(f"{self.log_id:x}\n")
-            self.f = open(os.path.join(self.current, f"{self.log_id:x}.log"), "wb+")  # noqa: SIM115 - long-lived
-            header = bytearray(_LOG_HEADER_SIZE)
-            header[0:8] = b"BKLO" + struct.pack(">i", 1)
-            self.f.write(header)
-            self.pos = _LOG_HEADER_SIZE
-            self.ledgers: dict[int, int] = {}
-
-        def append(self, lid: int, data: bytes) -> int:
-            if self.pos + len(data) + 4 > self.limit and self.pos > _LOG_HEADER_SIZE:
-                self._rotate()
-            self.f.write(struct.pack(">i", len(data)))
-            self.f.write(data)
-            loc = (self.log_id << 32) | (self.pos + 4)
-            self.pos += 4 + len(data)
-            self.ledgers[lid] = self.ledgers.get(lid, 0) + 4 + len(data)
-            return loc
-
-        def _rotate(self) -> None:
-            items = sorted(self.ledgers.items())
-            map_offset = self.pos
-            for i in range(0, max(len(items), 1), _LEDGERS_MAP_MAX_BATCH):
-                chunk = items[i : i + _LEDGERS_MAP_MAX_BATCH]
-                body = struct.pack(">qqi", -1, -2, len(chunk)) + b"".join(struct.pack(">qq", a, b) for a, b in chunk)
-                self.f.write(struct.pack(">i", len(body)) + body)
-            self.f.flush()
-            os.fsync(self.f.fileno())
-            os.pwrite(self.f.fileno(), struct.pack(">qi", map_offset, len(items)), 8)
-            os.fsync(self.f.fileno())
-            self.f.close()
-            self._new_log()
-
-        def flush(self) -> None:
-            self.f.flush()
-            os.fsync(self.f.fileno())
-
-        def close(self) -> None:
-            if self.f is not None:
-                self.flush()
-                self.f.close()
-                self.f = None
-
-
-class _NativeLogs:
-    """The same interface over :mod:`pulsarkit.entrylog` (the Rust entry-log layer)."""
-
-    def __init__(self, el: Any) -> None:
-        self.el = el
-
-    def pack_entry(self, lid: int, eid: int, lac: int, length: int, payload: bytes, digest_type: str, password: bytes) -> bytes:
-        return self.el.pack_bookie_entry(lid, eid, payload, last_add_confirmed=lac, length=length,
-                                         digest_type=_digest_name(digest_type), password=password)
-
-    def unpack_entry(self, data: bytes, digest_type: str, password: bytes, verify: bool) -> tuple:
         name = _digest_name(digest_type)
-        e = (self.el.verify_bookie_entry(data, name, password) if verify
-             else self.el.parse_bookie_entry(data, name))
+        e = entrylog.verify_bookie_entry(data, name, password) if verify else entrylog.parse_bookie_entry(data, name)
         n = _DIGEST_LEN[name]
         return e.ledger_id, e.entry_id, e.last_add_confirmed, e.length, bytes(data[32 : 32 + n]), e.payload
 
-    list_log_ids = staticmethod(_PyLogs.list_log_ids)
+    @staticmethod
+    def list_log_ids(current: str) -> list[int]:
+        return entrylog.EntryLogReader(current).log_ids() if os.path.isdir(current) else []
 
-    def scan_log(self, current: str, log_id: int) -> _ScanResult:
-        scan = self.el.EntryLogReader(current).scan(log_id, resync=False)
+    @staticmethod
+    def scan_log(current: str, log_id: int) -> _ScanResult:
+        """Records of one log up to its first problem (no resynchronisation: bytes after a torn or
+        corrupt record are never trusted as entries)."""
+        scan = entrylog.EntryLogReader(current).scan(log_id, resync=False)
         records = [(r.ledger_id, r.entry_id, r.location) for r in scan if r.ledger_id >= 0]
         summ = scan.summary
         issue = next(iter(summ.issues), None)
@@ -273,44 +110,29 @@ class _NativeLogs:
             return _ScanResult(records, None, "", summ.file_size)
         return _ScanResult(records, issue.offset, f"{issue.kind}: {issue.message}", summ.file_size)
 
-    def Reader(self, current: str) -> Any:  # noqa: N802 - mirrors the fallback's class
-        return _NativeReader(self.el, current)
+    class Reader:
+        def __init__(self, current: str) -> None:
+            self.r = entrylog.EntryLogReader(current)
 
-    def Writer(self, current: str, limit: int) -> Any:  # noqa: N802
-        return self.el.EntryLogWriter(current, log_size_limit=limit)
+        def read(self, location: int, lid: int, eid: int) -> bytes:
+            try:
+                return self.r.read(location, lid, eid)
+            except OSError:
+                raise EntryNotFoundError(f"entry ({lid}, {eid}): entry log {location >> 32:x}.log is missing") from None
 
+        def refresh(self, log_ids: Iterable[int]) -> None:
+            for i in log_ids:  # the reader caches each log's size; logs being written grow
+                self.r.evict(i)
 
-class _NativeReader:
-    def __init__(self, el: Any, current: str) -> None:
-        self.r = el.EntryLogReader(current)
+        def close(self) -> None:
+            pass
 
-    def read(self, location: int, lid: int, eid: int) -> bytes:
-        try:
-            return self.r.read(location, lid, eid)
-        except OSError:
-            raise EntryNotFoundError(f"entry ({lid}, {eid}): entry log {location >> 32:x}.log is missing") from None
-
-    def refresh(self, log_ids: Iterable[int]) -> None:
-        for i in log_ids:  # file sizes are cached per open log; logs being written grow
-            self.r.evict(i)
-
-    def close(self) -> None:
-        pass
+    @staticmethod
+    def Writer(current: str, limit: int) -> Any:
+        return entrylog.EntryLogWriter(current, log_size_limit=limit)
 
 
-def _digest_name(d: str) -> str:
-    return "MAC" if d == "HMAC" else d
-
-
-def _select_backend() -> Any:
-    try:
-        from . import entrylog
-    except ImportError:  # the native entry-log layer is not built in
-        return _PyLogs
-    return _NativeLogs(entrylog)
-
-
-_logs: Any = _select_backend()
+_logs: Any = _Logs
 
 
 # ------------------------------------------------------------------------- client-side entries
@@ -574,7 +396,7 @@ class LedgerDirStorage:
 
     def entry_ids(self, lid: int) -> list[int]:
         self._ledger(lid)
-        out = set(e for (l, e) in self.write_cache if l == lid)
+        out = {e for (l, e) in self.write_cache if l == lid}
         it = self.locations_db.iter()
         it.seek(_KEY.pack(lid, 0))
         while it.valid():
@@ -801,7 +623,7 @@ class Bookie:
     def __enter__(self) -> Bookie:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -137,8 +137,7 @@ def expire_messages(cursor: ManagedCursor, ttl_seconds: int, now_ms: int | None 
         if last is not None:
             by_close = Position(last.ledger_id, last.entries - 1)
             lac = ml.last_confirmed_entry
-            if lac < by_close:
-                by_close = lac
+            by_close = min(by_close, lac)
             acknowledge(by_close)
 
     # 2. newest expired entry after the mark-delete position (OpFindNewest, SearchActiveEntries)

@@ -225,7 +225,7 @@ class _RangeSet:
 class _Handle:
     """The ledger being written: id, entries, cumulative length, creation time."""
 
-    __slots__ = ("ledger_id", "entries", "length", "created")
+    __slots__ = ("created", "entries", "ledger_id", "length")
 
     def __init__(self, ledger_id: int, created: int) -> None:
         self.ledger_id, self.entries, self.length, self.created = ledger_id, 0, 0, created
@@ -560,7 +560,7 @@ class ManagedLedger:
     def __enter__(self) -> ManagedLedger:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ---------------------------------------------------------------------------- positions
@@ -816,8 +816,7 @@ class ManagedCursor:
             i = bisect.bisect_right(ml._ids, md.ledger_id)
             if i < len(ml._ids):
                 md = Position(ml._ids[i], -1)
-        if md > ml.last_confirmed_entry:
-            md = ml.last_confirmed_entry
+        md = min(md, ml.last_confirmed_entry)
         c._md = md
         c._properties = {p.name: p.value for p in state.properties}
         c._ranges = _RangeSet()

@@ -301,7 +301,7 @@ class MetadataStore:
     def __enter__(self) -> MetadataStore:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _writable(self) -> None:
@@ -343,11 +343,10 @@ class MetadataStore:
         _check_path(path)
         self._writable()
         old = self._load(path)
-        if expected_version is not None:
-            if (old is None and expected_version != -1) or (old is not None and old[1].version != expected_version):
-                raise BadVersionError(
-                    f"{path}: version mismatch, actual={None if old is None else old[1].version}, expected={expected_version}"
-                )
+        actual = None if old is None else old[1].version
+        if expected_version is not None and actual != (None if expected_version == -1 else expected_version):
+            raise BadVersionError(
+                f"{path}: version mismatch, actual={actual}, expected={expected_version}")
         now = self._clock()
         if old is None:
             version, ctime = 0, now

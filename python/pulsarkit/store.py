@@ -17,7 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .bookie import DEFAULT_BOOKIE_ID, DEFAULT_LOG_SIZE_LIMIT, DEFAULT_WRITE_CACHE_SIZE, Bookie, RecoveryReport
+from .bookie import (
+    DEFAULT_BOOKIE_ID,
+    DEFAULT_LOG_SIZE_LIMIT,
+    DEFAULT_WRITE_CACHE_SIZE,
+    Bookie,
+    RecoveryReport,
+)
 from .errors import LedgerNotFoundError, ManagedLedgerClosedError, ManagedLedgerError
 from .managed_ledger import ManagedLedger, ManagedLedgerConfig
 from .metadata import MetadataStore
@@ -141,7 +147,7 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
