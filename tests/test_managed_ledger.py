@@ -163,8 +163,12 @@ def test_reopen_recovers_open_ledger_and_drops_empty_ones(tmp_path, clock) -> No
 
 
 def test_same_name_returns_same_object_and_list_of_names(store) -> None:
-    a = store.managed_ledger(NAME)
+    a = store.managed_ledger(NAME, cfg(max_entries_per_ledger=100))
     assert store.managed_ledger(NAME) is a
+    # opening again with another config applies it, as ManagedLedger.setConfig does
+    assert store.managed_ledger(NAME, cfg(max_entries_per_ledger=1)) is a
+    p = a.add_entry(b"x")
+    assert a.current_ledger_id == p.ledger_id + 1
     store.managed_ledger("my-test-ledger")
     store.managed_ledger("t/ns/persistent/other").open_cursor("sub")
     assert sorted(store.managed_ledgers()) == sorted([NAME, "my-test-ledger", "t/ns/persistent/other"])
@@ -182,6 +186,12 @@ def test_terminate_and_closed_states(store) -> None:
         ml.read(p, 1)
     again = store.managed_ledger(NAME, cfg())
     assert again.terminated_position == p and again.state == "terminated"
+    # subscriptions still come and go on a terminated topic
+    sub = again.open_cursor("late", "earliest")
+    assert sub.read(5) == [(p, b"a")]
+    sub.mark_delete(p)
+    again.delete_cursor("late")
+    assert again.cursors() == []
 
 
 def test_concurrent_metadata_change_fences_the_writer(store) -> None:

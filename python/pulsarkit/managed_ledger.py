@@ -426,9 +426,7 @@ class ManagedLedger:
 
     def _drop_ledgers(self, ledger_ids: list[int]) -> None:
         """Retention's delete: out of the managed ledger's list first, then out of BookKeeper."""
-        self._check_open()
-        if self.read_only:
-            raise ManagedLedgerClosedError(f"managed ledger {self.name!r} was opened read-only")
+        self._check_mutable()
         cur = self.current_ledger_id
         for lid in ledger_ids:
             if lid == cur:
@@ -543,9 +541,21 @@ class ManagedLedger:
             self._state = "closed"
             self.store._forget(self)
 
+    def _check_mutable(self) -> None:
+        """Metadata changes (cursors, retention, deletion) are allowed on a terminated ledger too."""
+        self._check_open()
+        if self.read_only:
+            raise ManagedLedgerClosedError(f"managed ledger {self.name!r} was opened read-only")
+
+    def set_config(self, config: ManagedLedgerConfig) -> None:
+        """``ManagedLedger.setConfig``: new rollover and retention settings take effect at once."""
+        self.config = config
+        self._clock = config.clock or self.store.clock
+        self._max_rollover_ms = int(config.maximum_rollover_time_ms * (1 + random.random() * config.rollover_jitter))
+
     def delete(self) -> None:
         """Deletes the managed ledger: its cursors, all its ledgers and its metadata node."""
-        self._check_writable()
+        self._check_mutable()
         for name in list(self._cursors):
             self.delete_cursor(name)
         self._current = None
@@ -748,7 +758,7 @@ class ManagedLedger:
         return c
 
     def delete_cursor(self, name: str) -> None:
-        self._check_writable()
+        self._check_mutable()
         c = self._cursors.pop(name, None)
         if c is None:
             raise CursorNotFoundError(f"cursor {name!r} not found on {self.name!r}")

@@ -272,6 +272,10 @@ class MetadataStore:
         else:
             os.makedirs(self.path, exist_ok=True)
             opts.create_if_missing(True)
+            # block format 5: readable by the RocksDB releases Pulsar's JNI builds bundle
+            table = rocksdict.BlockBasedOptions()
+            table.set_format_version(5)
+            opts.set_block_based_table_factory(table)
             self._db = rocksdict.Rdict(self.path, opts)
             wo = rocksdict.WriteOptions()
             wo.sync = sync

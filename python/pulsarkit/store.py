@@ -71,7 +71,7 @@ class Store:
             ml = self._mls.get(name)
             if ml is not None:
                 if config is not None and config is not ml.config:
-                    ml.config = config
+                    ml.set_config(config)
                 return ml
             ml = ManagedLedger(self, name, config)
             self._mls[name] = ml
