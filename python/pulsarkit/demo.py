@@ -1,112 +1,253 @@
-"""The main job on an embedded default: a producer's traffic in every codec, stored, decoded back, summarised.
+"""The main job on an embedded default.
 
-Run it with ``python -m pulsarkit.demo`` (``--json`` for machine-readable output).
+It builds a Pulsar-standalone-like data directory (metadata store + one bookie) with several topics
+published through the broker's publish path (PIP-6 dedup, PIP-70 broker timestamp and index), in
+every codec, with subscriptions that consumed part of each backlog; applies TTL and retention; then
+reads the bookie back *without a broker* — through Spark (local mode) by default, or Arrow alone
+with ``--engine arrow`` — and reports what it found: per topic, what was produced, deleted by
+retention, still stored, and read back; entries of deleted ledgers still awaiting bookie GC; the
+dedup audit and the clock-skew report.
+
+``python -m pulsarkit.demo [--data DIR] [--engine spark|arrow] [--json]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import shutil
 import sys
+import tempfile
 import time
+from collections import Counter
 from typing import Any
 
 import pyarrow as pa
 
-from . import bulk
-from .entry import COMPRESSION_TYPES, Entry, add_broker_entry_metadata, encode_batch, encode_entry, message_metadata
+from . import audit
+from .entry import COMPRESSION_TYPES, encode_batch, encode_entry, message_metadata
+from .entrylog import scan_entry_logs
+from .interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
+from .lifecycle import apply_retention, apply_ttl
+from .managed_ledger import ManagedLedgerConfig
+from .store import Store
+from .topic import PersistentTopic
+
+MINUTE = 60_000
+TOPICS = [  # (topic, codec, batch sizes, retention minutes, retention MB, ttl seconds)
+    ("public/default/persistent/orders", "ZSTD", [10, 50], 30, -1, 0),
+    ("public/default/persistent/payments", "LZ4", [5, 10], -1, -1, 0),
+    ("public/default/persistent/clicks", "SNAPPY", [20, 100], 0, 0, 0),
+    ("public/default/persistent/inventory", "ZLIB", [1, 5], -1, 1, 0),
+    ("public/default/persistent/audit-log", "NONE", [1], 0, 0, 1800),
+]
 
 
-def produce(seed: int = 7, batches_per_codec: int = 200) -> tuple[list[bytes], list[tuple[str, int, bytes]]]:
-    """Entries as a broker with both PIP-70 interceptors would store them, and the messages sent."""
+class _Clock:
+    """The demo's broker clock: starts two hours ago and advances as messages are produced."""
+
+    def __init__(self) -> None:
+        self.t = int(time.time() * 1000) - 120 * MINUTE
+
+    def __call__(self) -> int:
+        return self.t
+
+
+def build(data: str, seed: int = 7, entries_per_topic: int = 300, log: Any = None) -> dict[str, Any]:
+    """Writes the embedded data directory and returns what was produced and what the lifecycle did."""
     rng = random.Random(seed)
-    entries: list[bytes] = []
-    sent: list[tuple[str, int, bytes]] = []
-    index = -1
-    clock = 1_700_000_000_000
-    for p, codec in enumerate(COMPRESSION_TYPES):
-        producer = f"standalone-{p}-{codec.lower()}"
-        seq = 0
-        for _ in range(batches_per_codec):
-            n = rng.choice([1, 1, 5, 10, 50])
-            msgs = []
-            for _ in range(n):
-                order = {"order_id": rng.randrange(10**6), "sku": f"SKU-{rng.randrange(500):03d}", "qty": rng.randrange(1, 9)}
-                payload = json.dumps(order).encode()
-                msgs.append({"payload": payload, "key": f"customer-{rng.randrange(50)}", "properties": {"source": "web"},
-                             "event_time": clock - rng.randrange(1000), "sequence_id": seq})
-                sent.append((producer, seq, payload))
-                seq += 1
-            clock += rng.randrange(1, 20)
-            md = message_metadata(producer, msgs[0]["sequence_id"], clock)
-            if n == 1:  # the Java producer sends a batch of one as a plain message
-                m = msgs[0]
-                md.partition_key = m["key"]
-                md.event_time = m["event_time"]
-                kv = md.properties.add()
-                kv.key, kv.value = "source", "web"
-                raw = encode_entry(md, m["payload"], compression=None if codec == "NONE" else codec)
-            else:
-                raw = encode_batch(md, msgs, compression=codec)
-            index += n
-            entries.append(add_broker_entry_metadata(raw, broker_timestamp=clock + 1, index=index))
-    return entries, sent
+    clock = _Clock()
+    produced: dict[str, dict[str, Any]] = {}
+    with Store.open(data, clock=clock, sync=False, log_size_limit=1 << 20) as store:
+        for name, codec, sizes, ret_min, ret_mb, ttl in TOPICS:
+            clock.t = int(time.time() * 1000) - 120 * MINUTE
+            cfg = ManagedLedgerConfig(max_entries_per_ledger=40, minimum_rollover_time_ms=0, clock=clock)
+            topic = PersistentTopic(store.managed_ledger(name, cfg), interceptors=[TIMESTAMP_INTERCEPTOR, INDEX_INTERCEPTOR],
+                                    deduplication=True, clock=clock)
+            sub = topic.ml.open_cursor("analytics", initial_position="earliest")
+            stats: Counter[str] = Counter()
+            seq = {f"{name.rsplit('/', 1)[1]}-producer-{p}": 0 for p in range(2)}
+            skewed = f"{name.rsplit('/', 1)[1]}-producer-1"
+            for i in range(entries_per_topic):
+                clock.t += rng.randrange(5_000, 30_000)
+                producer = rng.choice(sorted(seq))
+                n = rng.choice(sizes)
+                s0 = seq[producer]
+                # producer-1's clock runs 3 minutes fast: the broker timestamp keeps seeks honest.
+                publish = clock.t + (180_000 if producer == skewed else 0)
+                msgs = [{"payload": json.dumps({"topic": name, "n": s0 + k, "v": rng.random()}).encode(),
+                         "key": f"key-{rng.randrange(20)}", "sequence_id": s0 + k, "event_time": publish - 5} for k in range(n)]
+                md = message_metadata(producer, s0, publish)
+                if n == 1:
+                    md.partition_key, md.event_time = msgs[0]["key"], msgs[0]["event_time"]
+                    raw = encode_entry(md, msgs[0]["payload"], compression=None if codec == "NONE" else codec)
+                else:
+                    raw = encode_batch(md, msgs, compression=codec)
+                r = topic.publish(raw, producer, s0, s0 + n - 1, num_messages=n)
+                stats[r.status] += 1
+                stats["messages"] += n if r.status == "OK" else 0
+                if r.status == "OK" and rng.random() < 0.03:  # a lost receipt: the producer resends
+                    stats["resend_" + topic.publish(raw, producer, s0, s0 + n - 1, num_messages=n).status] += 1
+                seq[producer] += n
+                # The broker's periodic dedup snapshot (every 120 s): it also moves the
+                # pulsar.dedup cursor, which otherwise holds back retention.
+                topic.deduplication.take_snapshot_if_due()
+            # The subscription consumed about two thirds of the backlog.
+            entries = topic.ml.read(topic.ml.first_position, 10**9)
+            sub.mark_delete(entries[int(len(entries) * 2 / 3)][0])
+            before = topic.ml.ledgers()
+            ttl_result = apply_ttl(topic.ml, ttl, now_ms=clock.t) if ttl else []
+            trim = apply_retention(topic.ml, ret_min, ret_mb, now_ms=clock.t)
+            produced[name] = {
+                "codec": codec,
+                "entries": len(entries),
+                "messages": stats["messages"],
+                "publish": dict(stats),
+                "ledgers_before": len(before),
+                "ledgers_deleted": trim.deleted_ids,
+                "retention": {"minutes": ret_min, "mb": ret_mb},
+                "ttl_seconds": ttl,
+                "ttl_expired_entries": sum(r.expired_entries for r in ttl_result),
+                "entries_after_retention": sum(li.entries for li in topic.ml.ledgers()),
+                "messages_after_retention": _messages_in(topic.ml),
+                "last_index": topic.index,
+                "last_sequence_ids": {p: topic.last_sequence_id(p) for p in seq},
+            }
+            if log:
+                print(f"  built {name}: {len(entries)} entries, {len(before)} ledgers, "
+                      f"{len(trim.deleted_ids)} deleted by retention", file=log)
+            topic.close()
+        owners = {lid: store.ledger_owner(lid) for name in produced for lid in [li.ledger_id for li in store.managed_ledger(name).ledgers()]}
+        for name in produced:
+            store.managed_ledger(name).close()
+        store.flush()
+    return {"produced": produced, "owners": owners}
 
 
-def summarise(entries: list[bytes], sent: list[tuple[str, int, bytes]]) -> dict[str, Any]:
-    arr = pa.array(entries, pa.binary())
-    t0 = time.perf_counter()
-    meta = bulk.decode_metadata(arr, verify_checksum=True)
-    msgs = bulk.explode_messages(arr)
-    elapsed = time.perf_counter() - t0
-    m = meta.to_pydict()
-    rows = msgs.to_pydict()
-    decoded = sorted(zip(rows["producer_name"], rows["sequence_id"], rows["payload"]))
-    per_codec: dict[str, dict[str, int]] = {}
-    for i, codec in enumerate(m["compression"]):
-        s = per_codec.setdefault(codec, {"entries": 0, "messages": 0, "stored_bytes": 0, "uncompressed_bytes": 0, "checksum_ok": 0})
-        s["entries"] += 1
-        s["messages"] += m["num_messages"][i]
-        s["stored_bytes"] += m["payload_size"][i]
-        s["uncompressed_bytes"] += m["uncompressed_size"][i]
-        s["checksum_ok"] += bool(m["checksum_ok"][i])
-    last = Entry.parse(entries[-1])
+def _messages_in(ml: Any) -> int:
+    from .entry import Entry
+
+    first = ml.first_position
+    if first is None:
+        return 0
+    return sum(Entry.parse(d, verify_checksum=False).num_messages for _, d in ml.read(first, 10**9))
+
+
+def read_back_spark(current: str) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from .spark import audit as saudit
+    from .spark import read_entries, read_messages
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("pulsarkit-demo")
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.driver.memory", "1g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        msgs = read_messages(spark, current)
+        per_ledger = [r.asDict() for r in msgs.groupBy("ledger_id").count().collect()]
+        entries = read_entries(spark, current).where("issue IS NULL")
+        _, summary = saudit.dedup_audit(entries.select("ledger_id", "entry_id", F.col("payload").alias("entry")))
+        audit_rows = [r.asDict() for r in summary.collect()]
+        logs = entries.select("log_id").distinct().count()
+        issues = read_entries(spark, current).where("issue IS NOT NULL").count()
+        return per_ledger, {"audit": audit_rows, "entry_logs": logs, "issues": issues}, None
+    finally:
+        spark.stop()
+
+
+def summarise(built: dict[str, Any], per_ledger_counts: dict[int, int], extra: dict[str, Any]) -> dict[str, Any]:
+    produced, owners = built["produced"], built["owners"]
+    read_by_topic: Counter[str] = Counter()
+    orphan_messages = 0
+    for lid, n in per_ledger_counts.items():
+        owner = owners.get(lid)
+        if owner is None:
+            orphan_messages += n
+        else:
+            read_by_topic[owner] += n
+    topics = {}
+    for name, p in produced.items():
+        topics[name] = {**p, "messages_read_back": read_by_topic[name],
+                        "read_back_matches_metadata": read_by_topic[name] == p["messages_after_retention"]}
     return {
-        "entries": len(entries),
-        "messages_sent": len(sent),
-        "messages_decoded": len(rows["payload"]),
-        "exact_match": decoded == sorted(sent),
-        "errors": sum(e is not None for e in m["error"]) + sum(e is not None for e in rows["error"]),
-        "last_index": last.broker_entry_metadata.index if last.broker_entry_metadata else None,
-        "bulk_decode_seconds": round(elapsed, 4),
-        "per_codec": per_codec,
+        "topics": topics,
+        "messages_of_deleted_ledgers_awaiting_gc": orphan_messages,
+        "all_match": all(t["read_back_matches_metadata"] for t in topics.values()),
+        **extra,
     }
 
 
 def render(s: dict[str, Any], out: Any = sys.stdout) -> None:
-    print("pulsarkit codec demo: a producer's batches in every codec, stored with broker entry metadata", file=out)
-    print(f"  {s['entries']} entries, {s['messages_sent']} messages sent, {s['messages_decoded']} decoded, "
-          f"exact match: {s['exact_match']}, errors: {s['errors']}, last broker index: {s['last_index']}", file=out)
-    print(f"  bulk decode + explode: {s['bulk_decode_seconds']} s", file=out)
-    print(f"  {'codec':<8}{'entries':>9}{'messages':>10}{'stored':>12}{'uncompressed':>14}{'ratio':>8}{'crc ok':>8}", file=out)
-    for codec, c in sorted(s["per_codec"].items()):
-        ratio = c["uncompressed_bytes"] / c["stored_bytes"] if c["stored_bytes"] else 0
-        print(f"  {codec:<8}{c['entries']:>9}{c['messages']:>10}{c['stored_bytes']:>12}{c['uncompressed_bytes']:>14}{ratio:>8.2f}{c['checksum_ok']:>8}", file=out)
+    print(f"\npulsarkit demo: {len(s['topics'])} topics written through the broker publish path, lifecycle applied, "
+          f"bookie read back with {s['engine']}", file=out)
+    print(f"  data directory: {s['data']}  ({s.get('entry_logs', '?')} entry logs, {s.get('issues', 0)} scan issues)", file=out)
+    hdr = f"  {'topic':<22}{'codec':<8}{'entries':>8}{'msgs':>7}{'dups':>6}{'ledgers':>8}{'deleted':>8}{'ttl exp':>8}{'left':>7}{'read':>7}  ok"
+    print(hdr, file=out)
+    for name, t in s["topics"].items():
+        print(f"  {name.rsplit('/', 1)[1]:<22}{t['codec']:<8}{t['entries']:>8}{t['messages']:>7}"
+              f"{t['publish'].get('resend_DUPLICATE', 0):>6}{t['ledgers_before']:>8}{len(t['ledgers_deleted']):>8}"
+              f"{t['ttl_expired_entries']:>8}{t['messages_after_retention']:>7}{t['messages_read_back']:>7}  "
+              f"{'yes' if t['read_back_matches_metadata'] else 'NO'}", file=out)
+    print(f"  messages in deleted ledgers, still in entry logs until bookie GC: {s['messages_of_deleted_ledgers_awaiting_gc']}", file=out)
+    if s.get("audit"):
+        dups = sum(r["duplicate_messages"] for r in s["audit"])
+        gaps = sum(r["gaps"] for r in s["audit"])
+        print(f"  dedup audit over the bookie: {len(s['audit'])} producers, {dups} persisted duplicates, {gaps} gaps", file=out)
+    print(f"  read back in {s['read_seconds']} s; every topic matches its metadata: {s['all_match']}", file=out)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="pulsarkit-demo", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m pulsarkit.demo", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", help="data directory to (re)create (default: a fresh temporary one)")
+    ap.add_argument("--engine", choices=["spark", "arrow"], default="spark", help="how to read the bookie back")
+    ap.add_argument("--entries", type=int, default=300, help="entries per topic")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
-    ap.add_argument("--batches", type=int, default=200, help="batches per codec")
     args = ap.parse_args(argv)
-    entries, sent = produce(batches_per_codec=args.batches)
-    s = summarise(entries, sent)
+    data = args.data or tempfile.mkdtemp(prefix="pulsarkit-demo-")
+    if os.path.exists(data):
+        shutil.rmtree(data)
+    progress = None if args.json else sys.stderr
+    if progress:
+        print(f"building the embedded data directory in {data}", file=progress)
+    built = build(data, entries_per_topic=args.entries, log=progress)
+    current = os.path.join(data, "bookie", "current")
+    t0 = time.perf_counter()
+    if args.engine == "spark":
+        if progress:
+            print("reading the bookie back through Spark (local[2])", file=progress)
+        rows, extra, _ = read_back_spark(current)
+        counts = {r["ledger_id"]: r["count"] for r in rows}
+    else:
+        from . import bulk
+
+        entries = _entries_table(current)
+        msgs = bulk.explode_table(entries, keep=["ledger_id"])
+        msgs = msgs.filter(pa.compute.is_null(msgs.column("error")))
+        counts = dict(Counter(msgs.column("ledger_id").to_pylist()))
+        _, summary = audit.dedup_audit(entries)
+        extra = {"audit": summary.to_pylist(), "entry_logs": len(set(entries.column("log_id").to_pylist()))}
+    s = summarise(built, counts, extra)
+    s.update(engine=args.engine, data=data, read_seconds=round(time.perf_counter() - t0, 2))
     if args.json:
-        print(json.dumps(s, indent=2))
+        print(json.dumps(s, indent=2, default=str))
     else:
         render(s)
-    return 0 if s["exact_match"] and not s["errors"] else 1
+    return 0 if s["all_match"] else 1
+
+
+def _entries_table(current: str) -> pa.Table:
+    batches = [b for b in scan_entry_logs([current]) if b.num_rows]
+    t = pa.Table.from_batches(batches)
+    t = t.filter(pa.compute.is_null(t.column("issue")))
+    return t.select(["log_id", "ledger_id", "entry_id", "payload"]).rename_columns(["log_id", "ledger_id", "entry_id", "entry"])
 
 
 if __name__ == "__main__":

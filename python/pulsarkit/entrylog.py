@@ -115,14 +115,23 @@ def parse_log_file_name(name: str) -> int | None:
     stem = name[:-4]
     if not stem or len(stem) > 16 or any(c not in "0123456789abcdefABCDEF" for c in stem):
         return None
+    # Long.toHexString never pads; zero-padded names are RocksDB write-ahead logs (000008.log).
+    if len(stem) > 1 and stem[0] == "0":
+        return None
     return int(stem, 16)
+
+
+def _is_rocksdb_dir(d: Path) -> bool:
+    """DbLedgerStorage's ledgers/ and locations/ are RocksDB databases, whose WALs are also *.log."""
+    return (d / "CURRENT").is_file() and any(f.name.startswith("MANIFEST-") for f in d.iterdir())
 
 
 def find_entry_logs(paths: PathLike | Iterable[PathLike | tuple[PathLike, int]]) -> list[tuple[Path, int]]:
     """Entry-log files under ``paths`` as ``(path, log_id)`` pairs.
 
     Each path may be a ``.log`` file, a directory (searched recursively, so a ledger directory or a
-    whole bookie data directory works), or a ``(path, log_id)`` pair for a file under another name.
+    whole bookie data directory works; RocksDB index directories are skipped), or a
+    ``(path, log_id)`` pair for a file under another name.
     Directories yield their logs in log-id order; duplicates are dropped.
     """
     if isinstance(paths, (str, os.PathLike)):
@@ -143,10 +152,15 @@ def find_entry_logs(paths: PathLike | Iterable[PathLike | tuple[PathLike, int]])
         p = Path(item)
         if p.is_dir():
             found = []
-            for f in p.rglob("*.log"):
-                lid = parse_log_file_name(f.name)
-                if lid is not None and f.is_file():
-                    found.append((str(f.parent), lid, f))
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not _is_rocksdb_dir(Path(root) / d))
+                if _is_rocksdb_dir(Path(root)):
+                    continue
+                for name in files:
+                    lid = parse_log_file_name(name)
+                    f = Path(root) / name
+                    if lid is not None and f.is_file():
+                        found.append((root, lid, f))
             for _, lid, f in sorted(found, key=lambda t: (t[0], t[1])):
                 add(f, lid)
         elif p.exists():

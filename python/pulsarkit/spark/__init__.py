@@ -17,6 +17,7 @@ offset. PySpark is imported only when a wrapper is called, so this package impor
 """
 
 from . import udfs
+from .datasource import FORMAT_NAME, read_entries, read_messages, register
 from .transforms import (
     BatchKernel,
     decode_metadata,
@@ -27,6 +28,10 @@ from .transforms import (
 )
 
 __all__ = [
+    "FORMAT_NAME",
+    "read_entries",
+    "read_messages",
+    "register",
     "BatchKernel",
     "decode_metadata",
     "explode_messages",
