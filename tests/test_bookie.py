@@ -314,3 +314,63 @@ def test_read_only_open_leaves_the_directory_untouched(tmp_path) -> None:
     assert snapshot() == before
     with pytest.raises(pk.BookieError):
         Bookie(tmp_path / "nothing-here", read_only=True)
+
+
+# ------------------------------------------------------------------------ interop with Java
+
+
+@pytest.mark.interop
+def test_bookkeeper_reads_our_indexes_and_ledger_metadata(tmp_path) -> None:
+    """BookKeeper's own KeyValueStorageRocksDB (rocksdbjni) opens the bookie's ledgers/ and
+    locations/ indexes, and its LedgerMetadataSerDe parses the ledger metadata in our metadata store."""
+    import shutil
+
+    from oracle import TESTS, JavaOracle
+    from pulsarkit.managed_ledger import ManagedLedgerConfig
+    from pulsarkit.metadata import ledger_path, parse_ledger_metadata
+
+    name = "public/default/persistent/interop"
+    with pk.Store.open(tmp_path / "data") as s:
+        ml = s.managed_ledger(name, ManagedLedgerConfig(max_entries_per_ledger=4, minimum_rollover_time_ms=0))
+        for i in range(10):
+            ml.add_entry(pk.encode_entry(pk.message_metadata("p", i, 1_700_000_000_000 + i), b"m%d" % i))
+        counts = {li.ledger_id: li.entries for li in ml.ledgers()}
+        ledger_ids = list(counts)
+        assert list(counts.values()) == [4, 4, 2]
+        ml.close()
+        raw_md = {lid: s.metadata.get_data(ledger_path(lid)) for lid in ledger_ids}
+    current = tmp_path / "data" / "bookie" / "current"
+    base = tmp_path / "java-copy"
+    for sub in ("ledgers", "locations"):
+        shutil.copytree(current / sub, base / sub, ignore=shutil.ignore_patterns("LOCK"))
+    ours_loc = _raw_db(str(current / "locations"))
+    ours_led = _raw_db(str(current / "ledgers"))
+
+    with JavaOracle(TESTS / "java" / "bookkeeper-oracle", "org.apache.bookkeeper.bookie.Oracle") as bk:
+        floor_keys = [struct.pack(">qq", lid, 2**63 - 1) for lid in ledger_ids]
+        loc = bk.call("dbIndexDump", basePath=str(base), sub="locations", floorKeys=floor_keys)
+        assert [(bytes.fromhex(e["key"]), bytes.fromhex(e["value"])) for e in loc["entries"]] == sorted(ours_loc.items())
+        assert loc["count"] == 10
+        # getFloor([lid, Long.MAX_VALUE]) finds each ledger's last entry, as DbLedgerStorage does
+        assert [struct.unpack(">qq", bytes.fromhex(f)) for f in loc["floors"]] == [(lid, n - 1) for lid, n in counts.items()]
+        led = bk.call("dbIndexDump", basePath=str(base), sub="ledgers")
+        assert {bytes.fromhex(e["key"]): bytes.fromhex(e["value"]) for e in led["entries"]} == ours_led
+        for e in led["entries"]:
+            assert e["exists"] and bytes.fromhex(e["masterKey"]) == hashlib.sha1(b"ledger").digest()
+
+        for lid in ledger_ids:
+            j = bk.call("ledgerMetadataParse", ledger=lid, data=raw_md[lid])
+            ours = parse_ledger_metadata(raw_md[lid], lid)
+            assert j["formatVersion"] == 3 and j["state"] == "CLOSED" and j["closed"]
+            assert (j["lastEntryId"], j["length"]) == (ours.lastEntryId, ours.length)
+            assert (j["ensembleSize"], j["writeQuorumSize"], j["ackQuorumSize"]) == (1, 1, 1)
+            assert j["digestType"] == "CRC32C" and j["ensembles"] == {"0": ["127.0.0.1:3181"]}
+            assert {k: bytes.fromhex(v) for k, v in j["customMetadata"].items()} == {
+                "application": b"pulsar", "component": b"managed-ledger", "pulsar/managed-ledger": name.encode()}
+            assert j["ctime"] == ours.ctime > 0
+            # Java's own serialization of the same metadata reads back equal (its map order aside)
+            theirs = parse_ledger_metadata(bytes.fromhex(j["reserialized"]), lid)
+            assert {e.key: e.value for e in theirs.customMetadata} == {e.key: e.value for e in ours.customMetadata}
+            del theirs.customMetadata[:]
+            del ours.customMetadata[:]
+            assert theirs == ours

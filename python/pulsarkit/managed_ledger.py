@@ -387,7 +387,7 @@ class ManagedLedger:
         lmd = LedgerMetadataFormat(
             quorumSize=cfg.write_quorum_size, ensembleSize=cfg.ensemble_size, ackQuorumSize=cfg.ack_quorum_size,
             length=0, state=LedgerMetadataFormat.OPEN, digestType=_DIGEST_VALUES[cfg.digest_type],
-            password=bytes(cfg.password), ctime=now,
+            password=bytes(cfg.password), ctime=now, cToken=0,
         )
         seg = lmd.segment.add()
         seg.ensembleMember.append(self._bk.bookie_id)

@@ -19,12 +19,21 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.apache.bookkeeper.bookie.storage.EntryLogScanner;
 import org.apache.bookkeeper.bookie.storage.EntryLogger;
 import org.apache.bookkeeper.bookie.storage.directentrylogger.DirectEntryLogger;
 import org.apache.bookkeeper.bookie.storage.directentrylogger.EntryLogIdsImpl;
+import org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorageDataFormats;
+import org.apache.bookkeeper.bookie.storage.ldb.KeyValueStorage;
+import org.apache.bookkeeper.bookie.storage.ldb.KeyValueStorageFactory;
+import org.apache.bookkeeper.bookie.storage.ldb.KeyValueStorageRocksDB;
+import org.apache.bookkeeper.client.api.LedgerMetadata;
+import org.apache.bookkeeper.meta.LedgerMetadataSerDe;
+import org.apache.bookkeeper.net.BookieId;
 import org.apache.bookkeeper.common.util.nativeio.NativeIOImpl;
 import org.apache.bookkeeper.conf.ServerConfiguration;
 import org.apache.bookkeeper.proto.DataFormats.LedgerMetadataFormat.DigestType;
@@ -90,6 +99,10 @@ public final class Oracle {
                 return digestPack(r);
             case "digestVerify":
                 return digestVerify(r);
+            case "dbIndexDump":
+                return dbIndexDump(r);
+            case "ledgerMetadataParse":
+                return ledgerMetadataParse(r);
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
@@ -289,5 +302,76 @@ public final class Oracle {
             }
         }
         return res;
+    }
+
+    // DbLedgerStorage's own RocksDB wrapper, read-only, on a ledgers/ or locations/ index: every key
+    // and value (ledger records decoded) and getFloor answers, which is how it finds a last entry.
+    private static JsonNode dbIndexDump(JsonNode r) throws Exception {
+        String sub = r.get("sub").asText();
+        KeyValueStorageFactory.DbConfigType type = sub.equals("locations")
+                ? KeyValueStorageFactory.DbConfigType.EntryLocation
+                : KeyValueStorageFactory.DbConfigType.LedgerMetadata;
+        ObjectNode res = JSON.createObjectNode();
+        ArrayNode entries = res.putArray("entries");
+        try (KeyValueStorageRocksDB db = new KeyValueStorageRocksDB(r.get("basePath").asText(), sub, type,
+                new ServerConfiguration(), true)) {
+            try (KeyValueStorage.CloseableIterator<Map.Entry<byte[], byte[]>> it = db.iterator()) {
+                while (it.hasNext()) {
+                    Map.Entry<byte[], byte[]> e = it.next();
+                    ObjectNode o = entries.addObject();
+                    o.put("key", ByteBufUtil.hexDump(e.getKey()));
+                    o.put("value", ByteBufUtil.hexDump(e.getValue()));
+                    if (sub.equals("ledgers")) {
+                        DbLedgerStorageDataFormats.LedgerData d = DbLedgerStorageDataFormats.LedgerData.parseFrom(e.getValue());
+                        o.put("exists", d.getExists());
+                        o.put("fenced", d.getFenced());
+                        o.put("masterKey", ByteBufUtil.hexDump(d.getMasterKey().toByteArray()));
+                    }
+                }
+            }
+            ArrayNode floors = res.putArray("floors");
+            for (JsonNode k : r.path("floorKeys")) {
+                Map.Entry<byte[], byte[]> f = db.getFloor(hex(k));
+                if (f == null) {
+                    floors.addNull();
+                } else {
+                    floors.add(ByteBufUtil.hexDump(f.getKey()));
+                }
+            }
+            res.put("count", db.count());
+        }
+        return res;
+    }
+
+    // LedgerMetadataSerDe, as the BookKeeper client reads ledger metadata from the metadata store;
+    // the parsed metadata is serialized again so the other side can parse Java's bytes too.
+    private static JsonNode ledgerMetadataParse(JsonNode r) throws Exception {
+        LedgerMetadataSerDe serDe = new LedgerMetadataSerDe();
+        LedgerMetadata m = serDe.parseConfig(hex(r.get("data")), r.get("ledger").asLong(), Optional.empty());
+        ObjectNode o = JSON.createObjectNode();
+        o.put("formatVersion", m.getMetadataFormatVersion());
+        o.put("state", m.getState().name());
+        o.put("closed", m.isClosed());
+        o.put("lastEntryId", m.getLastEntryId());
+        o.put("length", m.getLength());
+        o.put("ensembleSize", m.getEnsembleSize());
+        o.put("writeQuorumSize", m.getWriteQuorumSize());
+        o.put("ackQuorumSize", m.getAckQuorumSize());
+        o.put("digestType", m.getDigestType().name());
+        o.put("password", ByteBufUtil.hexDump(m.getPassword()));
+        o.put("ctime", m.getCtime());
+        ObjectNode custom = o.putObject("customMetadata");
+        for (Map.Entry<String, byte[]> e : m.getCustomMetadata().entrySet()) {
+            custom.put(e.getKey(), ByteBufUtil.hexDump(e.getValue()));
+        }
+        ObjectNode ensembles = o.putObject("ensembles");
+        for (Map.Entry<Long, ? extends List<BookieId>> e : m.getAllEnsembles().entrySet()) {
+            ArrayNode a = ensembles.putArray(String.valueOf(e.getKey()));
+            for (BookieId b : e.getValue()) {
+                a.add(b.toString());
+            }
+        }
+        o.put("reserialized", ByteBufUtil.hexDump(serDe.serialize(m)));
+        return o;
     }
 }
