@@ -279,3 +279,19 @@ def test_failed_add_resets_pushed_so_the_resend_is_stored(store, monkeypatch):
         assert t.publish(single("p", 0), "p", 0).status == "ERROR"
     assert t.last_sequence_id("p") == -1
     assert t.publish(single("p", 0), "p", 0).status == "OK"
+
+
+def test_ttl_does_not_move_the_dedup_cursor(store):
+    from pulsarkit.lifecycle import apply_ttl
+
+    clock = Clock()
+    t = dedup_topic(store, clock=clock)
+    sub = t.ml.open_cursor("sub", initial_position="earliest")
+    for i in range(5):
+        t.publish(single("p", i, clock.t), "p", i)
+    dedup_cursor = t.ml.open_cursor(DEDUPLICATION_CURSOR_NAME)
+    before = dedup_cursor.mark_delete_position
+    results = apply_ttl(t.ml, ttl_seconds=1, now_ms=clock.t + 10_000)
+    assert [r.cursor for r in results] == ["sub"]
+    assert sub.mark_delete_position.entry_id == 4
+    assert dedup_cursor.mark_delete_position == before

@@ -169,8 +169,11 @@ def expire_messages(cursor: ManagedCursor, ttl_seconds: int, now_ms: int | None 
 
 
 def apply_ttl(ml: ManagedLedger, ttl_seconds: int, now_ms: int | None = None, dry_run: bool = False) -> list[ExpiryResult]:
-    """TTL on every durable cursor of a managed ledger (the broker checks each subscription)."""
-    return [expire_messages(c, ttl_seconds, now_ms, dry_run) for c in ml.cursors()]
+    """TTL on every subscription of a managed ledger, as the broker checks each one. The
+    deduplication cursor (``pulsar.dedup``) is not a subscription: TTL never moves it."""
+    from .dedup import DEDUPLICATION_CURSOR_NAME
+
+    return [expire_messages(c, ttl_seconds, now_ms, dry_run) for c in ml.cursors() if c.name != DEDUPLICATION_CURSOR_NAME]
 
 
 # -------------------------------------------------------------------------------- retention
