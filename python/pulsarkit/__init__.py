@@ -59,8 +59,27 @@ from . import lifecycle
 from .frames import FrameDecoder, command, encode_command
 from . import entrylog
 from .entrylog import DigestMismatchError, EntryLogReader, EntryLogWriter, scan_entry_logs
+from . import audit
+from .dedup import MessageDeduplication, MessageDupStatus
+from .interceptors import (
+    INDEX_INTERCEPTOR,
+    TIMESTAMP_INTERCEPTOR,
+    AppendBrokerTimestampMetadataInterceptor,
+    AppendIndexMetadataInterceptor,
+)
+from .topic import MessageId, PersistentTopic, PublishResult
 
 __all__ = [
+    "INDEX_INTERCEPTOR",
+    "TIMESTAMP_INTERCEPTOR",
+    "AppendBrokerTimestampMetadataInterceptor",
+    "AppendIndexMetadataInterceptor",
+    "MessageDeduplication",
+    "MessageDupStatus",
+    "MessageId",
+    "PersistentTopic",
+    "PublishResult",
+    "audit",
     "DigestMismatchError",
     "EntryLogReader",
     "EntryLogWriter",
