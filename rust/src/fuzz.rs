@@ -296,7 +296,7 @@ pub fn fuzz_decompress_codec(codec: Codec, data: &[u8]) -> bool {
         }
         Err(Error::Decompression { .. }) => false,
         Err(Error::LimitExceeded { size: s, limit, .. }) => {
-            assert!(s > limit as u64 && limit == FUZZ_LIMIT as u64);
+            assert!(s > limit && limit == FUZZ_LIMIT as u64);
             false
         }
         Err(e) => panic!("{codec:?} decompress returned an unexpected error kind: {e}"),
