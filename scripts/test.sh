@@ -7,8 +7,12 @@ cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 . .venv/bin/activate
 echo "== cargo test"
-cargo test --manifest-path rust/Cargo.toml --quiet 2>&1 | grep -E "^(test result|error|failures|---- )|panicked" || true
-cargo test --manifest-path rust/Cargo.toml --quiet >/dev/null 2>&1 || { cargo test --manifest-path rust/Cargo.toml; exit 1; }
+mkdir -p target
+if ! cargo test --manifest-path rust/Cargo.toml --quiet > target/cargo-test.log 2>&1; then
+  cat target/cargo-test.log
+  exit 1
+fi
+grep -E "^test result" target/cargo-test.log | sed 's/^/  rust: /' 
 if [ -x scripts/fuzz.sh ]; then
   echo "== fuzz (bounded)"
   scripts/fuzz.sh "${PULSARKIT_FUZZ_SECONDS:-10}"
