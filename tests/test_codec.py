@@ -226,3 +226,17 @@ def test_frame_decoder_errors():
     d = pk.FrameDecoder()
     with pytest.raises(pk.CorruptFrameError):
         d.feed((6).to_bytes(4, "big") + (2).to_bytes(4, "big") + b"\xff\xff")
+
+
+def test_invalid_utf8_in_metadata_strings_is_corruption():
+    # producer_name "p" replaced by the invalid sequence C3 28 (same length framing rebuilt by hand).
+    md = bytes.fromhex("0a02c328" "1000" "18e807")
+    raw = pk._native.encode_metadata_and_payload(md, b"x", True)
+    with pytest.raises(pk.CorruptEntryError, match="UTF-8") as ei:
+        pk.Entry.parse(raw)
+    assert ei.value.offset == 10
+
+
+def test_sequence_ids_beyond_u64_are_refused():
+    with pytest.raises(pk.PulsarkitError, match="64-bit"):
+        pk.encode_batch(pk.message_metadata("p", 2**64 - 1, 1), [b"a", b"b"])

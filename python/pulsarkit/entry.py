@@ -83,6 +83,7 @@ class Entry:
             err = CorruptEntryError(f"corrupt input at offset {md_start}: invalid MessageMetadata: {e}")
             err.offset = md_start  # every CorruptEntryError carries one
             raise err from e
+        _check_strings(md, md_start)
         self.metadata = md
         self._md_start = md_start
         self._payload_start = payload_start
@@ -169,6 +170,20 @@ class Entry:
         )
 
 
+_STRING_FIELDS = ("producer_name", "replicated_from", "partition_key", "encryption_algo", "uuid")
+
+
+def _check_strings(md: Any, offset: int) -> None:
+    """Python's protobuf hands invalid UTF-8 in proto2 strings back as bytes; Pulsar rejects them."""
+    bad = [f for f in _STRING_FIELDS if isinstance(getattr(md, f), bytes)]
+    bad += ["replicate_to" for v in md.replicate_to if isinstance(v, bytes)]
+    bad += ["properties" for kv in md.properties if isinstance(kv.key, bytes) or isinstance(kv.value, bytes)]
+    if bad:
+        err = CorruptEntryError(f"corrupt input at offset {offset}: MessageMetadata {', '.join(sorted(set(bad)))} is not valid UTF-8")
+        err.offset = offset
+        raise err
+
+
 def _headers_start(raw: bytes) -> int:
     return 6 + int.from_bytes(raw[2:6], "big")
 
@@ -233,6 +248,8 @@ MessageLike = Union[Buffer, Mapping[str, Any], Message]
 def _single_metadata(m: MessageLike, default_seq: int) -> tuple[bytes, Buffer]:
     smm = SingleMessageMetadata()
     if isinstance(m, (bytes, bytearray, memoryview)):
+        if not 0 <= default_seq < 1 << 64:
+            raise PulsarkitError(f"sequence id {default_seq} does not fit an unsigned 64-bit integer")
         smm.sequence_id = default_seq
         smm.payload_size = len(m)
         return smm.SerializeToString(), m
@@ -259,7 +276,10 @@ def _single_metadata(m: MessageLike, default_seq: int) -> tuple[bytes, Buffer]:
         kv.key, kv.value = k, v
     if m.get("event_time"):
         smm.event_time = m["event_time"]
-    smm.sequence_id = m["sequence_id"] if m.get("sequence_id") is not None else default_seq
+    seq = m["sequence_id"] if m.get("sequence_id") is not None else default_seq
+    if not 0 <= seq < 1 << 64:
+        raise PulsarkitError(f"sequence id {seq} does not fit an unsigned 64-bit integer")
+    smm.sequence_id = seq
     for flag in ("null_value", "compacted_out", "partition_key_b64_encoded", "null_partition_key"):
         if m.get(flag):
             setattr(smm, flag, True)

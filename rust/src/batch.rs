@@ -29,9 +29,14 @@ pub fn decode_batch(batch: &[u8], num_messages: i32) -> Result<Vec<BatchRecord>>
         let md_range = r
             .len_prefixed("single message metadata")
             .map_err(|e| annotate(e, i, num_messages))?;
-        let metadata = SingleMessageMetadata::decode(&batch[md_range.clone()]).map_err(|e| {
+        let md_bytes = &batch[md_range.clone()];
+        let metadata = SingleMessageMetadata::decode(md_bytes).map_err(|e| {
             Error::corrupt(md_range.start, format!("message {i} of the batch: invalid SingleMessageMetadata: {e}"))
         })?;
+        // prost cannot tell a missing required field from a zero; Java rejects the record.
+        if !has_field(md_bytes, 3) {
+            return Err(Error::corrupt(md_range.start, format!("message {i} of the batch: SingleMessageMetadata lacks required payload_size")));
+        }
         if metadata.payload_size < 0 {
             return Err(Error::corrupt(size_at, format!("message {i} of the batch has negative payload_size {}", metadata.payload_size)));
         }
@@ -47,6 +52,15 @@ pub fn decode_batch(batch: &[u8], num_messages: i32) -> Result<Vec<BatchRecord>>
         ));
     }
     Ok(out)
+}
+
+fn has_field(buf: &[u8], number: u32) -> bool {
+    let mut found = false;
+    let _ = crate::wire::walk_fields(buf, |f, _| {
+        found |= f == number;
+        Ok(())
+    });
+    found
 }
 
 fn annotate(e: Error, i: i32, n: i32) -> Error {
@@ -241,6 +255,13 @@ mod tests {
                 assert_eq!(msg.key.as_deref(), Some(format!("k{i}").as_str()));
             }
         }
+    }
+
+    #[test]
+    fn record_without_payload_size_is_an_error() {
+        // [u32 0][empty SingleMessageMetadata]: decodes in prost as payload_size 0, Java rejects it.
+        let e = decode_batch(&[0, 0, 0, 0], 1).unwrap_err();
+        assert!(e.to_string().contains("payload_size"), "{e}");
     }
 
     #[test]
