@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every benchmark and regenerates the figures in bench/RESULTS.md:
+#   1. pytest-benchmark (bench/): pulsarkit against Python baselines, timed in the same session;
+#   2. criterion (rust/benches/kernels.rs): the Rust kernels on their own.
+# Usage: scripts/bench.sh [--no-criterion] [extra pytest args...]
+# BENCH_TIMER picks the pytest timer (default: process CPU time, so other jobs on a shared machine do
+# not count against either side; use time.perf_counter for wall clock).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. .venv/bin/activate
+
+CRITERION=1
+if [ "${1:-}" = "--no-criterion" ]; then CRITERION=0; shift; fi
+TIMER=${BENCH_TIMER:-time.process_time}
+TARGET=$(cargo metadata --format-version 1 --no-deps --manifest-path rust/Cargo.toml \
+  | python -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+OUT="$TARGET/bench"
+mkdir -p "$OUT"
+LOAD=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+
+# The native module must match the sources being measured.
+maturin develop --release --quiet
+
+PYTEST=(python -m pytest bench -p no:cacheprovider -q --benchmark-enable "--benchmark-timer=$TIMER"
+        "--benchmark-json=$OUT/pytest-benchmark.json" "--bench-summary=$OUT/ratios.json" "$@")
+echo "+ ${PYTEST[*]}"
+"${PYTEST[@]}"
+
+CARGO=(cargo bench --manifest-path rust/Cargo.toml --bench kernels -- --warm-up-time 0.5 --measurement-time 2)
+if [ "$CRITERION" = 1 ]; then
+  rm -rf "$TARGET/criterion"  # only this run's figures go into the report
+  echo "+ ${CARGO[*]}"
+  "${CARGO[@]}" | tee "$OUT/criterion.txt"
+fi
+
+python bench/report.py --summary "$OUT/ratios.json" --criterion "$TARGET/criterion" \
+  --command "scripts/bench.sh $* (= ${PYTEST[*]} ; ${CARGO[*]})" --load "$LOAD" --out bench/RESULTS.md
