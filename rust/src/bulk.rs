@@ -6,8 +6,9 @@ use crate::entry::{decode_broker_entry_metadata, locate_broker_entry_metadata, p
 use crate::error::{Error, Result};
 use crate::metascan::{scan_metadata, MetaFields};
 use arrow_array::builder::*;
-use arrow_array::types::{ByteArrayType, GenericBinaryType};
-use arrow_array::{Array, ArrayRef, BinaryViewArray, GenericByteArray, OffsetSizeTrait, RecordBatch};
+use arrow_array::types::{ArrowPrimitiveType, ByteArrayType, GenericBinaryType, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, GenericByteArray, OffsetSizeTrait, PrimitiveArray, RecordBatch, StringArray};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
 
@@ -72,10 +73,14 @@ impl<'a> EntryColumn<'a> {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (i, bytes);
     }
+    /// Bytes of the rows in this (possibly sliced) column; `values()` would be the whole parent buffer.
     fn total_bytes(&self) -> usize {
+        fn span<O: OffsetSizeTrait>(o: &[O]) -> usize {
+            (o[o.len() - 1] - o[0]).as_usize()
+        }
         match self {
-            EntryColumn::Binary(a) => a.values().len(),
-            EntryColumn::LargeBinary(a) => a.values().len(),
+            EntryColumn::Binary(a) => span(a.value_offsets()),
+            EntryColumn::LargeBinary(a) => span(a.value_offsets()),
             EntryColumn::BinaryView(a) => a.total_buffer_bytes_used(),
         }
     }
@@ -215,6 +220,7 @@ struct Decoded<'a> {
     meta: MetaFields,
 }
 
+#[inline(always)]
 fn decode_one(d: &[u8], verify: bool) -> Result<Decoded<'_>> {
     let layout = parse_layout(d)?;
     let (bem_ts, bem_index) = match &layout.broker_entry_metadata {
@@ -249,104 +255,223 @@ fn raw<'a>(d: &Decoded<'a>, r: &Option<std::ops::Range<usize>>) -> Option<&'a [u
     r.as_ref().map(|r| &data[base + r.start..base + r.end])
 }
 
+/// Column accumulators for `decode_metadata`, one slot per input row. Arrow's builders cost an
+/// out-of-line call per append, which dominated this 29-column loop; here a present value is two plain
+/// stores into zeroed memory and an absent one only bumps a counter, so all-valid and all-null columns
+/// (the common cases) skip building a bitmap.
+struct Prim<T: ArrowPrimitiveType> {
+    vals: Vec<T::Native>,
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl<T: ArrowPrimitiveType> Prim<T> {
+    fn new(n: usize) -> Self {
+        Prim { vals: vec![T::Native::default(); n], valid: vec![false; n], nulls: 0 }
+    }
+    #[inline(always)]
+    fn set(&mut self, i: usize, v: Option<T::Native>) {
+        match v {
+            Some(x) => {
+                self.vals[i] = x;
+                self.valid[i] = true;
+            }
+            None => self.nulls += 1,
+        }
+    }
+    fn finish(self) -> ArrayRef {
+        let nulls = nulls(self.valid, self.nulls);
+        Arc::new(PrimitiveArray::<T>::new(self.vals.into(), nulls))
+    }
+}
+
+struct Bools {
+    vals: Vec<bool>,
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl Bools {
+    fn new(n: usize) -> Self {
+        Bools { vals: vec![false; n], valid: vec![false; n], nulls: 0 }
+    }
+    #[inline(always)]
+    fn set(&mut self, i: usize, v: Option<bool>) {
+        match v {
+            Some(x) => {
+                self.vals[i] = x;
+                self.valid[i] = true;
+            }
+            None => self.nulls += 1,
+        }
+    }
+    fn finish(self) -> ArrayRef {
+        let nulls = nulls(self.valid, self.nulls);
+        Arc::new(BooleanArray::new(BooleanBuffer::from(self.vals), nulls))
+    }
+}
+
+/// Variable-width values with i32 offsets, appended in row order; `utf8` picks Utf8 or Binary.
+struct Var {
+    offsets: Vec<i32>,
+    data: Vec<u8>,
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl Var {
+    fn new(n: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0);
+        Var { offsets, data: Vec::with_capacity(bytes), valid: vec![false; n], nulls: 0 }
+    }
+    #[inline(always)]
+    fn push(&mut self, i: usize, v: Option<&[u8]>) {
+        match v {
+            Some(b) => {
+                self.data.extend_from_slice(b);
+                self.valid[i] = true;
+            }
+            None => self.nulls += 1,
+        }
+        // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
+        self.offsets.push(i32::try_from(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
+    }
+    fn finish(self, utf8: bool) -> ArrayRef {
+        let nulls = nulls(self.valid, self.nulls);
+        let offsets = OffsetBuffer::new(self.offsets.into());
+        let values = Buffer::from_vec(self.data);
+        if utf8 {
+            // Every value was checked with from_utf8 before it was pushed.
+            Arc::new(StringArray::try_new(offsets, values, nulls).expect("values were validated as UTF-8"))
+        } else {
+            Arc::new(BinaryArray::try_new(offsets, values, nulls).expect("offsets are consistent"))
+        }
+    }
+}
+
+fn nulls(valid: Vec<bool>, count: usize) -> Option<NullBuffer> {
+    match count {
+        0 => None,
+        c if c == valid.len() => Some(NullBuffer::new_null(c)),
+        _ => Some(NullBuffer::from(valid)),
+    }
+}
+
 /// Decodes framing, broker entry metadata and the commonly used MessageMetadata fields into columns.
 pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch {
     let n = col.len();
-    let mut b_ts = Int64Builder::with_capacity(n);
-    let mut b_idx = Int64Builder::with_capacity(n);
-    let mut has_ck = BooleanBuilder::with_capacity(n);
-    let mut ck_ok = BooleanBuilder::with_capacity(n);
-    let mut producer = StringBuilder::with_capacity(n, n * 16);
-    let mut seq = Int64Builder::with_capacity(n);
-    let mut hseq = Int64Builder::with_capacity(n);
-    let mut publish = Int64Builder::with_capacity(n);
-    let mut event = Int64Builder::with_capacity(n);
-    let mut num = Int32Builder::with_capacity(n);
-    let mut is_batch = BooleanBuilder::with_capacity(n);
-    let mut compression = StringBuilder::with_capacity(n, n * 4);
-    let mut usize_ = Int64Builder::with_capacity(n);
-    let mut psize = Int64Builder::with_capacity(n);
-    let mut pkey = StringBuilder::with_capacity(n, n * 8);
-    let mut okey = BinaryBuilder::with_capacity(n, 0);
-    let mut nprops = Int32Builder::with_capacity(n);
-    let mut uuid = StringBuilder::with_capacity(n, 0);
-    let mut chunk_id = Int32Builder::with_capacity(n);
-    let mut nchunks = Int32Builder::with_capacity(n);
-    let mut chunk_total = Int32Builder::with_capacity(n);
-    let mut marker = Int32Builder::with_capacity(n);
-    let mut deliver_at = Int64Builder::with_capacity(n);
-    let mut txn_most = Int64Builder::with_capacity(n);
-    let mut txn_least = Int64Builder::with_capacity(n);
-    let mut schema_version = BinaryBuilder::with_capacity(n, 0);
-    let mut replicated_from = StringBuilder::with_capacity(n, 0);
-    let mut encrypted = BooleanBuilder::with_capacity(n);
-    let mut err = StringBuilder::with_capacity(n, 0);
+    let mut b_ts = Prim::<Int64Type>::new(n);
+    let mut b_idx = Prim::<Int64Type>::new(n);
+    let mut has_ck = Bools::new(n);
+    let mut ck_ok = Bools::new(n);
+    let mut producer = Var::new(n, n * 16);
+    let mut seq = Prim::<Int64Type>::new(n);
+    let mut hseq = Prim::<Int64Type>::new(n);
+    let mut publish = Prim::<Int64Type>::new(n);
+    let mut event = Prim::<Int64Type>::new(n);
+    let mut num = Prim::<Int32Type>::new(n);
+    let mut is_batch = Bools::new(n);
+    let mut compression = Var::new(n, n * 4);
+    let mut usize_ = Prim::<Int64Type>::new(n);
+    let mut psize = Prim::<Int64Type>::new(n);
+    let mut pkey = Var::new(n, n * 8);
+    let mut okey = Var::new(n, 0);
+    let mut nprops = Prim::<Int32Type>::new(n);
+    let mut uuid = Var::new(n, 0);
+    let mut chunk_id = Prim::<Int32Type>::new(n);
+    let mut nchunks = Prim::<Int32Type>::new(n);
+    let mut chunk_total = Prim::<Int32Type>::new(n);
+    let mut marker = Prim::<Int32Type>::new(n);
+    let mut deliver_at = Prim::<Int64Type>::new(n);
+    let mut txn_most = Prim::<Int64Type>::new(n);
+    let mut txn_least = Prim::<Int64Type>::new(n);
+    let mut schema_version = Var::new(n, 0);
+    let mut replicated_from = Var::new(n, 0);
+    let mut encrypted = Bools::new(n);
+    let mut err = Var::new(n, 0);
+
+    // A row that cannot be decoded is null in every column, with the reason (if any) in `error`.
+    macro_rules! null_row {
+        ($i:expr, $e:expr) => {{
+            for c in [&mut b_ts, &mut b_idx, &mut seq, &mut hseq, &mut publish, &mut event, &mut usize_, &mut psize, &mut deliver_at, &mut txn_most, &mut txn_least] {
+                c.set($i, None);
+            }
+            for c in [&mut num, &mut nprops, &mut chunk_id, &mut nchunks, &mut chunk_total, &mut marker] {
+                c.set($i, None);
+            }
+            for c in [&mut has_ck, &mut ck_ok, &mut is_batch, &mut encrypted] {
+                c.set($i, None);
+            }
+            for c in [&mut producer, &mut compression, &mut pkey, &mut uuid, &mut replicated_from, &mut okey, &mut schema_version] {
+                c.push($i, None);
+            }
+            let e: Option<Error> = $e;
+            err.push($i, e.map(|e| e.to_string()).as_deref().map(str::as_bytes));
+        }};
+    }
 
     for i in 0..n {
         col.prefetch(i + PREFETCH_AHEAD, 256);
-        let res = col.get(i).map(|d| {
-            let dec = decode_one(d, verify_checksum)?;
-            let p = utf8(&dec, &dec.meta.producer_name, "producer_name")?;
-            let k = utf8(&dec, &dec.meta.partition_key, "partition_key")?;
-            let u = utf8(&dec, &dec.meta.uuid, "uuid")?;
-            let rf = utf8(&dec, &dec.meta.replicated_from, "replicated_from")?;
-            Codec::from_wire(dec.meta.compression)?;
-            Ok::<_, Error>((p, k, u, rf, dec))
-        });
-        match res {
-            Some(Ok((p, k, u, rf, dec))) => {
-                let m = &dec.meta;
-                b_ts.append_option(dec.bem_ts.map(|v| v as i64));
-                b_idx.append_option(dec.bem_index.map(|v| v as i64));
-                has_ck.append_value(dec.layout.checksum.is_some());
-                ck_ok.append_option(dec.checksum_ok);
-                producer.append_option(p);
-                seq.append_option(m.sequence_id.map(|v| v as i64));
-                hseq.append_value(m.highest_sequence_id as i64);
-                publish.append_option(m.publish_time.map(|v| v as i64));
-                event.append_option((m.event_time != 0).then_some(m.event_time as i64));
-                num.append_value(m.num_messages_in_batch.unwrap_or(1));
-                is_batch.append_value(m.num_messages_in_batch.is_some());
-                compression.append_value(Codec::from_wire(m.compression).map(|c| c.name()).unwrap_or("?"));
-                usize_.append_value(i64::from(m.uncompressed_size));
-                psize.append_value(dec.layout.payload.len() as i64);
-                pkey.append_option(k);
-                okey.append_option(raw(&dec, &m.ordering_key));
-                nprops.append_value(m.num_properties as i32);
-                uuid.append_option(u);
-                chunk_id.append_option(m.chunk_id);
-                nchunks.append_option(m.num_chunks_from_msg);
-                chunk_total.append_option(m.total_chunk_msg_size);
-                marker.append_option(m.marker_type);
-                deliver_at.append_option(m.deliver_at_time);
-                txn_most.append_option(m.txnid_most_bits.map(|v| v as i64));
-                txn_least.append_option(m.txnid_least_bits.map(|v| v as i64));
-                schema_version.append_option(raw(&dec, &m.schema_version));
-                replicated_from.append_option(rf);
-                encrypted.append_value(m.encrypted);
-                err.append_null();
+        // Matched step by step rather than through one combined Result, so the decoded fields are not
+        // moved around (they are a few hundred bytes per row).
+        let Some(d) = col.get(i) else {
+            null_row!(i, None);
+            continue;
+        };
+        let dec = match decode_one(d, verify_checksum) {
+            Ok(dec) => dec,
+            Err(e) => {
+                null_row!(i, Some(e));
+                continue;
             }
-            other => {
-                for b in [&mut b_ts, &mut b_idx, &mut seq, &mut hseq, &mut publish, &mut event, &mut usize_, &mut psize, &mut deliver_at, &mut txn_most, &mut txn_least] {
-                    b.append_null();
-                }
-                for b in [&mut num, &mut nprops, &mut chunk_id, &mut nchunks, &mut chunk_total, &mut marker] {
-                    b.append_null();
-                }
-                for b in [&mut has_ck, &mut ck_ok, &mut is_batch, &mut encrypted] {
-                    b.append_null();
-                }
-                for b in [&mut producer, &mut compression, &mut pkey, &mut uuid, &mut replicated_from] {
-                    b.append_null();
-                }
-                okey.append_null();
-                schema_version.append_null();
-                match other {
-                    Some(Err(e)) => err.append_value(e.to_string()),
-                    _ => err.append_null(),
-                }
+        };
+        let m = &dec.meta;
+        let strings = (|| {
+            Ok::<_, Error>((
+                utf8(&dec, &m.producer_name, "producer_name")?,
+                utf8(&dec, &m.partition_key, "partition_key")?,
+                utf8(&dec, &m.uuid, "uuid")?,
+                utf8(&dec, &m.replicated_from, "replicated_from")?,
+                Codec::from_wire(m.compression)?,
+            ))
+        })();
+        let (p, k, u, rf, codec) = match strings {
+            Ok(s) => s,
+            Err(e) => {
+                null_row!(i, Some(e));
+                continue;
             }
-        }
+        };
+        b_ts.set(i, dec.bem_ts.map(|v| v as i64));
+        b_idx.set(i, dec.bem_index.map(|v| v as i64));
+        has_ck.set(i, Some(dec.layout.checksum.is_some()));
+        ck_ok.set(i, dec.checksum_ok);
+        producer.push(i, p.map(str::as_bytes));
+        seq.set(i, m.sequence_id.map(|v| v as i64));
+        hseq.set(i, Some(m.highest_sequence_id as i64));
+        publish.set(i, m.publish_time.map(|v| v as i64));
+        event.set(i, (m.event_time != 0).then_some(m.event_time as i64));
+        num.set(i, Some(m.num_messages_in_batch.unwrap_or(1)));
+        is_batch.set(i, Some(m.num_messages_in_batch.is_some()));
+        compression.push(i, Some(codec.name().as_bytes()));
+        usize_.set(i, Some(i64::from(m.uncompressed_size)));
+        psize.set(i, Some(dec.layout.payload.len() as i64));
+        pkey.push(i, k.map(str::as_bytes));
+        okey.push(i, raw(&dec, &m.ordering_key));
+        nprops.set(i, Some(m.num_properties as i32));
+        uuid.push(i, u.map(str::as_bytes));
+        chunk_id.set(i, m.chunk_id);
+        nchunks.set(i, m.num_chunks_from_msg);
+        chunk_total.set(i, m.total_chunk_msg_size);
+        marker.set(i, m.marker_type);
+        deliver_at.set(i, m.deliver_at_time);
+        txn_most.set(i, m.txnid_most_bits.map(|v| v as i64));
+        txn_least.set(i, m.txnid_least_bits.map(|v| v as i64));
+        schema_version.push(i, raw(&dec, &m.schema_version));
+        replicated_from.push(i, rf.map(str::as_bytes));
+        encrypted.set(i, Some(m.encrypted));
+        err.push(i, None);
     }
     let f = |name: &str, dt: DataType| Field::new(name, dt, true);
     batch(
@@ -382,35 +507,35 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
             err_field(),
         ],
         vec![
-            Arc::new(b_ts.finish()),
-            Arc::new(b_idx.finish()),
-            Arc::new(has_ck.finish()),
-            Arc::new(ck_ok.finish()),
-            Arc::new(producer.finish()),
-            Arc::new(seq.finish()),
-            Arc::new(hseq.finish()),
-            Arc::new(publish.finish()),
-            Arc::new(event.finish()),
-            Arc::new(num.finish()),
-            Arc::new(is_batch.finish()),
-            Arc::new(compression.finish()),
-            Arc::new(usize_.finish()),
-            Arc::new(psize.finish()),
-            Arc::new(pkey.finish()),
-            Arc::new(okey.finish()),
-            Arc::new(nprops.finish()),
-            Arc::new(uuid.finish()),
-            Arc::new(chunk_id.finish()),
-            Arc::new(nchunks.finish()),
-            Arc::new(chunk_total.finish()),
-            Arc::new(marker.finish()),
-            Arc::new(deliver_at.finish()),
-            Arc::new(txn_most.finish()),
-            Arc::new(txn_least.finish()),
-            Arc::new(schema_version.finish()),
-            Arc::new(replicated_from.finish()),
-            Arc::new(encrypted.finish()),
-            Arc::new(err.finish()),
+            b_ts.finish(),
+            b_idx.finish(),
+            has_ck.finish(),
+            ck_ok.finish(),
+            producer.finish(true),
+            seq.finish(),
+            hseq.finish(),
+            publish.finish(),
+            event.finish(),
+            num.finish(),
+            is_batch.finish(),
+            compression.finish(true),
+            usize_.finish(),
+            psize.finish(),
+            pkey.finish(true),
+            okey.finish(false),
+            nprops.finish(),
+            uuid.finish(true),
+            chunk_id.finish(),
+            nchunks.finish(),
+            chunk_total.finish(),
+            marker.finish(),
+            deliver_at.finish(),
+            txn_most.finish(),
+            txn_least.finish(),
+            schema_version.finish(false),
+            replicated_from.finish(true),
+            encrypted.finish(),
+            err.finish(true),
         ],
     )
 }

@@ -33,6 +33,7 @@ pub struct MetaFields {
 }
 
 /// Scans MessageMetadata bytes; ranges are relative to `buf`. Required fields are checked.
+#[inline]
 pub fn scan_metadata(buf: &[u8]) -> Result<MetaFields> {
     let mut m = MetaFields::default();
     walk_fields(buf, |field, v| {

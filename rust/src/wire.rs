@@ -90,8 +90,15 @@ pub enum Value {
     Bytes(Range<usize>),
 }
 
-#[inline]
+#[inline(always)]
 pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
+    // Fast path: field keys and most small values are a single byte.
+    if let Some(&b) = buf.get(*pos) {
+        if b < 0x80 {
+            *pos += 1;
+            return Ok(u64::from(b));
+        }
+    }
     let start = *pos;
     let mut v: u64 = 0;
     for i in 0..10 {
@@ -109,6 +116,7 @@ pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
 
 /// Calls `f(field_number, value)` for each field of a protobuf message, in wire order.
 /// Groups (wire types 3/4) are rejected: Pulsar's messages never use them.
+#[inline]
 pub fn walk_fields(buf: &[u8], mut f: impl FnMut(u32, Value) -> Result<()>) -> Result<()> {
     let mut pos = 0usize;
     while pos < buf.len() {
