@@ -562,24 +562,8 @@ pub fn explode_messages(col: &EntryColumn, include_compacted_out: bool, verify_c
     let mut err = StringBuilder::new();
 
     for i in 0..n {
-        // A null input row gives one all-null row (with no error), so row counts stay traceable.
-        let Some(d) = col.get(i) else {
-            entry_index.append_value(i as i64);
-            batch_index.append_null();
-            payload.append_null();
-            key.append_null();
-            okey.append_null();
-            props.append(false).expect("null map entry");
-            for b in [&mut event, &mut publish, &mut seq, &mut b_ts, &mut msg_index] {
-                b.append_null();
-            }
-            producer.append_null();
-            null_value.append_null();
-            compacted_out.append_null();
-            err.append_null();
-            continue;
-        };
-        let res = parse_entry(d, verify_checksum).and_then(|p| {
+        let res = col.get(i).map(|d| {
+            let p = parse_entry(d, verify_checksum)?;
             let msgs = entry_messages(d, &p, include_compacted_out, limit)?;
             let bem = p
                 .layout
@@ -587,10 +571,10 @@ pub fn explode_messages(col: &EntryColumn, include_compacted_out: bool, verify_c
                 .as_ref()
                 .map(|r| decode_broker_entry_metadata(&d[r.clone()], r.start))
                 .transpose()?;
-            Ok((p, msgs, bem))
+            Ok::<_, Error>((p, msgs, bem))
         });
         match res {
-            Ok((p, msgs, bem)) => {
+            Some(Ok((p, msgs, bem))) => {
                 let batch_size = i64::from(p.metadata.num_messages_in_batch.unwrap_or(1));
                 for m in msgs {
                     let DecodedMessage { batch_index: bi, payload: pl, key: k, ordering_key, properties, event_time, sequence_id, null_value: nv, compacted_out: co, .. } = m;
@@ -625,7 +609,9 @@ pub fn explode_messages(col: &EntryColumn, include_compacted_out: bool, verify_c
                     err.append_null();
                 }
             }
-            Err(e) => {
+            // A corrupt entry, or a null input row (with no error), gives one all-null row, so
+            // row counts stay traceable to the input.
+            other => {
                 entry_index.append_value(i as i64);
                 batch_index.append_null();
                 payload.append_null();
@@ -638,7 +624,10 @@ pub fn explode_messages(col: &EntryColumn, include_compacted_out: bool, verify_c
                 producer.append_null();
                 null_value.append_null();
                 compacted_out.append_null();
-                err.append_value(e.to_string());
+                match other {
+                    Some(Err(e)) => err.append_value(e.to_string()),
+                    _ => err.append_null(),
+                }
             }
         }
     }
