@@ -80,3 +80,19 @@ def test_chunked_array_and_explode_table():
 def test_wrong_type_is_a_typed_error():
     with pytest.raises(pk.PulsarkitError, match="binary"):
         pk.bulk.decode_metadata(pa.array([1, 2, 3]))
+
+
+@pytest.mark.parametrize("typ", [pa.binary(), pa.large_binary(), pa.binary_view()])
+def test_zero_copy_strip_matches_copying_strip(typ):
+    entries = sample_entries()
+    arr = pa.array(entries, typ)
+    view = pk.bulk.strip_broker_entry_metadata(arr, output="binary_view")
+    copy = pk.bulk.strip_broker_entry_metadata(arr)
+    assert view.schema.field("entry").type == pa.binary_view()
+    assert view.column("entry").to_pylist() == copy.column("entry").to_pylist()
+    assert view.column("error").to_pylist() == copy.column("error").to_pylist()
+    if typ == pa.binary():
+        # The views share the input's values buffer: no entry bytes were copied.
+        assert view.column("entry").buffers()[2].address == arr.buffers()[2].address
+    with pytest.raises(pk.PulsarkitError, match="output"):
+        pk.bulk.strip_broker_entry_metadata(arr, output="nope")

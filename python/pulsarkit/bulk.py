@@ -35,9 +35,12 @@ def peek_broker_entry_metadata(entries: Any) -> Any:
     return _apply(entries, _native.bulk_peek_broker_entry_metadata)
 
 
-def strip_broker_entry_metadata(entries: Any) -> Any:
-    """Columns ``entry`` (the bytes a consumer gets) and ``error``."""
-    return _apply(entries, _native.bulk_strip_broker_entry_metadata)
+def strip_broker_entry_metadata(entries: Any, output: str = "binary") -> Any:
+    """Columns ``entry`` (the bytes a consumer gets) and ``error``.
+
+    ``output="binary_view"`` copies nothing: each view points into the input column's buffer just
+    past the broker entry metadata (keep the input alive as long as the result)."""
+    return _apply(entries, _native.bulk_strip_broker_entry_metadata, output)
 
 
 def decode_metadata(entries: Any, verify_checksum: bool = False) -> Any:

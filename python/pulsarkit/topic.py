@@ -11,7 +11,7 @@ from typing import Any
 
 from . import _native
 from .dedup import MessageDeduplication, MessageDupStatus
-from .entry import Buffer, Entry, strip_broker_entry_metadata
+from .entry import Buffer, strip_broker_entry_metadata
 from .errors import PulsarkitError
 from .finder import DEFAULT_MAX_CLOCK_SKEW_MS, LedgerSpan, find_position_by_index, find_position_by_time
 from .interceptors import BrokerEntryMetadataInterceptor, ManagedLedgerInterceptor, create_interceptors
@@ -132,18 +132,16 @@ class PersistentTopic:
 
         data = bytes(headers_and_payload)
         try:
-            layout = _native.parse_entry_layout(data, True)
+            has_bem, chunk_id, num_chunks, is_marker = _native.publish_fields(data)
         except _native.ChecksumMismatchError as e:
             return result("CHECKSUM_ERROR", error=str(e))
         except PulsarkitError as e:
             return result("ERROR", error=f"unreadable entry: {e}")
-        if layout[0]:
+        if has_bem:
             return result("ERROR", error="a client's SEND must not carry broker entry metadata")
-        md = Entry.parse(data, verify_checksum=False).metadata
-        is_last_chunk = (not is_chunk) or (md.chunk_id == md.num_chunks_from_msg - 1)
+        is_last_chunk = (not is_chunk) or (chunk_id or 0) == (num_chunks or 0) - 1
         status = self.deduplication.is_duplicate(
-            producer_name, sequence_id, highest, is_chunk=is_chunk, is_last_chunk=is_last_chunk,
-            is_marker=md.HasField("marker_type"),
+            producer_name, sequence_id, highest, is_chunk=is_chunk, is_last_chunk=is_last_chunk, is_marker=is_marker,
         )
         if status is MessageDupStatus.Dup:
             return result("DUPLICATE")

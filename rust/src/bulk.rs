@@ -187,6 +187,65 @@ pub fn strip_broker_entry_metadata(col: &EntryColumn) -> RecordBatch {
     }
 }
 
+/// Zero-copy strip: a `binary_view` column whose views point into the input's values buffer just past
+/// each entry's broker entry metadata, so no entry bytes are copied. Inputs whose values buffer
+/// exceeds the 4 GiB a view offset can address, and `binary_view` inputs, are copied instead.
+pub fn strip_broker_entry_metadata_view(col: &EntryColumn) -> RecordBatch {
+    let (values, offsets): (Buffer, Vec<usize>) = match col {
+        EntryColumn::Binary(a) => (a.values().clone(), a.value_offsets().iter().map(|&o| o as usize).collect()),
+        EntryColumn::LargeBinary(a) if a.values().len() <= u32::MAX as usize => {
+            (a.values().clone(), a.value_offsets().iter().map(|&o| o as usize).collect())
+        }
+        _ => return strip_copy_to_view(col),
+    };
+    let n = col.len();
+    let mut out = BinaryViewBuilder::with_capacity(n);
+    let block = out.append_block(values);
+    let mut err = StringBuilder::with_capacity(n, 0);
+    for i in 0..n {
+        match col.get(i).map(|d| locate_broker_entry_metadata(d).map(|(_, s)| s)) {
+            None => {
+                out.append_null();
+                err.append_null();
+            }
+            Some(Ok(skip)) => {
+                let start = offsets[i] + skip;
+                let len = offsets[i + 1] - start;
+                out.try_append_view(block, start as u32, len as u32).expect("view lies inside the input buffer");
+                err.append_null();
+            }
+            Some(Err(e)) => {
+                out.append_null();
+                err.append_value(e.to_string());
+            }
+        }
+    }
+    batch(vec![Field::new("entry", DataType::BinaryView, true), err_field()], vec![Arc::new(out.finish()), Arc::new(err.finish())])
+}
+
+fn strip_copy_to_view(col: &EntryColumn) -> RecordBatch {
+    let n = col.len();
+    let mut out = BinaryViewBuilder::with_capacity(n);
+    let mut err = StringBuilder::with_capacity(n, 0);
+    for i in 0..n {
+        match col.get(i).map(|d| locate_broker_entry_metadata(d).map(|(_, s)| &d[s..])) {
+            None => {
+                out.append_null();
+                err.append_null();
+            }
+            Some(Ok(b)) => {
+                out.append_value(b);
+                err.append_null();
+            }
+            Some(Err(e)) => {
+                out.append_null();
+                err.append_value(e.to_string());
+            }
+        }
+    }
+    batch(vec![Field::new("entry", DataType::BinaryView, true), err_field()], vec![Arc::new(out.finish()), Arc::new(err.finish())])
+}
+
 fn strip_into<O: OffsetSizeTrait>(col: &EntryColumn) -> RecordBatch {
     let n = col.len();
     let mut out = GenericBinaryBuilder::<O>::with_capacity(n, col.total_bytes());

@@ -25,8 +25,13 @@ fn bulk_peek_broker_entry_metadata<'py>(py: Python<'py>, entries: PyArray) -> Py
 }
 
 #[pyfunction]
-fn bulk_strip_broker_entry_metadata<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
-    run(py, entries, bulk::strip_broker_entry_metadata)
+#[pyo3(signature = (entries, output="binary"))]
+fn bulk_strip_broker_entry_metadata<'py>(py: Python<'py>, entries: PyArray, output: &str) -> PyResult<Bound<'py, PyAny>> {
+    match output {
+        "binary" => run(py, entries, bulk::strip_broker_entry_metadata),
+        "binary_view" => run(py, entries, bulk::strip_broker_entry_metadata_view),
+        other => Err(super::errors::PulsarkitError::new_err(format!("output must be 'binary' or 'binary_view', not {other:?}"))),
+    }
 }
 
 #[pyfunction]

@@ -83,6 +83,19 @@ fn parse_entry_layout<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, verify_che
         .into_pyobject(py)
 }
 
+/// What the broker's publish path needs from a SEND's headersAndPayload, in one pass: the checksum
+/// verified (ChecksumMismatchError otherwise), then (has_broker_entry_metadata, chunk_id,
+/// num_chunks_from_msg, is_marker), with MessageMetadata's required fields and wire types checked.
+#[pyfunction]
+fn publish_fields(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<(bool, Option<i32>, Option<i32>, bool)> {
+    let input = ByteInput::new(data)?;
+    let d = input.as_slice();
+    let layout = entry::parse_layout(d).py_err(py)?;
+    layout.verify_checksum(d).py_err(py)?;
+    let m = scan_metadata(&d[layout.metadata.clone()]).map_err(|e| e.shifted(layout.metadata.start)).py_err(py)?;
+    Ok((layout.broker_entry_metadata.is_some(), m.chunk_id, m.num_chunks_from_msg, m.marker_type.is_some()))
+}
+
 /// Messages of an entry as tuples: (batch_index, payload, key, partition_key_b64_encoded,
 /// ordering_key, properties, event_time, sequence_id, null_value, null_partition_key, compacted_out).
 #[pyfunction]
@@ -285,6 +298,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(crc32c, m)?)?;
     m.add_function(wrap_pyfunction!(parse_entry_layout, m)?)?;
     m.add_function(wrap_pyfunction!(entry_messages, m)?)?;
+    m.add_function(wrap_pyfunction!(publish_fields, m)?)?;
     m.add_function(wrap_pyfunction!(encode_metadata_and_payload, m)?)?;
     m.add_function(wrap_pyfunction!(encode_single, m)?)?;
     m.add_function(wrap_pyfunction!(encode_batch, m)?)?;
