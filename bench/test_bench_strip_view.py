@@ -19,7 +19,8 @@ def test_strip_zero_copy(benchmark, ratios, entries, side):  # noqa: F811
         got = out.column("entry")
         assert got.type == pa.binary_view() and out.column("error").null_count == len(arr)
         sample = list(range(0, len(items), 97))
-        assert got.take(pa.array(sample)).to_pylist() == [pk.strip_broker_entry_metadata(items[i]) for i in sample]
+        # pyarrow has no take kernel for binary_view; index the views directly.
+        assert [got[i].as_py() for i in sample] == [pk.strip_broker_entry_metadata(items[i]) for i in sample]
         label = "pulsarkit.bulk.strip_broker_entry_metadata(arr, output='binary_view')"
     else:
         got = benchmark.pedantic(strip_loop, args=(items,), rounds=3, warmup_rounds=1)
