@@ -66,7 +66,10 @@ class Collector:
             for side, base in sides.items():
                 if side == "candidate":
                     continue
-                ratio = base.seconds / cand.seconds
+                # A clock can return a zero-length round for sub-microsecond calls; fall back to medians.
+                stat = "min" if base.seconds > 0 and cand.seconds > 0 else "median"
+                b_s, c_s = (base.seconds, cand.seconds) if stat == "min" else (base.median, cand.median)
+                ratio = b_s / c_s
                 target = TARGETS.get((case, side))
                 out.append(
                     {
@@ -77,8 +80,9 @@ class Collector:
                         "items": cand.items,
                         "unit": cand.unit,
                         "nbytes": cand.nbytes,
-                        "baseline_s": base.seconds,
-                        "candidate_s": cand.seconds,
+                        "stat": stat,
+                        "baseline_s": b_s,
+                        "candidate_s": c_s,
                         "baseline_median_s": base.median,
                         "candidate_median_s": cand.median,
                         "baseline_rounds": base.rounds,

@@ -81,9 +81,11 @@ def machine_section(summary: dict, command: str, load: str) -> list[str]:
         f"protobuf {google.protobuf.__version__} ({api_implementation.Type()} backend), "
         f"crc32c {getattr(crc32c, '__version__', '?')} (hardware_based={getattr(crc32c, 'hardware_based', '?')}), "
         f"{_version(['rustc', '--version'])}",
+        f"- Source: commit {_version(['git', 'rev-parse', '--short', 'HEAD'])}"
+        f"{' with uncommitted changes' if _version(['git', 'status', '--porcelain', '--untracked-files=no']) else ''}",
         f"- Command: `{command}`",
-        f"- pytest timer: `{summary.get('timer', 'time.perf_counter')}`; every figure is the best round, baseline and "
-        "candidate timed in the same pytest session",
+        f"- pytest timer: `{summary.get('timer', 'time.perf_counter')}` (CRC32C cases: `time.perf_counter`); every "
+        "figure is the best round, baseline and candidate timed in the same pytest session",
         "",
     ]
 
@@ -93,8 +95,8 @@ def ratio_section(summary: dict) -> list[str]:
     out = [
         "## Python: baseline vs candidate (same run)",
         "",
-        "| case | baseline | baseline time | pulsarkit time | per item (baseline → pulsarkit) | speed-up | target |",
-        "|---|---|---|---|---|---|---|",
+        "| case | baseline | pulsarkit | baseline time | pulsarkit time | per item (baseline → pulsarkit) | speed-up | target |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         per = ""
@@ -106,14 +108,11 @@ def ratio_section(summary: dict) -> list[str]:
         if r.get("reference"):
             tgt = "reference (floor), not a baseline"
         out.append(
-            f"| {r['case']} | {r['baseline_label']} | {_t(r['baseline_s'])} | {_t(r['candidate_s'])} | {per} | "
-            f"**{r['ratio']:.2f}x** (median {r['median_ratio']:.2f}x) | {tgt} |"
+            f"| {r['case']} | {r['baseline_label']} | {r['candidate_label']} | {_t(r['baseline_s'])} | "
+            f"{_t(r['candidate_s'])} | {per} | **{r['ratio']:.2f}x** "
+            f"{'(medians)' if r.get('stat') == 'median' else '(median ' + format(r['median_ratio'], '.2f') + 'x)'} | {tgt} |"
         )
-    cands = {}
-    for r in rows:
-        cands.setdefault(r["case"], r["candidate_label"])
-    out += ["", "Candidates: " + "; ".join(f"{c}: `{label}`" for c, label in cands.items()), ""]
-    return out
+    return out + [""]
 
 
 def criterion_section(root: Path) -> list[str]:

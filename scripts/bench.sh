@@ -2,7 +2,7 @@
 # Runs every benchmark and regenerates the figures in bench/RESULTS.md:
 #   1. pytest-benchmark (bench/): pulsarkit against Python baselines, timed in the same session;
 #   2. criterion (rust/benches/kernels.rs): the Rust kernels on their own.
-# Usage: scripts/bench.sh [--no-criterion] [extra pytest args...]
+# Usage: scripts/bench.sh [--no-criterion] [extra pytest args...]   (BENCH_PATHS="bench/test_x.py ..." to narrow)
 # BENCH_TIMER picks the pytest timer (default: process CPU time, so other jobs on a shared machine do
 # not count against either side; use time.perf_counter for wall clock).
 set -euo pipefail
@@ -21,10 +21,12 @@ LOAD=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 # The native module must match the sources being measured.
 maturin develop --release --quiet
 
-PYTEST=(python -m pytest bench -p no:cacheprovider -q --benchmark-enable "--benchmark-timer=$TIMER"
+read -r -a PATHS <<< "${BENCH_PATHS:-bench}"
+PYTEST=(python -m pytest "${PATHS[@]}" -p no:cacheprovider -q --benchmark-enable "--benchmark-timer=$TIMER"
         "--benchmark-json=$OUT/pytest-benchmark.json" "--bench-summary=$OUT/ratios.json" "$@")
 echo "+ ${PYTEST[*]}"
-"${PYTEST[@]}"
+STATUS=0
+"${PYTEST[@]}" || STATUS=$?  # still run criterion and write the report; fail at the end
 
 CARGO=(cargo bench --manifest-path rust/Cargo.toml --bench kernels -- --warm-up-time 0.5 --measurement-time 2)
 if [ "$CRITERION" = 1 ]; then
@@ -33,5 +35,8 @@ if [ "$CRITERION" = 1 ]; then
   "${CARGO[@]}" | tee "$OUT/criterion.txt"
 fi
 
-python bench/report.py --summary "$OUT/ratios.json" --criterion "$TARGET/criterion" \
-  --command "scripts/bench.sh $* (= ${PYTEST[*]} ; ${CARGO[*]})" --load "$LOAD" --out bench/RESULTS.md
+CRIT_DIR="$TARGET/criterion"
+[ "$CRITERION" = 1 ] || CRIT_DIR="$OUT/criterion-skipped"  # never report an older run's figures
+python bench/report.py --summary "$OUT/ratios.json" --criterion "$CRIT_DIR" \
+  --command "${PYTEST[*]} ; ${CARGO[*]}" --load "$LOAD" --out bench/RESULTS.md
+exit "$STATUS"
