@@ -336,6 +336,7 @@ def decompress(codec: str, data: Buffer, uncompressed_size: int, limit: int = DE
     return _native.decompress(codec, data, uncompressed_size, limit)
 
 
-def crc32c(data: Buffer, crc: int = 0) -> int:
-    """CRC-32C (Castagnoli). A non-zero ``crc`` resumes it: ``crc32c(b, crc32c(a)) == crc32c(a + b)``."""
-    return _native.crc32c(data, crc)
+#: ``crc32c(data, crc=0) -> int``: CRC-32C (Castagnoli). A non-zero ``crc`` resumes it:
+#: ``crc32c(b, crc32c(a)) == crc32c(a + b)``. Bound directly to the native function: a Python
+#: wrapper frame would cost more than the CRC of a small buffer.
+crc32c = _native.crc32c
