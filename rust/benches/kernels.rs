@@ -2,6 +2,7 @@
 //! `scripts/bench.sh` runs them with a short measurement time and folds the figures into bench/RESULTS.md.
 use arrow_array::BinaryArray;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use prost::Message as _;
 use pulsarkit::batch::{decode_batch, decode_message_metadata, encode_batch};
 use pulsarkit::bulk::{self, EntryColumn};
 use pulsarkit::command::{encode_frame, FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
@@ -10,7 +11,6 @@ use pulsarkit::crc::crc32c;
 use pulsarkit::entry::{add_broker_entry_metadata, parse_layout};
 use pulsarkit::metascan::scan_metadata;
 use pulsarkit::proto::{base_command, BaseCommand, CommandSend, KeyValue, MessageMetadata, SingleMessageMetadata};
-use prost::Message as _;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -91,7 +91,8 @@ fn batch_entry(t: usize, seq: u64, n: usize, codec: Codec) -> Vec<u8> {
 /// `n` entries cycling through 64 templates of 5-20 messages and all codecs, as a BinaryArray.
 fn entry_column(n: usize) -> BinaryArray {
     let codecs = [Codec::Zstd, Codec::Lz4, Codec::Snappy, Codec::Zlib, Codec::None];
-    let templates: Vec<Vec<u8>> = (0..64).map(|t| batch_entry(t, 10_000 + t as u64 * 20, 5 + t % 16, codecs[t % 5])).collect();
+    let templates: Vec<Vec<u8>> =
+        (0..64).map(|t| batch_entry(t, 10_000 + t as u64 * 20, 5 + t % 16, codecs[t % 5])).collect();
     BinaryArray::from_iter_values((0..n).map(|i| templates[i % templates.len()].clone()))
 }
 

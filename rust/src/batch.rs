@@ -26,19 +26,23 @@ pub fn decode_batch(batch: &[u8], num_messages: i32) -> Result<Vec<BatchRecord>>
     let mut r = Reader::new(batch);
     for i in 0..num_messages {
         let size_at = r.pos();
-        let md_range = r
-            .len_prefixed("single message metadata")
-            .map_err(|e| annotate(e, i, num_messages))?;
+        let md_range = r.len_prefixed("single message metadata").map_err(|e| annotate(e, i, num_messages))?;
         let md_bytes = &batch[md_range.clone()];
         let metadata = SingleMessageMetadata::decode(md_bytes).map_err(|e| {
             Error::corrupt(md_range.start, format!("message {i} of the batch: invalid SingleMessageMetadata: {e}"))
         })?;
         // prost cannot tell a missing required field from a zero; Java rejects the record.
         if !has_field(md_bytes, 3) {
-            return Err(Error::corrupt(md_range.start, format!("message {i} of the batch: SingleMessageMetadata lacks required payload_size")));
+            return Err(Error::corrupt(
+                md_range.start,
+                format!("message {i} of the batch: SingleMessageMetadata lacks required payload_size"),
+            ));
         }
         if metadata.payload_size < 0 {
-            return Err(Error::corrupt(size_at, format!("message {i} of the batch has negative payload_size {}", metadata.payload_size)));
+            return Err(Error::corrupt(
+                size_at,
+                format!("message {i} of the batch has negative payload_size {}", metadata.payload_size),
+            ));
         }
         let payload = r
             .range(metadata.payload_size as usize, "batched message payload")
@@ -65,7 +69,9 @@ fn has_field(buf: &[u8], number: u32) -> bool {
 
 fn annotate(e: Error, i: i32, n: i32) -> Error {
     match e {
-        Error::Corrupt { offset, what } => Error::Corrupt { offset, what: format!("message {i} of {n} in the batch: {what}") },
+        Error::Corrupt { offset, what } => {
+            Error::Corrupt { offset, what: format!("message {i} of {n} in the batch: {what}") }
+        }
         other => other,
     }
 }
@@ -134,19 +140,22 @@ fn nonzero(v: Option<u64>) -> Option<u64> {
 pub fn uncompressed_payload(data: &[u8], e: &ParsedEntry, limit: usize) -> Result<Vec<u8>> {
     let codec = Codec::from_wire(e.metadata.compression.unwrap_or(0))?;
     let size = e.metadata.uncompressed_size.unwrap_or(0) as usize;
-    compression::decompress(codec, &data[e.layout.payload.clone()], size, limit)
-        .map_err(|err| match err {
-            Error::Decompression { codec, what } => Error::Decompression {
-                codec,
-                what: format!("{what} (payload at offset {})", e.layout.payload.start),
-            },
-            other => other,
-        })
+    compression::decompress(codec, &data[e.layout.payload.clone()], size, limit).map_err(|err| match err {
+        Error::Decompression { codec, what } => {
+            Error::Decompression { codec, what: format!("{what} (payload at offset {})", e.layout.payload.start) }
+        }
+        other => other,
+    })
 }
 
 /// Decodes an entry into the messages a consumer would receive. Batched messages marked
 /// `compacted_out` are dropped unless `include_compacted_out`, as `ConsumerImpl` does.
-pub fn entry_messages(data: &[u8], e: &ParsedEntry, include_compacted_out: bool, limit: usize) -> Result<Vec<DecodedMessage>> {
+pub fn entry_messages(
+    data: &[u8],
+    e: &ParsedEntry,
+    include_compacted_out: bool,
+    limit: usize,
+) -> Result<Vec<DecodedMessage>> {
     let md = &e.metadata;
     let body = uncompressed_payload(data, e, limit)?;
     let Some(n) = md.num_messages_in_batch else {
@@ -208,8 +217,10 @@ pub fn encode_batch(
         append_record(&mut batch, smm, payload)?;
     }
     let mut md = metadata.clone();
-    md.num_messages_in_batch = Some(i32::try_from(messages.len()).map_err(|_| Error::InvalidArgument("too many messages".into()))?);
-    md.uncompressed_size = Some(u32::try_from(batch.len()).map_err(|_| Error::InvalidArgument("batch over 4 GiB".into()))?);
+    md.num_messages_in_batch =
+        Some(i32::try_from(messages.len()).map_err(|_| Error::InvalidArgument("too many messages".into()))?);
+    md.uncompressed_size =
+        Some(u32::try_from(batch.len()).map_err(|_| Error::InvalidArgument("batch over 4 GiB".into()))?);
     md.compression = if codec == Codec::None { None } else { Some(codec as i32) };
     let body = compression::compress(codec, &batch)?;
     crate::entry::encode_metadata_and_payload(&md.encode_to_vec(), &body, checksum)
@@ -218,7 +229,8 @@ pub fn encode_batch(
 /// Builds a single (non-batched) entry; compresses the payload when `codec` is not NONE.
 pub fn encode_single(metadata: &MessageMetadata, payload: &[u8], codec: Codec, checksum: bool) -> Result<Vec<u8>> {
     let mut md = metadata.clone();
-    md.uncompressed_size = Some(u32::try_from(payload.len()).map_err(|_| Error::InvalidArgument("payload over 4 GiB".into()))?);
+    md.uncompressed_size =
+        Some(u32::try_from(payload.len()).map_err(|_| Error::InvalidArgument("payload over 4 GiB".into()))?);
     md.compression = if codec == Codec::None { None } else { Some(codec as i32) };
     let body = compression::compress(codec, payload)?;
     crate::entry::encode_metadata_and_payload(&md.encode_to_vec(), &body, checksum)
@@ -240,7 +252,14 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                (SingleMessageMetadata { sequence_id: Some(7 + i as u64), partition_key: Some(format!("k{i}")), ..Default::default() }, &p[..])
+                (
+                    SingleMessageMetadata {
+                        sequence_id: Some(7 + i as u64),
+                        partition_key: Some(format!("k{i}")),
+                        ..Default::default()
+                    },
+                    &p[..],
+                )
             })
             .collect();
         for c in Codec::ALL {

@@ -7,7 +7,10 @@ use crate::error::{Error, Result};
 use crate::metascan::{scan_metadata, MetaFields};
 use arrow_array::builder::*;
 use arrow_array::types::{ArrowPrimitiveType, ByteArrayType, GenericBinaryType, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, GenericByteArray, OffsetSizeTrait, PrimitiveArray, RecordBatch, StringArray};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, GenericByteArray, OffsetSizeTrait, PrimitiveArray,
+    RecordBatch, StringArray,
+};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
@@ -65,7 +68,11 @@ impl<'a> EntryColumn<'a> {
                 let mut off = 0;
                 while off < n {
                     // SAFETY: prefetch is only a hint and never faults; the address is inside `d` anyway.
-                    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(d.as_ptr().add(off) as *const i8) };
+                    unsafe {
+                        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                            d.as_ptr().add(off) as *const i8
+                        )
+                    };
                     off += 64;
                 }
             }
@@ -172,7 +179,11 @@ pub fn peek_broker_entry_metadata(col: &EntryColumn) -> RecordBatch {
         }
     }
     batch(
-        vec![Field::new("broker_timestamp", DataType::Int64, true), Field::new("index", DataType::Int64, true), err_field()],
+        vec![
+            Field::new("broker_timestamp", DataType::Int64, true),
+            Field::new("index", DataType::Int64, true),
+            err_field(),
+        ],
         vec![Arc::new(ts.finish()), Arc::new(idx.finish()), Arc::new(err.finish())],
     )
 }
@@ -220,7 +231,10 @@ pub fn strip_broker_entry_metadata_view(col: &EntryColumn) -> RecordBatch {
             }
         }
     }
-    batch(vec![Field::new("entry", DataType::BinaryView, true), err_field()], vec![Arc::new(out.finish()), Arc::new(err.finish())])
+    batch(
+        vec![Field::new("entry", DataType::BinaryView, true), err_field()],
+        vec![Arc::new(out.finish()), Arc::new(err.finish())],
+    )
 }
 
 fn strip_copy_to_view(col: &EntryColumn) -> RecordBatch {
@@ -243,7 +257,10 @@ fn strip_copy_to_view(col: &EntryColumn) -> RecordBatch {
             }
         }
     }
-    batch(vec![Field::new("entry", DataType::BinaryView, true), err_field()], vec![Arc::new(out.finish()), Arc::new(err.finish())])
+    batch(
+        vec![Field::new("entry", DataType::BinaryView, true), err_field()],
+        vec![Arc::new(out.finish()), Arc::new(err.finish())],
+    )
 }
 
 fn strip_into<O: OffsetSizeTrait>(col: &EntryColumn) -> RecordBatch {
@@ -602,7 +619,12 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
 /// Explodes entries into one row per message, decompressing and splitting batches.
 /// `entry_index` points back at the input row, so callers can carry ledger/entry ids along.
 /// A corrupt entry yields exactly one row with `batch_index` null and the `error` set.
-pub fn explode_messages(col: &EntryColumn, include_compacted_out: bool, verify_checksum: bool, limit: usize) -> RecordBatch {
+pub fn explode_messages(
+    col: &EntryColumn,
+    include_compacted_out: bool,
+    verify_checksum: bool,
+    limit: usize,
+) -> RecordBatch {
     let n = col.len();
     let mut entry_index = Int64Builder::with_capacity(n);
     let mut batch_index = Int32Builder::with_capacity(n);
@@ -636,7 +658,18 @@ pub fn explode_messages(col: &EntryColumn, include_compacted_out: bool, verify_c
             Some(Ok((p, msgs, bem))) => {
                 let batch_size = i64::from(p.metadata.num_messages_in_batch.unwrap_or(1));
                 for m in msgs {
-                    let DecodedMessage { batch_index: bi, payload: pl, key: k, ordering_key, properties, event_time, sequence_id, null_value: nv, compacted_out: co, .. } = m;
+                    let DecodedMessage {
+                        batch_index: bi,
+                        payload: pl,
+                        key: k,
+                        ordering_key,
+                        properties,
+                        event_time,
+                        sequence_id,
+                        null_value: nv,
+                        compacted_out: co,
+                        ..
+                    } = m;
                     entry_index.append_value(i as i64);
                     batch_index.append_value(bi);
                     payload.append_value(&pl);

@@ -11,7 +11,8 @@ pub const DEFAULT_MAX_FRAME_SIZE: usize = DEFAULT_MAX_MESSAGE_SIZE + MESSAGE_SIZ
 pub fn encode_frame(command: &[u8], headers_and_payload: Option<&[u8]>) -> Result<Vec<u8>> {
     let hp = headers_and_payload.unwrap_or(&[]);
     let total = 4u64 + command.len() as u64 + hp.len() as u64;
-    let total = u32::try_from(total).map_err(|_| Error::InvalidArgument(format!("frame of {total} bytes does not fit a u32 size")))?;
+    let total = u32::try_from(total)
+        .map_err(|_| Error::InvalidArgument(format!("frame of {total} bytes does not fit a u32 size")))?;
     let mut out = Vec::with_capacity(4 + total as usize);
     out.extend_from_slice(&total.to_be_bytes());
     out.extend_from_slice(&(command.len() as u32).to_be_bytes());
@@ -66,24 +67,33 @@ impl FrameDecoder {
             let at = self.consumed as usize;
             let total = u32::from_be_bytes(self.buf[s..s + 4].try_into().unwrap()) as usize;
             if total > self.max_frame_size {
-                return self.fail(frames, Error::LimitExceeded {
-                    what: format!("frame at stream offset {at}"),
-                    size: total as u64,
-                    limit: self.max_frame_size as u64,
-                });
+                return self.fail(
+                    frames,
+                    Error::LimitExceeded {
+                        what: format!("frame at stream offset {at}"),
+                        size: total as u64,
+                        limit: self.max_frame_size as u64,
+                    },
+                );
             }
             if total < 4 {
-                return self.fail(frames, Error::corrupt(at, format!("frame size {total} cannot hold the 4-byte command size")));
+                return self.fail(
+                    frames,
+                    Error::corrupt(at, format!("frame size {total} cannot hold the 4-byte command size")),
+                );
             }
             if avail < 4 + total {
                 break;
             }
             let cmd_size = u32::from_be_bytes(self.buf[s + 4..s + 8].try_into().unwrap()) as usize;
             if cmd_size > total - 4 {
-                return self.fail(frames, Error::corrupt(
-                    at + 4,
-                    format!("command size {cmd_size} exceeds the {} bytes left in the frame", total - 4),
-                ));
+                return self.fail(
+                    frames,
+                    Error::corrupt(
+                        at + 4,
+                        format!("command size {cmd_size} exceeds the {} bytes left in the frame", total - 4),
+                    ),
+                );
             }
             let cmd = self.buf[s + 8..s + 8 + cmd_size].to_vec();
             let rest = &self.buf[s + 8 + cmd_size..s + 4 + total];

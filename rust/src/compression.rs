@@ -37,7 +37,11 @@ impl Codec {
             "ZLIB" => Codec::Zlib,
             "ZSTD" => Codec::Zstd,
             "SNAPPY" => Codec::Snappy,
-            _ => return Err(Error::UnsupportedCompression(format!("{name:?}; expected NONE, LZ4, ZLIB, ZSTD or SNAPPY"))),
+            _ => {
+                return Err(Error::UnsupportedCompression(format!(
+                    "{name:?}; expected NONE, LZ4, ZLIB, ZSTD or SNAPPY"
+                )))
+            }
         })
     }
 
@@ -59,13 +63,16 @@ pub fn compress(codec: Codec, data: &[u8]) -> Result<Vec<u8>> {
         Codec::Lz4 => Ok(lz4_flex::block::compress(data)),
         Codec::Zlib => {
             use std::io::Write;
-            let mut enc = flate2::write::ZlibEncoder::new(Vec::with_capacity(data.len() / 2 + 16), flate2::Compression::default());
+            let mut enc = flate2::write::ZlibEncoder::new(
+                Vec::with_capacity(data.len() / 2 + 16),
+                flate2::Compression::default(),
+            );
             enc.write_all(data).and_then(|_| enc.finish()).map_err(|e| Error::InvalidArgument(format!("zlib: {e}")))
         }
         Codec::Zstd => zstd::bulk::compress(data, 3).map_err(|e| Error::InvalidArgument(format!("zstd: {e}"))),
-        Codec::Snappy => snap::raw::Encoder::new()
-            .compress_vec(data)
-            .map_err(|e| Error::InvalidArgument(format!("snappy: {e}"))),
+        Codec::Snappy => {
+            snap::raw::Encoder::new().compress_vec(data).map_err(|e| Error::InvalidArgument(format!("snappy: {e}")))
+        }
     }
 }
 
@@ -74,7 +81,11 @@ pub fn compress(codec: Codec, data: &[u8]) -> Result<Vec<u8>> {
 pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: usize) -> Result<Vec<u8>> {
     if codec == Codec::None {
         if data.len() > limit {
-            return Err(Error::LimitExceeded { what: "uncompressed payload".into(), size: data.len() as u64, limit: limit as u64 });
+            return Err(Error::LimitExceeded {
+                what: "uncompressed payload".into(),
+                size: data.len() as u64,
+                limit: limit as u64,
+            });
         }
         return Ok(data.to_vec());
     }

@@ -21,12 +21,7 @@ pub enum DigestType {
 }
 
 impl DigestType {
-    pub const ALL: [DigestType; 4] = [
-        DigestType::Crc32c,
-        DigestType::Crc32,
-        DigestType::Mac,
-        DigestType::Dummy,
-    ];
+    pub const ALL: [DigestType; 4] = [DigestType::Crc32c, DigestType::Crc32, DigestType::Mac, DigestType::Dummy];
 
     /// Accepts BookKeeper's names (`CRC32C`, `CRC32`, `MAC`, `HMAC`, `DUMMY`), any case.
     pub fn from_name(name: &str) -> Result<Self> {
@@ -195,10 +190,7 @@ impl Digester {
 
     /// The digest of `header ‖ payload`, as BookKeeper's client computes it.
     pub fn compute(&self, header: &[u8], payload: &[u8]) -> DigestValue {
-        let mut v = DigestValue {
-            bytes: [0; MAX_DIGEST_SIZE],
-            len: self.kind.digest_len() as u8,
-        };
+        let mut v = DigestValue { bytes: [0; MAX_DIGEST_SIZE], len: self.kind.digest_len() as u8 };
         match self.kind {
             DigestType::Crc32c => {
                 let c = crate::crc::crc32c_resume(crate::crc::crc32c(header), payload);
@@ -253,25 +245,14 @@ impl Digester {
         if !ok {
             return Err(Error::corrupt(
                 BOOKIE_HEADER_SIZE,
-                format!(
-                    "{} digest mismatch for ledger {} entry {}",
-                    self.kind.name(),
-                    e.ledger_id,
-                    e.entry_id
-                ),
+                format!("{} digest mismatch for ledger {} entry {}", self.kind.name(), e.ledger_id, e.entry_id),
             ));
         }
         if let Some(l) = ledger_id.filter(|&l| l != e.ledger_id) {
-            return Err(Error::corrupt(
-                0,
-                format!("entry belongs to ledger {}, expected ledger {l}", e.ledger_id),
-            ));
+            return Err(Error::corrupt(0, format!("entry belongs to ledger {}, expected ledger {l}", e.ledger_id)));
         }
         if let Some(x) = entry_id.filter(|&x| x != e.entry_id) {
-            return Err(Error::corrupt(
-                8,
-                format!("entry has id {}, expected entry {x}", e.entry_id),
-            ));
+            return Err(Error::corrupt(8, format!("entry has id {}, expected entry {x}", e.entry_id)));
         }
         Ok(e)
     }
@@ -330,10 +311,7 @@ mod tests {
         whole.extend_from_slice(b"hello");
         assert_eq!(&e[32..36], &crate::crc::crc32c(&whole).to_be_bytes());
         let p = d.verify(&e, Some(7), Some(3)).unwrap();
-        assert_eq!(
-            (p.ledger_id, p.entry_id, p.last_add_confirmed, p.length, p.payload),
-            (7, 3, 2, 100, &b"hello"[..])
-        );
+        assert_eq!((p.ledger_id, p.entry_id, p.last_add_confirmed, p.length, p.payload), (7, 3, 2, 100, &b"hello"[..]));
     }
 
     #[test]

@@ -86,7 +86,9 @@ pub fn decode_broker_entry_metadata(bytes: &[u8], base: usize) -> Result<BrokerE
         match (field, v) {
             (1, Value::Varint(x)) => out.broker_timestamp = Some(x),
             (2, Value::Varint(x)) => out.index = Some(x),
-            (1 | 2, _) => return Err(Error::corrupt(0, format!("broker entry metadata field {field} has the wrong wire type"))),
+            (1 | 2, _) => {
+                return Err(Error::corrupt(0, format!("broker entry metadata field {field} has the wrong wire type")))
+            }
             _ => {}
         }
         Ok(())

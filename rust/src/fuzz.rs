@@ -11,8 +11,8 @@ use crate::command::{encode_frame, Frame, FrameDecoder};
 use crate::compression::{compress, decompress, Codec};
 use crate::crc::crc32c;
 use crate::entry::{
-    add_broker_entry_metadata, decode_broker_entry_metadata, encode_metadata_and_payload,
-    parse_layout, peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
+    add_broker_entry_metadata, decode_broker_entry_metadata, encode_metadata_and_payload, parse_layout,
+    peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
 };
 use crate::error::Error;
 use crate::metascan::scan_metadata;
@@ -536,7 +536,11 @@ pub fn fuzz_bulk(data: &[u8]) -> bool {
             Some(Ok(msgs)) => {
                 any_ok = true;
                 // An entry whose messages decode also has decodable metadata columns.
-                assert!(dm_err.is_null(i), "decode_metadata refused row {i} that explode accepted: {}", dm_err.value(i));
+                assert!(
+                    dm_err.is_null(i),
+                    "decode_metadata refused row {i} that explode accepted: {}",
+                    dm_err.value(i)
+                );
                 for m in msgs {
                     assert_eq!(eidx.value(row), i as i64);
                     assert!(ex_err.is_null(row));
@@ -603,7 +607,8 @@ pub fn sample_entries() -> Vec<Vec<u8>> {
     let empty = MessageMetadata { producer_name: "p".into(), sequence_id: 0, publish_time: 1000, ..Default::default() };
     out.push(crate::batch::encode_single(&empty, b"", Codec::None, true).unwrap());
     // The fact sheet's worked example: metadata {p, 0, 1000, uncompressed_size 2}, payload "hi".
-    let ex = encode_metadata_and_payload(&[0x0a, 0x01, 0x70, 0x10, 0x00, 0x18, 0xe8, 0x07, 0x48, 0x02], b"hi", true).unwrap();
+    let ex = encode_metadata_and_payload(&[0x0a, 0x01, 0x70, 0x10, 0x00, 0x18, 0xe8, 0x07, 0x48, 0x02], b"hi", true)
+        .unwrap();
     out.push(add_broker_entry_metadata(&ex, Some(1000), Some(0)).unwrap());
     out.push(ex);
     let chunk = MessageMetadata {
@@ -725,10 +730,26 @@ pub fn targets() -> Vec<Target> {
     vec![
         Target { name: "entry_parse", run: fuzz_entry_parse, seeds: seeds_entry_parse },
         Target { name: "batch_decode", run: fuzz_batch_decode, seeds: seeds_batch_decode },
-        Target { name: "decompress_lz4", run: |d| fuzz_decompress_codec(Codec::Lz4, d), seeds: || seeds_decompress_codec(Codec::Lz4) },
-        Target { name: "decompress_zlib", run: |d| fuzz_decompress_codec(Codec::Zlib, d), seeds: || seeds_decompress_codec(Codec::Zlib) },
-        Target { name: "decompress_zstd", run: |d| fuzz_decompress_codec(Codec::Zstd, d), seeds: || seeds_decompress_codec(Codec::Zstd) },
-        Target { name: "decompress_snappy", run: |d| fuzz_decompress_codec(Codec::Snappy, d), seeds: || seeds_decompress_codec(Codec::Snappy) },
+        Target {
+            name: "decompress_lz4",
+            run: |d| fuzz_decompress_codec(Codec::Lz4, d),
+            seeds: || seeds_decompress_codec(Codec::Lz4),
+        },
+        Target {
+            name: "decompress_zlib",
+            run: |d| fuzz_decompress_codec(Codec::Zlib, d),
+            seeds: || seeds_decompress_codec(Codec::Zlib),
+        },
+        Target {
+            name: "decompress_zstd",
+            run: |d| fuzz_decompress_codec(Codec::Zstd, d),
+            seeds: || seeds_decompress_codec(Codec::Zstd),
+        },
+        Target {
+            name: "decompress_snappy",
+            run: |d| fuzz_decompress_codec(Codec::Snappy, d),
+            seeds: || seeds_decompress_codec(Codec::Snappy),
+        },
         Target { name: "frame_decoder", run: fuzz_frame_decoder, seeds: seeds_frame_decoder },
         Target { name: "bulk", run: fuzz_bulk, seeds: seeds_bulk },
     ]
@@ -764,7 +785,8 @@ impl Rng {
 }
 
 /// Length-field values that break parsers: empty, one, around signed and unsigned overflow.
-pub const BOUNDARY_U32: [u32; 12] = [0, 1, 2, 4, 6, 0x7f, 0x80, 0xffff, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff];
+pub const BOUNDARY_U32: [u32; 12] =
+    [0, 1, 2, 4, 6, 0x7f, 0x80, 0xffff, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff];
 pub const BOUNDARY_VARINT: [u64; 10] = [0, 1, 0x7f, 0x80, 0x3fff, 0x7fff_ffff, 0xffff_ffff, 1 << 32, 1 << 63, u64::MAX];
 const INTERESTING_BYTES: [u8; 10] = [0x00, 0x01, 0x02, 0x0e, 0x7f, 0x80, 0xff, 0x08, 0x0a, 0x12];
 
@@ -801,7 +823,13 @@ pub fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>], max_len: usize) -
         let pos = if len == 0 { 0 } else { rng.below(len) };
         match rng.below(13) {
             0 if len > 0 => b[pos] ^= 1 << rng.below(8),
-            1 if len > 0 => b[pos] = if rng.chance(2) { rng.next_u64() as u8 } else { INTERESTING_BYTES[rng.below(INTERESTING_BYTES.len())] },
+            1 if len > 0 => {
+                b[pos] = if rng.chance(2) {
+                    rng.next_u64() as u8
+                } else {
+                    INTERESTING_BYTES[rng.below(INTERESTING_BYTES.len())]
+                }
+            }
             2 => b.truncate(if len == 0 { 0 } else { rng.below(len + 1) }),
             3 => {
                 let n = 1 + rng.below(64);

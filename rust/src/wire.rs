@@ -71,10 +71,7 @@ impl<'a> Reader<'a> {
         let at = self.pos;
         let n = self.u32(what)? as usize;
         if n > self.remaining() {
-            return Err(Error::corrupt(
-                at,
-                format!("{what} declares {n} bytes, only {} remain", self.remaining()),
-            ));
+            return Err(Error::corrupt(at, format!("{what} declares {n} bytes, only {} remain", self.remaining())));
         }
         self.range(n, what)
     }

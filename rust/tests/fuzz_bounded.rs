@@ -103,7 +103,14 @@ fn run_one(t: &Target, input: &[u8], last_panic: &Arc<Mutex<String>>) -> Result<
     }
 }
 
-fn fuzz_target(t: &Target, secs: f64, seed: u64, cur: &Current, origin: Instant, last_panic: &Arc<Mutex<String>>) -> (Stats, Option<String>) {
+fn fuzz_target(
+    t: &Target,
+    secs: f64,
+    seed: u64,
+    cur: &Current,
+    origin: Instant,
+    last_panic: &Arc<Mutex<String>>,
+) -> (Stats, Option<String>) {
     let mut corpus = (t.seeds)();
     let mut rng = Rng::new(seed);
     let start = Instant::now();
@@ -143,7 +150,12 @@ fn fuzz_target(t: &Target, secs: f64, seed: u64, cur: &Current, origin: Instant,
             Ok(false) => {}
             Err(why) => {
                 let path = save(t.name, &input);
-                failure = Some(format!("target {}: {why}\n  input ({} bytes, saved to {path}): {}", t.name, input.len(), hex(&input, 512)));
+                failure = Some(format!(
+                    "target {}: {why}\n  input ({} bytes, saved to {path}): {}",
+                    t.name,
+                    input.len(),
+                    hex(&input, 512)
+                ));
                 break;
             }
         }
@@ -209,26 +221,41 @@ fn bounded_mutation_fuzz() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64);
-    let only: Option<Vec<String>> = std::env::var("PULSARKIT_FUZZ_TARGETS").ok().map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
-    let selected: Vec<&Target> = all.iter().filter(|t| only.as_ref().map_or(true, |o| o.iter().any(|n| n == t.name))).collect();
+    let only: Option<Vec<String>> =
+        std::env::var("PULSARKIT_FUZZ_TARGETS").ok().map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    let selected: Vec<&Target> =
+        all.iter().filter(|t| only.as_ref().map_or(true, |o| o.iter().any(|n| n == t.name))).collect();
     assert!(!selected.is_empty(), "PULSARKIT_FUZZ_TARGETS matched no target");
-    eprintln!("pulsarkit fuzz: {} targets x {secs} s, seed {seed} (PULSARKIT_FUZZ_SEED to repeat the mutation order)", selected.len());
+    eprintln!(
+        "pulsarkit fuzz: {} targets x {secs} s, seed {seed} (PULSARKIT_FUZZ_SEED to repeat the mutation order)",
+        selected.len()
+    );
 
     // Hang watchdog: an input running longer than HANG is printed and the process aborts.
     let origin = Instant::now();
-    let cur = Arc::new(Current { target: Mutex::new(""), input: Mutex::new(Vec::new()), started_ms: AtomicU64::new(0), running: AtomicBool::new(true) });
+    let cur = Arc::new(Current {
+        target: Mutex::new(""),
+        input: Mutex::new(Vec::new()),
+        started_ms: AtomicU64::new(0),
+        running: AtomicBool::new(true),
+    });
     let wd = {
         let cur = cur.clone();
         std::thread::spawn(move || {
             while cur.running.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(500));
                 let started = cur.started_ms.load(Ordering::Relaxed);
-                if cur.running.load(Ordering::Relaxed) && now_ms(origin).saturating_sub(started) > HANG.as_millis() as u64 {
+                if cur.running.load(Ordering::Relaxed)
+                    && now_ms(origin).saturating_sub(started) > HANG.as_millis() as u64
+                {
                     // The worker may hold the lock while copying; try a few times, then report without it.
                     let name = *cur.target.lock().unwrap();
                     let input = cur.input.try_lock().map(|i| i.clone()).unwrap_or_default();
                     let path = save(name, &input);
-                    eprintln!("HANG in target {name}: one input ran over {HANG:?}; saved to {path}: {}", hex(&input, 512));
+                    eprintln!(
+                        "HANG in target {name}: one input ran over {HANG:?}; saved to {path}: {}",
+                        hex(&input, 512)
+                    );
                     std::process::abort();
                 }
             }

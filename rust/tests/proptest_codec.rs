@@ -4,16 +4,18 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, BinaryArray};
 use proptest::prelude::*;
+use prost::Message as _;
 use pulsarkit::batch::{append_record, decode_batch, encode_batch, encode_single, entry_messages, parse_entry};
 use pulsarkit::bulk::{self, EntryColumn};
 use pulsarkit::command::{encode_frame, FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 use pulsarkit::compression::{compress, decompress, Codec, DEFAULT_DECOMPRESSION_LIMIT};
 use pulsarkit::crc::{crc32c, crc32c_resume};
-use pulsarkit::entry::{add_broker_entry_metadata, peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA};
+use pulsarkit::entry::{
+    add_broker_entry_metadata, peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
+};
 use pulsarkit::error::Error;
 use pulsarkit::fuzz;
 use pulsarkit::proto::{BrokerEntryMetadata, KeyValue, MessageMetadata, SingleMessageMetadata};
-use prost::Message as _;
 
 fn codec() -> impl Strategy<Value = Codec> {
     prop::sample::select(Codec::ALL.to_vec())
@@ -29,20 +31,31 @@ fn payload() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn props() -> impl Strategy<Value = Vec<KeyValue>> {
-    prop::collection::vec((".{0,6}", ".{0,6}"), 0..3).prop_map(|v| v.into_iter().map(|(key, value)| KeyValue { key, value }).collect())
+    prop::collection::vec((".{0,6}", ".{0,6}"), 0..3)
+        .prop_map(|v| v.into_iter().map(|(key, value)| KeyValue { key, value }).collect())
 }
 
 fn metadata() -> impl Strategy<Value = MessageMetadata> {
-    (".{0,12}", any::<u64>(), any::<u64>(), props(), prop::option::of(".{0,10}"), prop::option::of(1u64..), prop::option::of(bytes(8)))
-        .prop_map(|(producer_name, sequence_id, publish_time, properties, partition_key, event_time, ok)| MessageMetadata {
-            producer_name,
-            sequence_id,
-            publish_time,
-            properties,
-            partition_key,
-            event_time,
-            ordering_key: ok.map(Into::into),
-            ..Default::default()
+    (
+        ".{0,12}",
+        any::<u64>(),
+        any::<u64>(),
+        props(),
+        prop::option::of(".{0,10}"),
+        prop::option::of(1u64..),
+        prop::option::of(bytes(8)),
+    )
+        .prop_map(|(producer_name, sequence_id, publish_time, properties, partition_key, event_time, ok)| {
+            MessageMetadata {
+                producer_name,
+                sequence_id,
+                publish_time,
+                properties,
+                partition_key,
+                event_time,
+                ordering_key: ok.map(Into::into),
+                ..Default::default()
+            }
         })
 }
 
@@ -57,21 +70,23 @@ fn single_message() -> impl Strategy<Value = (SingleMessageMetadata, Vec<u8>)> {
         any::<[bool; 4]>(),
         payload(),
     )
-        .prop_map(|(properties, partition_key, ok, event_time, sequence_id, [null_value, compacted_out, b64, null_pk], p)| {
-            let smm = SingleMessageMetadata {
-                properties,
-                partition_key,
-                payload_size: 0,
-                compacted_out: compacted_out.then_some(true),
-                event_time,
-                partition_key_b64_encoded: b64.then_some(true),
-                ordering_key: ok.map(Into::into),
-                sequence_id,
-                null_value: null_value.then_some(true),
-                null_partition_key: null_pk.then_some(true),
-            };
-            (smm, p)
-        })
+        .prop_map(
+            |(properties, partition_key, ok, event_time, sequence_id, [null_value, compacted_out, b64, null_pk], p)| {
+                let smm = SingleMessageMetadata {
+                    properties,
+                    partition_key,
+                    payload_size: 0,
+                    compacted_out: compacted_out.then_some(true),
+                    event_time,
+                    partition_key_b64_encoded: b64.then_some(true),
+                    ordering_key: ok.map(Into::into),
+                    sequence_id,
+                    null_value: null_value.then_some(true),
+                    null_partition_key: null_pk.then_some(true),
+                };
+                (smm, p)
+            },
+        )
 }
 
 /// A valid entry: single or batched, any codec, with or without checksum and broker entry metadata.
@@ -87,7 +102,8 @@ fn entry() -> impl Strategy<Value = Vec<u8>> {
             let e = if msgs.is_empty() {
                 encode_single(&md, b"single payload", c, checksum).unwrap()
             } else {
-                let pairs: Vec<(SingleMessageMetadata, &[u8])> = msgs.iter().map(|(s, p)| (s.clone(), &p[..])).collect();
+                let pairs: Vec<(SingleMessageMetadata, &[u8])> =
+                    msgs.iter().map(|(s, p)| (s.clone(), &p[..])).collect();
                 encode_batch(&md, &pairs, c, checksum).unwrap()
             };
             match bem {

@@ -186,10 +186,7 @@ impl Cols {
             digest_ok: BooleanBuilder::with_capacity(rows),
             payload: match payload_type {
                 PayloadType::Binary => Payload::Binary(BinaryBuilder::with_capacity(rows, bytes)),
-                PayloadType::BinaryView => Payload::View {
-                    b: BinaryViewBuilder::with_capacity(rows),
-                    block: None,
-                },
+                PayloadType::BinaryView => Payload::View { b: BinaryViewBuilder::with_capacity(rows), block: None },
             },
             payload_type,
             issue: StringBuilder::new(),
@@ -229,8 +226,7 @@ impl Cols {
             return;
         }
         self.lac.append_value(i64::from_be_bytes(d[16..24].try_into().unwrap()));
-        self.ledger_length
-            .append_value(i64::from_be_bytes(d[24..32].try_into().unwrap()));
+        self.ledger_length.append_value(i64::from_be_bytes(d[24..32].try_into().unwrap()));
         let kind = match mode {
             DigestMode::Fixed(g) => Some((g.kind(), Some(g))),
             DigestMode::Auto { mac } => match known.get(&r.ledger_id) {
@@ -245,8 +241,7 @@ impl Cols {
             self.digest_type.append_null();
             self.digest_ok.append_value(false);
             self.payload.append_null();
-            self.error
-                .append_value("no digest type (CRC32C, CRC32, MAC) verifies this entry");
+            self.error.append_value("no digest type (CRC32C, CRC32, MAC) verifies this entry");
             self.rows += 1;
             return;
         };
@@ -289,8 +284,7 @@ impl Cols {
             };
             self.digest_ok.append_value(ok);
         }
-        self.payload
-            .append(payload, r.offset + 4 + (BOOKIE_HEADER_SIZE + n) as u64, file);
+        self.payload.append(payload, r.offset + 4 + (BOOKIE_HEADER_SIZE + n) as u64, file);
         self.error.append_null();
         self.bytes += payload.len();
         self.rows += 1;
@@ -355,14 +349,7 @@ impl MultiLogScan {
     pub fn new(logs: Vec<(PathBuf, u64)>, mut opts: ArrowScanOptions) -> Self {
         opts.batch_rows = opts.batch_rows.max(1);
         opts.batch_bytes = opts.batch_bytes.max(1);
-        MultiLogScan {
-            logs,
-            next_log: 0,
-            cur: None,
-            opts,
-            known: HashMap::new(),
-            summaries: Vec::new(),
-        }
+        MultiLogScan { logs, next_log: 0, cur: None, opts, known: HashMap::new(), summaries: Vec::new() }
     }
 
     /// Summaries of the logs finished so far, issues included.
@@ -391,19 +378,11 @@ impl MultiLogScan {
                     (AnySource::File(FileSource::open(&path)?), None)
                 };
                 let scanner = Scanner::new(src, id, self.opts.scan.clone())?;
-                self.cur = Some(Current {
-                    path,
-                    index,
-                    scanner,
-                    map,
-                });
+                self.cur = Some(Current { path, index, scanner, map });
             }
             let cur = self.cur.as_mut().unwrap();
             let log_id = cur.scanner.log_id();
-            let file = FileRef {
-                index: cur.index,
-                map: cur.map.as_ref(),
-            };
+            let file = FileRef { index: cur.index, map: cur.map.as_ref() };
             match cur.scanner.next_record()? {
                 Some(r) => c.push_record(log_id, &r, &self.opts.digest, &mut self.known, &file),
                 None => {

@@ -141,10 +141,7 @@ pub struct EntryLogMetadata {
 
 impl EntryLogMetadata {
     pub fn new(log_id: u64) -> Self {
-        EntryLogMetadata {
-            log_id,
-            ..Default::default()
-        }
+        EntryLogMetadata { log_id, ..Default::default() }
     }
     pub fn add_ledger_size(&mut self, ledger_id: i64, size: u64) {
         self.total_size += size;
@@ -191,10 +188,7 @@ pub fn encode_ledgers_map(ledgers: &BTreeMap<i64, u64>) -> Vec<u8> {
 pub fn decode_ledgers_map_record(body: &[u8], offset: u64, out: &mut Vec<(i64, i64)>) -> Result<usize> {
     let at = |d: u64| (offset + d) as usize;
     if body.len() < LEDGERS_MAP_HEADER_SIZE - 4 {
-        return Err(Error::corrupt(
-            at(0),
-            format!("ledgers-map record of {} bytes is shorter than 20", body.len()),
-        ));
+        return Err(Error::corrupt(at(0), format!("ledgers-map record of {} bytes is shorter than 20", body.len())));
     }
     let lid = i64::from_be_bytes(body[0..8].try_into().unwrap());
     let eid = i64::from_be_bytes(body[8..16].try_into().unwrap());
@@ -215,11 +209,7 @@ pub fn decode_ledgers_map_record(body: &[u8], offset: u64, out: &mut Vec<(i64, i
     if body.len() != 20 + n * LEDGERS_MAP_ENTRY_SIZE {
         return Err(Error::corrupt(
             at(16),
-            format!(
-                "ledgers-map record of {} bytes cannot hold its {n} ledgers ({} bytes)",
-                body.len(),
-                20 + n * 16
-            ),
+            format!("ledgers-map record of {} bytes cannot hold its {n} ledgers ({} bytes)", body.len(), 20 + n * 16),
         ));
     }
     for i in 0..n {
@@ -274,10 +264,7 @@ mod tests {
     fn header_parse() {
         let h = LogHeader::parse(&LogHeader::new_default_bytes(1)).unwrap();
         assert!(h.fingerprint_ok());
-        assert_eq!(
-            (h.version, h.ledgers_map_offset, h.ledgers_count, h.format),
-            (1, 0, 0, LogFormat::Default)
-        );
+        assert_eq!((h.version, h.ledgers_map_offset, h.ledgers_count, h.format), (1, 0, 0, LogFormat::Default));
         assert!(LogHeader::parse(&[0u8; 10]).is_err());
         let mut d = LogHeader::new_default_bytes(1);
         d.resize(4096, 0);

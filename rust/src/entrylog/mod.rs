@@ -43,10 +43,7 @@ pub type LogResult<T> = std::result::Result<T, LogError>;
 
 impl LogError {
     pub fn io(path: &Path, source: io::Error) -> Self {
-        LogError::Io {
-            path: Some(path.to_path_buf()),
-            source,
-        }
+        LogError::Io { path: Some(path.to_path_buf()), source }
     }
     pub fn corrupt(offset: u64, what: impl Into<String>) -> Self {
         LogError::Format(crate::Error::corrupt(offset as usize, what))
@@ -182,9 +179,7 @@ impl MmapSource {
         let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(|e| LogError::io(path, e))?;
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
-        Ok(MmapSource {
-            map: std::sync::Arc::new(map),
-        })
+        Ok(MmapSource { map: std::sync::Arc::new(map) })
     }
     /// The mapping, shared (to keep it alive from Arrow buffers).
     pub fn mapping(&self) -> &std::sync::Arc<memmap2::Mmap> {

@@ -22,8 +22,7 @@ pub struct MetadataReport {
 pub fn metadata_from_index<S: Source>(src: &S, log_id: u64) -> std::result::Result<EntryLogMetadata, String> {
     let file_len = src.len();
     let mut head = vec![0u8; (HEADER_SIZE + 12).min(file_len) as usize];
-    src.read_exact_at(&mut head, 0)
-        .map_err(|e| format!("cannot read the header: {e}"))?;
+    src.read_exact_at(&mut head, 0).map_err(|e| format!("cannot read the header: {e}"))?;
     let h = LogHeader::parse(&head).map_err(|e| e.to_string())?;
     if !h.fingerprint_ok() {
         return Err("the header has no BKLO fingerprint".into());
@@ -35,17 +34,12 @@ pub fn metadata_from_index<S: Source>(src: &S, log_id: u64) -> std::result::Resu
         return Err("no ledgers map (the log was not rotated or closed cleanly)".into());
     }
     if h.ledgers_count <= 0 {
-        return Err(format!(
-            "header says {} ledgers while naming a ledgers map",
-            h.ledgers_count
-        ));
+        return Err(format!("header says {} ledgers while naming a ledgers map", h.ledgers_count));
     }
     let data_start = h.format.data_start();
     let map_off = h.ledgers_map_offset;
     if map_off < data_start as i64 || map_off as u64 >= file_len || map_off > i32::MAX as i64 {
-        return Err(format!(
-            "ledgers map offset {map_off} lies outside the data of a {file_len}-byte file"
-        ));
+        return Err(format!("ledgers map offset {map_off} lies outside the data of a {file_len}-byte file"));
     }
     let mut pos = map_off as u64;
     let mut entries: Vec<(i64, i64)> = Vec::new();
@@ -53,8 +47,7 @@ pub fn metadata_from_index<S: Source>(src: &S, log_id: u64) -> std::result::Resu
     let max_rec = LEDGERS_MAP_HEADER_SIZE - 4 + LEDGERS_MAP_MAX_BATCH_SIZE * LEDGERS_MAP_ENTRY_SIZE;
     while pos + 4 <= file_len {
         let mut lb = [0u8; 4];
-        src.read_exact_at(&mut lb, pos)
-            .map_err(|e| format!("cannot read the ledgers map at {pos}: {e}"))?;
+        src.read_exact_at(&mut lb, pos).map_err(|e| format!("cannot read the ledgers map at {pos}: {e}"))?;
         let len = i32::from_be_bytes(lb);
         if len <= 0 {
             break;
@@ -64,23 +57,15 @@ pub fn metadata_from_index<S: Source>(src: &S, log_id: u64) -> std::result::Resu
             return Err(format!("ledgers-map record at {pos} has impossible length {len}"));
         }
         rec.resize(len, 0);
-        src.read_exact_at(&mut rec, pos + 4)
-            .map_err(|e| format!("cannot read the ledgers map at {pos}: {e}"))?;
+        src.read_exact_at(&mut rec, pos + 4).map_err(|e| format!("cannot read the ledgers map at {pos}: {e}"))?;
         decode_ledgers_map_record(&rec, pos + 4, &mut entries).map_err(|e| e.to_string())?;
         if entries.len() > h.ledgers_count as usize {
-            return Err(format!(
-                "ledgers map lists more than the {} ledgers the header says",
-                h.ledgers_count
-            ));
+            return Err(format!("ledgers map lists more than the {} ledgers the header says", h.ledgers_count));
         }
         pos += 4 + len as u64;
     }
     if entries.len() != h.ledgers_count as usize {
-        return Err(format!(
-            "ledgers map lists {} ledgers, the header says {}",
-            entries.len(),
-            h.ledgers_count
-        ));
+        return Err(format!("ledgers map lists {} ledgers, the header says {}", entries.len(), h.ledgers_count));
     }
     if h.format == LogFormat::Default && pos < file_len {
         return Err(format!("{} bytes follow the ledgers map", file_len - pos));
@@ -104,9 +89,7 @@ pub fn metadata_from_index<S: Source>(src: &S, log_id: u64) -> std::result::Resu
         LogFormat::Direct => total <= region,
     };
     if !fits {
-        return Err(format!(
-            "ledgers map accounts for {total} bytes but {region} bytes of records precede it"
-        ));
+        return Err(format!("ledgers map accounts for {total} bytes but {region} bytes of records precede it"));
     }
     for (l, s) in ledgers {
         meta.add_ledger_size(l, s);
@@ -120,15 +103,7 @@ pub fn metadata_by_scan<S: Source>(
     log_id: u64,
     opts: ScanOptions,
 ) -> LogResult<(EntryLogMetadata, ScanSummary)> {
-    let mut s = Scanner::new(
-        src,
-        log_id,
-        ScanOptions {
-            start: None,
-            stop: None,
-            ..opts
-        },
-    )?;
+    let mut s = Scanner::new(src, log_id, ScanOptions { start: None, stop: None, ..opts })?;
     let mut meta = EntryLogMetadata::new(log_id);
     while let Some(r) = s.next_record()? {
         meta.add_ledger_size(r.ledger_id, r.data.len() as u64 + 4);
@@ -139,20 +114,10 @@ pub fn metadata_by_scan<S: Source>(
 /// The ledgers map when it is present and consistent, a scan otherwise.
 pub fn read_metadata<S: Source>(src: S, log_id: u64, opts: ScanOptions) -> LogResult<MetadataReport> {
     match metadata_from_index(&src, log_id) {
-        Ok(metadata) => Ok(MetadataReport {
-            metadata,
-            from_index: true,
-            fallback_reason: None,
-            issues: Vec::new(),
-        }),
+        Ok(metadata) => Ok(MetadataReport { metadata, from_index: true, fallback_reason: None, issues: Vec::new() }),
         Err(reason) => {
             let (metadata, summary) = metadata_by_scan(src, log_id, opts)?;
-            Ok(MetadataReport {
-                metadata,
-                from_index: false,
-                fallback_reason: Some(reason),
-                issues: summary.issues,
-            })
+            Ok(MetadataReport { metadata, from_index: false, fallback_reason: Some(reason), issues: summary.issues })
         }
     }
 }
@@ -168,34 +133,22 @@ pub fn read_entry_at<S: Source>(
 ) -> LogResult<Vec<u8>> {
     let file_len = src.len();
     if pos < HEADER_SIZE + 4 {
-        return Err(LogError::corrupt(
-            pos,
-            format!("position {pos} lies inside the entry log header"),
-        ));
+        return Err(LogError::corrupt(pos, format!("position {pos} lies inside the entry log header")));
     }
     if pos + MIN_SANE_ENTRY_SIZE as u64 > file_len {
-        return Err(LogError::corrupt(
-            pos,
-            format!("position {pos} is past the end of the {file_len}-byte entry log"),
-        ));
+        return Err(LogError::corrupt(pos, format!("position {pos} is past the end of the {file_len}-byte entry log")));
     }
     let mut hb = [0u8; 20];
     src.read_exact_at(&mut hb, pos - 4)?;
     let len = i32::from_be_bytes(hb[0..4].try_into().unwrap());
     if len < MIN_SANE_ENTRY_SIZE as i32 {
-        return Err(LogError::corrupt(
-            pos - 4,
-            format!("entry at position {pos} has invalid length {len}"),
-        ));
+        return Err(LogError::corrupt(pos - 4, format!("entry at position {pos} has invalid length {len}")));
     }
     let len = len as u64;
     if len > max_record_size as u64 || pos + len > file_len {
         return Err(LogError::corrupt(
             pos - 4,
-            format!(
-                "entry at position {pos} declares {len} bytes, the file holds {} after it",
-                file_len - pos
-            ),
+            format!("entry at position {pos} declares {len} bytes, the file holds {} after it", file_len - pos),
         ));
     }
     let lid = i64::from_be_bytes(hb[4..12].try_into().unwrap());
@@ -234,11 +187,7 @@ impl EntryLogFile {
 
     /// Opens a file under any name, with the log id given.
     pub fn open_with_id(path: &Path, log_id: u64) -> LogResult<Self> {
-        Ok(EntryLogFile {
-            path: path.to_path_buf(),
-            log_id,
-            src: FileSource::open(path)?,
-        })
+        Ok(EntryLogFile { path: path.to_path_buf(), log_id, src: FileSource::open(path)? })
     }
 
     pub fn path(&self) -> &Path {
@@ -261,9 +210,7 @@ impl EntryLogFile {
     pub fn header(&self) -> LogResult<LogHeader> {
         let n = (HEADER_SIZE + 12).min(self.src.len()) as usize;
         let mut head = vec![0u8; n];
-        self.src
-            .read_exact_at(&mut head, 0)
-            .map_err(|e| LogError::io(&self.path, e))?;
+        self.src.read_exact_at(&mut head, 0).map_err(|e| LogError::io(&self.path, e))?;
         Ok(LogHeader::parse(&head)?)
     }
 
@@ -303,12 +250,7 @@ pub struct EntryLogReader {
 
 impl EntryLogReader {
     pub fn new(dir: &Path) -> Self {
-        EntryLogReader {
-            dir: dir.to_path_buf(),
-            single: None,
-            open: HashMap::new(),
-            max_open: 256,
-        }
+        EntryLogReader { dir: dir.to_path_buf(), single: None, open: HashMap::new(), max_open: 256 }
     }
 
     /// A reader over one file; its log id is taken from the name unless given.
@@ -351,9 +293,7 @@ impl EntryLogReader {
     pub fn file(&mut self, log_id: u64) -> LogResult<&mut EntryLogFile> {
         if !self.open.contains_key(&log_id) {
             if let Some(only) = self.single {
-                return Err(LogError::invalid(format!(
-                    "this reader holds only log {only:x}, not {log_id:x}"
-                )));
+                return Err(LogError::invalid(format!("this reader holds only log {only:x}, not {log_id:x}")));
             }
             if self.open.len() >= self.max_open {
                 self.open.clear();

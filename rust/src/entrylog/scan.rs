@@ -206,12 +206,7 @@ impl<S: Source> Scanner<S> {
         let zeroed = head[..min(head_len, HEADER_SIZE as usize)].iter().all(|&b| b == 0);
         s.format = header.format;
         if zeroed {
-            s.issue(
-                IssueKind::BadHeader,
-                0,
-                min(file_len, HEADER_SIZE),
-                "entry log header is zeroed".into(),
-            );
+            s.issue(IssueKind::BadHeader, 0, min(file_len, HEADER_SIZE), "entry log header is zeroed".into());
         } else if !header.fingerprint_ok() {
             s.issue(
                 IssueKind::BadHeader,
@@ -220,12 +215,7 @@ impl<S: Source> Scanner<S> {
                 format!("fingerprint is {:02x?}, expected \"BKLO\"", header.fingerprint),
             );
         } else if header.version != HEADER_V0 && header.version != HEADER_V1 {
-            s.issue(
-                IssueKind::BadHeader,
-                4,
-                4,
-                format!("unknown header version {}", header.version),
-            );
+            s.issue(IssueKind::BadHeader, 4, 4, format!("unknown header version {}", header.version));
         }
         s.header = Some(header);
         if file_len < HEADER_SIZE {
@@ -279,12 +269,7 @@ impl<S: Source> Scanner<S> {
             return Ok(None);
         };
         let data = self.bytes(off + 4, len);
-        Ok(Some(Record {
-            offset: off,
-            ledger_id: be_i64(data),
-            entry_id: be_i64(&data[8..]),
-            data,
-        }))
+        Ok(Some(Record { offset: off, ledger_id: be_i64(data), entry_id: be_i64(&data[8..]), data }))
     }
 
     /// Runs the scan to the end, calling `f` for each record.
@@ -313,12 +298,7 @@ impl<S: Source> Scanner<S> {
     }
 
     fn issue(&mut self, kind: IssueKind, offset: u64, length: u64, message: String) {
-        self.issues.push(ScanIssue {
-            kind,
-            offset,
-            length,
-            message,
-        });
+        self.issues.push(ScanIssue { kind, offset, length, message });
     }
 
     /// Makes `[pos, pos + n)` available in the window (the caller checked it is inside the file).
@@ -383,14 +363,10 @@ impl<S: Source> Scanner<S> {
                 LEDGERS_MAP_OFFSET_POSITION,
                 8,
                 match found {
-                    Some(off) => format!(
-                        "header points to a ledgers map at {}, the map is at {off}",
-                        h.ledgers_map_offset
-                    ),
-                    None => format!(
-                        "header points to a ledgers map at {}, the file has none",
-                        h.ledgers_map_offset
-                    ),
+                    Some(off) => {
+                        format!("header points to a ledgers map at {}, the map is at {off}", h.ledgers_map_offset)
+                    }
+                    None => format!("header points to a ledgers map at {}, the file has none", h.ledgers_map_offset),
                 },
             ),
         }

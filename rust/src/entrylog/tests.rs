@@ -45,26 +45,12 @@ fn make_entry(lid: i64, eid: i64, size: usize) -> Vec<u8> {
 }
 
 fn opts(limit: u64) -> WriterOptions {
-    WriterOptions {
-        log_size_limit: limit,
-        fsync: false,
-        ..Default::default()
-    }
+    WriterOptions { log_size_limit: limit, fsync: false, ..Default::default() }
 }
 
 fn write_log(dir: &Path, entries: &[(i64, i64, usize)], seal: bool) -> Vec<u64> {
-    let mut w = EntryLogWriter::open(
-        dir,
-        WriterOptions {
-            seal_on_close: seal,
-            ..opts(1 << 30)
-        },
-    )
-    .unwrap();
-    let locs = entries
-        .iter()
-        .map(|&(l, e, n)| w.append(l, &make_entry(l, e, n)).unwrap())
-        .collect();
+    let mut w = EntryLogWriter::open(dir, WriterOptions { seal_on_close: seal, ..opts(1 << 30) }).unwrap();
+    let locs = entries.iter().map(|&(l, e, n)| w.append(l, &make_entry(l, e, n)).unwrap()).collect();
     w.close().unwrap();
     locs
 }
@@ -88,10 +74,7 @@ fn write_read_scan_and_ledgers_map() {
         assert_eq!(r.read(loc, Some(l), Some(e)).unwrap(), make_entry(l, e, n));
     }
     let err = r.read(locs[0], Some(1), Some(5)).unwrap_err();
-    assert!(
-        matches!(err, LogError::Format(crate::Error::Corrupt { offset: 1028, .. })),
-        "{err}"
-    );
+    assert!(matches!(err, LogError::Format(crate::Error::Corrupt { offset: 1028, .. })), "{err}");
 
     let f = EntryLogFile::open(&t.0.join("0.log")).unwrap();
     let h = f.header().unwrap();
@@ -108,11 +91,7 @@ fn write_read_scan_and_ledgers_map() {
 
     let (recs, _) = scan_all(f.source(), 0, ScanOptions::default()).unwrap();
     let got: Vec<_> = recs.iter().map(|(o, l, e, d)| (*o + 4, *l, *e, d.len())).collect();
-    let want: Vec<_> = entries
-        .iter()
-        .zip(&locs)
-        .map(|(&(l, e, n), &loc)| (loc & 0xffff_ffff, l, e, n))
-        .collect();
+    let want: Vec<_> = entries.iter().zip(&locs).map(|(&(l, e, n), &loc)| (loc & 0xffff_ffff, l, e, n)).collect();
     assert_eq!(got, want);
 }
 
@@ -131,22 +110,12 @@ fn unsealed_log_has_no_map_and_metadata_scans() {
 #[test]
 fn rotation_last_id_and_reopen() {
     let t = TempDir::new();
-    let mut w = EntryLogWriter::open(
-        &t.0,
-        WriterOptions {
-            write_buffer_size: 100,
-            ..opts(1024 + 3 * 104)
-        },
-    )
-    .unwrap();
+    let mut w = EntryLogWriter::open(&t.0, WriterOptions { write_buffer_size: 100, ..opts(1024 + 3 * 104) }).unwrap();
     let mut locs = Vec::new();
     for e in 0..10 {
         locs.push((e, w.append(7, &make_entry(7, e, 100)).unwrap()));
         // Read-your-writes from the buffer and from the file.
-        assert_eq!(
-            w.read(locs.last().unwrap().1, Some(7), Some(e)).unwrap(),
-            make_entry(7, e, 100)
-        );
+        assert_eq!(w.read(locs.last().unwrap().1, Some(7), Some(e)).unwrap(), make_entry(7, e, 100));
     }
     assert_eq!(w.rotated_log_ids(), &[0, 1, 2]);
     assert_eq!(w.current_log_id(), Some(3));
@@ -181,14 +150,7 @@ fn rotation_last_id_and_reopen() {
 #[test]
 fn big_entries_bypass_the_buffer() {
     let t = TempDir::new();
-    let mut w = EntryLogWriter::open(
-        &t.0,
-        WriterOptions {
-            write_buffer_size: 64,
-            ..opts(1 << 20)
-        },
-    )
-    .unwrap();
+    let mut w = EntryLogWriter::open(&t.0, WriterOptions { write_buffer_size: 64, ..opts(1 << 20) }).unwrap();
     let a = w.append(1, &make_entry(1, 0, 30)).unwrap();
     let b = w.append(1, &make_entry(1, 1, 5000)).unwrap();
     let c = w.append(1, &make_entry(1, 2, 30)).unwrap();
@@ -208,14 +170,7 @@ fn writer_rejects_bad_entries() {
     assert!(w.append(1, &[0u8; 10]).is_err());
     assert!(w.append(-1, &make_entry(-1, 0, 20)).is_err());
     assert!(EntryLogWriter::open(&t.0, opts(10)).is_err());
-    assert!(EntryLogWriter::open(
-        &t.0,
-        WriterOptions {
-            header_version: 7,
-            ..opts(1 << 20)
-        }
-    )
-    .is_err());
+    assert!(EntryLogWriter::open(&t.0, WriterOptions { header_version: 7, ..opts(1 << 20) }).is_err());
 }
 
 #[test]
@@ -247,10 +202,7 @@ fn short_files_and_zeroed_headers() {
     assert_eq!(s.issues[0].kind, IssueKind::TruncatedHeader);
     let h = LogHeader::new_default_bytes(1);
     let (_, s) = scan_all(h[..500].to_vec(), 0, ScanOptions::default()).unwrap();
-    assert_eq!(
-        (s.issues[0].kind, s.issues[0].offset),
-        (IssueKind::TruncatedHeader, 500)
-    );
+    assert_eq!((s.issues[0].kind, s.issues[0].offset), (IssueKind::TruncatedHeader, 500));
 
     let t = TempDir::new();
     write_log(&t.0, &[(1, 0, 26), (2, 0, 26)], true);
@@ -320,30 +272,15 @@ fn bad_lengths_resync_on_the_next_record() {
             assert_eq!(eids, vec![0, 1, 3, 4, 5], "len {bad_len}");
             assert_eq!(s.issues.len(), 1, "{:?}", s.issues);
             let i = &s.issues[0];
-            assert_eq!(
-                (i.kind, i.offset, i.length),
-                (IssueKind::CorruptRecord, 1132, 54),
-                "len {bad_len}"
-            );
+            assert_eq!((i.kind, i.offset, i.length), (IssueKind::CorruptRecord, 1132, 54), "len {bad_len}");
         }
     }
     // Without resync the rest is reported as unreadable, not silently dropped.
     let mut img = good.clone();
     img[1132..1136].copy_from_slice(&3i32.to_be_bytes());
-    let (recs, s) = scan_all(
-        &img,
-        0,
-        ScanOptions {
-            resync: false,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let (recs, s) = scan_all(&img, 0, ScanOptions { resync: false, ..Default::default() }).unwrap();
     assert_eq!(recs.len(), 2);
-    assert_eq!(
-        (s.issues[0].offset, s.issues[0].length),
-        (1132, good.len() as u64 - 1132)
-    );
+    assert_eq!((s.issues[0].offset, s.issues[0].length), (1132, good.len() as u64 - 1132));
 }
 
 #[test]
@@ -357,10 +294,7 @@ fn zeroed_region_and_zero_tail() {
     let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
     assert_eq!(recs.iter().map(|r| r.2).collect::<Vec<_>>(), vec![0, 3, 4]);
     assert_eq!(s.issues.len(), 1);
-    assert_eq!(
-        (s.issues[0].kind, s.issues[0].offset, s.issues[0].length),
-        (IssueKind::CorruptRecord, 1088, 128)
-    );
+    assert_eq!((s.issues[0].kind, s.issues[0].offset, s.issues[0].length), (IssueKind::CorruptRecord, 1088, 128));
     // Zeros after the last record: a tail that never reached the disk.
     let mut img = good.clone();
     img.extend_from_slice(&[0u8; 5000]);
@@ -415,17 +349,10 @@ fn direct_entry_logger_files() {
         assert!(s.issues.is_empty(), "{:?}", s.issues);
         assert!(s.zero_tail_offset.is_some());
         let got: Vec<_> = recs.iter().map(|r| (r.0 + 4, r.1, r.2, r.3.clone())).collect();
-        let want: Vec<_> = entries
-            .iter()
-            .zip(&locs)
-            .map(|(&(l, e, n), &p)| (p, l, e, make_entry(l, e, n)))
-            .collect();
+        let want: Vec<_> = entries.iter().zip(&locs).map(|(&(l, e, n), &p)| (p, l, e, make_entry(l, e, n))).collect();
         assert_eq!(got, want);
         for (&(l, e, n), &p) in entries.iter().zip(&locs) {
-            assert_eq!(
-                reader::read_entry_at(&img, p, Some(l), Some(e), 1 << 20).unwrap(),
-                make_entry(l, e, n)
-            );
+            assert_eq!(reader::read_entry_at(&img, p, Some(l), Some(e), 1 << 20).unwrap(), make_entry(l, e, n));
         }
         let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
         assert_eq!(m.from_index, with_map, "{:?}", m.fallback_reason);
@@ -438,10 +365,7 @@ fn direct_entry_logger_files() {
     let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
     assert_eq!(recs.len(), 5, "{:?}", s.issues);
     assert_eq!(s.issues.len(), 1);
-    assert_eq!(
-        (s.issues[0].kind, s.issues[0].offset),
-        (IssueKind::CorruptRecord, i as u64)
-    );
+    assert_eq!((s.issues[0].kind, s.issues[0].offset), (IssueKind::CorruptRecord, i as u64));
 }
 
 #[test]
@@ -466,13 +390,7 @@ fn arrow_scan_verifies_digests_and_reports_issues() {
     img[first + 5 * rec + 37] ^= 0x40;
     img.truncate(n - 7);
     std::fs::write(&path, &img).unwrap();
-    let mut scan = MultiLogScan::new(
-        vec![(path.clone(), 0)],
-        ArrowScanOptions {
-            batch_rows: 8,
-            ..Default::default()
-        },
-    );
+    let mut scan = MultiLogScan::new(vec![(path.clone(), 0)], ArrowScanOptions { batch_rows: 8, ..Default::default() });
     let mut batches = Vec::new();
     while let Some(b) = scan.next_batch().unwrap() {
         assert!(b.num_rows() <= 8);
@@ -498,10 +416,7 @@ fn arrow_scan_verifies_digests_and_reports_issues() {
             }
         }
     }
-    assert_eq!(
-        oks.iter().filter(|(_, ok)| !ok).map(|(e, _)| *e).collect::<Vec<_>>(),
-        vec![5]
-    );
+    assert_eq!(oks.iter().filter(|(_, ok)| !ok).map(|(e, _)| *e).collect::<Vec<_>>(), vec![5]);
     assert_eq!(issue_rows, vec!["torn_tail", "bad_header"]);
     let s = &scan.summaries()[0].1;
     assert_eq!(s.records, 20);
@@ -513,11 +428,7 @@ fn arrow_scan_verifies_digests_and_reports_issues() {
     ] {
         let mut scan = MultiLogScan::new(
             vec![(path.clone(), 0)],
-            ArrowScanOptions {
-                digest: mode,
-                include_issues: false,
-                ..Default::default()
-            },
+            ArrowScanOptions { digest: mode, include_issues: false, ..Default::default() },
         );
         let b = scan.next_batch().unwrap().unwrap();
         assert_eq!(b.num_rows(), 20);
@@ -538,11 +449,8 @@ fn mapped_scans_and_zero_copy_payloads_match_copied_ones() {
         w.append(2, &crc.pack(2, e, e - 1, e, &p)).unwrap();
     }
     w.close().unwrap();
-    let logs: Vec<(PathBuf, u64)> = list_log_ids(&t.0)
-        .unwrap()
-        .into_iter()
-        .map(|id| (t.0.join(log_file_name(id)), id))
-        .collect();
+    let logs: Vec<(PathBuf, u64)> =
+        list_log_ids(&t.0).unwrap().into_iter().map(|id| (t.0.join(log_file_name(id)), id)).collect();
     assert!(logs.len() > 2);
     for (path, id) in &logs {
         let a = scan_all(FileSource::open(path).unwrap(), *id, ScanOptions::default()).unwrap();
@@ -552,11 +460,7 @@ fn mapped_scans_and_zero_copy_payloads_match_copied_ones() {
     let collect = |pt: PayloadType| {
         let mut scan = MultiLogScan::new(
             logs.clone(),
-            ArrowScanOptions {
-                payload_type: pt,
-                batch_rows: 16,
-                ..Default::default()
-            },
+            ArrowScanOptions { payload_type: pt, batch_rows: 16, ..Default::default() },
         );
         let mut out = Vec::new();
         while let Some(b) = scan.next_batch().unwrap() {

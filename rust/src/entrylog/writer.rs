@@ -137,10 +137,7 @@ impl EntryLogWriter {
             )));
         }
         if opts.header_version != HEADER_V0 && opts.header_version != HEADER_V1 {
-            return Err(LogError::invalid(format!(
-                "header_version must be 0 or 1, not {}",
-                opts.header_version
-            )));
+            return Err(LogError::invalid(format!("header_version must be 0 or 1, not {}", opts.header_version)));
         }
         std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
         let last = match (read_last_id(dir), max_existing_id(dir)?) {
@@ -218,8 +215,7 @@ impl EntryLogWriter {
             .create_new(true)
             .open(&path)
             .map_err(|e| LogError::io(&path, e))?;
-        file.write_all(&LogHeader::new_default_bytes(self.opts.header_version))
-            .map_err(|e| LogError::io(&path, e))?;
+        file.write_all(&LogHeader::new_default_bytes(self.opts.header_version)).map_err(|e| LogError::io(&path, e))?;
         self.write_last_id(id).map_err(|e| LogError::io(&self.dir, e))?;
         if self.opts.fsync {
             file.sync_data().map_err(|e| LogError::io(&path, e))?;
@@ -253,15 +249,10 @@ impl EntryLogWriter {
         }
         let stored = i64::from_be_bytes(entry[..8].try_into().unwrap());
         if stored != ledger_id {
-            return Err(LogError::invalid(format!(
-                "entry bytes start with ledger id {stored}, not {ledger_id}"
-            )));
+            return Err(LogError::invalid(format!("entry bytes start with ledger id {stored}, not {ledger_id}")));
         }
         if entry.len() as u64 > i32::MAX as u64 - HEADER_SIZE - 4 {
-            return Err(LogError::invalid(format!(
-                "entry of {} bytes cannot be framed",
-                entry.len()
-            )));
+            return Err(LogError::invalid(format!("entry of {} bytes cannot be framed", entry.len())));
         }
         let rec = 4 + entry.len() as u64;
         if let Some(a) = &self.active {
@@ -355,10 +346,7 @@ impl EntryLogWriter {
                 let b = &a.buf[(pos - 4 - a.written) as usize..];
                 let len = i32::from_be_bytes(b[..4].try_into().unwrap());
                 if len < MIN_SANE_ENTRY_SIZE as i32 || 4 + len as usize > b.len() {
-                    return Err(LogError::corrupt(
-                        pos - 4,
-                        format!("no record starts at position {pos}"),
-                    ));
+                    return Err(LogError::corrupt(pos - 4, format!("no record starts at position {pos}")));
                 }
                 let data = &b[4..4 + len as usize];
                 let lid = i64::from_be_bytes(data[..8].try_into().unwrap());

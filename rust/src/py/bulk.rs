@@ -7,7 +7,11 @@ use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3_arrow::{PyArray, PyRecordBatch};
 
-fn run<'py>(py: Python<'py>, entries: PyArray, f: impl FnOnce(&EntryColumn) -> RecordBatch + Send) -> PyResult<Bound<'py, PyAny>> {
+fn run<'py>(
+    py: Python<'py>,
+    entries: PyArray,
+    f: impl FnOnce(&EntryColumn) -> RecordBatch + Send,
+) -> PyResult<Bound<'py, PyAny>> {
     let (array, _field) = entries.into_inner();
     let col = EntryColumn::from_array(array.as_ref()).py_err(py)?;
     let out = py.detach(|| f(&col));
@@ -26,11 +30,17 @@ fn bulk_peek_broker_entry_metadata<'py>(py: Python<'py>, entries: PyArray) -> Py
 
 #[pyfunction]
 #[pyo3(signature = (entries, output="binary"))]
-fn bulk_strip_broker_entry_metadata<'py>(py: Python<'py>, entries: PyArray, output: &str) -> PyResult<Bound<'py, PyAny>> {
+fn bulk_strip_broker_entry_metadata<'py>(
+    py: Python<'py>,
+    entries: PyArray,
+    output: &str,
+) -> PyResult<Bound<'py, PyAny>> {
     match output {
         "binary" => run(py, entries, bulk::strip_broker_entry_metadata),
         "binary_view" => run(py, entries, bulk::strip_broker_entry_metadata_view),
-        other => Err(super::errors::PulsarkitError::new_err(format!("output must be 'binary' or 'binary_view', not {other:?}"))),
+        other => Err(super::errors::PulsarkitError::new_err(format!(
+            "output must be 'binary' or 'binary_view', not {other:?}"
+        ))),
     }
 }
 

@@ -64,7 +64,11 @@ fn crc32c(py: Python<'_>, data: &Bound<'_, PyAny>, crc: u32) -> PyResult<u32> {
 /// required fields and wire types.
 #[pyfunction]
 #[pyo3(signature = (data, verify_checksum=true))]
-fn parse_entry_layout<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, verify_checksum: bool) -> PyResult<Bound<'py, PyTuple>> {
+fn parse_entry_layout<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    verify_checksum: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
     let input = ByteInput::new(data)?;
     let d = input.as_slice();
     let layout = entry::parse_layout(d).py_err(py)?;
@@ -79,7 +83,15 @@ fn parse_entry_layout<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, verify_che
         }
         None => (None, None),
     };
-    (layout.broker_entry_metadata.is_some(), ts, idx, layout.checksum, layout.metadata.start, layout.metadata.end, layout.payload.start)
+    (
+        layout.broker_entry_metadata.is_some(),
+        ts,
+        idx,
+        layout.checksum,
+        layout.metadata.start,
+        layout.metadata.end,
+        layout.payload.start,
+    )
         .into_pyobject(py)
 }
 

@@ -136,13 +136,7 @@ fn bookie_parse(
     let t = digest_type(py, digest_type_name)?;
     let d = ByteInput::new(data)?;
     let e = digest::parse_bookie_entry(d.as_slice(), t.digest_len()).map_err(|e| to_py(py, e))?;
-    Ok((
-        e.ledger_id,
-        e.entry_id,
-        e.last_add_confirmed,
-        e.length,
-        e.payload_offset,
-    ))
+    Ok((e.ledger_id, e.entry_id, e.last_add_confirmed, e.length, e.payload_offset))
 }
 
 /// Verifies like `DigestManager.verifyDigestAndReturnData`; returns the same tuple as `bookie_parse`.
@@ -159,12 +153,7 @@ fn bookie_verify(
     let g = Digester::new(digest_type(py, digest_type_name)?, password);
     let input = ByteInput::new(data)?;
     let s = input.as_slice();
-    let (e, ok) = if s.len() >= 1 << 16 {
-        py.detach(|| g.check(s))
-    } else {
-        g.check(s)
-    }
-    .map_err(|e| to_py(py, e))?;
+    let (e, ok) = if s.len() >= 1 << 16 { py.detach(|| g.check(s)) } else { g.check(s) }.map_err(|e| to_py(py, e))?;
     if !ok {
         let computed = g.compute(&s[..digest::BOOKIE_HEADER_SIZE], e.payload);
         let err = DigestMismatchError::new_err(format!(
@@ -183,23 +172,14 @@ fn bookie_verify(
         v.setattr("entry_id", e.entry_id)?;
         return Err(err);
     }
-    for (want, got, off, what) in [
-        (ledger_id, e.ledger_id, 0usize, "ledger"),
-        (entry_id, e.entry_id, 8, "entry"),
-    ] {
+    for (want, got, off, what) in [(ledger_id, e.ledger_id, 0usize, "ledger"), (entry_id, e.entry_id, 8, "entry")] {
         if let Some(w) = want.filter(|&w| w != got) {
             let err = CorruptEntryError::new_err(format!("entry has {what} id {got}, expected {w}"));
             err.value(py).setattr("offset", off)?;
             return Err(err);
         }
     }
-    Ok((
-        e.ledger_id,
-        e.entry_id,
-        e.last_add_confirmed,
-        e.length,
-        e.payload_offset,
-    ))
+    Ok((e.ledger_id, e.entry_id, e.last_add_confirmed, e.length, e.payload_offset))
 }
 
 /// The digest type a stored entry verifies with (CRC32C, CRC32, or MAC when a password is given).
@@ -297,13 +277,7 @@ fn report_dict<'py>(py: Python<'py>, r: &MetadataReport) -> PyResult<Bound<'py, 
 }
 
 fn scan_options(start: Option<u64>, stop: Option<u64>, max_record_size: usize, resync: bool) -> ScanOptions {
-    ScanOptions {
-        start,
-        stop,
-        max_record_size,
-        resync,
-        ..ScanOptions::default()
-    }
+    ScanOptions { start, stop, max_record_size, resync, ..ScanOptions::default() }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,13 +311,7 @@ impl RawEntryLogWriter {
         seal_on_close: bool,
         header_version: i32,
     ) -> PyResult<Self> {
-        let opts = WriterOptions {
-            log_size_limit,
-            write_buffer_size,
-            fsync,
-            seal_on_close,
-            header_version,
-        };
+        let opts = WriterOptions { log_size_limit, write_buffer_size, fsync, seal_on_close, header_version };
         let inner = py.detach(|| EntryLogWriter::open(&directory, opts)).py_log(py)?;
         Ok(RawEntryLogWriter { inner, closed: false })
     }
@@ -358,13 +326,7 @@ impl RawEntryLogWriter {
     fn append_many(&mut self, py: Python<'_>, entries: Vec<(i64, Vec<u8>)>) -> PyResult<Vec<u64>> {
         self.check_open()?;
         let w = &mut self.inner;
-        py.detach(|| {
-            entries
-                .iter()
-                .map(|(l, d)| w.append(*l, d))
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .py_log(py)
+        py.detach(|| entries.iter().map(|(l, d)| w.append(*l, d)).collect::<Result<Vec<_>, _>>()).py_log(py)
     }
 
     fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
@@ -602,9 +564,7 @@ impl RawArrowLogScan {
         payload_type: &str,
     ) -> PyResult<Self> {
         let digest = if digest_type_name.eq_ignore_ascii_case("auto") {
-            DigestMode::Auto {
-                mac: (!password.is_empty()).then(|| Digester::new(DigestType::Mac, password)),
-            }
+            DigestMode::Auto { mac: (!password.is_empty()).then(|| Digester::new(DigestType::Mac, password)) }
         } else {
             DigestMode::Fixed(Digester::new(digest_type(py, digest_type_name)?, password))
         };
@@ -616,9 +576,7 @@ impl RawArrowLogScan {
             payload_type: payload_type_of(payload_type)?,
             scan: scan_options(None, None, max_record_size, resync),
         };
-        Ok(RawArrowLogScan {
-            inner: MultiLogScan::new(logs, opts),
-        })
+        Ok(RawArrowLogScan { inner: MultiLogScan::new(logs, opts) })
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -646,9 +604,9 @@ fn payload_type_of(name: &str) -> PyResult<PayloadType> {
     match name {
         "binary" => Ok(PayloadType::Binary),
         "binary_view" => Ok(PayloadType::BinaryView),
-        other => Err(PyValueError::new_err(format!(
-            "payload_type must be \"binary\" or \"binary_view\", not {other:?}"
-        ))),
+        other => {
+            Err(PyValueError::new_err(format!("payload_type must be \"binary\" or \"binary_view\", not {other:?}")))
+        }
     }
 }
 
@@ -663,12 +621,7 @@ fn metadata_of(f: &EntryLogFile, opts: ScanOptions, use_index: bool) -> crate::e
         return f.metadata(opts);
     }
     let (metadata, summary) = metadata_by_scan(f.source(), f.log_id(), opts)?;
-    Ok(MetadataReport {
-        metadata,
-        from_index: false,
-        fallback_reason: None,
-        issues: summary.issues,
-    })
+    Ok(MetadataReport { metadata, from_index: false, fallback_reason: None, issues: summary.issues })
 }
 
 /// Metadata of one file without a reader object (CLI convenience).
@@ -710,9 +663,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawRecordScan>()?;
     m.add_class::<RawArrowLogScan>()?;
     m.add("ENTRY_LOG_DEFAULT_MAX_RECORD_SIZE", DEFAULT_MAX_RECORD_SIZE)?;
-    m.add(
-        "ENTRY_LOG_DEFAULT_SIZE_LIMIT",
-        crate::entrylog::format::DEFAULT_LOG_SIZE_LIMIT,
-    )?;
+    m.add("ENTRY_LOG_DEFAULT_SIZE_LIMIT", crate::entrylog::format::DEFAULT_LOG_SIZE_LIMIT)?;
     Ok(())
 }

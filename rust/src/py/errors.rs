@@ -6,12 +6,37 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 create_exception!(pulsarkit, PulsarkitError, PyValueError, "Root of every pulsarkit error.");
-create_exception!(pulsarkit, CorruptEntryError, PulsarkitError, "Bytes that do not follow the expected format; `offset` says where.");
-create_exception!(pulsarkit, ChecksumMismatchError, CorruptEntryError, "A stored CRC32C does not match the bytes it covers.");
+create_exception!(
+    pulsarkit,
+    CorruptEntryError,
+    PulsarkitError,
+    "Bytes that do not follow the expected format; `offset` says where."
+);
+create_exception!(
+    pulsarkit,
+    ChecksumMismatchError,
+    CorruptEntryError,
+    "A stored CRC32C does not match the bytes it covers."
+);
 create_exception!(pulsarkit, UnsupportedCompressionError, PulsarkitError, "A compression type Pulsar does not define.");
-create_exception!(pulsarkit, DecompressionError, CorruptEntryError, "A payload that does not decompress to exactly its declared size.");
-create_exception!(pulsarkit, LimitExceededError, PulsarkitError, "A size above the configured limit (decompression bombs, oversized frames).");
-create_exception!(pulsarkit, CorruptFrameError, CorruptEntryError, "A command frame stream that cannot be split into frames.");
+create_exception!(
+    pulsarkit,
+    DecompressionError,
+    CorruptEntryError,
+    "A payload that does not decompress to exactly its declared size."
+);
+create_exception!(
+    pulsarkit,
+    LimitExceededError,
+    PulsarkitError,
+    "A size above the configured limit (decompression bombs, oversized frames)."
+);
+create_exception!(
+    pulsarkit,
+    CorruptFrameError,
+    CorruptEntryError,
+    "A command frame stream that cannot be split into frames."
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
