@@ -168,7 +168,7 @@ def main() -> None:
     out = Path(a.out)
     if out.exists() and BEGIN in out.read_text():
         old = out.read_text()
-        new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: text, old, flags=re.S)
+        new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: text, old, flags=re.DOTALL)
     else:
         new = "# pulsarkit benchmark results\n\n" + text + "\n"
     out.write_text(new)

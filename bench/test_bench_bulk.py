@@ -10,10 +10,9 @@ import random
 import struct
 
 import crc32c as crc32c_pypi
+import pulsarkit as pk
 import pyarrow as pa
 import pytest
-
-import pulsarkit as pk
 from pulsarkit import _native
 
 ENTRY_SIZE = 1024

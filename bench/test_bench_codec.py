@@ -10,10 +10,9 @@ import random
 import time
 
 import crc32c as crc32c_pypi
+import pulsarkit as pk
 import pyarrow as pa
 import pytest
-
-import pulsarkit as pk
 from pulsarkit import _native
 from pulsarkit.proto import MessageMetadata
 

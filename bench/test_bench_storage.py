@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit.entrylog import EntryLogWriter, pack_bookie_entry
 from pulsarkit.managed_ledger import ManagedLedgerConfig
 from pulsarkit.store import Store

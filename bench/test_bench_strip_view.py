@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
+import pulsarkit as pk
 import pyarrow as pa
 import pytest
 from test_bench_bulk import entries, strip_loop  # noqa: F401  (fixture reused)
-
-import pulsarkit as pk
 
 
 @pytest.mark.parametrize("side", ["loop-pk-strip", "candidate"])

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import itertools
 
+import pulsarkit as pk
 import pyarrow as pa
 import pytest
-
-import pulsarkit as pk
 from pulsarkit.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.managed_ledger import ManagedLedgerConfig
 from pulsarkit.store import Store

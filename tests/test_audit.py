@@ -1,9 +1,8 @@
 """Dedup audit, time index and clock-skew report on Arrow (and the same on Spark)."""
 
+import pulsarkit as pk
 import pyarrow as pa
 import pytest
-
-import pulsarkit as pk
 from pulsarkit import audit
 
 

@@ -1,9 +1,8 @@
 """Arrow kernels agree with the single-entry API and never drop a row."""
 
+import pulsarkit as pk
 import pyarrow as pa
 import pytest
-
-import pulsarkit as pk
 
 
 def sample_entries():

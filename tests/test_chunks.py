@@ -1,8 +1,7 @@
 """ChunkAssembler follows ConsumerImpl.processMessageChunk: order, duplicates, gaps, restarts, expiry."""
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 
 
 def chunks(body: bytes, n: int, uuid="prod-7", codec="NONE", publish_time=1000):

@@ -1,8 +1,7 @@
 """The single-entry codec: vectors from the fact sheet, attributes, and every error path."""
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit.proto import BaseCommand, MessageMetadata
 
 H = bytes.fromhex

@@ -10,9 +10,8 @@ once and every producer's last_sequence_id must be right.
 import random
 from collections import Counter
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit.managed_ledger import ManagedLedgerConfig
 from pulsarkit.store import Store
 from pulsarkit.topic import PersistentTopic

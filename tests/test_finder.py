@@ -2,9 +2,8 @@
 
 import random
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit.finder import (
     EntrySpace,
     LedgerSpan,

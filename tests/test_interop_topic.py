@@ -2,9 +2,8 @@
 PersistentTopic.publish (dedup + PIP-70 interceptors + managed ledger); a resend gets a -1:-1
 receipt, and a real consumer receives each message once, with the broker's index on the wire."""
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.store import Store
 from pulsarkit.testing import FakeBroker

@@ -8,12 +8,11 @@ import struct
 import zlib
 
 import crc32c as crc32c_ref
+import pulsarkit as pk
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import pulsarkit as pk
 from pulsarkit import _native
 from pulsarkit.proto import BaseCommand, BrokerEntryMetadata, MessageMetadata
 

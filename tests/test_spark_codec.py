@@ -4,10 +4,9 @@ import os
 import subprocess
 import sys
 
+import pulsarkit as pk
 import pyarrow as pa
 import pytest
-
-import pulsarkit as pk
 from conftest import IN_CI, require_tool
 
 pytestmark = pytest.mark.spark
@@ -282,9 +281,8 @@ def test_driver_side_checks(df):
 
 @pytest.mark.parametrize("flavour", ["arrow", "pandas"])
 def test_column_udfs(df, flavour):
-    from pyspark.sql import functions as F
-
     from pulsarkit.spark import udfs
+    from pyspark.sql import functions as F
 
     if flavour == "arrow" and not udfs.arrow_udf_available():
         pytest.skip("arrow_udf needs Spark >= 4.1")
@@ -344,9 +342,8 @@ def test_udf_flavour_validation():
 
 
 def test_auto_flavour_falls_back_to_pandas_udf(spark, monkeypatch):
-    from pyspark.rdd import PythonEvalType
-
     from pulsarkit.spark import udfs
+    from pyspark.rdd import PythonEvalType
 
     build = udfs.make_udf.__wrapped__  # bypass the cache: the choice depends on the patched probe
     auto = build("publish_time", "decode_metadata", "publish_time", "auto", verify_checksum=False)

@@ -1,8 +1,7 @@
 """The pulsarkit-entrylog Spark data source over a bookie directory written by the embedded store."""
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit.store import Store
 
 pytestmark = pytest.mark.spark

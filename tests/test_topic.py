@@ -3,9 +3,8 @@ Mirrors ManagedLedgerInterceptorImplTest, PersistentMessageFinderTest, MessageDe
 
 import itertools
 
-import pytest
-
 import pulsarkit as pk
+import pytest
 from pulsarkit.dedup import DEDUPLICATION_CURSOR_NAME, MessageDupStatus
 from pulsarkit.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.managed_ledger import ManagedLedgerConfig

@@ -10,9 +10,11 @@ Byte-compatible with Pulsar 2.8+ and BookKeeper 4.x. The codec::
 Bulk work over Arrow columns lives in :mod:`pulsarkit.bulk`, Spark wrappers in :mod:`pulsarkit.spark`.
 """
 
-from . import bulk, proto
+from . import audit, bulk, entrylog, lifecycle, proto
 from ._native import __version__, build_info
+from .bookie import Bookie
 from .chunks import ChunkAssembler, ChunkedMessage
+from .dedup import MessageDeduplication, MessageDupStatus
 from .entry import (
     COMPRESSION_TYPES,
     DEFAULT_DECOMPRESSION_LIMIT,
@@ -29,6 +31,7 @@ from .entry import (
     peek_broker_entry_metadata,
     strip_broker_entry_metadata,
 )
+from .entrylog import DigestMismatchError, EntryLogReader, EntryLogWriter, scan_entry_logs
 from .errors import (
     BadVersionError,
     BookieError,
@@ -51,48 +54,46 @@ from .errors import (
     PulsarkitError,
     UnsupportedCompressionError,
 )
-from .bookie import Bookie
-from .managed_ledger import ManagedCursor, ManagedLedger, ManagedLedgerConfig, Position
-from .metadata import MetadataStore
-from .store import Store
-from . import lifecycle
 from .frames import FrameDecoder, command, encode_command
-from . import entrylog
-from .entrylog import DigestMismatchError, EntryLogReader, EntryLogWriter, scan_entry_logs
-from . import audit
-from .dedup import MessageDeduplication, MessageDupStatus
 from .interceptors import (
     INDEX_INTERCEPTOR,
     TIMESTAMP_INTERCEPTOR,
     AppendBrokerTimestampMetadataInterceptor,
     AppendIndexMetadataInterceptor,
 )
+from .managed_ledger import ManagedCursor, ManagedLedger, ManagedLedgerConfig, Position
+from .metadata import MetadataStore
+from .store import Store
 from .topic import MessageId, PersistentTopic, PublishResult
 
 __all__ = [
+    "COMPRESSION_TYPES",
+    "DEFAULT_DECOMPRESSION_LIMIT",
     "INDEX_INTERCEPTOR",
     "TIMESTAMP_INTERCEPTOR",
     "AppendBrokerTimestampMetadataInterceptor",
     "AppendIndexMetadataInterceptor",
-    "MessageDeduplication",
-    "MessageDupStatus",
-    "MessageId",
-    "PersistentTopic",
-    "PublishResult",
-    "audit",
-    "DigestMismatchError",
-    "EntryLogReader",
-    "EntryLogWriter",
-    "entrylog",
-    "scan_entry_logs",
     "BadVersionError",
     "Bookie",
     "BookieError",
+    "BrokerEntryMetadata",
+    "ChecksumMismatchError",
+    "ChunkAssembler",
+    "ChunkedMessage",
+    "CorruptEntryError",
+    "CorruptFrameError",
     "CursorNotFoundError",
+    "DecompressionError",
+    "DigestMismatchError",
+    "Entry",
+    "EntryLogReader",
+    "EntryLogWriter",
     "EntryNotFoundError",
+    "FrameDecoder",
     "InvalidCursorPositionError",
     "LedgerNotFoundError",
     "LifecycleError",
+    "LimitExceededError",
     "ManagedCursor",
     "ManagedLedger",
     "ManagedLedgerClosedError",
@@ -100,29 +101,22 @@ __all__ = [
     "ManagedLedgerError",
     "ManagedLedgerFencedError",
     "ManagedLedgerTerminatedError",
+    "Message",
+    "MessageDeduplication",
+    "MessageDupStatus",
+    "MessageId",
     "MetadataNotFoundError",
     "MetadataStore",
     "MetadataStoreError",
+    "PersistentTopic",
     "Position",
-    "Store",
-    "lifecycle",
-    "COMPRESSION_TYPES",
-    "DEFAULT_DECOMPRESSION_LIMIT",
-    "BrokerEntryMetadata",
-    "ChecksumMismatchError",
-    "ChunkAssembler",
-    "ChunkedMessage",
-    "CorruptEntryError",
-    "CorruptFrameError",
-    "DecompressionError",
-    "Entry",
-    "FrameDecoder",
-    "LimitExceededError",
-    "Message",
+    "PublishResult",
     "PulsarkitError",
+    "Store",
     "UnsupportedCompressionError",
     "__version__",
     "add_broker_entry_metadata",
+    "audit",
     "build_info",
     "bulk",
     "command",
@@ -132,8 +126,11 @@ __all__ = [
     "encode_batch",
     "encode_command",
     "encode_entry",
+    "entrylog",
+    "lifecycle",
     "message_metadata",
     "peek_broker_entry_metadata",
     "proto",
+    "scan_entry_logs",
     "strip_broker_entry_metadata",
 ]

@@ -1,8 +1,8 @@
 """Type stubs for the Rust extension module. Prefer the public API in ``pulsarkit``."""
 
-from typing import Any, Union
+from typing import Any, TypeAlias, Union
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer: TypeAlias = bytes | bytearray | memoryview
 
 __version__: str
 build_info: dict[str, str]

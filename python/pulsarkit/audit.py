@@ -125,7 +125,7 @@ def dedup_audit(table: Any) -> tuple[pa.Table, pa.Table]:
 def render_audit(summary: pa.Table) -> str:
     lines = [f"{'producer':<30}{'entries':>9}{'messages':>10}{'dup entries':>13}{'dup msgs':>10}{'gaps':>6}{'missing':>9}"]
     for r in summary.to_pylist():
-        lines.append(f"{str(r['producer_name']):<30}{r['entries']:>9}{r['messages']:>10}{r['duplicate_entries']:>13}"
+        lines.append(f"{r['producer_name']!s:<30}{r['entries']:>9}{r['messages']:>10}{r['duplicate_entries']:>13}"
                      f"{r['duplicate_messages']:>10}{r['gaps']:>6}{r['missing_messages']:>9}")
     return "\n".join(lines)
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from . import _native
-from .entry import DEFAULT_DECOMPRESSION_LIMIT, COMPRESSION_TYPES, Entry, Message
+from .entry import COMPRESSION_TYPES, DEFAULT_DECOMPRESSION_LIMIT, Entry, Message
 from .errors import CorruptEntryError
 
 

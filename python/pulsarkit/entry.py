@@ -61,7 +61,7 @@ class Entry:
     batched entries); :meth:`messages` decodes it.
     """
 
-    __slots__ = ("_data", "broker_entry_metadata", "checksum", "metadata", "_md_start", "_payload_start", "_headers_start")
+    __slots__ = ("_data", "_headers_start", "_md_start", "_payload_start", "broker_entry_metadata", "checksum", "metadata")
 
     def __init__(self) -> None:  # use Entry.parse
         raise TypeError("use Entry.parse(data)")

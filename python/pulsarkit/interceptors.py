@@ -66,8 +66,7 @@ class AppendIndexMetadataInterceptor:
 
     def recovery_index_generator(self, index: int) -> None:
         """Only ever raises the generator (recovery from properties and from the last entry)."""
-        if self._index < index:
-            self._index = index
+        self._index = max(self._index, index)
 
     def decrease_with_number_of_messages(self, number_of_messages: int) -> None:
         self._index -= number_of_messages

@@ -29,13 +29,13 @@ from .transforms import (
 
 __all__ = [
     "FORMAT_NAME",
-    "read_entries",
-    "read_messages",
-    "register",
     "BatchKernel",
     "decode_metadata",
     "explode_messages",
     "peek_broker_entry_metadata",
+    "read_entries",
+    "read_messages",
+    "register",
     "strip_broker_entry_metadata",
     "udfs",
     "verify_checksums",

@@ -65,7 +65,7 @@ def to_spark_arrow(col: Any) -> Any:
         return col
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_arrow_schema(kernel: str, **kwargs: Any) -> pa.Schema:
     """The Arrow schema a bulk kernel produces, mapped to what Spark accepts."""
     out = getattr(bulk, kernel)(pa.array([], pa.binary()), **kwargs)

@@ -104,7 +104,7 @@ def _pandas_flavour(name: str, extract: Extract) -> Any:
     return pandas_udf(run, extract.return_type())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_udf(name: str, kernel: str, column: Any = None, flavour: str = "auto", **kwargs: Any) -> Any:
     """A Spark UDF applying ``Extract(kernel, column, **kwargs)`` per batch, in the given flavour."""
     extract = Extract(kernel, column, **kwargs)
