@@ -207,84 +207,63 @@ pub fn strip_broker_entry_metadata_view(col: &EntryColumn) -> RecordBatch {
         EntryColumn::LargeBinary(a) if a.values().len() <= u32::MAX as usize => {
             (a.values().clone(), a.value_offsets().iter().map(|&o| o as usize).collect())
         }
-        _ => return strip_copy_to_view(col),
+        _ => {
+            let mut out = BinaryViewBuilder::with_capacity(col.len());
+            let err = strip_rows(col, |_, v| match v {
+                Some((d, skip)) => out.append_value(&d[skip..]),
+                None => out.append_null(),
+            });
+            return strip_batch(DataType::BinaryView, Arc::new(out.finish()), err);
+        }
     };
-    let n = col.len();
-    let mut out = BinaryViewBuilder::with_capacity(n);
+    let mut out = BinaryViewBuilder::with_capacity(col.len());
     let block = out.append_block(values);
-    let mut err = StringBuilder::with_capacity(n, 0);
-    for i in 0..n {
-        match col.get(i).map(|d| locate_broker_entry_metadata(d).map(|(_, s)| s)) {
-            None => {
-                out.append_null();
-                err.append_null();
-            }
-            Some(Ok(skip)) => {
-                let start = offsets[i] + skip;
-                let len = offsets[i + 1] - start;
-                out.try_append_view(block, start as u32, len as u32).expect("view lies inside the input buffer");
-                err.append_null();
-            }
-            Some(Err(e)) => {
-                out.append_null();
-                err.append_value(e.to_string());
-            }
+    let err = strip_rows(col, |i, v| match v {
+        Some((_, skip)) => {
+            let start = offsets[i] + skip;
+            out.try_append_view(block, start as u32, (offsets[i + 1] - start) as u32)
+                .expect("view lies inside the input buffer");
         }
-    }
-    batch(
-        vec![Field::new("entry", DataType::BinaryView, true), err_field()],
-        vec![Arc::new(out.finish()), Arc::new(err.finish())],
-    )
-}
-
-fn strip_copy_to_view(col: &EntryColumn) -> RecordBatch {
-    let n = col.len();
-    let mut out = BinaryViewBuilder::with_capacity(n);
-    let mut err = StringBuilder::with_capacity(n, 0);
-    for i in 0..n {
-        match col.get(i).map(|d| locate_broker_entry_metadata(d).map(|(_, s)| &d[s..])) {
-            None => {
-                out.append_null();
-                err.append_null();
-            }
-            Some(Ok(b)) => {
-                out.append_value(b);
-                err.append_null();
-            }
-            Some(Err(e)) => {
-                out.append_null();
-                err.append_value(e.to_string());
-            }
-        }
-    }
-    batch(
-        vec![Field::new("entry", DataType::BinaryView, true), err_field()],
-        vec![Arc::new(out.finish()), Arc::new(err.finish())],
-    )
+        None => out.append_null(),
+    });
+    strip_batch(DataType::BinaryView, Arc::new(out.finish()), err)
 }
 
 fn strip_into<O: OffsetSizeTrait>(col: &EntryColumn) -> RecordBatch {
+    let mut out = GenericBinaryBuilder::<O>::with_capacity(col.len(), col.total_bytes());
+    let err = strip_rows(col, |_, v| match v {
+        Some((d, skip)) => out.append_value(&d[skip..]),
+        None => out.append_null(),
+    });
+    strip_batch(<GenericBinaryType<O> as ByteArrayType>::DATA_TYPE, Arc::new(out.finish()), err)
+}
+
+/// The row walk every strip variant shares: `emit(row, Some((entry, bytes to skip)))` for a readable
+/// entry, `emit(row, None)` for a null or corrupt one; returns the `error` column.
+fn strip_rows<'a>(col: &EntryColumn<'a>, mut emit: impl FnMut(usize, Option<(&'a [u8], usize)>)) -> ArrayRef {
     let n = col.len();
-    let mut out = GenericBinaryBuilder::<O>::with_capacity(n, col.total_bytes());
     let mut err = StringBuilder::with_capacity(n, 0);
     for i in 0..n {
-        match col.get(i).map(|d| locate_broker_entry_metadata(d).map(|(_, s)| &d[s..])) {
+        match col.get(i).map(|d| locate_broker_entry_metadata(d).map(|(_, skip)| (d, skip))) {
             None => {
-                out.append_null();
+                emit(i, None);
                 err.append_null();
             }
-            Some(Ok(b)) => {
-                out.append_value(b);
+            Some(Ok(row)) => {
+                emit(i, Some(row));
                 err.append_null();
             }
             Some(Err(e)) => {
-                out.append_null();
+                emit(i, None);
                 err.append_value(e.to_string());
             }
         }
     }
-    let dt = <GenericBinaryType<O> as ByteArrayType>::DATA_TYPE;
-    batch(vec![Field::new("entry", dt, true), err_field()], vec![Arc::new(out.finish()), Arc::new(err.finish())])
+    Arc::new(err.finish())
+}
+
+fn strip_batch(dt: DataType, entries: ArrayRef, err: ArrayRef) -> RecordBatch {
+    batch(vec![Field::new("entry", dt, true), err_field()], vec![entries, err])
 }
 
 struct Decoded<'a> {
