@@ -94,11 +94,10 @@ class MessageDeduplication:
             self.status = Status.Enabled
         elif not self._enabled_config and self.status in (Status.Initialized, Status.Enabled, Status.Failed):
             self.status = Status.Removing
-            if self.cursor is not None or self.status is not Status.Initialized:
-                try:
-                    self.ml.delete_cursor(DEDUPLICATION_CURSOR_NAME)
-                except (KeyError, PulsarkitError):  # CursorNotFound counts as success
-                    pass
+            try:
+                self.ml.delete_cursor(DEDUPLICATION_CURSOR_NAME)
+            except (KeyError, PulsarkitError):  # CursorNotFound counts as success
+                pass
             self.cursor = None
             self.pushed.clear()
             self.persisted.clear()

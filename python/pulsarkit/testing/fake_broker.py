@@ -317,20 +317,16 @@ class _Connection:
                     last_sequence_id=b.last_sequence_id(topic.name, name) if b.last_sequence_id else -1)
         )
 
+    def _send_error(self, s: Any, err: BrokerError) -> None:
+        self.send(
+            command("SEND_ERROR", producer_id=s.producer_id, sequence_id=s.sequence_id, error=err.code, message=str(err))
+        )
+
     def _send(self, s: Any, hp: bytes) -> None:
         b = self.broker
         if s.producer_id not in self.producers:
             # Pulsar closes the connection for a SEND on an unknown producer; an error is kinder here.
-            err = BrokerError("ProducerBusy", f"unknown producer {s.producer_id}")
-            self.send(
-                command(
-                    "SEND_ERROR",
-                    producer_id=s.producer_id,
-                    sequence_id=s.sequence_id,
-                    error=err.code,
-                    message=str(err),
-                )
-            )
+            self._send_error(s, BrokerError("ProducerBusy", f"unknown producer {s.producer_id}"))
             return
         topic, pname = self.producers[s.producer_id]
         rec = RecordedSend(topic.name, s.producer_id, pname, _copy(s), bytes(hp))
@@ -348,15 +344,7 @@ class _Connection:
             result = e
         if isinstance(result, BrokerError):
             rec.error = result
-            self.send(
-                command(
-                    "SEND_ERROR",
-                    producer_id=s.producer_id,
-                    sequence_id=s.sequence_id,
-                    error=result.code,
-                    message=str(result),
-                )
-            )
+            self._send_error(s, result)
             return
         ledger_id, entry_id = result[0], result[1]
         stored = result[2] if len(result) > 2 else rec.headers_and_payload
