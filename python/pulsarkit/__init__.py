@@ -11,6 +11,7 @@ Bulk work over Arrow columns lives in :mod:`pulsarkit.bulk`, Spark wrappers in :
 """
 
 from . import audit, bulk, entrylog, lifecycle, proto
+from .analysis.datadir import DataDir, DataDirError, open_data_dir
 from ._native import __version__, build_info
 from .bookie import Bookie
 from .chunks import ChunkAssembler, ChunkedMessage
@@ -83,6 +84,8 @@ __all__ = [
     "CorruptEntryError",
     "CorruptFrameError",
     "CursorNotFoundError",
+    "DataDir",
+    "DataDirError",
     "DecompressionError",
     "DigestMismatchError",
     "Entry",
@@ -129,6 +132,7 @@ __all__ = [
     "entrylog",
     "lifecycle",
     "message_metadata",
+    "open_data_dir",
     "peek_broker_entry_metadata",
     "proto",
     "scan_entry_logs",

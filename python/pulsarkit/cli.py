@@ -505,5 +505,8 @@ def _run_readlogmetadata(args: argparse.Namespace) -> int:
 command("readlogmetadata", help="print the ledgers (id → bytes) of BookKeeper entry logs")(_readlogmetadata)
 
 
+# data-directory commands (ledgers, topics, messages, backlog, transactions, readjournal) register themselves
+from . import cli_datadir  # noqa: E402,F401
+
 if __name__ == "__main__":
     sys.exit(main())

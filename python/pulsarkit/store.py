@@ -36,6 +36,18 @@ def _now_ms() -> int:
 class Store:
     """Metadata store + bookie + the managed ledgers opened on them."""
 
+    #: Hook set by :mod:`pulsarkit.analysis.datadir` (a higher layer): opens a real Pulsar data
+    #: directory (one without pulsarkit's ``bookie/``) read-only, never writing to it.
+    foreign_opener: Callable[[str], Any] | None = None
+
+    @staticmethod
+    def foreign_opener_accepts(path: str) -> bool:
+        """A standalone's layout (``metadata/`` + ``bookkeeper/current``), not pulsarkit's ``bookie/``."""
+        if not os.path.isdir(os.path.join(path, "metadata")) or os.path.isdir(os.path.join(path, "bookie")):
+            return False
+        bookies = (("bookkeeper",), ("standalone", "bookkeeper"))
+        return any(os.path.isdir(os.path.join(path, *d, "current")) for d in bookies)
+
     def __init__(self, metadata_dir: str | os.PathLike[str], bookie_dirs: str | os.PathLike[str] | Sequence[Any], *,
                  read_only: bool = False, clock: Callable[[], int] | None = None,
                  log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT, write_cache_size: int = DEFAULT_WRITE_CACHE_SIZE,
@@ -57,6 +69,8 @@ class Store:
     def open(cls, path: str | os.PathLike[str], *, read_only: bool = False, **kw: Any) -> Store:
         """Opens (creating it unless ``read_only``) the store under ``path``."""
         path = os.fspath(path)
+        if Store.foreign_opener is not None and Store.foreign_opener_accepts(path):
+            return Store.foreign_opener(path)  # a directory pulsarkit did not create: read-only reader
         if not read_only:
             os.makedirs(path, exist_ok=True)
         return cls(os.path.join(path, "metadata"), [os.path.join(path, "bookie")], read_only=read_only, **kw)

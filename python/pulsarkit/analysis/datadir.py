@@ -1,0 +1,1181 @@
+"""A real Pulsar data directory, opened read-only: every ledger by its kind, topics, cursors, entries.
+
+``open_data_dir(path)`` accepts
+
+* a Pulsar standalone's directory (``metadata/`` RocksDB metadata store + ``bookkeeper/current/``, or
+  Pulsar's default ``data/standalone/bookkeeper``), and pulsarkit's own ``metadata/`` + ``bookie/``;
+* a bookie with separate directories: ``open_data_dir(metadata_dir=..., ledger_dirs=[...],
+  journal_dirs=[...], index_dirs=[...])``.
+
+Nothing under those paths is ever written (no ``LOCK``/``LOG`` file, no RocksDB compaction): each
+RocksDB (the metadata store, ``ledgers/``, ``locations/``) is copied into a temporary directory, opened
+there (replaying its WAL, where a short run's metadata lives), read completely and removed at once,
+also on errors. Entry logs and journals are read in place, read-only.
+
+A bookie's entries come from its ``locations`` index and entry logs, plus the journal entries after
+the bookie's ``lastMark`` that the index does not hold: what bookie recovery replays after an
+unclean stop. A missing ``locations/`` is rebuilt in memory by scanning the entry logs. Unreadable
+bytes never stop the reader: each becomes an :class:`Issue` (file and offset) and everything else is
+still read; ``strict=True`` raises :class:`DataDirError` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import tempfile
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import rocksdict
+
+from .. import entrylog
+from ..errors import MetadataStoreError, PulsarkitError
+from ..metadata import (
+    decode_meta_value,
+    ledger_id_from_path,
+    parse_ledger_metadata,
+    parse_managed_cursor_info,
+    parse_managed_ledger_info,
+)
+from ..proto import LedgerData, PositionInfo
+from ..store import Store
+
+PathLike = str | os.PathLike[str]
+
+_KEY = struct.Struct(">qq")
+_LONG = struct.Struct(">q")
+_MASK64 = (1 << 64) - 1
+_DIGESTS = {1: "CRC32", 2: "MAC", 3: "CRC32C", 4: "DUMMY"}
+_STATES = {1: "OPEN", 2: "IN_RECOVERY", 3: "CLOSED"}
+
+#: Ledger kinds (``Ledger.kind``).
+KINDS = ("topic", "cursor", "schema", "compacted", "transaction_log", "pending_ack", "deleted", "unknown")
+TXN_LOG_PREFIX = "pulsar/system/persistent/__transaction_log_"
+PENDING_ACK_SUFFIX = "__transaction_pending_ack"
+#: Cursors the broker keeps for itself (not subscriptions a user created).
+SYSTEM_CURSORS = ("pulsar.dedup", "__compaction", "transaction.subscription", "__pending_ack_state")
+COMPACTION_CURSOR = "__compaction"
+COMPACTED_LEDGER_PROPERTY = "CompactedTopicLedger"
+
+# Journal (BookKeeper ``JournalChannel``/``Journal.scanJournal``).
+_JOURNAL_MAGIC = b"BKLG"
+_JOURNAL_HEADER_V5 = 512
+_PADDING_MASK = -0x100
+_META_ENTRY_IDS = (-0x1000, -0x2000, -0x4000, -0x8000)
+
+
+class DataDirError(PulsarkitError):
+    """A data directory could not be read (or, with ``strict``, part of it); names the file and offset."""
+
+    def __init__(
+        self, message: str, path: str | None = None, offset: int | None = None, reason: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+        #: The cause alone, without the file and offset the message starts with.
+        self.reason = reason or message
+
+
+@dataclass(frozen=True)
+class Issue:
+    """Bytes that could not be read: what, where (file and offset), and which entry if known."""
+
+    kind: str
+    path: str
+    offset: int | None
+    message: str
+    ledger_id: int | None = None
+    entry_id: int | None = None
+
+    def __str__(self) -> str:
+        at = f" at offset {self.offset}" if self.offset is not None else ""
+        ent = f" (ledger {self.ledger_id} entry {self.entry_id})" if self.ledger_id is not None else ""
+        return f"{self.kind}: {self.path}{at}{ent}: {self.message}"
+
+    def error(self) -> DataDirError:
+        return DataDirError(str(self), self.path, self.offset)
+
+
+class Position(NamedTuple):
+    ledger_id: int
+    entry_id: int
+
+    def __str__(self) -> str:
+        return f"{self.ledger_id}:{self.entry_id}"
+
+
+@dataclass
+class Ledger:
+    """One ledger: what metadata says, what the bookie holds, and what it is for."""
+
+    ledger_id: int
+    kind: str
+    #: Owning managed ledger (``tenant/ns/persistent/topic``), from custom metadata or the ML's list.
+    managed_ledger: str | None = None
+    topic: str | None = None
+    cursor: str | None = None
+    #: OPEN / IN_RECOVERY / CLOSED from metadata; DELETED when only the bookie knows it.
+    state: str = "DELETED"
+    metadata_last_entry_id: int | None = None
+    digest_type: str | None = None
+    password: bytes = b""
+    custom_metadata: dict[str, bytes] = field(default_factory=dict)
+    ctime: int | None = None
+    #: Entries a reader gets: 0..last_entry_id (a closed ledger's last entry, or what recovery finds).
+    last_entry_id: int = -1
+    #: Entries the bookie holds (index, entry logs, journal replay).
+    entries_on_bookie: int = 0
+    #: Entries that only the journal holds (replayed as bookie recovery would).
+    journal_only_entries: int = 0
+    #: Bytes in entry logs (BookKeeper's accounting: record length + 4) plus journal-only records.
+    bytes_on_bookie: int = 0
+    #: Listed by its managed ledger (``ManagedLedgerInfo``) or cursor; False for leftovers.
+    referenced: bool = False
+    #: For a deleted ledger, what its first readable entry looks like (``topic``, ``cursor``,
+    #: ``transaction_log_or_pending_ack``), or None.
+    deleted_guess: str | None = None
+
+    @property
+    def entries(self) -> int:
+        return self.last_entry_id + 1
+
+
+@dataclass
+class Cursor:
+    """A durable subscription cursor as the broker would recover it."""
+
+    name: str
+    managed_ledger: str
+    topic: str
+    mark_delete: Position
+    #: Individually deleted entries as open-closed ``(lo, hi]`` position ranges.
+    individually_deleted: list[tuple[Position, Position]] = field(default_factory=list)
+    #: Batch-index ack sets (``BitSet`` words, a set bit = message not yet acknowledged).
+    batch_ack_sets: dict[Position, list[int]] = field(default_factory=dict)
+    properties: dict[str, int] = field(default_factory=dict)
+    cursor_properties: dict[str, str] = field(default_factory=dict)
+    #: ``metadata`` (ManagedCursorInfo snapshot) or ``cursor_ledger`` (its last PositionInfo).
+    source: str = "metadata"
+    cursor_ledger_id: int = -1
+    last_active: int | None = None
+    system: bool = False
+    note: str = ""
+
+    def is_deleted(self, p: Position) -> bool:
+        """True when the whole entry is acknowledged."""
+        if p <= self.mark_delete:
+            return True
+        return any(lo < p <= hi for lo, hi in self.individually_deleted)
+
+    def unacked_batch_indexes(self, p: Position, batch_size: int) -> list[int]:
+        """Indexes of a batch still to deliver (all when no ack set was stored)."""
+        words = self.batch_ack_sets.get(p)
+        if words is None:
+            return list(range(batch_size))
+        bits = 0
+        for i, w in enumerate(words):
+            bits |= (int(w) & _MASK64) << (64 * i)
+        return [i for i in range(batch_size) if bits >> i & 1]
+
+
+@dataclass
+class Topic:
+    """A topic (one managed ledger); partitions are topics named ``…-partition-N``."""
+
+    name: str
+    managed_ledger: str
+    kind: str  # topic / transaction_log / pending_ack
+    system: bool
+    partition: int
+    partitioned_topic: str | None
+    ledgers: list[int]
+    entries: int
+    bytes: int
+    cursors: list[Cursor]
+    properties: dict[str, str]
+    terminated: Position | None = None
+    #: Compacted ledger and horizon (the ``__compaction`` mark-delete), when compacted.
+    compacted_ledger: int | None = None
+    compaction_horizon: Position | None = None
+
+
+# ------------------------------------------------------------------------------------ layout
+
+
+def _is_rocksdb(d: Path) -> bool:
+    return d.is_dir() and (d / "CURRENT").exists()
+
+
+def _find_layout(root: Path) -> tuple[Path, list[Path]]:
+    """(metadata dir, bookie dirs holding ``current/``) of a standalone or pulsarkit directory."""
+    md = next((c for c in (root / "metadata", root) if _is_rocksdb(c)), None)
+    if md is None:
+        raise DataDirError(
+            f"{root}: no RocksDB metadata store (expected {root / 'metadata'}/CURRENT)", str(root)
+        )
+    bks = [
+        c
+        for c in (
+            root / "bookkeeper",
+            root / "standalone" / "bookkeeper",
+            root / "bookie",
+            root / "data" / "standalone" / "bookkeeper",
+        )
+        if (c / "current").is_dir()
+    ]
+    if not bks:
+        raise DataDirError(
+            f"{root}: no bookie directory (looked for bookkeeper/current, standalone/bookkeeper/current, "
+            "bookie/current)",
+            str(root),
+        )
+    return md, bks[:1]
+
+
+def _plain_copy(src: Path, dst: Path) -> None:
+    """Copies a RocksDB directory without its LOCK/LOG files and without permissions (the copy must be
+    writable even when the source is on a read-only filesystem or chmod a-w)."""
+    dst.mkdir(parents=True)
+    for name in sorted(os.listdir(src)):
+        if name == "LOCK" or name.startswith("LOG"):
+            continue
+        s = src / name
+        if s.is_file():
+            shutil.copyfile(s, dst / name)
+
+
+def _read_rocksdb(src: Path, what: str) -> list[tuple[bytes, bytes]]:
+    """All key/value pairs of a RocksDB, read from a temporary copy (WAL replayed), in key order."""
+
+    tmp = tempfile.mkdtemp(prefix="pulsarkit-ro-")
+    try:
+        db_dir = Path(tmp) / "db"
+        try:
+            _plain_copy(src, db_dir)
+        except OSError as e:
+            raise DataDirError(f"{what} {src}: cannot be read: {e}", str(src)) from None
+        try:
+            db = rocksdict.Rdict(
+                str(db_dir), rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only()
+            )
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain exceptions
+            raise DataDirError(f"{what} {src}: not a readable RocksDB: {e}", str(src)) from None
+        try:
+            out = []
+            it = db.iter()
+            it.seek_to_first()
+            while it.valid():
+                out.append((bytes(it.key()), bytes(it.value())))
+                it.next()
+            return out
+        finally:
+            db.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def ml_to_topic(ml_name: str) -> str:
+    """``tenant/ns/persistent/local`` (local name URL-encoded) to ``persistent://tenant/ns/local``."""
+    parts = ml_name.split("/")
+    if len(parts) == 4 and parts[2] in ("persistent", "non-persistent"):
+        return f"{parts[2]}://{parts[0]}/{parts[1]}/{urllib.parse.unquote_plus(parts[3])}"
+    return ml_name
+
+
+def topic_to_ml(topic: str) -> str:
+    """``persistent://tenant/ns/local`` to its managed-ledger name (local name URL-encoded as Pulsar does)."""
+    if "://" not in topic:
+        if topic.count("/") == 0:
+            topic = f"persistent://public/default/{topic}"
+        elif topic.count("/") == 2:
+            topic = f"persistent://{topic}"
+        else:
+            return topic
+    domain, rest = topic.split("://", 1)
+    tenant, ns, local = rest.split("/", 2)
+    return f"{tenant}/{ns}/{domain}/{urllib.parse.quote_plus(local, safe='')}"
+
+
+def partition_of(topic: str) -> tuple[str | None, int]:
+    """(partitioned topic, index) of ``…-partition-N``, else (None, -1)."""
+    base, sep, n = topic.rpartition("-partition-")
+    if sep and n.isdigit():
+        return base, int(n)
+    return None, -1
+
+
+def is_system_topic(topic: str) -> bool:
+    """Pulsar's system topics: the ``pulsar/system`` namespace, ``__``-prefixed names
+    (``__change_events``, ``__transaction_buffer_snapshot``…) and pending-ack stores."""
+    local = topic.split("://", 1)[-1]
+    parts = local.split("/")
+    if len(parts) >= 3 and parts[0] == "pulsar" and parts[1] == "system":
+        return True
+    name = parts[-1]
+    base, idx = partition_of(name)
+    return (base or name).startswith("__") or name.endswith(PENDING_ACK_SUFFIX)
+
+
+def ml_kind(ml_name: str) -> str:
+    if ml_name.startswith(TXN_LOG_PREFIX):
+        return "transaction_log"
+    if ml_name.endswith(PENDING_ACK_SUFFIX):
+        return "pending_ack"
+    return "topic"
+
+
+# -------------------------------------------------------------------------------- bookie
+
+
+class _BookieDir:
+    """A ledger directory's ``current/`` (entry logs) and its index directory (``ledgers``/``locations``)."""
+
+    def __init__(self, current: Path, index_current: Path, issues: list[Issue]) -> None:
+        self.current = current
+        self.index_current = index_current
+        self.reader = entrylog.EntryLogReader(str(current))
+        self.ledger_data: dict[int, Any] = {}
+        self.locations: dict[int, dict[int, int]] = {}
+        self.log_ledger_bytes: dict[int, int] = {}
+        led = index_current / "ledgers"
+        if _is_rocksdb(led):
+            for k, v in _read_rocksdb(led, "ledgers index"):
+                if len(k) != 8:
+                    continue
+                lid = _LONG.unpack(k)[0]
+                if lid < 0:
+                    continue  # STORAGE_FLAGS and other non-ledger keys
+                ld = LedgerData()
+                try:
+                    ld.ParseFromString(v)
+                except Exception as e:  # noqa: BLE001 - protobuf DecodeError
+                    issues.append(Issue("bad_ledger_data", str(led), None, f"ledger {lid}: {e}", lid))
+                    continue
+                self.ledger_data[lid] = ld
+        else:
+            issues.append(Issue("missing_index", str(led), None, "no ledgers/ RocksDB; ledger flags unknown"))
+        loc = index_current / "locations"
+        self.log_ids = self.reader.log_ids()
+        if _is_rocksdb(loc):
+            for k, v in _read_rocksdb(loc, "locations index"):
+                if len(k) != 16 or len(v) != 8:
+                    continue
+                lid, eid = _KEY.unpack(k)
+                self.locations.setdefault(lid, {})[eid] = _LONG.unpack(v)[0]
+            self.scanned = False
+        else:
+            issues.append(
+                Issue(
+                    "missing_index",
+                    str(loc),
+                    None,
+                    "no locations/ RocksDB; entry locations rebuilt by scanning the entry logs",
+                )
+            )
+            self._scan_all(issues)
+            self.scanned = True
+        for log_id in self.log_ids:
+            try:
+                md = self.reader.metadata(log_id)
+            except (PulsarkitError, OSError) as e:
+                issues.append(Issue("unreadable_entry_log", str(self.reader.path_of(log_id)), None, str(e)))
+                continue
+            empty = self.reader.file_size(log_id) == 0  # the preallocated next log (lastId names it)
+            for issue in md.issues:
+                if issue.kind != "zero_tail" and not empty:
+                    issues.append(
+                        Issue(issue.kind, str(self.reader.path_of(log_id)), issue.offset, issue.message)
+                    )
+            for lid, size in md.ledgers.items():
+                self.log_ledger_bytes[lid] = self.log_ledger_bytes.get(lid, 0) + size
+
+    def _scan_all(self, issues: list[Issue]) -> None:
+        # Later logs win: compaction copies live entries forward into newer logs.
+        for log_id in self.log_ids:
+            scan = self.reader.scan(log_id, resync=False)
+            for r in scan:
+                if r.ledger_id >= 0:
+                    self.locations.setdefault(r.ledger_id, {})[r.entry_id] = r.location
+
+
+@dataclass
+class _JournalEntry:
+    data: bytes
+    path: str
+    offset: int
+
+
+def _last_mark(dirs: Sequence[Path], name: str = "lastMark") -> tuple[int, int] | None:
+    """The bookie's ``lastMark`` (journal id, offset): journal bytes before it are in ledger storage.
+    With several journal directories, journal ``i`` has its own ``lastMark.i``."""
+    marks = []
+    for d in dirs:
+        f = d / name
+        try:
+            raw = f.read_bytes()
+        except OSError:
+            continue
+        if len(raw) >= 16:
+            marks.append(struct.unpack(">qq", raw[:16]))
+    return max(marks) if marks else None  # LastLogMark.readLog keeps the newest mark of all ledger dirs
+
+
+def scan_journal(
+    path: PathLike, start: int | None = None
+) -> tuple[list[tuple[int, int, int, bytes]], list[Issue], int]:
+    """Records of one ``<hex>.txn`` journal: ``[(offset, ledger_id, entry_id, record)]``, issues, version.
+
+    Follows ``Journal.scanJournal``: a zero length ends the journal (preallocated tail), padding
+    records (V5+) are skipped, a record cut by the end of the file is a torn tail (reported)."""
+    p = str(path)
+    data = Path(p).read_bytes()
+    issues: list[Issue] = []
+    if len(data) < 8:
+        return (
+            [],
+            [Issue("torn_journal_header", p, 0, f"{len(data)} bytes, shorter than the journal header")],
+            0,
+        )
+    if data[:4] == _JOURNAL_MAGIC:
+        version = struct.unpack_from(">i", data, 4)[0]
+        pos = _JOURNAL_HEADER_V5 if version >= 5 else 8
+    else:
+        version, pos = 1, 0  # V1 journals have no header
+    if start is not None and start > pos:
+        pos = start
+    out = []
+    n = len(data)
+    while pos + 4 <= n:
+        rec_off = pos
+        length = struct.unpack_from(">i", data, pos)[0]
+        pos += 4
+        if length == 0:
+            break
+        padding = False
+        if length < 0:
+            if length == _PADDING_MASK and version >= 5:
+                if pos + 4 > n:
+                    issues.append(
+                        Issue("torn_journal_tail", p, rec_off, "padding record cut by the end of the file")
+                    )
+                    break
+                length = struct.unpack_from(">i", data, pos)[0]
+                pos += 4
+                if length == 0:
+                    continue
+                padding = True
+            else:
+                issues.append(Issue("corrupt_journal_record", p, rec_off, f"negative record length {length}"))
+                break
+        if pos + length > n:
+            issues.append(
+                Issue(
+                    "torn_journal_tail",
+                    p,
+                    rec_off,
+                    f"record of {length} bytes cut by the end of the file ({n - pos} bytes left)",
+                )
+            )
+            break
+        rec = data[pos : pos + length]
+        pos += length
+        if padding:
+            continue
+        if len(rec) < 16:
+            issues.append(
+                Issue(
+                    "corrupt_journal_record", p, rec_off, f"record of {len(rec)} bytes has no ledger/entry id"
+                )
+            )
+            continue
+        lid, eid = _KEY.unpack_from(rec)
+        out.append((rec_off, lid, eid, rec))
+    return out, issues, version
+
+
+def _journal_files(dirs: Sequence[Path]) -> list[tuple[int, Path]]:
+    out = []
+    for d in dirs:
+        if not d.is_dir():
+            continue
+        for f in d.iterdir():
+            if f.suffix == ".txn":
+                try:
+                    out.append((int(f.stem, 16), f))
+                except ValueError:
+                    continue
+    return sorted(out)
+
+
+# -------------------------------------------------------------------------------- data dir
+
+
+class DataDir:
+    """A Pulsar data directory, read-only. Build one with :func:`open_data_dir`."""
+
+    def __init__(
+        self,
+        metadata_dir: PathLike,
+        ledger_dirs: Sequence[PathLike],
+        *,
+        journal_dirs: Sequence[PathLike] | None = None,
+        index_dirs: Sequence[PathLike] | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.metadata_dir = Path(metadata_dir)
+        self.ledger_dirs = [Path(d) for d in ledger_dirs]
+        self.journal_dirs = [Path(d) for d in (journal_dirs if journal_dirs is not None else ledger_dirs)]
+        self.index_dirs = [Path(d) for d in (index_dirs if index_dirs is not None else ledger_dirs)]
+        self.strict = strict
+        self.read_only = True
+        self.issues: list[Issue] = []
+        self._load_metadata()
+        self._bookies = [
+            _BookieDir(self._current(d), self._current(i), self.issues)
+            for d, i in zip(self.ledger_dirs, self.index_dirs, strict=False)
+        ]
+        self._cursor_cache: dict[str, list[Cursor]] = {}
+        self._load_journal()
+        self._build_ledgers()
+        if strict and self.issues:
+            raise self.issues[0].error()
+
+    @staticmethod
+    def _current(d: Path) -> Path:
+        return d if d.name == "current" else d / "current"
+
+    def close(self) -> None:
+        """Closes the entry-log files (the RocksDB copies were read and removed when it was opened)."""
+        for b in self._bookies:
+            for log_id in b.log_ids:
+                b.reader.evict(log_id)
+
+    def __enter__(self) -> DataDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _issue(self, issue: Issue) -> None:
+        if self.strict:
+            raise issue.error()
+        self.issues.append(issue)
+
+    # -- metadata ------------------------------------------------------------------------
+
+    def _load_metadata(self) -> None:
+        self.nodes: dict[str, bytes] = {}
+        for k, v in _read_rocksdb(self.metadata_dir, "metadata store"):
+            if not k.startswith(b"/"):
+                continue  # the store's own counters
+            path = k.decode("utf-8", "replace")
+            try:
+                self.nodes[path] = decode_meta_value(v, path)[0]
+            except MetadataStoreError as e:
+                self._issue(Issue("bad_metadata_value", str(self.metadata_dir), None, str(e)))
+        self.ledger_metadata: dict[int, Any] = {}
+        self.ml_infos: dict[str, Any] = {}
+        self.cursor_infos: dict[str, dict[str, Any]] = {}
+        self.partitioned: dict[str, int] = {}
+        self.schemas: dict[str, bytes] = {}
+        root = "/managed-ledgers/"
+        domains = ("persistent", "non-persistent")
+        for path, data in self.nodes.items():
+            if path.startswith("/ledgers/"):
+                lid = ledger_id_from_path(path)
+                if lid is None:
+                    continue
+                try:
+                    self.ledger_metadata[lid] = parse_ledger_metadata(data, lid)
+                except MetadataStoreError as e:
+                    self._issue(
+                        Issue("bad_ledger_metadata", str(self.metadata_dir), None, f"{path}: {e}", lid)
+                    )
+            elif path.startswith(root):
+                parts = path[len(root) :].split("/")
+                try:
+                    if len(parts) == 4 and parts[2] in domains:
+                        self.ml_infos[path[len(root) :]] = parse_managed_ledger_info(data, path)
+                    elif len(parts) == 5 and parts[2] in domains:
+                        ml = "/".join(parts[:4])
+                        self.cursor_infos.setdefault(ml, {})[parts[4]] = parse_managed_cursor_info(data, path)
+                except MetadataStoreError as e:
+                    self._issue(Issue("bad_metadata_value", str(self.metadata_dir), None, f"{path}: {e}"))
+            elif path.startswith("/admin/partitioned-topics/"):
+                parts = path[len("/admin/partitioned-topics/") :].split("/")
+                if len(parts) == 4:
+                    try:
+                        n = int(json.loads(data or b"{}").get("partitions", 0))
+                    except (ValueError, AttributeError):
+                        n = 0
+                    self.partitioned[
+                        f"{parts[2]}://{parts[0]}/{parts[1]}/{urllib.parse.unquote_plus(parts[3])}"
+                    ] = n
+            elif path.startswith("/schemas/"):
+                self.schemas[path[len("/schemas/") :]] = data
+        # cursor nodes whose managed ledger node is gone belong to a deleted topic
+        for ml in list(self.cursor_infos):
+            if ml not in self.ml_infos:
+                del self.cursor_infos[ml]
+
+    # -- journal ---------------------------------------------------------------------------
+
+    def _load_journal(self) -> None:
+        """Entries the bookie would replay from its journal (after ``lastMark``) that ledger storage lacks."""
+        self.journal: dict[int, dict[int, _JournalEntry]] = {}
+        currents = [self._current(d) for d in self.ledger_dirs]
+        jdirs = [self._current(d) for d in self.journal_dirs]
+        self.journal_files = []
+        work = []
+        for i, jd in enumerate(jdirs):
+            mark = _last_mark(currents, "lastMark" if len(jdirs) == 1 else f"lastMark.{i}")
+            for jid, f in _journal_files([jd]):
+                self.journal_files.append(str(f))
+                work.append((mark, jid, f))
+        for mark, jid, f in work:
+            if mark is not None and jid < mark[0]:
+                continue
+            start = mark[1] if mark is not None and jid == mark[0] else None
+            try:
+                records, issues, _ = scan_journal(f, start)
+            except OSError as e:
+                self._issue(Issue("unreadable_journal", str(f), None, str(e)))
+                continue
+            for i in issues:
+                self._issue(i)
+            for off, lid, eid, rec in records:
+                if eid < 0 or eid in _META_ENTRY_IDS:
+                    continue
+                self.journal.setdefault(lid, {})[eid] = _JournalEntry(rec, str(f), off)
+
+    # -- ledgers ---------------------------------------------------------------------------
+
+    def _bookie_of(self, lid: int) -> _BookieDir | None:
+        for b in self._bookies:
+            if lid in b.locations:
+                return b
+        return None
+
+    def _build_ledgers(self) -> None:
+        ids = set(self.ledger_metadata)
+        for b in self._bookies:
+            ids |= set(b.locations) | set(b.log_ledger_bytes) | set(b.ledger_data)
+        ids |= set(self.journal)
+        owner: dict[int, str] = {}
+        for ml, info in self.ml_infos.items():
+            for li in info.ledgerInfo:
+                owner[li.ledgerId] = ml
+        cursor_owner: dict[int, tuple[str, str]] = {}
+        for ml, curs in self.cursor_infos.items():
+            for name, ci in curs.items():
+                if ci.cursorsLedgerId >= 0:
+                    cursor_owner[ci.cursorsLedgerId] = (ml, name)
+        self.ledgers: dict[int, Ledger] = {}
+        for lid in sorted(ids):
+            md = self.ledger_metadata.get(lid)
+            led = Ledger(lid, "deleted")
+            if md is not None:
+                cm = {e.key: bytes(e.value) for e in md.customMetadata}
+                led.custom_metadata = cm
+                led.state = _STATES.get(md.state, str(md.state))
+                led.metadata_last_entry_id = md.lastEntryId if md.HasField("lastEntryId") else None
+                led.digest_type = (
+                    _DIGESTS.get(md.digestType, "CRC32C") if md.HasField("digestType") else "CRC32C"
+                )
+                led.password = bytes(md.password)
+                led.ctime = md.ctime if md.HasField("ctime") else None
+                led.kind, led.managed_ledger, led.cursor = self._kind(cm)
+            if lid in owner:
+                led.referenced = True
+                led.managed_ledger = led.managed_ledger or owner[lid]
+                if led.kind in ("unknown", "deleted") and md is not None:
+                    led.kind = ml_kind(owner[lid])
+            if lid in cursor_owner:
+                led.referenced = True
+                led.managed_ledger, led.cursor = cursor_owner[lid]
+                if md is not None:
+                    led.kind = "cursor"
+            if led.managed_ledger:
+                led.topic = ml_to_topic(led.managed_ledger)
+            if led.kind == "compacted" and "pulsar/compactedTopic" in led.custom_metadata:
+                led.topic = led.custom_metadata["pulsar/compactedTopic"].decode("utf-8", "replace")
+            self._bookie_stats(led)
+            self.ledgers[lid] = led
+            if led.state == "DELETED":
+                led.deleted_guess = self._guess(lid)
+        for ml in self.ml_infos:
+            for c in self.cursors(ml):
+                if c.name == COMPACTION_CURSOR and COMPACTED_LEDGER_PROPERTY in c.properties:
+                    cl = self.ledgers.get(c.properties[COMPACTED_LEDGER_PROPERTY])
+                    if cl is not None:
+                        cl.referenced = True
+
+    @staticmethod
+    def _kind(cm: dict[str, bytes]) -> tuple[str, str | None, str | None]:
+        comp = cm.get("component", b"").decode("utf-8", "replace")
+        ml = (cm.get("pulsar/managed-ledger") or cm.get("psr/managed-ledger") or b"").decode(
+            "utf-8", "replace"
+        ) or None
+        cur = (cm.get("pulsar/cursor") or cm.get("psr/cursor") or b"").decode("utf-8", "replace") or None
+        if comp == "compacted-ledger":
+            return "compacted", None, None
+        if comp == "schema":
+            return "schema", None, None
+        if cur is not None:
+            return "cursor", ml, cur
+        if ml is not None:
+            return ml_kind(ml), ml, None
+        return "unknown", None, None
+
+    def _bookie_stats(self, led: Ledger) -> None:
+        lid = led.ledger_id
+        b = self._bookie_of(lid)
+        present = set(b.locations.get(lid, {})) if b else set()
+        jr = self.journal.get(lid, {})
+        jonly = set(jr) - present
+        present |= jonly
+        led.entries_on_bookie = len(present)
+        led.journal_only_entries = len(jonly)
+        led.bytes_on_bookie = sum(bd.log_ledger_bytes.get(lid, 0) for bd in self._bookies)
+        led.bytes_on_bookie += sum(len(jr[e].data) + 4 for e in jonly)
+        if led.state == "CLOSED" and led.metadata_last_entry_id is not None:
+            led.last_entry_id = led.metadata_last_entry_id
+        elif led.state == "DELETED":
+            led.last_entry_id = max(present) if present else -1
+        else:
+            # an open ledger is recovered up to the first entry the bookie lacks (ensemble of one)
+            e = -1
+            while e + 1 in present:
+                e += 1
+            led.last_entry_id = e
+
+    def _guess(self, lid: int) -> str | None:
+        """What a deleted ledger held, from its first entry's bytes (its metadata is gone)."""
+        b = self._bookie_of(lid)
+        first = min(b.locations.get(lid, {}), default=None) if b else None
+        if first is None:
+            return None
+        try:
+            data = self.read_entry(lid, first)
+        except DataDirError:
+            return None
+        if data[:2] == b"\x0e\x02" or (data[:2] == b"\x0e\x01" and data[2:4] != b"\x00\x01"):
+            return "topic"
+        if data[:4] == b"\x0e\x01\x00\x01":
+            return "transaction_log_or_pending_ack"
+        pi = PositionInfo()
+        try:
+            pi.ParseFromString(data)
+            if pi.IsInitialized():
+                return "cursor"
+        except Exception:  # noqa: BLE001 - protobuf DecodeError: not a PositionInfo
+            pass
+        return None
+
+    def ledger_list(self, kinds: Sequence[str] | None = None) -> list[Ledger]:
+        return [led for led in self.ledgers.values() if kinds is None or led.kind in kinds]
+
+    # -- entries -------------------------------------------------------------------------
+
+    def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
+        """The data of one entry (what the BookKeeper client wrote: for Pulsar, the entry bytes),
+        digest verified. :class:`DataDirError` names the file and offset when it cannot be read."""
+        led = self.ledgers.get(ledger_id)
+        b = self._bookie_of(ledger_id)
+        loc = b.locations.get(ledger_id, {}).get(entry_id) if b else None
+        digest = led.digest_type if led and led.digest_type else None
+        password = led.password if led else b""
+        if loc is not None:
+            log_id, pos = loc >> 32, loc & 0xFFFFFFFF
+            path = str(b.reader.path_of(log_id)) if b else "?"
+            try:
+                raw = b.reader.read(loc, ledger_id, entry_id)  # type: ignore[union-attr]
+            except OSError as e:
+                raise DataDirError(
+                    f"{path}: entry log missing or unreadable for ledger {ledger_id} entry {entry_id}: {e}",
+                    path,
+                    pos - 4,
+                    f"entry log missing or unreadable: {e}",
+                ) from None
+            except PulsarkitError as e:
+                raise DataDirError(
+                    f"{path} at offset {pos - 4}: ledger {ledger_id} entry {entry_id}: {e}",
+                    path,
+                    pos - 4,
+                    str(e),
+                ) from None
+        else:
+            j = self.journal.get(ledger_id, {}).get(entry_id)
+            if j is None:
+                raise DataDirError(
+                    f"ledger {ledger_id} entry {entry_id} is on no bookie and in no journal", None, None
+                )
+            raw, path, pos = j.data, j.path, j.offset + 4
+        try:
+            if digest is None:
+                digest = entrylog.detect_digest_type(raw, password) or "CRC32C"
+            return entrylog.verify_bookie_entry(
+                raw, digest, password, ledger_id=ledger_id, entry_id=entry_id
+            ).payload
+        except PulsarkitError as e:
+            raise DataDirError(
+                f"{path} at offset {pos - 4}: ledger {ledger_id} entry {entry_id}: {e}", path, pos - 4, str(e)
+            ) from None
+
+    def entries(
+        self, ledger_id: int, first: int = 0, last: int | None = None
+    ) -> Iterator[tuple[int, bytes | DataDirError]]:
+        """``(entry_id, data)`` for a ledger's readable range; an unreadable entry yields its error
+        (also recorded in :attr:`issues`) and reading goes on."""
+        led = self.ledgers.get(ledger_id)
+        end = led.last_entry_id if last is None and led else (last if last is not None else -1)
+        for eid in range(first, end + 1):
+            try:
+                yield eid, self.read_entry(ledger_id, eid)
+            except DataDirError as e:
+                self._issue(Issue("unreadable_entry", e.path or "?", e.offset, e.reason, ledger_id, eid))
+                yield eid, e
+
+    # -- topics and cursors ----------------------------------------------------------------
+
+    def resolve(self, topic: str) -> str:
+        """The managed-ledger name of a topic (``persistent://t/ns/x``, ``t/ns/x``, ``x`` or the ML name);
+        :class:`DataDirError` when the directory has no such topic."""
+        if topic in self.ml_infos:
+            return topic
+        ml = topic_to_ml(topic)
+        if ml in self.ml_infos:
+            return ml
+        full = ml_to_topic(ml)
+        for name in self.ml_infos:  # names Java's URLEncoder escapes differently from Python's
+            if ml_to_topic(name) == full:
+                return name
+        raise DataDirError(f"no topic {topic!r} in {self.metadata_dir}")
+
+    def expand(self, topic: str) -> list[str]:
+        """Managed-ledger names of a topic, or of every partition of a partitioned topic."""
+        try:
+            return [self.resolve(topic)]
+        except DataDirError:
+            full = ml_to_topic(topic_to_ml(topic))
+            parts = sorted(
+                (partition_of(ml_to_topic(ml))[1], ml)
+                for ml in self.ml_infos
+                if partition_of(ml_to_topic(ml))[0] == full
+            )
+            if not parts:
+                raise
+            return [ml for _, ml in parts]
+
+    def managed_ledger_names(self) -> list[str]:
+        return sorted(self.ml_infos)
+
+    def ml_ledgers(self, ml: str) -> list[int]:
+        """Ledger ids of a managed ledger, in order (the current, possibly empty, one included)."""
+        info = self.ml_infos.get(ml)
+        return [li.ledgerId for li in info.ledgerInfo] if info is not None else []
+
+    def ml_last_position(self, ml: str) -> Position:
+        last = Position(-1, -1)
+        for lid in self.ml_ledgers(ml):
+            led = self.ledgers.get(lid)
+            if led is not None and led.last_entry_id >= 0:
+                last = Position(lid, led.last_entry_id)
+        if last.ledger_id == -1:
+            ids = self.ml_ledgers(ml)
+            if ids:
+                last = Position(ids[0], -1)
+        return last
+
+    def cursors(self, ml: str) -> list[Cursor]:
+        """The durable cursors of a managed ledger, recovered as ``ManagedCursorImpl.recover`` does."""
+        if ml in self._cursor_cache:
+            return self._cursor_cache[ml]
+        out = []
+        for enc_name, info in sorted(self.cursor_infos.get(ml, {}).items()):
+            out.append(self._recover_cursor(ml, urllib.parse.unquote_plus(enc_name), info))
+        self._cursor_cache[ml] = out
+        return out
+
+    def _recover_cursor(self, ml: str, name: str, info: Any) -> Cursor:
+        c = Cursor(
+            name,
+            ml,
+            ml_to_topic(ml),
+            Position(info.markDeleteLedgerId, info.markDeleteEntryId),
+            cursor_properties={p.name: p.value for p in info.cursorProperties},
+            cursor_ledger_id=info.cursorsLedgerId,
+            last_active=info.lastActive or None,
+            system=name in SYSTEM_CURSORS,
+        )
+        state: Any = info
+        if info.cursorsLedgerId != -1:
+            pi, why = self._last_position_info(info.cursorsLedgerId)
+            if pi is not None:
+                state = pi
+                c.mark_delete = Position(pi.ledgerId, pi.entryId)
+                c.source = "cursor_ledger"
+            else:
+                c.note = f"cursor ledger {info.cursorsLedgerId}: {why}; rolled back to the metadata snapshot"
+        c.properties = {p.name: p.value for p in state.properties}
+        ids = self.ml_ledgers(ml)
+        for rg in state.individualDeletedMessages:
+            lo = Position(rg.lowerEndpoint.ledgerId, rg.lowerEndpoint.entryId)
+            hi = Position(rg.upperEndpoint.ledgerId, rg.upperEndpoint.entryId)
+            c.individually_deleted.append((lo, hi))
+        for llm in getattr(state, "individualDeletedMessageRanges", ()):
+            bits = 0
+            for i, w in enumerate(llm.values):
+                bits |= (int(w) & _MASK64) << (64 * i)
+            e = 0
+            while bits:
+                if bits & 1:
+                    c.individually_deleted.append((Position(llm.key, e - 1), Position(llm.key, e)))
+                bits >>= 1
+                e += 1
+        for bi in state.batchedEntryDeletionIndexInfo:
+            if len(bi.deleteSet):
+                c.batch_ack_sets[Position(bi.position.ledgerId, bi.position.entryId)] = list(bi.deleteSet)
+        # recoveredCursor(): a mark-delete in a ledger that is gone moves to the next one; one past the
+        # last entry is clamped to it
+        md = c.mark_delete
+        if md.entry_id == -1 and md.ledger_id not in ids:
+            nxt = [i for i in ids if i > md.ledger_id]
+            if nxt:
+                md = Position(nxt[0], -1)
+        last = self.ml_last_position(ml)
+        if md > last and last.ledger_id != -1:
+            md = last
+        c.mark_delete = md
+        return c
+
+    def _last_position_info(self, lid: int) -> tuple[Any, str]:
+        led = self.ledgers.get(lid)
+        if led is None or led.state == "DELETED":
+            return None, "no such ledger"
+        if led.last_entry_id < 0:
+            return None, "no entries"
+        try:
+            data = self.read_entry(lid, led.last_entry_id)
+        except DataDirError as e:
+            self._issue(Issue("unreadable_entry", e.path or "?", e.offset, e.reason, lid, led.last_entry_id))
+            return None, str(e)
+        pi = PositionInfo()
+        try:
+            pi.ParseFromString(data)
+        except Exception as e:  # noqa: BLE001 - protobuf DecodeError
+            return None, f"last entry is no PositionInfo: {e}"
+        if not pi.IsInitialized():
+            return None, "last entry is no PositionInfo (required fields missing)"
+        return pi, ""
+
+    def cursor(self, topic: str, subscription: str) -> Cursor:
+        ml = self.resolve(topic)
+        for c in self.cursors(ml):
+            if c.name == subscription:
+                return c
+        raise DataDirError(
+            f"topic {topic!r} has no subscription {subscription!r} "
+            f"(has: {', '.join(c.name for c in self.cursors(ml)) or 'none'})"
+        )
+
+    def topics(self, include_system: bool = True) -> list[Topic]:
+        out = []
+        for ml in self.managed_ledger_names():
+            t = self.topic(ml)
+            if include_system or not t.system:
+                out.append(t)
+        return out
+
+    def topic(self, name: str) -> Topic:
+        ml = self.resolve(name)
+        info = self.ml_infos[ml]
+        tname = ml_to_topic(ml)
+        base, part = partition_of(tname)
+        ids = self.ml_ledgers(ml)
+        entries = size = 0
+        for li in info.ledgerInfo:
+            led = self.ledgers.get(li.ledgerId)
+            n = li.entries if li.HasField("entries") else (led.entries if led else 0)
+            entries += n
+            if li.HasField("size"):
+                size += li.size
+            elif led is not None:
+                size += sum(len(d) for _, d in self.entries(li.ledgerId) if isinstance(d, bytes))
+        curs = self.cursors(ml)
+        t = Topic(
+            tname,
+            ml,
+            ml_kind(ml),
+            is_system_topic(tname),
+            part,
+            base if base in self.partitioned or part >= 0 else None,
+            ids,
+            entries,
+            size,
+            curs,
+            {p.key: p.value for p in info.properties},
+        )
+        if info.HasField("terminatedPosition"):
+            t.terminated = Position(info.terminatedPosition.ledgerId, info.terminatedPosition.entryId)
+        for c in curs:
+            if c.name == COMPACTION_CURSOR:
+                t.compaction_horizon = c.mark_delete
+                t.compacted_ledger = c.properties.get(COMPACTED_LEDGER_PROPERTY)
+        return t
+
+    def ml_entries(
+        self, ml: str, start: Position | None = None
+    ) -> Iterator[tuple[Position, bytes | DataDirError]]:
+        """Every readable entry of a managed ledger in order, after ``start`` when given."""
+        for lid in self.ml_ledgers(ml):
+            if start is not None and lid < start.ledger_id:
+                continue
+            first = start.entry_id + 1 if start is not None and lid == start.ledger_id else 0
+            for eid, data in self.entries(lid, first):
+                yield Position(lid, eid), data
+
+    # -- Arrow --------------------------------------------------------------------------
+
+    def ledgers_table(self) -> Any:
+
+        rows = [self.ledger_row(led) for led in self.ledgers.values()]
+        return pa.Table.from_pylist(rows, schema=LEDGERS_SCHEMA())
+
+    @staticmethod
+    def ledger_row(led: Ledger) -> dict[str, Any]:
+        return {
+            "ledger_id": led.ledger_id,
+            "kind": led.kind,
+            "topic": led.topic,
+            "managed_ledger": led.managed_ledger,
+            "cursor": led.cursor,
+            "state": led.state,
+            "digest_type": led.digest_type,
+            "metadata_last_entry_id": led.metadata_last_entry_id,
+            "entries": led.entries,
+            "entries_on_bookie": led.entries_on_bookie,
+            "journal_only_entries": led.journal_only_entries,
+            "bytes_on_bookie": led.bytes_on_bookie,
+            "referenced": led.referenced,
+            "deleted_guess": led.deleted_guess,
+            "ctime": led.ctime,
+            "custom_metadata": {
+                k: v.decode("utf-8", "replace")
+                for k, v in led.custom_metadata.items()
+                if k != "pulsar/compactedTo"
+            },
+        }
+
+    def __repr__(self) -> str:
+        return f"DataDir({str(self.metadata_dir)!r}, ledger_dirs={[str(d) for d in self.ledger_dirs]})"
+
+
+def LEDGERS_SCHEMA() -> Any:
+
+    return pa.schema(
+        [
+            ("ledger_id", pa.int64()),
+            ("kind", pa.string()),
+            ("topic", pa.string()),
+            ("managed_ledger", pa.string()),
+            ("cursor", pa.string()),
+            ("state", pa.string()),
+            ("digest_type", pa.string()),
+            ("metadata_last_entry_id", pa.int64()),
+            ("entries", pa.int64()),
+            ("entries_on_bookie", pa.int64()),
+            ("journal_only_entries", pa.int64()),
+            ("bytes_on_bookie", pa.int64()),
+            ("referenced", pa.bool_()),
+            ("deleted_guess", pa.string()),
+            ("ctime", pa.int64()),
+            ("custom_metadata", pa.map_(pa.string(), pa.string())),
+        ]
+    )
+
+
+def cursor_dict(c: Cursor) -> dict[str, Any]:
+    """A cursor as plain JSON-able data."""
+    return {
+        "name": c.name,
+        "system": c.system,
+        "mark_delete": str(c.mark_delete),
+        "individually_deleted": [[str(lo), str(hi)] for lo, hi in c.individually_deleted],
+        "batch_ack_sets": {str(p): w for p, w in sorted(c.batch_ack_sets.items())},
+        "properties": c.properties,
+        "cursor_properties": c.cursor_properties,
+        "source": c.source,
+        "cursor_ledger_id": c.cursor_ledger_id,
+        "last_active": c.last_active,
+        **({"note": c.note} if c.note else {}),
+    }
+
+
+def topic_dict(t: Topic) -> dict[str, Any]:
+    return {
+        "topic": t.name,
+        "managed_ledger": t.managed_ledger,
+        "kind": t.kind,
+        "system": t.system,
+        "partition": t.partition,
+        "partitioned_topic": t.partitioned_topic,
+        "ledgers": t.ledgers,
+        "entries": t.entries,
+        "bytes": t.bytes,
+        "properties": t.properties,
+        "terminated": str(t.terminated) if t.terminated else None,
+        "compacted_ledger": t.compacted_ledger,
+        "compaction_horizon": str(t.compaction_horizon) if t.compaction_horizon else None,
+        "cursors": [cursor_dict(c) for c in t.cursors],
+    }
+
+
+def open_data_dir(
+    path: PathLike | None = None,
+    *,
+    read_only: bool = True,
+    metadata_dir: PathLike | None = None,
+    ledger_dirs: Sequence[PathLike] | None = None,
+    journal_dirs: Sequence[PathLike] | None = None,
+    index_dirs: Sequence[PathLike] | None = None,
+    strict: bool = False,
+) -> DataDir:
+    """Opens a Pulsar data directory read-only (the only mode: a directory pulsarkit did not create is
+    never written). Either ``path`` (a standalone's data dir) or ``metadata_dir`` + ``ledger_dirs``
+    (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories)."""
+    if not read_only:
+        raise DataDirError(
+            "open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns"
+        )
+    if path is not None:
+        root = Path(path)
+        if not root.exists():
+            raise DataDirError(f"{root}: no such directory", str(root))
+        md, bks = _find_layout(root)
+        return DataDir(
+            metadata_dir or md,
+            ledger_dirs or bks,
+            journal_dirs=journal_dirs,
+            index_dirs=index_dirs,
+            strict=strict,
+        )
+    if metadata_dir is None or not ledger_dirs:
+        raise DataDirError("open_data_dir needs a path, or metadata_dir and ledger_dirs")
+    return DataDir(metadata_dir, ledger_dirs, journal_dirs=journal_dirs, index_dirs=index_dirs, strict=strict)
+
+
+def _register_store_hook() -> None:
+
+    Store.foreign_opener = staticmethod(lambda p: open_data_dir(p))  # type: ignore[assignment]
+
+
+_register_store_hook()

@@ -1,0 +1,742 @@
+"""Messages of a real data directory as a consumer received them, and the transactions behind them.
+
+One record per message, in topic order::
+
+    topic, message_id {ledger_id, entry_id, batch_index, partition}, key, properties, payload_b64,
+    publish_time, event_time, sequence_id, producer_name, null_value, encrypted,
+    broker_entry_metadata {broker_timestamp, index} | None, txn {most_bits, least_bits, state} | None
+
+``batch_index`` is -1 for a message that was not batched, ``partition`` -1 for a topic without
+partitions. Batches are split and decompressed, chunked messages reassembled once (their id is the
+last chunk's, as ``ChunkMessageIdImpl`` reports it). Transaction messages carry their transaction's
+state: the commit/abort marker in the topic decides, else the coordinator's log
+(``__transaction_log_<n>``, PIP-160 batched entries or single ones). By default only committed ones
+come out (read-committed); ``txn="all"`` keeps every one, flagged. Markers are not messages
+(``markers=True`` shows them, with a ``marker`` field). Encrypted messages are flagged and their
+payload is never shown (``payload_b64`` is None): pulsarkit has no keys, and a batch it cannot open
+is one record.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from google.protobuf.json_format import MessageToDict
+
+from ..chunks import ChunkAssembler
+from ..entry import Entry
+from ..errors import PulsarkitError
+from ..proto import MessageIdData, PositionInfo
+from .datadir import DataDir, DataDirError, Issue, Position, ml_kind, ml_to_topic, partition_of
+
+#: TxnStatus of PulsarTransactionMetadata.proto.
+TXN_STATUS = {0: "OPEN", 1: "COMMITTING", 2: "COMMITTED", 3: "ABORTING", 4: "ABORTED"}
+#: MarkerType of PulsarApi.proto.
+MARKER_TYPES = {
+    10: "REPLICATED_SUBSCRIPTION_SNAPSHOT_REQUEST",
+    11: "REPLICATED_SUBSCRIPTION_SNAPSHOT_RESPONSE",
+    12: "REPLICATED_SUBSCRIPTION_SNAPSHOT",
+    13: "REPLICATED_SUBSCRIPTION_UPDATE",
+    20: "TXN_COMMITTING",
+    21: "TXN_COMMIT",
+    22: "TXN_ABORT",
+}
+_TXN_COMMIT, _TXN_ABORT = 21, 22
+_BATCHED_PREFIX = b"\x0e\x01"
+TXN_MODES = ("committed", "all")
+
+
+# ------------------------------------------------------------------------ txn-log entries
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise PulsarkitError(f"truncated varint at offset {pos}")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _pb_fields(buf: bytes) -> Iterator[tuple[int, Any]]:
+    """(field number, value) of a protobuf message: ints for varints/fixed, bytes for length-delimited."""
+    pos = 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        fno, wt = key >> 3, key & 7
+        if wt == 0:
+            v, pos = _varint(buf, pos)
+        elif wt == 2:
+            n, pos = _varint(buf, pos)
+            if pos + n > len(buf):
+                raise PulsarkitError(f"field {fno}: {n} bytes at offset {pos} exceed the message")
+            v, pos = buf[pos : pos + n], pos + n
+        elif wt == 1:
+            v, pos = struct.unpack_from("<q", buf, pos)[0], pos + 8
+        elif wt == 5:
+            v, pos = struct.unpack_from("<i", buf, pos)[0], pos + 4
+        else:
+            raise PulsarkitError(f"unsupported wire type {wt} at offset {pos}")
+        yield fno, v
+
+
+def _txn_metadata_entry(buf: bytes) -> dict[str, Any]:
+    """``TransactionMetadataEntry`` (PulsarTransactionMetadata.proto) as a dict."""
+    d: dict[str, Any] = {
+        "op": 0,
+        "least_bits": 0,
+        "most_bits": 0,
+        "expected_status": None,
+        "new_status": None,
+        "partitions": [],
+        "subscriptions": [],
+        "timeout_ms": None,
+        "start_time": None,
+        "last_modification_time": None,
+    }
+    names = {
+        1: "op",
+        2: "least_bits",
+        3: "most_bits",
+        4: "expected_status",
+        5: "new_status",
+        8: "timeout_ms",
+        9: "start_time",
+        10: "last_modification_time",
+        11: "max_local_txn_id",
+    }
+    for fno, v in _pb_fields(buf):
+        if fno in names:
+            d[names[fno]] = v
+        elif fno == 6:
+            d["partitions"].append(bytes(v).decode("utf-8", "replace"))
+        elif fno == 7:
+            sub = {1: "topic", 2: "subscription"}
+            d["subscriptions"].append(
+                {sub[f]: bytes(x).decode("utf-8", "replace") for f, x in _pb_fields(v) if f in sub}
+            )
+        elif fno == 12:
+            d["owner"] = bytes(v).decode("utf-8", "replace")
+    return d
+
+
+def decode_txn_log_entry(data: bytes) -> list[dict[str, Any]]:
+    """The ``TransactionMetadataEntry`` records of one coordinator-log entry: a PIP-160 batch
+    (``0x0e01 0x0001`` + ``BatchedTransactionMetadataEntry``) or a single record."""
+    try:
+        if data[:2] == _BATCHED_PREFIX and len(data) >= 4:
+            return [_txn_metadata_entry(bytes(v)) for f, v in _pb_fields(data[4:]) if f == 1]
+        return [_txn_metadata_entry(data)]
+    except (PulsarkitError, struct.error, IndexError) as e:
+        raise PulsarkitError(f"not a transaction-log entry: {e}") from None
+
+
+def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
+    """The ``PendingAckMetadataEntry`` records of one pending-ack store entry (batched or single)."""
+
+    def one(buf: bytes) -> dict[str, Any]:
+        d: dict[str, Any] = {"op": None, "ack_type": None, "least_bits": 0, "most_bits": 0, "positions": []}
+        for fno, v in _pb_fields(buf):
+            if fno == 1:
+                d["op"] = v
+            elif fno == 2:
+                d["ack_type"] = v
+            elif fno == 3:
+                d["least_bits"] = v
+            elif fno == 4:
+                d["most_bits"] = v
+            elif fno == 5:
+                p: dict[str, Any] = {"ack_set": []}
+                for f2, x in _pb_fields(v):
+                    if f2 == 1:
+                        p["ledger_id"] = x
+                    elif f2 == 2:
+                        p["entry_id"] = x
+                    elif f2 == 3:
+                        p["ack_set"].append(x - (1 << 64) if x >> 63 else x)
+                    elif f2 == 4:
+                        p["batch_size"] = x
+                d["positions"].append(p)
+        return d
+
+    try:
+        if data[:2] == _BATCHED_PREFIX and len(data) >= 4:
+            return [one(bytes(v)) for f, v in _pb_fields(data[4:]) if f == 1]
+        return [one(data)]
+    except (PulsarkitError, struct.error, IndexError) as e:
+        raise PulsarkitError(f"not a pending-ack entry: {e}") from None
+
+
+@dataclass
+class Transaction:
+    most_bits: int
+    least_bits: int
+    #: The coordinator's last recorded status (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED).
+    coordinator_state: str | None = None
+    partitions: list[str] = field(default_factory=list)
+    subscriptions: list[dict[str, str]] = field(default_factory=list)
+    timeout_ms: int | None = None
+    start_time: int | None = None
+    #: topic -> the TXN_COMMIT / TXN_ABORT marker the transaction left in that topic.
+    markers: dict[str, str] = field(default_factory=dict)
+    #: Topics holding messages of the transaction.
+    topics: list[str] = field(default_factory=list)
+    #: pending-ack store topic -> its last op for the transaction (ACK, COMMIT, ABORT).
+    pending_acks: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"({self.most_bits},{self.least_bits})"
+
+    @property
+    def state(self) -> str:
+        """The outcome: a finished coordinator status, else the markers the transaction left in its
+        topics (the coordinator trims a finished transaction's records with its log), else the
+        coordinator's open status; UNKNOWN when neither says anything."""
+        if self.coordinator_state in ("COMMITTED", "ABORTED"):
+            return self.coordinator_state
+        seen = set(self.markers.values()) | set(self.pending_acks.values())
+        if "TXN_ABORT" in seen or "ABORT" in seen:
+            return "ABORTED"
+        if "TXN_COMMIT" in seen or "COMMIT" in seen:
+            return "COMMITTED"
+        return self.coordinator_state or ("OPEN" if "ACK" in seen else "UNKNOWN")
+
+
+def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
+    """Every transaction the coordinators' logs record, with its last status."""
+    cache = getattr(dd, "_txns", None)
+    if cache is not None:
+        return cache
+    out: dict[tuple[int, int], Transaction] = {}
+    for ml in dd.managed_ledger_names():
+        if ml_kind(ml) != "transaction_log":
+            continue
+        for pos, data in dd.ml_entries(ml):
+            if isinstance(data, DataDirError):
+                continue
+            try:
+                recs = decode_txn_log_entry(data)
+            except PulsarkitError as e:
+                dd.issues.append(Issue("bad_txn_log_entry", ml, None, str(e), pos.ledger_id, pos.entry_id))
+                continue
+            for r in recs:
+                key = (r["most_bits"], r["least_bits"])
+                t = out.setdefault(key, Transaction(*key))
+                if r["op"] == 0:  # NEW
+                    t.coordinator_state = t.coordinator_state or "OPEN"
+                    t.timeout_ms, t.start_time = r["timeout_ms"], r["start_time"]
+                elif r["op"] == 1:
+                    t.partitions.extend(p for p in r["partitions"] if p not in t.partitions)
+                elif r["op"] == 2:
+                    t.subscriptions.extend(r["subscriptions"])
+                elif r["op"] == 3 and r["new_status"] is not None:
+                    t.coordinator_state = TXN_STATUS.get(r["new_status"], str(r["new_status"]))
+    ops = {1: "ACK", 2: "COMMIT", 3: "ABORT"}
+    for ml in dd.managed_ledger_names():
+        if ml_kind(ml) != "pending_ack":
+            continue
+        for pos, data in dd.ml_entries(ml):
+            if isinstance(data, DataDirError):
+                continue
+            try:
+                recs = decode_pending_ack_entry(data)
+            except PulsarkitError as e:
+                dd.issues.append(
+                    Issue("bad_pending_ack_entry", ml, None, str(e), pos.ledger_id, pos.entry_id)
+                )
+                continue
+            for r in recs:
+                key = (r["most_bits"], r["least_bits"])
+                out.setdefault(key, Transaction(*key)).pending_acks[ml_to_topic(ml)] = ops.get(
+                    r["op"], str(r["op"])
+                )
+    for ml in dd.managed_ledger_names():
+        if ml_kind(ml) != "topic":
+            continue
+        name = ml_to_topic(ml)
+        marks, used = _markers(dd, ml)
+        for key in used:
+            t = out.setdefault(key, Transaction(*key))
+            if name not in t.topics:
+                t.topics.append(name)
+        for key, m in marks.items():
+            out.setdefault(key, Transaction(*key)).markers[name] = m
+    dd._txns = out  # type: ignore[attr-defined]
+    return out
+
+
+def _txn_state(
+    txns: dict[tuple[int, int], Transaction], key: tuple[int, int], topic_markers: dict[tuple[int, int], str]
+) -> str:
+    m = topic_markers.get(key)
+    if m == "TXN_COMMIT":
+        return "COMMITTED"
+    if m == "TXN_ABORT":
+        return "ABORTED"
+    t = txns.get(key)
+    return t.coordinator_state or "UNKNOWN" if t else "UNKNOWN"
+
+
+# ------------------------------------------------------------------------------ messages
+
+
+def _entry_txn(md: Any) -> tuple[int, int] | None:
+    if md.HasField("txnid_most_bits") or md.HasField("txnid_least_bits"):
+        return (md.txnid_most_bits, md.txnid_least_bits)
+    return None
+
+
+def _markers(dd: DataDir, ml: str) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], Position]]:
+    """(txn -> TXN_COMMIT/TXN_ABORT marker, txn -> position of its first message) of one topic (cached)."""
+    cache: dict[str, Any] = dd.__dict__.setdefault("_marker_cache", {})
+    if ml in cache:
+        return cache[ml]
+    out: dict[tuple[int, int], str] = {}
+    used: dict[tuple[int, int], Position] = {}
+    for pos, data in dd.ml_entries(ml):
+        if isinstance(data, DataDirError):
+            continue
+        try:
+            e = Entry.parse(data, verify_checksum=False)
+        except PulsarkitError:
+            continue
+        md = e.metadata
+        key = _entry_txn(md)
+        if key is None:
+            continue
+        if md.HasField("marker_type") and md.marker_type in (_TXN_COMMIT, _TXN_ABORT):
+            out[key] = MARKER_TYPES[md.marker_type]
+        elif not md.marker_type:
+            used.setdefault(key, pos)
+    cache[ml] = (out, used)
+    return out, used
+
+
+def _bem(e: Entry, index: int | None) -> dict[str, Any] | None:
+    b = e.broker_entry_metadata
+    if b is None:
+        return None
+    return {"broker_timestamp": b.broker_timestamp, "index": index}
+
+
+def _b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode("ascii")
+
+
+#: Decides which batch indexes of an entry to deliver (None: all); used by the backlog reader.
+BatchFilter = Callable[[Position, int], "set[int] | None"]
+
+
+def iter_messages(
+    dd: DataDir,
+    topic: str,
+    *,
+    txn: str = "committed",
+    markers: bool = False,
+    start: Position | None = None,
+    skip_entry: Callable[[Position], bool] | None = None,
+    batch_filter: BatchFilter | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Records of one topic's messages in order (see the module doc). ``start`` reads after that
+    position; ``skip_entry``/``batch_filter`` drop acknowledged entries and batch indexes."""
+    if txn not in TXN_MODES:
+        raise PulsarkitError(f"txn must be one of {TXN_MODES}, not {txn!r}")
+    ml = dd.resolve(topic)
+    name = ml_to_topic(ml)
+    if ml_kind(ml) != "topic":
+        raise DataDirError(
+            f"{name} is a {ml_kind(ml).replace('_', ' ')} topic: its entries are not messages "
+            f"(see pulsarkit.analysis.messages.transactions)"
+        )
+    _, partition = partition_of(name)
+    txns = transactions(dd)
+    tmarkers, first_txn_pos = _markers(dd, ml)
+    # TopicTransactionBuffer's maxReadPosition: a read-committed consumer gets nothing from the first
+    # message of a transaction that has no commit/abort marker in this topic yet (still ongoing)
+    ongoing = [p for k, p in first_txn_pos.items() if k not in tmarkers]
+    max_read = min(ongoing) if (ongoing and txn == "committed") else None
+    assembler = ChunkAssembler(max_pending_chunked_messages=0, expire_incomplete_after_ms=0)
+
+    def rec(
+        pos: Position,
+        bi: int,
+        e: Entry,
+        *,
+        key: Any,
+        props: dict[str, str],
+        payload: bytes | None,
+        event_time: int | None,
+        seq: int,
+        null_value: bool,
+        index: int | None,
+        encrypted: bool = False,
+        marker: str | None = None,
+    ) -> dict[str, Any] | None:
+        md = e.metadata
+        tkey = _entry_txn(md)
+        t = None
+        if tkey is not None:
+            state = _txn_state(txns, tkey, tmarkers)
+            if txn == "committed" and state != "COMMITTED" and marker is None:
+                return None
+            t = {"most_bits": tkey[0], "least_bits": tkey[1], "state": state}
+        r = {
+            "topic": name,
+            "message_id": {
+                "ledger_id": pos.ledger_id,
+                "entry_id": pos.entry_id,
+                "batch_index": bi,
+                "partition": partition,
+            },
+            "key": key,
+            "properties": props,
+            "payload_b64": None if null_value else _b64(payload),  # Java: getData() is null
+            "publish_time": md.publish_time,
+            "event_time": event_time,
+            "sequence_id": seq - (1 << 64) if seq >= 1 << 63 else seq,  # Java long: markers carry -1
+            "producer_name": md.producer_name,
+            "null_value": null_value,
+            "encrypted": encrypted,
+            "broker_entry_metadata": _bem(e, index),
+            "txn": t,
+        }
+        if markers:
+            r["marker"] = marker
+        return r
+
+    for pos, data in dd.ml_entries(ml, start):
+        if max_read is not None and pos >= max_read:
+            break
+        if isinstance(data, DataDirError):
+            continue  # recorded in dd.issues; the rest is still read
+        if skip_entry is not None and skip_entry(pos):
+            continue
+        try:
+            e = Entry.parse(data)
+        except PulsarkitError as err:
+            dd.issues.append(
+                Issue("bad_entry", name, getattr(err, "offset", None), str(err), pos.ledger_id, pos.entry_id)
+            )
+            continue
+        md = e.metadata
+        if md.HasField("marker_type") and md.marker_type:
+            if markers:
+                r = rec(
+                    pos,
+                    -1,
+                    e,
+                    key=None,
+                    props={},
+                    payload=None,
+                    event_time=None,
+                    seq=md.sequence_id,
+                    null_value=False,
+                    index=e.broker_entry_metadata.index if e.broker_entry_metadata else None,
+                    marker=MARKER_TYPES.get(md.marker_type, str(md.marker_type)),
+                )
+                if r is not None:
+                    yield r
+            continue
+        bem_index = e.broker_entry_metadata.index if e.broker_entry_metadata else None
+        key = md.partition_key if md.HasField("partition_key") else None
+        if len(md.encryption_keys):
+            r = rec(
+                pos,
+                -1,
+                e,
+                key=key,
+                props={kv.key: kv.value for kv in md.properties},
+                payload=None,
+                event_time=md.event_time or None,
+                seq=md.sequence_id,
+                null_value=md.null_value,
+                index=bem_index,
+                encrypted=True,
+            )
+            if r is not None:
+                yield r
+            continue
+        if md.HasField("uuid") and md.HasField("num_chunks_from_msg") and md.num_chunks_from_msg > 1:
+            try:
+                done = assembler.add(e, pos)
+            except PulsarkitError as err:
+                dd.issues.append(Issue("bad_chunk", name, None, str(err), pos.ledger_id, pos.entry_id))
+                continue
+            if done is None:
+                continue
+            m = done.message
+            r = rec(
+                pos,
+                -1,
+                e,
+                key=key,
+                props={kv.key: kv.value for kv in md.properties},
+                payload=m.payload,
+                event_time=md.event_time or None,
+                seq=md.sequence_id,
+                null_value=md.null_value,
+                index=bem_index,
+            )
+            if r is not None:
+                yield r
+            continue
+        try:
+            msgs = e.messages()
+        except PulsarkitError as err:
+            dd.issues.append(
+                Issue("bad_entry", name, getattr(err, "offset", None), str(err), pos.ledger_id, pos.entry_id)
+            )
+            continue
+        keep = batch_filter(pos, e.num_messages) if (batch_filter is not None and e.is_batch) else None
+        for m in msgs:
+            if keep is not None and m.batch_index not in keep:
+                continue
+            r = rec(
+                pos,
+                m.batch_index if e.is_batch else -1,
+                e,
+                key=m.key,
+                props=m.properties,
+                payload=m.payload,
+                event_time=m.event_time or None,
+                seq=m.sequence_id,
+                null_value=m.null_value,
+                index=m.index,
+            )
+            if r is not None:
+                yield r
+    for uuid, why in assembler.discarded:
+        dd.issues.append(Issue("incomplete_chunked_message", name, None, f"uuid {uuid}: {why}"))
+    for uuid in assembler.pending:
+        dd.issues.append(Issue("incomplete_chunked_message", name, None, f"uuid {uuid}: last chunk missing"))
+
+
+def message_topics(dd: DataDir, include_system: bool = False) -> list[str]:
+    """Topics whose entries are messages (not transaction logs or pending-ack stores)."""
+    return [t.name for t in dd.topics(include_system=include_system) if t.kind == "topic"]
+
+
+def read_messages(
+    dd: DataDir,
+    topics: Iterable[str] | str | None = None,
+    *,
+    txn: str = "committed",
+    markers: bool = False,
+    include_system: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Records of the given topics (default: every non-system topic), topic after topic."""
+    if isinstance(topics, str):
+        topics = [topics]
+    names = (
+        [ml for t in topics for ml in dd.expand(t)]
+        if topics is not None
+        else message_topics(dd, include_system)
+    )
+    for t in names:
+        yield from iter_messages(dd, t, txn=txn, markers=markers)
+
+
+def message_schema(markers: bool = False) -> Any:
+
+    fields = [
+        ("topic", pa.string()),
+        (
+            "message_id",
+            pa.struct(
+                [
+                    ("ledger_id", pa.int64()),
+                    ("entry_id", pa.int64()),
+                    ("batch_index", pa.int32()),
+                    ("partition", pa.int32()),
+                ]
+            ),
+        ),
+        ("key", pa.string()),
+        ("properties", pa.map_(pa.string(), pa.string())),
+        ("payload_b64", pa.string()),
+        ("publish_time", pa.int64()),
+        ("event_time", pa.int64()),
+        ("sequence_id", pa.int64()),
+        ("producer_name", pa.string()),
+        ("null_value", pa.bool_()),
+        ("encrypted", pa.bool_()),
+        ("broker_entry_metadata", pa.struct([("broker_timestamp", pa.int64()), ("index", pa.int64())])),
+        ("txn", pa.struct([("most_bits", pa.uint64()), ("least_bits", pa.uint64()), ("state", pa.string())])),
+    ]
+    if markers:
+        fields.append(("marker", pa.string()))
+    return pa.schema(fields)
+
+
+def _arrow_rows(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for r in records:
+        r = dict(r)
+        r["properties"] = list(r["properties"].items())
+        yield r
+
+
+def message_batches(
+    records: Iterable[dict[str, Any]], *, markers: bool = False, batch_size: int = 8192
+) -> Iterator[Any]:
+    """The records as Arrow record batches."""
+
+    schema = message_schema(markers)
+    buf: list[dict[str, Any]] = []
+    for r in _arrow_rows(records):
+        buf.append(r)
+        if len(buf) >= batch_size:
+            yield pa.RecordBatch.from_pylist(buf, schema=schema)
+            buf = []
+    if buf:
+        yield pa.RecordBatch.from_pylist(buf, schema=schema)
+
+
+def messages_table(
+    dd: DataDir,
+    topics: Iterable[str] | str | None = None,
+    *,
+    txn: str = "committed",
+    markers: bool = False,
+    include_system: bool = False,
+) -> Any:
+    """:func:`read_messages` as one Arrow table."""
+
+    schema = message_schema(markers)
+    batches = list(
+        message_batches(
+            read_messages(dd, topics, txn=txn, markers=markers, include_system=include_system),
+            markers=markers,
+        )
+    )
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def transactions_table(dd: DataDir) -> Any:
+
+    rows = [
+        {
+            "most_bits": t.most_bits,
+            "least_bits": t.least_bits,
+            "state": t.state,
+            "coordinator_state": t.coordinator_state,
+            "partitions": t.partitions,
+            "topics": t.topics,
+            "timeout_ms": t.timeout_ms,
+            "start_time": t.start_time,
+        }
+        for t in transactions(dd).values()
+    ]
+    return pa.Table.from_pylist(
+        rows,
+        schema=pa.schema(
+            [
+                ("most_bits", pa.uint64()),
+                ("least_bits", pa.uint64()),
+                ("state", pa.string()),
+                ("coordinator_state", pa.string()),
+                ("partitions", pa.list_(pa.string())),
+                ("topics", pa.list_(pa.string())),
+                ("timeout_ms", pa.uint64()),
+                ("start_time", pa.uint64()),
+            ]
+        ),
+    )
+
+
+# ------------------------------------------------------------------- any ledger, by its kind
+
+
+def decode_compacted_entry(data: bytes) -> tuple[Any, bytes]:
+    """A compacted-ledger entry (``RawMessage.serialize``): ``[int idSize][MessageIdData][int size][entry]``;
+    returns ``(MessageIdData, entry bytes)``."""
+
+    if len(data) < 4:
+        raise PulsarkitError(f"compacted entry of {len(data)} bytes has no id size")
+    n = struct.unpack_from(">i", data)[0]
+    if n < 0 or 4 + n + 4 > len(data):
+        raise PulsarkitError(f"compacted entry: id size {n} at offset 0 exceeds the {len(data)} bytes")
+    mid = MessageIdData()
+    mid.ParseFromString(data[4 : 4 + n])
+    size = struct.unpack_from(">i", data, 4 + n)[0]
+    start = 8 + n
+    if size < 0 or start + size > len(data):
+        raise PulsarkitError(
+            f"compacted entry: size {size} at offset {4 + n} exceeds the {len(data) - start} bytes left"
+        )
+    return mid, data[start : start + size]
+
+
+def _entry_summary(data: bytes) -> dict[str, Any]:
+    e = Entry.parse(data)
+    md = e.metadata
+    d: dict[str, Any] = {
+        "producer_name": md.producer_name,
+        "sequence_id": md.sequence_id,
+        "publish_time": md.publish_time,
+        "num_messages": e.num_messages,
+        "compression": e.compression,
+        "size": len(data),
+    }
+    if md.HasField("marker_type"):
+        d["marker"] = MARKER_TYPES.get(md.marker_type, str(md.marker_type))
+    if _entry_txn(md) is not None:
+        d["txn"] = list(_entry_txn(md))  # type: ignore[arg-type]
+    if e.broker_entry_metadata is not None:
+        d["broker_entry_metadata"] = {
+            "broker_timestamp": e.broker_entry_metadata.broker_timestamp,
+            "index": e.broker_entry_metadata.index,
+        }
+    return d
+
+
+def decode_ledger_entry(kind: str, data: bytes) -> dict[str, Any]:
+    """One entry decoded by its ledger's own format (a cursor or txn record is never read as a message)."""
+
+    if kind == "cursor":
+        pi = PositionInfo()
+        pi.ParseFromString(data)
+        return {"position_info": MessageToDict(pi)}
+    if kind == "transaction_log":
+        return {"transaction_log": decode_txn_log_entry(data)}
+    if kind == "pending_ack":
+        return {"pending_ack": decode_pending_ack_entry(data)}
+    if kind == "compacted":
+        mid, raw = decode_compacted_entry(data)
+        return {
+            "message_id": {"ledger_id": mid.ledgerId, "entry_id": mid.entryId},
+            "entry": _entry_summary(raw),
+        }
+    if kind == "topic":
+        return {"entry": _entry_summary(data)}
+    return {"size": len(data), "head_hex": data[:32].hex()}
+
+
+def ledger_entries(dd: DataDir, ledger_id: int) -> Iterator[dict[str, Any]]:
+    """Every readable entry of one ledger, decoded by its kind; unreadable ones carry ``error``."""
+    led = dd.ledgers.get(ledger_id)
+    if led is None:
+        raise DataDirError(f"no ledger {ledger_id} in this data directory")
+    last = led.last_entry_id
+    if led.state == "DELETED":
+        b = dd._bookie_of(ledger_id)
+        last = max(b.locations.get(ledger_id, {}), default=-1) if b else -1
+    for eid, data in dd.entries(ledger_id, 0, last):
+        row: dict[str, Any] = {"ledger_id": ledger_id, "entry_id": eid, "kind": led.kind}
+        if isinstance(data, DataDirError):
+            row["error"] = str(data)
+        else:
+            try:
+                row.update(decode_ledger_entry(led.kind, data))
+            except (PulsarkitError, ValueError) as e:
+                row["error"] = f"not a {led.kind} entry: {e}"
+        yield row

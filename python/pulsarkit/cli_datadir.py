@@ -1,0 +1,441 @@
+"""Commands over a whole data directory, read-only::
+
+    pulsarkit ledgers DATA_DIR       [--format table|json|parquet] [--kind KIND] [--ledger ID]
+    pulsarkit topics DATA_DIR        [--format table|json] [--no-system]
+    pulsarkit messages DATA_DIR      [--topic T]... [--format table|jsonl|parquet] [--txn committed|all]
+                                     [--markers]
+    pulsarkit backlog DATA_DIR TOPIC SUBSCRIPTION [--format table|jsonl|parquet]
+    pulsarkit transactions DATA_DIR  [--format table|json]
+    pulsarkit readjournal PATH...    [--json] [-l LEDGER] [--msg]
+
+DATA_DIR is a Pulsar standalone's data directory (``metadata/`` + ``bookkeeper/``); a bookie with
+separate directories takes ``--metadata-dir``, ``--ledger-dir``, ``--journal-dir``, ``--index-dir``.
+Nothing is ever written into it. Unreadable parts are reported on stderr (file and offset) after
+everything readable was printed; ``--strict`` turns them into exit code 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .analysis.backlog import iter_backlog
+from .analysis.datadir import DataDirError, open_data_dir, scan_journal, topic_dict
+from .analysis.messages import ledger_entries, message_batches, message_schema, read_messages, transactions
+from .cli import EXIT_DATA_PROBLEMS, EXIT_OK, EXIT_USAGE, Progress, Runner, _progress_arg, command
+
+_FORMATS_TABLE = ("table", "json", "parquet")
+_FORMATS_MSG = ("table", "jsonl", "parquet")
+
+
+def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
+    p.add_argument(
+        "data_dir",
+        metavar="DATA_DIR",
+        nargs="?" if positional else None,
+        help="a standalone's data directory (metadata/ + bookkeeper/)",
+    )
+    p.add_argument("--metadata-dir", help="the RocksDB metadata store, when not under DATA_DIR")
+    p.add_argument("--ledger-dir", action="append", help="a bookie ledger directory (repeatable)")
+    p.add_argument("--journal-dir", action="append", help="a bookie journal directory (repeatable)")
+    p.add_argument("--index-dir", action="append", help="a bookie index directory (repeatable)")
+    p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
+
+
+def _open(args: argparse.Namespace) -> Any:
+
+    if args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
+        raise DataDirError("give DATA_DIR, or --metadata-dir and --ledger-dir")
+    return open_data_dir(
+        args.data_dir,
+        metadata_dir=args.metadata_dir,
+        ledger_dirs=args.ledger_dir,
+        journal_dirs=args.journal_dir,
+        index_dirs=args.index_dir,
+    )
+
+
+def _finish(dd: Any, args: argparse.Namespace) -> int:
+    seen = set()
+    for i in dd.issues:
+        s = str(i)
+        if s not in seen:
+            seen.add(s)
+            print(f"pulsarkit {args.command}: warning: {s}", file=sys.stderr)
+    return EXIT_DATA_PROBLEMS if (dd.issues and args.strict) else EXIT_OK
+
+
+def _table(rows: list[dict[str, Any]], cols: list[str], out: Any = None) -> None:
+    out = out or sys.stdout
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in cols] for r in rows]
+    widths = [max([len(c)] + [len(x[i]) for x in cells]) for i, c in enumerate(cols)]
+    out.write("  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip() + "\n")
+    for x in cells:
+        out.write("  ".join(v.ljust(w) for v, w in zip(x, widths, strict=True)).rstrip() + "\n")
+
+
+def _out_file(args: argparse.Namespace) -> str:
+    if not args.output:
+        raise DataDirError("--format parquet needs -o FILE")
+    return args.output
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+@command(
+    "ledgers",
+    help="every ledger of a data directory by its kind (topic, cursor, schema, compacted, "
+    "transaction log, pending ack, deleted)",
+)
+def _ledgers(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    p.add_argument("--format", choices=_FORMATS_TABLE, default="table")
+    p.add_argument("-o", "--output", help="output file (parquet)")
+    p.add_argument("--kind", action="append", help="only ledgers of this kind (repeatable)")
+    p.add_argument(
+        "--ledger", type=int, help="print this ledger's entries, each decoded by the ledger's format (JSON)"
+    )
+
+    def run(args: argparse.Namespace) -> int:
+        dd = _open(args)
+        if args.ledger is not None:
+            for row in ledger_entries(dd, args.ledger):
+                print(json.dumps(row, default=str))
+            return _finish(dd, args)
+        leds = dd.ledger_list(args.kind)
+        if args.format == "parquet":
+            t = dd.ledgers_table()
+            if args.kind:
+                t = t.filter(pc.is_in(t["kind"], value_set=pa.array(args.kind)))
+            pq.write_table(t, _out_file(args))
+        elif args.format == "json":
+            for led in leds:
+                print(json.dumps(dd.ledger_row(led)))
+        else:
+            rows = [dd.ledger_row(led) for led in leds]
+            for r in rows:
+                r["where"] = r["topic"] or ""
+                if r["cursor"]:
+                    r["where"] += f" [{r['cursor']}]"
+                if r["deleted_guess"]:
+                    r["where"] += f"(was {r['deleted_guess']}?)"
+            _table(
+                rows,
+                ["ledger_id", "kind", "state", "entries", "journal_only_entries", "bytes_on_bookie", "where"],
+            )
+        return _finish(dd, args)
+
+    return run
+
+
+@command("topics", help="topics of a data directory with their ledgers, size and subscriptions' cursors")
+def _topics(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--no-system", action="store_true", help="leave out system topics")
+
+    def run(args: argparse.Namespace) -> int:
+
+        dd = _open(args)
+        topics = dd.topics(include_system=not args.no_system)
+        if args.format == "json":
+            print(json.dumps([topic_dict(t) for t in topics], indent=2))
+            return _finish(dd, args)
+        for t in topics:
+            flags = [t.kind] if t.kind != "topic" else []
+            if t.system:
+                flags.append("system")
+            if t.partition >= 0:
+                flags.append(f"partition {t.partition} of {t.partitioned_topic}")
+            print(f"{t.name}{'  (' + ', '.join(flags) + ')' if flags else ''}")
+            print(f"  ledgers {t.ledgers}  entries {t.entries}  bytes {t.bytes}")
+            if t.compacted_ledger is not None:
+                print(f"  compacted ledger {t.compacted_ledger}, horizon {t.compaction_horizon}")
+            for c in t.cursors:
+                extra = []
+                if c.individually_deleted:
+                    extra.append("deleted " + " ".join(f"({lo},{hi}]" for lo, hi in c.individually_deleted))
+                if c.batch_ack_sets:
+                    extra.append(
+                        "ack sets " + " ".join(f"{pos}:{w}" for pos, w in sorted(c.batch_ack_sets.items()))
+                    )
+                sysflag = " (system)" if c.system else ""
+                print(
+                    f"  cursor {c.name}{sysflag}: mark-delete {c.mark_delete} from {c.source}"
+                    f"{'; ' + '; '.join(extra) if extra else ''}"
+                )
+        return _finish(dd, args)
+
+    return run
+
+
+def _print_records(records: Any, args: argparse.Namespace, total: int, markers: bool = False) -> int:
+    prog = Progress(total, "reading entries", enabled=args.progress)
+    n = 0
+    try:
+        if args.format == "parquet":
+            with pq.ParquetWriter(_out_file(args), message_schema(markers)) as w:
+                for b in message_batches(records, markers=markers):
+                    w.write_batch(b)
+                    n += b.num_rows
+                    prog.update(n)
+        elif args.format == "jsonl":
+            out = open(args.output, "w") if args.output else sys.stdout
+            try:
+                for r in records:
+                    out.write(json.dumps(r) + "\n")
+                    n += 1
+                    prog.update(n)
+            finally:
+                if out is not sys.stdout:
+                    out.close()
+        else:
+            rows = []
+            for r in records:
+                mid = r["message_id"]
+                pl = r["payload_b64"]
+                shown = "<encrypted>" if r["encrypted"] else ("<null>" if r["null_value"] else _preview(pl))
+                rows.append(
+                    {
+                        "message_id": ":".join(
+                            str(mid[k]) for k in ("ledger_id", "entry_id", "batch_index", "partition")
+                        ),
+                        "topic": r["topic"],
+                        "key": r["key"],
+                        "publish_time": r["publish_time"],
+                        "seq": r["sequence_id"],
+                        "txn": r["txn"]["state"] if r["txn"] else "",
+                        "marker": r.get("marker") or "",
+                        "payload": shown,
+                    }
+                )
+                n += 1
+                prog.update(n)
+            cols = (
+                ["message_id", "topic", "key", "publish_time", "seq", "txn"]
+                + (["marker"] if markers else [])
+                + ["payload"]
+            )
+            _table(rows, cols)
+    finally:
+        prog.close()
+    return n
+
+
+def _preview(b64: str | None, width: int = 40) -> str:
+    if b64 is None:
+        return ""
+    raw = base64.b64decode(b64)
+    try:
+        s = raw.decode("utf-8")
+        if s.isprintable():
+            return s if len(s) <= width else s[: width - 1] + "…"
+    except UnicodeDecodeError:
+        pass
+    h = raw.hex()
+    return "0x" + (h if len(h) <= width else h[: width - 1] + "…")
+
+
+@command(
+    "messages",
+    help="messages of a data directory as consumers received them (batches split, chunks "
+    "reassembled, aborted transactions left out)",
+)
+def _messages(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    p.add_argument(
+        "--topic", action="append", help="only this topic (repeatable; default: every non-system topic)"
+    )
+    p.add_argument("--format", choices=_FORMATS_MSG, default="table")
+    p.add_argument("-o", "--output", help="output file (required for parquet)")
+    p.add_argument(
+        "--txn",
+        choices=("committed", "all"),
+        default="committed",
+        help="'all' keeps messages of aborted and unfinished transactions, flagged",
+    )
+    p.add_argument("--markers", action="store_true", help="also show transaction and replication markers")
+    p.add_argument("--system", action="store_true", help="also read system topics")
+    _progress_arg(p)
+
+    def run(args: argparse.Namespace) -> int:
+
+        dd = _open(args)
+        topics = args.topic
+        # resolve first: a topic that is not there is one clear error, before any output
+        mls = [ml for t in topics for ml in dd.expand(t)] if topics else None
+        total = sum(t.entries for t in dd.topics() if mls is None or t.managed_ledger in mls)
+        _print_records(
+            read_messages(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system),
+            args,
+            total,
+            markers=args.markers,
+        )
+        return _finish(dd, args)
+
+    return run
+
+
+@command("backlog", help="the messages a consumer re-attaching to a subscription would receive")
+def _backlog(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("data_dir", metavar="DATA_DIR")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("subscription", metavar="SUBSCRIPTION")
+    p.add_argument("--metadata-dir")
+    p.add_argument("--ledger-dir", action="append")
+    p.add_argument("--journal-dir", action="append")
+    p.add_argument("--index-dir", action="append")
+    p.add_argument("--strict", action="store_true")
+    p.add_argument("--format", choices=_FORMATS_MSG, default="table")
+    p.add_argument("-o", "--output")
+    _progress_arg(p)
+
+    def run(args: argparse.Namespace) -> int:
+
+        dd = _open(args)
+        c = dd.cursor(args.topic, args.subscription)
+        total = dd.topic(c.managed_ledger).entries
+        n = _print_records(iter_backlog(dd, args.topic, args.subscription), args, total)
+        if args.format == "table":
+            print(
+                f"{n} message(s) in the backlog of {args.subscription} "
+                f"(mark-delete {c.mark_delete}, from {c.source})"
+            )
+        return _finish(dd, args)
+
+    return run
+
+
+@command(
+    "transactions", help="transactions of a data directory: the coordinator's log and the markers in topics"
+)
+def _transactions(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+
+    def run(args: argparse.Namespace) -> int:
+
+        dd = _open(args)
+        rows = [
+            {
+                "txn": t.id,
+                "most_bits": t.most_bits,
+                "least_bits": t.least_bits,
+                "state": t.state,
+                "coordinator_state": t.coordinator_state,
+                "markers": t.markers,
+                "pending_acks": t.pending_acks,
+                "topics": t.topics,
+                "partitions": t.partitions,
+                "timeout_ms": t.timeout_ms,
+            }
+            for _, t in sorted(transactions(dd).items())
+        ]
+        if args.format == "json":
+            for r in rows:
+                print(json.dumps(r))
+        else:
+            for r in rows:
+                r["topics"] = ",".join(
+                    sorted(
+                        set(r["topics"]) | set(r["partitions"]) | set(r["markers"]) | set(r["pending_acks"])
+                    )
+                )
+                r["coordinator_state"] = r["coordinator_state"] or "(trimmed)"
+            _table(rows, ["txn", "state", "coordinator_state", "timeout_ms", "topics"])
+        return _finish(dd, args)
+
+    return run
+
+
+@command("readjournal", help="entries of BookKeeper journal files (*.txn), as 'bookkeeper shell readjournal'")
+def _readjournal(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a journal file or a directory holding *.txn files"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per record")
+    p.add_argument("-l", "--ledger", type=int, help="only this ledger")
+    p.add_argument("-m", "--msg", action="store_true", help="print the entry data (hex)")
+
+    def run(args: argparse.Namespace) -> int:
+
+        files: list[Path] = []
+        for raw in args.paths:
+            pth = Path(raw)
+            if pth.is_dir():
+                files += sorted((f for f in pth.rglob("*.txn")), key=lambda f: (len(f.stem), f.stem))
+            elif pth.is_file():
+                files.append(pth)
+            else:
+                raise DataDirError(f"{pth}: no such file or directory", str(pth))
+        if not files:
+            print(
+                f"pulsarkit readjournal: error: no *.txn journal files under {' '.join(args.paths)}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        problems = 0
+        for f in files:
+            records, issues, version = scan_journal(f)
+            if not args.json:
+                print(
+                    f"Scan journal {int(f.stem, 16) if _hex(f.stem) else f.stem} ({f.name}), "
+                    f"journal version {version}"
+                )
+            for off, lid, eid, rec in records:
+                if args.ledger is not None and lid != args.ledger:
+                    continue
+                kind = (
+                    "DATA"
+                    if eid >= 0
+                    else {
+                        -0x1000: "MASTER_KEY",
+                        -0x2000: "FENCE",
+                        -0x4000: "FORCE_LEDGER",
+                        -0x8000: "EXPLICIT_LAC",
+                    }.get(eid, "META")
+                )
+                lac = int.from_bytes(rec[16:24], "big", signed=True) if eid >= 0 and len(rec) >= 24 else None
+                if args.json:
+                    d = {
+                        "journal": str(f),
+                        "offset": off,
+                        "ledger_id": lid,
+                        "entry_id": eid,
+                        "size": len(rec),
+                        "type": kind,
+                        "last_add_confirmed": lac,
+                    }
+                    if args.msg:
+                        d["data"] = rec.hex()
+                    print(json.dumps(d))
+                else:
+                    print(f"--------- Lid={lid}, Eid={eid}, ByteOffset={off}, EntrySize={len(rec)} ---------")
+                    print(f"Type:           {kind}")
+                    if lac is not None:
+                        print(f"LastConfirmed:  {lac}")
+                    if args.msg:
+                        print(f"Data:           {rec.hex()}")
+            for i in issues:
+                problems += 1
+                print(f"pulsarkit readjournal: warning: {i}", file=sys.stderr)
+        return EXIT_OK if not problems else EXIT_DATA_PROBLEMS
+
+    return run
+
+
+def _hex(s: str) -> bool:
+    try:
+        int(s, 16)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,299 @@
+"""Synthetic data directories for the analysis tests, written with pulsarkit's own writers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+from pathlib import Path
+
+import pulsarkit as pk
+from pulsarkit.proto import LedgerMetadataFormat, PositionInfo
+
+try:
+    from pulsarkit.bookkeeper.entrylog import pack_bookie_entry
+except ImportError:  # before the layered package
+    from pulsarkit.entrylog import pack_bookie_entry
+
+ORDERS = "public/default/persistent/orders"
+TXN_TOPIC = "public/default/persistent/payments"
+PARTS = "public/default/persistent/parts-partition-1"
+TC_LOG = "pulsar/system/persistent/__transaction_log_0"
+
+
+# ------------------------------------------------------------------------------ protobuf bits
+
+
+def _v(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _f(no: int, v: int | bytes) -> bytes:
+    if isinstance(v, int):
+        return _v(no << 3) + _v(v)
+    return _v(no << 3 | 2) + _v(len(v)) + v
+
+
+def txn_record(op: int, most: int, least: int, new_status: int | None = None, partitions=()) -> bytes:
+    b = _f(1, op) + _f(2, least) + _f(3, most)
+    if new_status is not None:
+        b += _f(5, new_status)
+    for p in partitions:
+        b += _f(6, p.encode())
+    if op == 0:
+        b += _f(8, 60_000) + _f(9, 1000)
+    return b
+
+
+def batched(records: list[bytes]) -> bytes:
+    return b"\x0e\x01\x00\x01" + b"".join(_f(1, r) for r in records)
+
+
+# ------------------------------------------------------------------------------ the fixture
+
+
+def _md(seq: int, **kw):
+    return pk.message_metadata("prod-1", seq, 1_700_000_000_000 + seq, **kw)
+
+
+def _raw_ledger(store, custom: dict[str, bytes], payloads: list[bytes], closed: bool = True) -> int:
+    """A ledger written directly (metadata + bookie), for kinds a managed ledger does not make."""
+    lid = store.metadata.generate_ledger_id()
+    lmd = LedgerMetadataFormat(
+        quorumSize=1,
+        ensembleSize=1,
+        ackQuorumSize=1,
+        length=sum(map(len, payloads)),
+        state=LedgerMetadataFormat.CLOSED if closed else LedgerMetadataFormat.OPEN,
+        digestType=3,
+        password=b"",
+        ctime=1,
+    )
+    if closed:
+        lmd.lastEntryId = len(payloads) - 1
+    seg = lmd.segment.add()
+    seg.ensembleMember.append("127.0.0.1:3181")
+    seg.firstEntryId = 0
+    for k, v in custom.items():
+        e = lmd.customMetadata.add()
+        e.key, e.value = k, v
+    store.metadata.put_ledger_metadata(lid, lmd)
+    store.bookie.create_ledger(lid)
+    total = 0
+    for i, p in enumerate(payloads):
+        total += len(p)
+        store.bookie.add_entry(pack_bookie_entry(lid, i, p, last_add_confirmed=i - 1, length=total))
+    store.bookie.flush()
+    return lid
+
+
+def _journal(path: Path, records: list[bytes], torn: bytes = b"") -> None:
+    """A V6 journal: 512-byte header, ``[len][entry]`` records, then preallocated zeros (or a torn record)."""
+    head = b"BKLG" + struct.pack(">i", 6)
+    body = b"".join(struct.pack(">i", len(r)) + r for r in records)
+    path.write_bytes(head.ljust(512, b"\0") + body + torn + (b"" if torn else b"\0" * 4096))
+
+
+def build(root: Path) -> dict:
+    """Writes the synthetic data directory; returns what was written."""
+    facts: dict = {}
+    store = pk.Store.open(root, sync=False)
+    cfg = pk.ManagedLedgerConfig(
+        broker_entry_metadata_interceptors=(pk.INDEX_INTERCEPTOR, pk.TIMESTAMP_INTERCEPTOR),
+        max_entries_per_ledger=4,
+        minimum_rollover_time_ms=0,
+    )
+    ml = store.managed_ledger(ORDERS, cfg)
+    sent = []
+    for i in range(6):
+        ml.add_entry(
+            pk.encode_entry(
+                _md(i, partition_key=f"k{i}", event_time=5 + i if i % 2 else 0, properties=[("n", str(i))]),
+                b"v%d" % i,
+            )
+        )
+        sent.append(b"v%d" % i)
+    batch = pk.encode_batch(_md(6), [b"b0", {"payload": b"b1", "key": "bk"}, b"b2"], compression="LZ4")
+    bpos = ml.add_entry(batch, num_messages=3)
+    facts["batch_pos"] = bpos
+    # a chunked message: three entries, one uuid
+    whole = b"chunk-" * 100
+    parts = [whole[:250], whole[250:500], whole[500:]]
+    for cid, part in enumerate(parts):
+        ml.add_entry(
+            pk.encode_entry(
+                _md(
+                    7,
+                    uuid="prod-1-7",
+                    chunk_id=cid,
+                    num_chunks_from_msg=3,
+                    total_chunk_msg_size=len(whole),
+                    uncompressed_size=len(whole),
+                ),
+                part,
+            )
+        )
+    facts["chunk"] = whole
+    # an encrypted message: never shown as clear text
+    md = _md(8)
+    ek = md.encryption_keys.add()
+    ek.key, ek.value = "rsa", b"\x01\x02"
+    md.encryption_algo = "RSA"
+    ml.add_entry(pk.encode_entry(md, b"ciphertext-bytes"))
+    c = ml.open_cursor("sub-ind", initial_position="earliest")
+    ids = [p for p, _ in ml.read(ml.first_position, 100)]
+    facts["ids"] = ids
+    c.mark_delete(ids[0])
+    c.delete(ids[2])
+    c.delete(bpos, ack_set=[0b101])  # batch index 1 acknowledged
+    ml.open_cursor("sub-none", initial_position="earliest")
+    ml.flush()
+
+    # a partition of a partitioned topic
+    pml = store.managed_ledger(PARTS, cfg)
+    pml.add_entry(pk.encode_entry(_md(0), b"p0"))
+    pml.flush()
+    store.metadata.put(
+        "/admin/partitioned-topics/public/default/persistent/parts", json.dumps({"partitions": 2}).encode()
+    )
+
+    # transactions: the coordinator's log (batched and single records) and a topic with markers
+    tc = store.managed_ledger(TC_LOG, pk.ManagedLedgerConfig())
+    tc.add_entry(
+        batched(
+            [
+                txn_record(0, 0, 1),
+                txn_record(0, 0, 2),
+                txn_record(0, 0, 3),
+                txn_record(1, 0, 1, partitions=["persistent://public/default/payments"]),
+            ]
+        )
+    )
+    tc.add_entry(txn_record(3, 0, 1, new_status=1))
+    tc.add_entry(
+        batched(
+            [
+                txn_record(3, 0, 1, new_status=2),
+                txn_record(3, 0, 2, new_status=3),
+                txn_record(3, 0, 2, new_status=4),
+            ]
+        )
+    )
+    tc.flush()
+    tml = store.managed_ledger(TXN_TOPIC, cfg)
+    tml.add_entry(pk.encode_entry(_md(0), b"plain"))
+    tml.add_entry(pk.encode_entry(_md(1, txnid_most_bits=0, txnid_least_bits=1), b"committed"))
+    tml.add_entry(pk.encode_entry(_md(2, txnid_most_bits=0, txnid_least_bits=2), b"aborted"))
+    tml.add_entry(pk.encode_entry(_md(3, txnid_most_bits=0, txnid_least_bits=3), b"open"))
+    tml.add_entry(pk.encode_entry(_md(4, txnid_most_bits=0, txnid_least_bits=1, marker_type=21), b""))
+    tml.add_entry(pk.encode_entry(_md(5, txnid_most_bits=0, txnid_least_bits=2, marker_type=22), b""))
+    tml.add_entry(pk.encode_entry(_md(6), b"after-open"))
+    tml.flush()
+
+    # ledgers of the other kinds
+    facts["schema"] = _raw_ledger(
+        store, {"application": b"pulsar", "component": b"schema", "pulsar/schemaId": b"x"}, [b"schema"]
+    )
+    facts["compacted"] = _raw_ledger(
+        store,
+        {
+            "application": b"pulsar",
+            "component": b"compacted-ledger",
+            "pulsar/compactedTopic": b"persistent://public/default/orders",
+        },
+        [b"c"],
+    )
+    # a cursor whose state lives in its cursor ledger (the broker's normal case)
+    pi = PositionInfo(ledgerId=ids[3].ledger_id, entryId=ids[3].entry_id)
+    rg = pi.individualDeletedMessages.add()
+    rg.lowerEndpoint.ledgerId, rg.lowerEndpoint.entryId = ids[4]
+    rg.upperEndpoint.ledgerId, rg.upperEndpoint.entryId = ids[5]
+    old = PositionInfo(ledgerId=ids[0].ledger_id, entryId=ids[0].entry_id)
+    facts["cursor_ledger"] = _raw_ledger(
+        store,
+        {
+            "application": b"pulsar",
+            "component": b"managed-ledger",
+            "pulsar/managed-ledger": ORDERS.encode(),
+            "pulsar/cursor": b"sub-ledger",
+        },
+        [old.SerializeToString(), pi.SerializeToString()],
+    )
+    ci = pk.proto.ManagedCursorInfo(
+        cursorsLedgerId=facts["cursor_ledger"],
+        markDeleteLedgerId=ids[0].ledger_id,
+        markDeleteEntryId=ids[0].entry_id,
+    )
+    store.metadata.put_cursor_info(ORDERS, "sub-ledger", ci)
+    # a deleted ledger: on the bookie, no metadata any more
+    facts["deleted"] = _raw_ledger(store, {"application": b"pulsar"}, [b"gone"])
+    store.metadata.delete_ledger_metadata(facts["deleted"])
+    facts["orders_ledgers"] = [li.ledger_id for li in ml.ledgers()]
+    store.close()
+    return facts
+
+
+def _add_journal_tail(root: Path, facts: dict, torn: bool = False) -> None:
+    """Simulates SIGKILL: the orders topic's last ledger is re-opened in metadata with two more
+    entries that only the journal holds."""
+    # metadata and bookie opened directly: re-opening the managed ledger would rewrite its cursors
+    md_store = pk.MetadataStore(root / "metadata")
+    lid = md_store.managed_ledger_info(ORDERS)[0].ledgerInfo[-1].ledgerId
+    md_store.close()
+    bk = pk.Bookie(root / "bookie")
+    n = bk.last_entry_id(lid) + 1
+    bk.close()
+    md_store = pk.MetadataStore(root / "metadata")
+    lmd, st = md_store.ledger_metadata(lid)
+    lmd.state = LedgerMetadataFormat.OPEN
+    lmd.ClearField("lastEntryId")
+    md_store.put_ledger_metadata(lid, lmd)
+    md_store.close()
+    recs = [
+        pack_bookie_entry(
+            lid, n + i, pk.encode_entry(_md(100 + i), b"journal-%d" % i), last_add_confirmed=n + i - 1
+        )
+        for i in range(2)
+    ]
+    tail = b""
+    if torn:
+        extra = pack_bookie_entry(lid, n + 2, pk.encode_entry(_md(102), b"torn"), last_add_confirmed=n + 1)
+        tail = struct.pack(">i", len(extra)) + extra[: len(extra) // 2]
+    _journal(root / "bookie" / "current" / "19a0000000.txn", recs, tail)
+    facts["journal_ledger"] = lid
+    facts["journal_first"] = n
+
+
+def build_synthetic(tmp_path_factory) -> tuple[Path, dict]:
+    """The synthetic data directory (a fixture's body: each test module builds its own once)."""
+    root = tmp_path_factory.mktemp("synthetic") / "data"
+    facts = build(root)
+    _add_journal_tail(root, facts)
+    # drop pulsarkit's own LOCK files: a foreign directory has none of ours
+    for p in root.rglob("LOCK"):
+        p.unlink()
+    return root, facts
+
+
+def file_hashes(root: Path) -> dict[str, tuple[str, int]]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            out[str(p.relative_to(root))] = (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        else:
+            out[str(p.relative_to(root)) + "/"] = ("dir", p.stat().st_mtime_ns)
+    return out
+
+
+def tmp_copies() -> set[str]:
+
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("pulsarkit-ro-")}

@@ -1,0 +1,146 @@
+"""The data-directory commands: ledgers, topics, messages, backlog, transactions, readjournal."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+from datadir_fixtures import build_synthetic
+from pulsarkit.cli import main
+
+ORDERS = "persistent://public/default/orders"
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    return build_synthetic(tmp_path_factory)
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_ledgers_table_and_json(synthetic, capsys):
+    root, facts = synthetic
+    rc, out, err = run(capsys, "ledgers", root)
+    assert rc == 0 and err == ""
+    assert out.splitlines()[0].split()[:3] == ["LEDGER_ID", "KIND", "STATE"]
+    assert any(line.split()[:2] == [str(facts["schema"]), "schema"] for line in out.splitlines())
+    rc, out, _ = run(capsys, "ledgers", root, "--format", "json", "--kind", "deleted")
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert [(r["ledger_id"], r["state"]) for r in rows] == [(facts["deleted"], "DELETED")]
+
+
+def test_ledgers_parquet(synthetic, capsys, tmp_path):
+    root, _ = synthetic
+    rc, _, _ = run(capsys, "ledgers", root, "--format", "parquet", "-o", tmp_path / "l.parquet")
+    t = pq.read_table(tmp_path / "l.parquet")
+    assert rc == 0 and "kind" in t.column_names and t.num_rows >= 10
+
+
+def test_topics_json_lists_cursors(synthetic, capsys):
+    root, _ = synthetic
+    rc, out, _ = run(capsys, "topics", root, "--format", "json", "--no-system")
+    topics = {t["topic"]: t for t in json.loads(out)}
+    assert rc == 0 and "persistent://pulsar/system/__transaction_log_0" not in topics
+    assert {c["name"] for c in topics[ORDERS]["cursors"]} == {"sub-ind", "sub-none", "sub-ledger"}
+    assert topics["persistent://public/default/parts-partition-1"]["partition"] == 1
+    rc, out, _ = run(capsys, "topics", root)
+    assert "cursor sub-ledger: mark-delete" in out and "transaction_log, system" in out
+
+
+def test_messages_jsonl_table_parquet(synthetic, capsys, tmp_path):
+    root, _ = synthetic
+    rc, out, _ = run(capsys, "messages", root, "--topic", ORDERS, "--format", "jsonl")
+    recs = [json.loads(x) for x in out.splitlines()]
+    assert rc == 0 and len(recs) == 13 and recs[0]["topic"] == ORDERS
+    rc, out, _ = run(capsys, "messages", root, "--topic", ORDERS)
+    assert "<encrypted>" in out and "journal-1" in out
+    rc, _, _ = run(
+        capsys, "messages", root, "--format", "parquet", "-o", tmp_path / "m.parquet", "--txn", "all"
+    )
+    assert rc == 0 and pq.read_table(tmp_path / "m.parquet").num_rows == 13 + 1 + 5
+    rc, out, _ = run(
+        capsys,
+        "messages",
+        root,
+        "--topic",
+        "persistent://public/default/payments",
+        "--markers",
+        "--format",
+        "jsonl",
+        "--txn",
+        "all",
+    )
+    markers = [json.loads(x)["marker"] for x in out.splitlines()]
+    assert markers == [None, None, None, None, "TXN_COMMIT", "TXN_ABORT", None]
+
+
+def test_backlog(synthetic, capsys):
+    root, _ = synthetic
+    rc, out, _ = run(capsys, "backlog", root, ORDERS, "sub-ind")
+    assert rc == 0 and "message(s) in the backlog of sub-ind" in out
+    rc, out, _ = run(capsys, "backlog", root, ORDERS, "sub-none", "--format", "jsonl")
+    assert len(out.splitlines()) == 13
+
+
+def test_transactions(synthetic, capsys):
+    root, _ = synthetic
+    rc, out, _ = run(capsys, "transactions", root, "--format", "json")
+    assert rc == 0 and sorted(json.loads(x)["state"] for x in out.splitlines()) == [
+        "ABORTED",
+        "COMMITTED",
+        "OPEN",
+    ]
+
+
+def test_readjournal(synthetic, capsys):
+    root, facts = synthetic
+    rc, out, _ = run(capsys, "readjournal", root / "bookie" / "current")
+    assert rc == 0 and "journal version 6" in out
+    assert f"Lid={facts['journal_ledger']}, Eid={facts['journal_first']}, ByteOffset=512" in out
+    rc, out, _ = run(capsys, "readjournal", root / "bookie" / "current", "--json")
+    assert [json.loads(x)["entry_id"] for x in out.splitlines()] == [
+        facts["journal_first"],
+        facts["journal_first"] + 1,
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["topics", "/no/such/dir"], "no such directory"),
+        (["messages", "{root}", "--topic", "persistent://public/default/nope"], "no topic"),
+        (["backlog", "{root}", ORDERS, "nope"], "no subscription 'nope'"),
+        (["messages", "{root}", "--format", "parquet"], "needs -o FILE"),
+        (["readjournal", "/no/such/file.txn"], "no such file"),
+    ],
+)
+def test_bad_input_one_clear_line(synthetic, capsys, argv, message):
+    root, _ = synthetic
+    rc, out, err = run(capsys, *[a.format(root=root) for a in argv])
+    assert rc != 0 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_damaged_dir_warns_and_strict_fails(synthetic, capsys, tmp_path):
+    root, _ = synthetic
+    copy = tmp_path / "d"
+    shutil.copytree(root, copy)
+    shutil.rmtree(copy / "bookie" / "current" / "locations")
+    rc, out, err = run(capsys, "messages", copy, "--format", "jsonl")
+    assert rc == 0 and "warning: missing_index" in err and len(out.splitlines()) > 0
+    rc, _, _ = run(capsys, "messages", copy, "--format", "jsonl", "--strict")
+    assert rc == 3
+
+
+def test_markers_to_parquet_keep_java_long_sequence_ids(synthetic, capsys, tmp_path):
+    root, _ = synthetic
+    out = tmp_path / "mk.parquet"
+    argv = ["messages", root, "--topic", "persistent://public/default/payments", "--markers", "--txn", "all"]
+    rc, _, _ = run(capsys, *argv, "--format", "parquet", "-o", out)
+    rows = pq.read_table(out).to_pylist()
+    assert rc == 0 and [r["marker"] for r in rows if r["marker"]] == ["TXN_COMMIT", "TXN_ABORT"]
