@@ -460,3 +460,18 @@ def test_null_and_empty_values_as_the_java_consumer_gets_them(tmp_path):
         ("empty", False, ""),
         ("nb", True, None),
     ]
+
+
+def test_corrupt_locations_index_falls_back_to_a_scan(synthetic, tmp_path):
+    root, _ = synthetic
+    copy = tmp_path / "c"
+    shutil.copytree(root, copy)
+    loc = copy / "bookie" / "current" / "locations"
+    for f in loc.iterdir():
+        if f.name.startswith("MANIFEST"):
+            f.write_bytes(b"\0garbage")
+    with open_data_dir(copy) as dd:
+        assert [i.kind for i in dd.issues][:2] == ["unreadable_index", "missing_index"]
+        assert str(loc) in str(dd.issues[0])
+        with open_data_dir(root) as good:
+            assert list(read_messages(dd)) == list(read_messages(good))

@@ -346,8 +346,9 @@ class _BookieDir:
         self.locations: dict[int, dict[int, int]] = {}
         self.log_ledger_bytes: dict[int, int] = {}
         led = index_current / "ledgers"
-        if _is_rocksdb(led):
-            for k, v in _read_rocksdb(led, "ledgers index"):
+        pairs = self._index(led, "ledgers index", issues)
+        if pairs is not None:
+            for k, v in pairs:
                 if len(k) != 8:
                     continue
                 lid = _LONG.unpack(k)[0]
@@ -361,11 +362,14 @@ class _BookieDir:
                     continue
                 self.ledger_data[lid] = ld
         else:
-            issues.append(Issue("missing_index", str(led), None, "no ledgers/ RocksDB; ledger flags unknown"))
+            issues.append(
+                Issue("missing_index", str(led), None, "no readable ledgers/ RocksDB; ledger flags unknown")
+            )
         loc = index_current / "locations"
         self.log_ids = self.reader.log_ids()
-        if _is_rocksdb(loc):
-            for k, v in _read_rocksdb(loc, "locations index"):
+        pairs = self._index(loc, "locations index", issues)
+        if pairs is not None:
+            for k, v in pairs:
                 if len(k) != 16 or len(v) != 8:
                     continue
                 lid, eid = _KEY.unpack(k)
@@ -377,7 +381,7 @@ class _BookieDir:
                     "missing_index",
                     str(loc),
                     None,
-                    "no locations/ RocksDB; entry locations rebuilt by scanning the entry logs",
+                    "no readable locations/ RocksDB; entry locations rebuilt by scanning the entry logs",
                 )
             )
             self._scan_all(issues)
@@ -396,6 +400,17 @@ class _BookieDir:
                     )
             for lid, size in md.ledgers.items():
                 self.log_ledger_bytes[lid] = self.log_ledger_bytes.get(lid, 0) + size
+
+    @staticmethod
+    def _index(path: Path, what: str, issues: list[Issue]) -> list[tuple[bytes, bytes]] | None:
+        """A RocksDB index's pairs, or None (with an issue) when it is missing or unreadable."""
+        if not _is_rocksdb(path):
+            return None
+        try:
+            return _read_rocksdb(path, what)
+        except DataDirError as e:
+            issues.append(Issue("unreadable_index", str(path), None, e.reason))
+            return None
 
     def _scan_all(self, issues: list[Issue]) -> None:
         # Later logs win: compaction copies live entries forward into newer logs.
