@@ -165,9 +165,11 @@ def _topics(p: argparse.ArgumentParser) -> Runner:
                 if c.individually_deleted:
                     extra.append("deleted " + " ".join(f"({lo},{hi}]" for lo, hi in c.individually_deleted))
                 if c.batch_ack_sets:
-                    extra.append(
-                        "ack sets " + " ".join(f"{pos}:{w}" for pos, w in sorted(c.batch_ack_sets.items()))
-                    )
+                    sets = " ".join(f"{pos}:{w}" for pos, w in sorted(c.batch_ack_sets.items()))
+                    extra.append(f"ack sets {sets}")
+                elif c.stored_batch_ack_sets:
+                    sets = " ".join(f"{pos}:{w}" for pos, w in sorted(c.stored_batch_ack_sets.items()))
+                    extra.append(f"ack sets {sets} (stored, not recovered by the broker)")
                 sysflag = " (system)" if c.system else ""
                 print(
                     f"  cursor {c.name}{sysflag}: mark-delete {c.mark_delete} from {c.source}"

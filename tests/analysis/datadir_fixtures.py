@@ -54,6 +54,14 @@ def txn_record(op: int, most: int, least: int, new_status: int | None = None, pa
     return b
 
 
+def pending_ack_record(op: int, most: int, least: int, positions=(), cumulative: bool = False) -> bytes:
+    """``PendingAckMetadataEntry``: op ACK=1 COMMIT=2 ABORT=3; positions as (ledger, entry, ack_set words)."""
+    b = _f(1, op) + _f(2, 1 if cumulative else 0) + _f(3, least) + _f(4, most)
+    for lid, eid, words in positions:
+        b += _f(5, _f(1, lid) + _f(2, eid) + b"".join(_f(3, w) for w in words) + (_f(4, 3) if words else b""))
+    return b
+
+
 def batched(records: list[bytes]) -> bytes:
     return b"\x0e\x01\x00\x01" + b"".join(_f(1, r) for r in records)
 
@@ -213,7 +221,17 @@ def build(root: Path) -> dict:
         [b"c"],
     )
     # a cursor whose state lives in its cursor ledger (the broker's normal case)
+    # the pending-ack store of sub-none: a committed, an aborted and an open transaction's acks
+    pa_ml = store.managed_ledger(ORDERS + "-sub-none" + "__transaction_pending_ack", pk.ManagedLedgerConfig())
+    pa_ml.add_entry(batched([pending_ack_record(1, 0, 7, [(*ids[1], [])]), pending_ack_record(2, 0, 7)]))
+    pa_ml.add_entry(pending_ack_record(1, 0, 8, [(*ids[3], [])]))
+    pa_ml.add_entry(pending_ack_record(3, 0, 8))
+    pa_ml.add_entry(pending_ack_record(1, 0, 9, [(*bpos, [0b011])]))  # batch index 2, transaction left open
+    pa_ml.flush()
     pi = PositionInfo(ledgerId=ids[3].ledger_id, entryId=ids[3].entry_id)
+    bi = pi.batchedEntryDeletionIndexInfo.add()
+    bi.position.ledgerId, bi.position.entryId = bpos
+    bi.deleteSet.append(0b110)  # batch index 0 acknowledged
     rg = pi.individualDeletedMessages.add()
     rg.lowerEndpoint.ledgerId, rg.lowerEndpoint.entryId = ids[4]
     rg.upperEndpoint.ledgerId, rg.upperEndpoint.entryId = ids[5]

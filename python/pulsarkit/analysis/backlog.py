@@ -1,21 +1,90 @@
 """A subscription's backlog: exactly the messages a consumer re-attaching to it would receive.
 
-From the cursor as the broker recovers it (``ManagedCursorInfo``, or the last ``PositionInfo`` of the
-cursor ledger): entries after the mark-delete position, minus individually deleted ranges; of a
-partly acknowledged batch only the indexes its ack set still marks (a set bit = not acknowledged, as
-the broker sends ``ack_set`` and the client filters). Markers, aborted and unfinished transactions
-are not delivered (read-committed), chunks are reassembled from the chunks still unacknowledged.
+The cursor as the broker recovers it (``ManagedCursorInfo``, or the last ``PositionInfo`` of its cursor
+ledger): entries after the mark-delete position, minus individually deleted ranges; of a partly
+acknowledged batch only the indexes its recovered ack set still marks (a set bit = not acknowledged; the
+broker sends ``ack_set`` and the client filters). Then the subscription's pending-ack store is replayed
+as ``MLPendingAckStore`` does: acknowledgements of committed transactions apply, those of transactions
+still open hold their messages back, aborted ones are dropped. Markers, aborted and unfinished
+transactions are not delivered (read-committed), chunks are reassembled from the chunks still
+unacknowledged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from .datadir import Cursor, DataDir, Position
-from .messages import iter_messages, message_batches, message_schema
+from ..errors import PulsarkitError
+from .datadir import PENDING_ACK_SUFFIX, Cursor, DataDir, DataDirError, Issue, Position
+from .messages import decode_pending_ack_entry, iter_messages, message_batches, message_schema
+
+_MASK64 = (1 << 64) - 1
+_ACK, _COMMIT, _ABORT = 1, 2, 3
+_CUMULATIVE = 1
+
+
+def _bits(words: list[int]) -> int:
+    out = 0
+    for i, w in enumerate(words):
+        out |= (int(w) & _MASK64) << (64 * i)
+    return out
+
+
+@dataclass
+class _Acks:
+    """What the broker's view adds to the cursor: whole entries and batch indexes acknowledged."""
+
+    cumulative: Position | None = None
+    entries: set[Position] = field(default_factory=set)
+    #: position -> bits still unacknowledged (AND of every ack set applied)
+    batches: dict[Position, int] = field(default_factory=dict)
+
+    def apply(self, pos: Position, ack_set: list[int], cumulative: bool) -> None:
+        if cumulative and not ack_set:
+            self.cumulative = max(self.cumulative or pos, pos)
+        elif ack_set:
+            self.batches[pos] = self.batches.get(pos, -1) & _bits(ack_set)  # -1: every bit set
+        else:
+            self.entries.add(pos)
+
+
+def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
+    """The subscription's pending-ack store replayed from its ``__pending_ack_state`` mark-delete on."""
+    out = _Acks()
+    ml = f"{c.managed_ledger}-{c.name}{PENDING_ACK_SUFFIX}"
+    if ml not in dd.ml_infos:
+        return out
+    state = next((x for x in dd.cursors(ml) if x.name == "__pending_ack_state"), None)
+    pending: dict[tuple[int, int], list[tuple[Position, list[int], bool]]] = {}
+    for pos, data in dd.ml_entries(ml, state.mark_delete if state else None):
+        if isinstance(data, DataDirError):
+            continue
+        try:
+            records = decode_pending_ack_entry(data)
+        except PulsarkitError as e:
+            dd.issues.append(Issue("bad_pending_ack_entry", ml, None, str(e), pos.ledger_id, pos.entry_id))
+            continue
+        for r in records:
+            key = (r["most_bits"], r["least_bits"])
+            if r["op"] == _ACK:
+                pending.setdefault(key, []).extend(
+                    (Position(p["ledger_id"], p["entry_id"]), p["ack_set"], r["ack_type"] == _CUMULATIVE)
+                    for p in r["positions"]
+                )
+            elif r["op"] == _COMMIT:
+                for p, ack_set, cum in pending.pop(key, []):
+                    out.apply(p, ack_set, cum)
+            elif r["op"] == _ABORT:
+                pending.pop(key, None)
+    # acknowledged by a transaction still open: held back, not redelivered
+    for acks in pending.values():
+        for p, ack_set, cum in acks:
+            out.apply(p, ack_set, cum)
+    return out
 
 
 def iter_backlog(
@@ -23,19 +92,29 @@ def iter_backlog(
 ) -> Iterator[dict[str, Any]]:
     """Records (as :func:`pulsarkit.analysis.messages.iter_messages`) of the subscription's backlog."""
     c: Cursor = dd.cursor(topic, subscription)
+    extra = pending_acks(dd, c)
+
+    def skip(pos: Position) -> bool:
+        return (
+            c.is_deleted(pos)
+            or pos in extra.entries
+            or (extra.cumulative is not None and pos <= extra.cumulative)
+        )
 
     def keep(pos: Position, batch_size: int) -> set[int] | None:
-        if pos not in c.batch_ack_sets:
+        if pos not in c.batch_ack_sets and pos not in extra.batches:
             return None
-        return set(c.unacked_batch_indexes(pos, batch_size))
+        left = set(c.unacked_batch_indexes(pos, batch_size))
+        if pos in extra.batches:
+            left = {i for i in left if extra.batches[pos] >> i & 1}
+        return left
 
     yield from iter_messages(
-        dd, c.managed_ledger, txn=txn, start=c.mark_delete, skip_entry=c.is_deleted, batch_filter=keep
+        dd, c.managed_ledger, txn=txn, start=c.mark_delete, skip_entry=skip, batch_filter=keep
     )
 
 
 def backlog_table(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Any:
-
     return pa.Table.from_batches(
         list(message_batches(iter_backlog(dd, topic, subscription, txn=txn))), schema=message_schema()
     )
