@@ -1,18 +1,18 @@
 """pulsarkit's data-directory reader against a real Pulsar 4.0.7 standalone (its Java client is the oracle).
 
 A small workload (``datadir_oracle/Workload.java``: five codecs batched and not, keys, properties, event
-times, null and empty values, chunks, a partitioned topic, a schema, resent duplicates, compaction, a deleted
-topic, transactions committed, aborted and left open, acks individual, cumulative, batch-index and in
-transactions) runs against a real standalone. Two directories are kept: ``clean`` after a SIGTERM stop, ``killed`` after a
-SIGKILL right after a final burst (entries only in the journal). For each, a broker restarted on a *copy*
-gives the oracle: what a Java Reader receives (read-committed) and what a consumer re-attaching to every
-subscription receives. pulsarkit reads the untouched directory and must agree on every field, with nothing
-more; the directory's files must be byte-identical afterwards, also when read-only.
+times, null and empty values, chunks, a partitioned topic, a schema, resent duplicates, compaction, a
+deleted topic, transactions committed, aborted and left open, acks individual, cumulative, batch-index and
+in transactions) runs against a real standalone. Two directories are kept: ``clean`` after a SIGTERM stop,
+``killed`` after a SIGKILL right after a final burst (entries only in the journal). For each, a broker
+restarted on a *copy* gives the oracle: what a Java Reader receives (read-committed) and what a consumer re-
+attaching to every subscription receives. pulsarkit reads the untouched directory and must agree on every
+field, with nothing more; the directory's files must be byte-identical afterwards, also when read-only.
 
 Everything is cached under ``~/.cache/pulsarkit-tests/datadir-oracle/<hash of the workload>``; the first run
 resolves ``pulsar-broker:4.0.7`` with Maven (about 1 minute) and takes about 4 minutes more; later runs about
-1 minute. This is pulsarkit's reader-side oracle; the issue-9 harness (``tests/interop/standalone``, H3) records
-a larger workload with the Python and Java clients.
+1 minute. This is pulsarkit's reader-side oracle; the issue-9 harness (``tests/interop/standalone``, H3)
+records a larger workload with the Python and Java clients.
 """
 
 from __future__ import annotations
