@@ -492,3 +492,20 @@ def test_corrupt_locations_index_falls_back_to_a_scan(synthetic, tmp_path):
         assert str(loc) in str(dd.issues[0])
         with open_data_dir(root) as good:
             assert list(read_messages(dd)) == list(read_messages(good))
+
+
+def test_a_ledger_deleted_under_its_topic_is_reported(synthetic, tmp_path):
+    root, facts = synthetic
+    copy = tmp_path / "m"
+    shutil.copytree(root, copy)
+    lid = facts["orders_ledgers"][0]
+    md = pk.MetadataStore(copy / "metadata")
+    md.delete_ledger_metadata(lid)
+    md.close()
+    for p in copy.rglob("LOCK"):
+        p.unlink()
+    with open_data_dir(copy) as dd:
+        led = dd.ledgers[lid]
+        assert (led.kind, led.state, led.referenced) == ("deleted", "DELETED", True)
+        assert any(i.kind == "missing_ledger" and i.ledger_id == lid for i in dd.issues)
+        assert dd.topic("persistent://public/default/orders").ledgers[0] == lid

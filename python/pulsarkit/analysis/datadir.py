@@ -697,10 +697,23 @@ class DataDir:
             for name, ci in curs.items():
                 if ci.cursorsLedgerId >= 0:
                     cursor_owner[ci.cursorsLedgerId] = (ml, name)
+        # a ledger its managed ledger or cursor still names but that has no metadata: deleted under it
+        ids |= set(owner) | set(cursor_owner)
         self.ledgers: dict[int, Ledger] = {}
         for lid in sorted(ids):
             md = self.ledger_metadata.get(lid)
             led = Ledger(lid, "deleted")
+            if md is None and (lid in owner or lid in cursor_owner):
+                who = owner.get(lid) or "/".join(cursor_owner[lid])
+                self._issue(
+                    Issue(
+                        "missing_ledger",
+                        str(self.metadata_dir),
+                        None,
+                        f"ledger {lid} of {who} has no metadata: it was deleted",
+                        lid,
+                    )
+                )
             if md is not None:
                 cm = {e.key: bytes(e.value) for e in md.customMetadata}
                 led.custom_metadata = cm
