@@ -82,10 +82,14 @@ def _table(rows: list[dict[str, Any]], cols: list[str], out: Any = None) -> None
         out.write("  ".join(v.ljust(w) for v, w in zip(x, widths, strict=True)).rstrip() + "\n")
 
 
-def _out_file(args: argparse.Namespace) -> str:
-    if not args.output:
-        raise DataDirError("--format parquet needs -o FILE")
-    return args.output
+def _out_file(args: argparse.Namespace) -> Any:
+    """The Parquet destination: ``-o FILE``, else stdout when it is not a terminal (``| duckdb``)."""
+    if args.output:
+        return args.output
+    if sys.stdout.isatty():
+        raise DataDirError("--format parquet needs -o FILE (or a pipe)")
+    sys.stdout.flush()
+    return pa.PythonFile(sys.stdout.buffer, mode="w")
 
 
 # ------------------------------------------------------------------------------------------------

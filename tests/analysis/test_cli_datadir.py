@@ -122,7 +122,6 @@ def test_readjournal(synthetic, capsys):
         (["topics", "/no/such/dir"], "no such directory"),
         (["messages", "{root}", "--topic", "persistent://public/default/nope"], "no topic"),
         (["backlog", "{root}", ORDERS, "nope"], "no subscription 'nope'"),
-        (["messages", "{root}", "--format", "parquet"], "needs -o FILE"),
         (["readjournal", "/no/such/file.txn"], "no such file"),
     ],
 )
@@ -150,3 +149,15 @@ def test_markers_to_parquet_keep_java_long_sequence_ids(synthetic, capsys, tmp_p
     rc, _, _ = run(capsys, *argv, "--format", "parquet", "-o", out)
     rows = pq.read_table(out).to_pylist()
     assert rc == 0 and [r["marker"] for r in rows if r["marker"]] == ["TXN_COMMIT", "TXN_ABORT"]
+
+
+def test_parquet_to_a_pipe(synthetic):
+    import io
+    import subprocess
+    import sys
+
+    root, _ = synthetic
+    code = "import sys; from pulsarkit.cli import main; sys.exit(main())"
+    argv = [sys.executable, "-c", code, "messages", str(root), "--format", "parquet", "--no-progress"]
+    r = subprocess.run(argv, capture_output=True, check=True)
+    assert pq.read_table(io.BytesIO(r.stdout)).num_rows == 13 + 1 + 2  # read-committed
