@@ -509,3 +509,17 @@ def test_a_ledger_deleted_under_its_topic_is_reported(synthetic, tmp_path):
         assert (led.kind, led.state, led.referenced) == ("deleted", "DELETED", True)
         assert any(i.kind == "missing_ledger" and i.ledger_id == lid for i in dd.issues)
         assert dd.topic("persistent://public/default/orders").ledgers[0] == lid
+
+
+def test_an_entry_that_is_no_pulsar_entry_names_its_file(tmp_path):
+    store = pk.Store.open(tmp_path / "x", sync=False)
+    ml = store.managed_ledger(ORDERS)
+    ml.add_entry(pk.encode_entry(_md(0), b"ok"))
+    ml.add_entry(b"\x0e\x01 not an entry at all")
+    ml.add_entry(pk.encode_entry(_md(1), b"ok too"))
+    ml.flush()
+    store.close()
+    with open_data_dir(tmp_path / "x") as dd:
+        assert [r["payload_b64"] for r in read_messages(dd)] == ["b2s=", "b2sgdG9v"]
+        (bad,) = dd.issues
+        assert bad.kind == "bad_entry" and bad.path.endswith(".log") and bad.offset > 0 and bad.entry_id == 1

@@ -862,6 +862,15 @@ class DataDir:
                 f"{path} at offset {pos - 4}: ledger {ledger_id} entry {entry_id}: {e}", path, pos - 4, str(e)
             ) from None
 
+    def where(self, ledger_id: int, entry_id: int) -> tuple[str, int | None]:
+        """(file, offset of the record) holding an entry: its entry log, else its journal."""
+        b = self._bookie_of(ledger_id)
+        loc = b.locations.get(ledger_id, {}).get(entry_id) if b else None
+        if b is not None and loc is not None:
+            return str(b.reader.path_of(loc >> 32)), (loc & 0xFFFFFFFF) - 4
+        j = self.journal.get(ledger_id, {}).get(entry_id)
+        return (j.path, j.offset) if j else ("?", None)
+
     def entries(
         self, ledger_id: int, first: int = 0, last: int | None = None
     ) -> Iterator[tuple[int, bytes | DataDirError]]:

@@ -424,8 +424,9 @@ def iter_messages(
         try:
             e = Entry.parse(data)
         except PulsarkitError as err:
+            path, offset = dd.where(*pos)
             dd.issues.append(
-                Issue("bad_entry", name, getattr(err, "offset", None), str(err), pos.ledger_id, pos.entry_id)
+                Issue("bad_entry", path, offset, f"not a Pulsar entry: {err}", pos.ledger_id, pos.entry_id)
             )
             continue
         md = e.metadata
@@ -493,8 +494,9 @@ def iter_messages(
         try:
             msgs = e.messages()
         except PulsarkitError as err:
+            path, offset = dd.where(*pos)
             dd.issues.append(
-                Issue("bad_entry", name, getattr(err, "offset", None), str(err), pos.ledger_id, pos.entry_id)
+                Issue("bad_entry", path, offset, f"messages undecodable: {err}", pos.ledger_id, pos.entry_id)
             )
             continue
         keep = batch_filter(pos, e.num_messages) if (batch_filter is not None and e.is_batch) else None
