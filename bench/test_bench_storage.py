@@ -10,9 +10,9 @@ import os
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.entrylog import EntryLogWriter, pack_bookie_entry
+from pulsarkit.bookkeeper.entrylog import EntryLogWriter, pack_bookie_entry
 from pulsarkit.managed_ledger import ManagedLedgerConfig
-from pulsarkit.store import Store
+from pulsarkit.managed_ledger import Store
 
 PAYLOAD = 1024
 
@@ -58,7 +58,7 @@ def read_whole(files):
 
 def scan(d, payload_type):
     rows = ok = 0
-    for b in pk.scan_entry_logs([d], "CRC32C", payload_type=payload_type):
+    for b in pk.bookkeeper.scan_entry_logs([d], "CRC32C", payload_type=payload_type):
         rows += b.num_rows
         ok += b.column("digest_ok").true_count
     return rows, ok
@@ -73,7 +73,7 @@ def test_scan_entry_logs(benchmark, ratios, logs, full_size, side, mode):
     if side == "candidate":
         rows, ok = benchmark.pedantic(scan, args=(d, mode), rounds=rounds, warmup_rounds=1)
         assert rows == ok == n  # every record decoded, every digest verified and correct
-        label = f"pulsarkit.scan_entry_logs(payload_type={mode!r}), CRC32C verified"
+        label = f"pulsarkit.bookkeeper.scan_entry_logs(payload_type={mode!r}), CRC32C verified"
     elif side == "plain-read-1MiB-chunks":
         assert benchmark.pedantic(read_chunks, args=(files,), rounds=rounds, warmup_rounds=1) == nbytes
         label = "open(f, 'rb', buffering=0).read(1 MiB) loop"

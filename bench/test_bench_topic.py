@@ -10,10 +10,10 @@ import itertools
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from pulsarkit.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
+from pulsarkit.broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.managed_ledger import ManagedLedgerConfig
-from pulsarkit.store import Store
-from pulsarkit.topic import PersistentTopic
+from pulsarkit.managed_ledger import Store
+from pulsarkit.broker import PersistentTopic
 
 _names = itertools.count()
 

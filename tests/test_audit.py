@@ -3,7 +3,7 @@
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from pulsarkit import audit
+from pulsarkit.analysis import audit
 
 
 def entries_with_faults():

@@ -13,7 +13,7 @@ import crc32c as crc32c_ref
 import pulsarkit as pk
 import pytest
 import rocksdict
-from pulsarkit.bookie import Bookie, master_key, pack_entry, unpack_entry
+from pulsarkit.bookkeeper import DbLedgerStorage, master_key, pack_entry, unpack_entry
 from pulsarkit.proto import LedgerData
 
 
@@ -32,13 +32,13 @@ def _raw_db(path: str) -> dict[bytes, bytes]:
         shutil.rmtree(tmp)
 
 
-def _fill(b: Bookie, lid: int, n: int, size: int = 50, digest: str = "CRC32C") -> list[bytes]:
+def _fill(b: DbLedgerStorage, lid: int, n: int, size: int = 50, digest: str = "CRC32C") -> list[bytes]:
     b.create_ledger(lid)
     payloads, total = [], 0
     for e in range(n):
         p = bytes([lid % 256, e % 256]) * (size // 2)
         total += len(p)
-        b.add_entry(pack_entry(lid, e, e - 1, total, p, digest))
+        b.add_entry(pack_entry(lid, e, p, last_add_confirmed=e - 1, length=total, digest_type=digest))
         payloads.append(p)
     return payloads
 
@@ -49,7 +49,7 @@ def _fill(b: Bookie, lid: int, n: int, size: int = 50, digest: str = "CRC32C") -
 @pytest.mark.parametrize("digest", ["CRC32C", "CRC32", "MAC", "DUMMY"])
 def test_pack_entry_layout_and_digest(digest: str) -> None:
     payload = b"pulsar entry bytes"
-    data = pack_entry(7, 3, 2, 100, payload, digest, b"pw")
+    data = pack_entry(7, 3, payload, last_add_confirmed=2, length=100, digest_type=digest, password=b"pw")
     header = struct.pack(">qqqq", 7, 3, 2, 100)
     assert data.startswith(header) and data.endswith(payload)
     if digest == "CRC32C":
@@ -66,19 +66,19 @@ def test_pack_entry_layout_and_digest(digest: str) -> None:
 
 
 def test_digest_mismatch_and_wrong_ids_are_typed_errors() -> None:
-    data = bytearray(pack_entry(1, 0, -1, 3, b"abc"))
+    data = bytearray(pack_entry(1, 0, b"abc", last_add_confirmed=-1, length=3))
     data[-1] ^= 1
     with pytest.raises(pk.ChecksumMismatchError):
         unpack_entry(bytes(data))
     assert unpack_entry(bytes(data), verify=False).payload == b"abb"
     with pytest.raises(pk.ChecksumMismatchError):
-        unpack_entry(pack_entry(1, 0, -1, 3, b"abc", "MAC", b"a"), "MAC", b"b")
+        unpack_entry(pack_entry(1, 0, b"abc", last_add_confirmed=-1, length=3, digest_type="MAC", password=b"a"), "MAC", b"b")
     with pytest.raises(pk.CorruptEntryError):
-        unpack_entry(pack_entry(1, 0, -1, 3, b"abc"), ledger_id=2)
+        unpack_entry(pack_entry(1, 0, b"abc", last_add_confirmed=-1, length=3), ledger_id=2)
     with pytest.raises(pk.CorruptEntryError):
         unpack_entry(b"\0" * 20)
     with pytest.raises(pk.PulsarkitError):
-        unpack_entry(pack_entry(1, 0, -1, 3, b"abc"), "SHA256")
+        unpack_entry(pack_entry(1, 0, b"abc", last_add_confirmed=-1, length=3), "SHA256")
 
 
 def test_master_key_is_sha1_of_ledger_and_password() -> None:
@@ -90,7 +90,7 @@ def test_master_key_is_sha1_of_ledger_and_password() -> None:
 
 
 def test_layout_matches_db_ledger_storage(tmp_path) -> None:
-    b = Bookie(tmp_path / "bk")
+    b = DbLedgerStorage(tmp_path / "bk")
     payloads = _fill(b, 5, 10)
     b.flush()
     cur = tmp_path / "bk" / "current"
@@ -122,7 +122,7 @@ def test_layout_matches_db_ledger_storage(tmp_path) -> None:
 
 
 def test_reads_from_write_cache_then_from_entry_log(tmp_path) -> None:
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         payloads = _fill(b, 3, 5)
         assert b.location(3, 0) == 0  # not indexed before the checkpoint
         assert unpack_entry(b.read_entry(3, 4)).payload == payloads[4]
@@ -141,7 +141,7 @@ def test_reads_from_write_cache_then_from_entry_log(tmp_path) -> None:
 
 
 def test_missing_things_raise_typed_errors(tmp_path) -> None:
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         _fill(b, 1, 2)
         b.flush()
         with pytest.raises(pk.LedgerNotFoundError):
@@ -151,19 +151,19 @@ def test_missing_things_raise_typed_errors(tmp_path) -> None:
         with pytest.raises(pk.EntryNotFoundError):
             b.read_entry(1, 7)
         with pytest.raises(pk.LedgerNotFoundError):
-            b.add_entry(pack_entry(4, 0, -1, 1, b"x"))
+            b.add_entry(pack_entry(4, 0, b"x", last_add_confirmed=-1, length=1))
         with pytest.raises(pk.CorruptEntryError):
             b.add_entry(b"short")
         with pytest.raises(pk.LedgerNotFoundError):
             b.read_entry(-5, 0)
     with pytest.raises(pk.BookieError):
-        Bookie([])
+        DbLedgerStorage([])
     with pytest.raises(pk.BookieError):
-        Bookie(tmp_path / "x", log_size_limit=(1 << 30) + 1)
+        DbLedgerStorage(tmp_path / "x", log_size_limit=(1 << 30) + 1)
 
 
 def test_rotation_writes_ledgers_map_and_patches_header(tmp_path) -> None:
-    with Bookie(tmp_path / "bk", log_size_limit=2048) as b:
+    with DbLedgerStorage(tmp_path / "bk", log_size_limit=2048) as b:
         _fill(b, 1, 12, size=100)
         _fill(b, 2, 12, size=100)
         b.flush()
@@ -193,7 +193,7 @@ def test_rotation_writes_ledgers_map_and_patches_header(tmp_path) -> None:
 
 def test_ledgers_spread_over_directories_by_id_modulo(tmp_path) -> None:
     dirs = [tmp_path / "d0", tmp_path / "d1", tmp_path / "d2"]
-    with Bookie(dirs) as b:
+    with DbLedgerStorage(dirs) as b:
         for lid in range(6):
             _fill(b, lid, 2)
         b.flush()
@@ -205,7 +205,7 @@ def test_ledgers_spread_over_directories_by_id_modulo(tmp_path) -> None:
 
 
 def test_delete_ledger_drops_index_entries_at_checkpoint(tmp_path) -> None:
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         _fill(b, 1, 3)
         keep = _fill(b, 2, 3)
         b.flush()
@@ -220,22 +220,22 @@ def test_delete_ledger_drops_index_entries_at_checkpoint(tmp_path) -> None:
     locations = _raw_db(str(tmp_path / "bk" / "current" / "locations"))
     assert sorted(struct.unpack(">qq", k) for k in locations) == [(2, 0), (2, 1), (2, 2)]
     # reopening does not bring the deleted ledger back
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         assert b.ledgers() == [2] and b.recovery.clean
 
 
 def test_fenced_ledger_refuses_adds(tmp_path) -> None:
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         _fill(b, 1, 1)
         assert b.fence_ledger(1) is True
         assert b.fence_ledger(1) is False
         with pytest.raises(pk.BookieError, match="fenced"):
-            b.add_entry(pack_entry(1, 1, 0, 2, b"x"))
+            b.add_entry(pack_entry(1, 1, b"x", last_add_confirmed=0, length=2))
         assert b.ledger_data(1).fenced
 
 
 def test_lying_index_is_reported_not_followed(tmp_path) -> None:
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         _fill(b, 1, 2)
         b.flush()
         d = b.dirs[0]
@@ -252,17 +252,17 @@ def test_lying_index_is_reported_not_followed(tmp_path) -> None:
 
 
 def test_reopen_reindexes_unindexed_records_and_reports_torn_tail(tmp_path) -> None:
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         _fill(b, 4, 3)
         b.flush()
     log = tmp_path / "bk" / "current" / "0.log"
     size_before = log.stat().st_size
-    complete = pack_entry(4, 3, 2, 999, b"written, never indexed")
-    torn = pack_entry(4, 4, 3, 1999, b"cut short by a crash")
+    complete = pack_entry(4, 3, b"written, never indexed", last_add_confirmed=2, length=999)
+    torn = pack_entry(4, 4, b"cut short by a crash", last_add_confirmed=3, length=1999)
     with open(log, "ab") as f:
         f.write(struct.pack(">i", len(complete)) + complete)
         f.write(struct.pack(">i", len(torn)) + torn[:10])
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         rep = b.recovery
         assert rep.reindexed == [(4, 3)] and rep.reindexed_entries == 1
         assert len(rep.torn_tails) == 1
@@ -271,22 +271,22 @@ def test_reopen_reindexes_unindexed_records_and_reports_torn_tail(tmp_path) -> N
         assert unpack_entry(b.read_entry(4, 3)).payload == b"written, never indexed"
         assert b.last_entry_id(4) == 3
         # new writes go to a new log; the torn one is left as it is
-        b.add_entry(pack_entry(4, 4, 3, 2000, b"after"))
+        b.add_entry(pack_entry(4, 4, b"after", last_add_confirmed=3, length=2000))
         b.flush()
         assert b.location(4, 4) >> 32 == 1
     assert log.stat().st_size == size_before + 4 + len(complete) + 14
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         assert b.recovery.reindexed_entries == 0
         assert [e for e, _ in b.entries(4)] == [0, 1, 2, 3, 4]
 
 
 def test_records_of_deleted_ledgers_are_not_resurrected(tmp_path) -> None:
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         _fill(b, 1, 2)
         _fill(b, 2, 2)
         b.flush()
         b.delete_ledger(1)
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         assert b.ledgers() == [2] and b.recovery.reindexed_entries == 0
 
 
@@ -294,7 +294,7 @@ def test_records_of_deleted_ledgers_are_not_resurrected(tmp_path) -> None:
 
 
 def test_read_only_open_leaves_the_directory_untouched(tmp_path) -> None:
-    with Bookie(tmp_path / "bk") as b:
+    with DbLedgerStorage(tmp_path / "bk") as b:
         payloads = _fill(b, 1, 4)
         b.flush()
     root = tmp_path / "bk"
@@ -303,17 +303,17 @@ def test_read_only_open_leaves_the_directory_untouched(tmp_path) -> None:
         return {str(p.relative_to(root)): (p.stat().st_size, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
 
     before = snapshot()
-    with Bookie(root, read_only=True) as b:
+    with DbLedgerStorage(root, read_only=True) as b:
         assert unpack_entry(b.read_entry(1, 3)).payload == payloads[3]
         assert b.ledgers() == [1]
         with pytest.raises(pk.BookieError):
-            b.add_entry(pack_entry(1, 4, 3, 1, b"x"))
+            b.add_entry(pack_entry(1, 4, b"x", last_add_confirmed=3, length=1))
         with pytest.raises(pk.BookieError):
             b.delete_ledger(1)
         assert b.flush() == 0
     assert snapshot() == before
     with pytest.raises(pk.BookieError):
-        Bookie(tmp_path / "nothing-here", read_only=True)
+        DbLedgerStorage(tmp_path / "nothing-here", read_only=True)
 
 
 # ------------------------------------------------------------------------ interop with Java

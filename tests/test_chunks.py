@@ -22,7 +22,7 @@ def chunks(body: bytes, n: int, uuid="prod-7", codec="NONE", publish_time=1000):
 @pytest.mark.parametrize("codec", pk.COMPRESSION_TYPES)
 def test_in_order(codec):
     body = bytes(range(256)) * 100
-    a = pk.ChunkAssembler()
+    a = pk.codec.ChunkAssembler()
     parts = chunks(body, 4, codec=codec)
     assert [a.add(p, message_id=i) for i, p in enumerate(parts[:-1])] == [None] * 3
     done = a.add(parts[-1], message_id=3)
@@ -32,7 +32,7 @@ def test_in_order(codec):
 
 
 def test_duplicates_are_dropped_and_context_kept():
-    a = pk.ChunkAssembler()
+    a = pk.codec.ChunkAssembler()
     p = chunks(b"x" * 100, 3)
     a.add(p[0]); a.add(p[1]); a.add(p[1]); a.add(p[0 + 1])
     assert a.duplicates == 2
@@ -40,7 +40,7 @@ def test_duplicates_are_dropped_and_context_kept():
 
 
 def test_gap_discards_and_late_chunks_are_discarded_too():
-    a = pk.ChunkAssembler()
+    a = pk.codec.ChunkAssembler()
     p = chunks(b"y" * 100, 4)
     a.add(p[0])
     assert a.add(p[2]) is None
@@ -49,7 +49,7 @@ def test_gap_discards_and_late_chunks_are_discarded_too():
 
 
 def test_new_first_chunk_restarts():
-    a = pk.ChunkAssembler()
+    a = pk.codec.ChunkAssembler()
     p = chunks(b"z" * 90, 3)
     a.add(p[0]); a.add(p[1]); a.add(p[0])
     assert "restarted" in a.discarded[0][1]
@@ -58,7 +58,7 @@ def test_new_first_chunk_restarts():
 
 
 def test_interleaved_messages_and_eviction():
-    a = pk.ChunkAssembler(max_pending_chunked_messages=2)
+    a = pk.codec.ChunkAssembler(max_pending_chunked_messages=2)
     x, y, z = chunks(b"1" * 30, 2, uuid="x"), chunks(b"2" * 30, 2, uuid="y"), chunks(b"3" * 30, 2, uuid="z")
     a.add(x[0]); a.add(y[0]); a.add(z[0])
     assert a.pending == ["y", "z"] and a.discarded == [("x", "evicted: too many pending chunked messages")]
@@ -68,7 +68,7 @@ def test_interleaved_messages_and_eviction():
 
 def test_expiry():
     now = [0.0]
-    a = pk.ChunkAssembler(expire_incomplete_after_ms=1000, clock=lambda: now[0])
+    a = pk.codec.ChunkAssembler(expire_incomplete_after_ms=1000, clock=lambda: now[0])
     p = chunks(b"q" * 40, 2)
     a.add(p[0])
     now[0] = 999
@@ -78,7 +78,7 @@ def test_expiry():
 
 
 def test_oversized_chunk_and_inconsistent_metadata():
-    a = pk.ChunkAssembler()
+    a = pk.codec.ChunkAssembler()
     p = chunks(b"w" * 40, 2)
     a.add(p[0])
     big = pk.encode_entry(pk.message_metadata("prod", 7, 1, uuid="prod-7", chunk_id=1, num_chunks_from_msg=2,

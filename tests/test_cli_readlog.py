@@ -12,7 +12,8 @@ from pathlib import Path
 import pulsarkit as pk
 import pyarrow.parquet as pq
 import pytest
-from pulsarkit import entrylog as el
+from pulsarkit.bookkeeper import digest
+from pulsarkit.bookkeeper import entrylog as el
 from pulsarkit.cli import main
 
 
@@ -24,7 +25,7 @@ def bookie(tmp_path: Path) -> tuple[Path, list[tuple[int, int, int]]]:
     for d, lids in (("ledgers-a/current", (1, 2)), ("ledgers-b/current", (3,))):
         with el.EntryLogWriter(tmp_path / d, log_size_limit=2048, fsync=False) as w:
             for lid in lids:
-                p = el.BookieEntryPacker(lid)
+                p = digest.BookieEntryPacker(lid)
                 for i in range(6):
                     md.sequence_id = 100 * lid + i
                     md.publish_time = 1_700_000_000_000 + i
@@ -92,7 +93,7 @@ def test_readlog_decode_and_human_output(
 
 
 def test_readlog_reports_corruption(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    p = el.BookieEntryPacker(9)
+    p = digest.BookieEntryPacker(9)
     with el.EntryLogWriter(tmp_path, fsync=False, seal_on_close=False) as w:
         for i in range(4):
             w.append(9, p.pack(b"payload-%d" % i))
@@ -160,7 +161,7 @@ def test_readlogmetadata(
         m = el.read_entry_log_metadata(o["path"], use_index=False)
         assert {int(k): v for k, v in o["ledgers"].items()} == m.ledgers
         total += o["total_size"]
-    scanned = pk.scan_entry_logs(root).read_all()
+    scanned = pk.bookkeeper.scan_entry_logs(root).read_all()
     assert total == sum(s + 4 for s in scanned.column("size").to_pylist())
     code, out, _ = run(capsys, "readlogmetadata", str(root / "ledgers-b"), "--no-index")
     assert "from scan (requested)" in out and "--------- Lid=3, TotalSizeOfEntriesOfLedger=" in out

@@ -13,8 +13,8 @@ from collections import Counter
 import pulsarkit as pk
 import pytest
 from pulsarkit.managed_ledger import ManagedLedgerConfig
-from pulsarkit.store import Store
-from pulsarkit.topic import PersistentTopic
+from pulsarkit.managed_ledger import Store
+from pulsarkit.broker import PersistentTopic
 
 RUNS = 1000
 SEED = 20261121

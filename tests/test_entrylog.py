@@ -24,7 +24,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pulsarkit import entrylog as el
+from pulsarkit.bookkeeper import digest
+from pulsarkit.bookkeeper import entrylog as el
 
 # ------------------------------------------------------------------------------------------------
 # helpers
@@ -94,64 +95,64 @@ def _expected_digest(kind: str, header: bytes, payload: bytes, password: bytes) 
     return b""
 
 
-@pytest.mark.parametrize("kind", el.DIGEST_TYPES)
+@pytest.mark.parametrize("kind", digest.DIGEST_TYPES)
 def test_pack_matches_an_independent_digest(kind: str) -> None:
     pw = b"secret"
-    stored = el.pack_bookie_entry(
+    stored = digest.pack_entry(
         7, 3, PAYLOAD, last_add_confirmed=2, length=1000, digest_type=kind, password=pw
     )
     header = struct.pack(">qqqq", 7, 3, 2, 1000)
-    n = el.digest_length(kind)
+    n = digest.digest_length(kind)
     assert n == {"CRC32C": 4, "CRC32": 8, "MAC": 20, "DUMMY": 0}[kind]
     assert stored == header + _expected_digest(kind, header, PAYLOAD, pw) + PAYLOAD
-    e = el.verify_bookie_entry(stored, kind, pw, ledger_id=7, entry_id=3)
-    assert e == el.BookieEntry(7, 3, 2, 1000, PAYLOAD)
-    assert el.parse_bookie_entry(stored, kind) == e
+    e = digest.unpack_entry(stored, kind, pw, ledger_id=7, entry_id=3)
+    assert e == digest.BookieEntry(7, 3, 2, 1000, PAYLOAD)
+    assert digest.unpack_entry(stored, kind, verify=False) == e
 
 
 @pytest.mark.parametrize("kind", ["CRC32C", "CRC32", "MAC"])
 def test_bad_digests_raise_typed_errors(kind: str) -> None:
-    stored = bytearray(el.pack_bookie_entry(1, 0, PAYLOAD, digest_type=kind, password=b"pw"))
+    stored = bytearray(digest.pack_entry(1, 0, PAYLOAD, digest_type=kind, password=b"pw"))
     stored[-1] ^= 0x01
     with pytest.raises(el.DigestMismatchError) as ei:
-        el.verify_bookie_entry(bytes(stored), kind, b"pw")
+        digest.unpack_entry(bytes(stored), kind, b"pw")
     err = ei.value
     assert isinstance(err, pk.ChecksumMismatchError) and isinstance(err, pk.PulsarkitError)
     assert isinstance(err, ValueError)
     assert err.offset == 32 and err.ledger_id == 1 and err.entry_id == 0
-    assert len(err.stored) == el.digest_length(kind) and err.stored != err.computed
+    assert len(err.stored) == digest.digest_length(kind) and err.stored != err.computed
 
 
 def test_digest_id_checks_short_input_and_detection() -> None:
-    stored = el.pack_bookie_entry(5, 9, b"x", length=1)
+    stored = digest.pack_entry(5, 9, b"x", length=1)
     with pytest.raises(pk.CorruptEntryError) as ei:
-        el.verify_bookie_entry(stored, ledger_id=6)
+        digest.unpack_entry(stored, ledger_id=6)
     assert ei.value.offset == 0
     with pytest.raises(pk.CorruptEntryError) as ei:
-        el.verify_bookie_entry(stored, entry_id=8)
+        digest.unpack_entry(stored, entry_id=8)
     assert ei.value.offset == 8
     with pytest.raises(pk.CorruptEntryError):
-        el.verify_bookie_entry(stored[:35])
-    mac = el.pack_bookie_entry(5, 9, b"x", digest_type="MAC", password=b"a")
+        digest.unpack_entry(stored[:35])
+    mac = digest.pack_entry(5, 9, b"x", digest_type="MAC", password=b"a")
     with pytest.raises(el.DigestMismatchError):
-        el.verify_bookie_entry(mac, "MAC", b"b")
-    assert el.detect_digest_type(stored) == "CRC32C"
-    assert el.detect_digest_type(el.pack_bookie_entry(5, 9, b"x", digest_type="CRC32")) == "CRC32"
-    assert el.detect_digest_type(mac) is None
-    assert el.detect_digest_type(mac, b"a") == "MAC"
+        digest.unpack_entry(mac, "MAC", b"b")
+    assert digest.detect_digest_type(stored) == "CRC32C"
+    assert digest.detect_digest_type(digest.pack_entry(5, 9, b"x", digest_type="CRC32")) == "CRC32"
+    assert digest.detect_digest_type(mac) is None
+    assert digest.detect_digest_type(mac, b"a") == "MAC"
     with pytest.raises(pk.PulsarkitError):
-        el.digest_length("SHA256")
-    assert el.mac_key(b"pw") == hashlib.sha1(b"macpw").digest()
-    assert el.master_key(b"pw") == hashlib.sha1(b"ledgerpw").digest()
+        digest.digest_length("SHA256")
+    assert digest.mac_key(b"pw") == hashlib.sha1(b"macpw").digest()
+    assert digest.master_key(b"pw") == hashlib.sha1(b"ledgerpw").digest()
 
 
 def test_packer_tracks_lac_and_length() -> None:
-    p = el.BookieEntryPacker(11)
+    p = digest.BookieEntryPacker(11)
     a, b, c = p.pack_many([b"aa", b"bbb", b"c"])
-    got = [el.verify_bookie_entry(x, ledger_id=11) for x in (a, b, c)]
+    got = [digest.unpack_entry(x, ledger_id=11) for x in (a, b, c)]
     assert [(g.entry_id, g.last_add_confirmed, g.length) for g in got] == [(0, -1, 2), (1, 0, 5), (2, 1, 6)]
     d = p.pack(b"dddd")
-    assert el.parse_bookie_entry(d)[:4] == (11, 3, 2, 10)
+    assert digest.unpack_entry(d, verify=False)[:4] == (11, 3, 2, 10)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -412,9 +413,10 @@ def test_direct_entry_logger_layout(tmp_path: Path, with_map: bool) -> None:
 _CHILD = textwrap.dedent(
     """
     import sys, struct
-    from pulsarkit import entrylog as el
+    from pulsarkit.bookkeeper import digest
+    from pulsarkit.bookkeeper import entrylog as el
     w = el.EntryLogWriter(sys.argv[1], log_size_limit=64 << 10, write_buffer_size=4096)
-    p = el.BookieEntryPacker(int(sys.argv[2]))
+    p = digest.BookieEntryPacker(int(sys.argv[2]))
     i = 0
     while True:
         locs = w.append_many([(p.ledger_id, p.pack(b"m%06d" % (i + k) * 20)) for k in range(10)])
@@ -459,13 +461,13 @@ def test_killed_writer_never_loses_flushed_entries(tmp_path: Path) -> None:
     for log_id in reader.log_ids():
         s = reader.scan(log_id)
         for rec in s:
-            e = el.verify_bookie_entry(rec.data, ledger_id=rec.ledger_id, entry_id=rec.entry_id)
+            e = digest.unpack_entry(rec.data, ledger_id=rec.ledger_id, entry_id=rec.entry_id)
             assert e.payload == b"m%06d" % rec.entry_id * 20
             found.setdefault(rec.ledger_id, set()).add(rec.entry_id)
         assert all(i.kind in ("torn_tail", "zero_tail") for i in s.summary.issues), s.summary.issues
     for lid, (n, loc) in acked.items():
         assert set(range(n)) <= found[lid], f"ledger {lid} lost flushed entries"
-        assert el.parse_bookie_entry(reader.read(loc, lid, n - 1)).entry_id == n - 1
+        assert digest.unpack_entry(reader.read(loc, lid, n - 1), verify=False).entry_id == n - 1
 
 
 # ------------------------------------------------------------------------------------------------
@@ -485,9 +487,9 @@ def test_scan_entry_logs_feeds_the_bulk_kernels(tmp_path: Path) -> None:
     entries = pulsar_entries(40)
     bookie = tmp_path / "bookie" / "current"
     with el.EntryLogWriter(bookie, log_size_limit=1024 + 20 * 200, fsync=False) as w:
-        p = el.BookieEntryPacker(77)
+        p = digest.BookieEntryPacker(77)
         locs = w.append_many((77, x) for x in p.pack_many(entries))
-    scan = pk.scan_entry_logs([tmp_path], batch_rows=7)
+    scan = pk.bookkeeper.scan_entry_logs([tmp_path], batch_rows=7)
     batches = list(scan)
     assert batches and all(b.num_rows <= 7 for b in batches)
     assert all(b.schema == el.entry_log_schema() for b in batches)
@@ -504,16 +506,16 @@ def test_scan_entry_logs_feeds_the_bulk_kernels(tmp_path: Path) -> None:
     assert msgs.num_rows == 80
     assert msgs.column("payload").to_pylist()[:4] == [b"m0-a", b"m0-b", b"m1-a", b"m1-b"]
     # Zero-copy payloads: views into the mapped files, same bytes, same kernels.
-    views = pk.scan_entry_logs(bookie, payload_type="binary_view").read_all()
+    views = pk.bookkeeper.scan_entry_logs(bookie, payload_type="binary_view").read_all()
     assert views.schema.field("payload").type == pa.binary_view()
     assert views.column("payload").to_pylist() == entries
     assert views.drop_columns("payload").equals(t.drop_columns("payload"))
     vmsgs = pk.bulk.explode_messages(views.column("payload").combine_chunks())
     assert vmsgs.column("payload").equals(msgs.column("payload"))
     with pytest.raises(ValueError):
-        pk.scan_entry_logs(bookie, payload_type="utf8")
+        pk.bookkeeper.scan_entry_logs(bookie, payload_type="utf8")
     # Byte-bounded batches: each is cut at the first row that takes its payloads to 300 bytes.
-    byte_batches = list(pk.scan_entry_logs(bookie, batch_bytes=300))
+    byte_batches = list(pk.bookkeeper.scan_entry_logs(bookie, batch_bytes=300))
     assert sum(b.num_rows for b in byte_batches) == 40 and len(byte_batches) > 1
     for b in byte_batches:
         lens = [len(x) for x in b.column("payload").to_pylist()]
@@ -521,7 +523,7 @@ def test_scan_entry_logs_feeds_the_bulk_kernels(tmp_path: Path) -> None:
 
 
 def test_scan_reports_bad_digests_and_issue_rows(tmp_path: Path) -> None:
-    p = el.BookieEntryPacker(5)
+    p = digest.BookieEntryPacker(5)
     with el.EntryLogWriter(tmp_path, fsync=False, seal_on_close=False) as w:
         for i in range(10):
             w.append(5, p.pack(b"payload-%d" % i))
@@ -530,7 +532,7 @@ def test_scan_reports_bad_digests_and_issue_rows(tmp_path: Path) -> None:
     rec = 4 + 32 + 4 + 9
     img[1024 + 3 * rec + 4 + 40] ^= 0xFF  # a payload byte of entry 3
     f.write_bytes(bytes(img[:-5]))  # and a torn tail in entry 9
-    t = pk.scan_entry_logs(f).read_all()
+    t = pk.bookkeeper.scan_entry_logs(f).read_all()
     rows = t.to_pylist()
     entries = [r for r in rows if r["issue"] is None]
     assert [r["entry_id"] for r in entries] == list(range(9))
@@ -540,19 +542,19 @@ def test_scan_reports_bad_digests_and_issue_rows(tmp_path: Path) -> None:
         ("torn_tail", 1024 + 9 * rec, None)
     ]
     assert "torn tail" in issues[0]["error"]
-    without = pk.scan_entry_logs(f, include_issues=False).read_all()
+    without = pk.bookkeeper.scan_entry_logs(f, include_issues=False).read_all()
     assert without.num_rows == 9
     # Other digest types and auto-detection.
-    mac = el.BookieEntryPacker(6, "MAC", b"pw")
+    mac = digest.BookieEntryPacker(6, "MAC", b"pw")
     d2 = tmp_path / "mac"
     with el.EntryLogWriter(d2, fsync=False) as w:
         for i in range(3):
             w.append(6, mac.pack(b"x%d" % i))
-    assert pk.scan_entry_logs(d2, "MAC", b"pw").read_all().column("digest_ok").to_pylist() == [True] * 3
-    assert pk.scan_entry_logs(d2, "MAC", b"no").read_all().column("digest_ok").to_pylist() == [False] * 3
-    auto = pk.scan_entry_logs([d2, f], "AUTO", b"pw", include_issues=False).read_all()
+    assert pk.bookkeeper.scan_entry_logs(d2, "MAC", b"pw").read_all().column("digest_ok").to_pylist() == [True] * 3
+    assert pk.bookkeeper.scan_entry_logs(d2, "MAC", b"no").read_all().column("digest_ok").to_pylist() == [False] * 3
+    auto = pk.bookkeeper.scan_entry_logs([d2, f], "AUTO", b"pw", include_issues=False).read_all()
     assert set(auto.column("digest_type").to_pylist()) == {"MAC", "CRC32C"}
-    dummy = pk.scan_entry_logs(d2, "DUMMY").read_all()
+    dummy = pk.bookkeeper.scan_entry_logs(d2, "DUMMY").read_all()
     assert dummy.column("digest_ok").null_count == 3
     assert dummy.column("payload").to_pylist()[0] == mac_payload_with_digest(d2)
 

@@ -4,7 +4,7 @@ import random
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.finder import (
+from pulsarkit.broker.finder import (
     EntrySpace,
     LedgerSpan,
     find_newest_matching,
@@ -12,11 +12,11 @@ from pulsarkit.finder import (
     find_position_by_time,
     find_position_range,
 )
-from pulsarkit.interceptors import (
+from pulsarkit.broker.interceptors import (
     INDEX_INTERCEPTOR,
     TIMESTAMP_INTERCEPTOR,
     AppendIndexMetadataInterceptor,
-    ManagedLedgerInterceptor,
+    ManagedLedgerInterceptorImpl,
     create_interceptors,
 )
 
@@ -24,7 +24,7 @@ from pulsarkit.interceptors import (
 def build(ledgers, publish_times, broker_times=None, batch=1):
     """ledgers: list of (ledger_id, n_entries, close_ts). Returns spans and a reader."""
     data, k = {}, 0
-    idx = ManagedLedgerInterceptor([AppendIndexMetadataInterceptor()])
+    idx = ManagedLedgerInterceptorImpl([AppendIndexMetadataInterceptor()])
     for lid, n, _ in ledgers:
         for e in range(n):
             raw = pk.encode_batch(pk.message_metadata("p", k, publish_times[k]), [b"x"] * batch)
@@ -98,14 +98,14 @@ def test_seek_by_index_batches_of_1_and_10():
 
 def test_index_interceptor_counts_batches_and_rolls_back():
     [ts, idx] = create_interceptors([TIMESTAMP_INTERCEPTOR, INDEX_INTERCEPTOR], clock=lambda: 42)
-    mli = ManagedLedgerInterceptor([ts, idx])
+    mli = ManagedLedgerInterceptorImpl([ts, idx])
     e = pk.encode_entry(pk.message_metadata("p", 0, 1), b"x")
     got = [pk.peek_broker_entry_metadata(mli.before_add_entry(e, 2)).index for _ in range(10)]
     assert got == [1, 3, 5, 7, 9, 11, 13, 15, 17, 19]
     assert pk.peek_broker_entry_metadata(mli.before_add_entry(e, 1)).broker_timestamp == 42
     mli.after_failed_add_entry(1)
     assert idx.index == 19
-    fresh = ManagedLedgerInterceptor(create_interceptors([INDEX_INTERCEPTOR]))
+    fresh = ManagedLedgerInterceptorImpl(create_interceptors([INDEX_INTERCEPTOR]))
     assert pk.peek_broker_entry_metadata(fresh.before_add_entry(e, 10)).index == 9
     fresh.after_failed_add_entry(10)
     assert fresh.index_interceptor.index == -1

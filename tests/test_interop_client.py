@@ -247,7 +247,7 @@ def test_chunked_messages(codec):
             pname = producer.producer_name()
             producer.close()
 
-            asm = pk.ChunkAssembler()
+            asm = pk.codec.ChunkAssembler()
             whole = []
             sends = broker.sends_for("chunks")
             for rec in sends:

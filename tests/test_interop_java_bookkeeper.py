@@ -21,7 +21,8 @@ from pathlib import Path
 import pulsarkit as pk
 import pytest
 from oracle import REPO, TESTS, JavaError, JavaOracle
-from pulsarkit import entrylog as el
+from pulsarkit.bookkeeper import digest
+from pulsarkit.bookkeeper import entrylog as el
 
 pytestmark = pytest.mark.interop
 
@@ -60,7 +61,7 @@ def pulsar_payloads(n: int, seed: int = 0) -> list[bytes]:
 
 def stored_entries(ledgers: dict[int, int]) -> list[tuple[int, int, bytes]]:
     """(ledger, entry, stored bytes) interleaved across ledgers, as a bookie receives them."""
-    packers = {lid: el.BookieEntryPacker(lid) for lid in ledgers}
+    packers = {lid: digest.BookieEntryPacker(lid) for lid in ledgers}
     payloads = {lid: pulsar_payloads(n, lid) for lid, n in ledgers.items()}
     out = []
     for i in range(max(ledgers.values())):
@@ -155,7 +156,7 @@ def test_pulsarkit_reads_java_default_entry_logs(bk: JavaOracle, ledger_dir: Pat
     assert (cur / "lastId").read_text() == f"{log_ids[-1]:x}\n"
     for (lid, eid, data), loc in zip(entries, locs):
         assert reader.read(loc, lid, eid) == data
-        e = el.verify_bookie_entry(data, ledger_id=lid, entry_id=eid)
+        e = digest.unpack_entry(data, ledger_id=lid, entry_id=eid)
         assert pk.Entry.parse(e.payload).metadata.producer_name == f"producer-{lid}"
     # Every log Java rotated has a ledgers map in its header; the last, empty one has none.
     by_log: dict[int, list[int]] = {}
@@ -176,10 +177,10 @@ def test_pulsarkit_reads_java_default_entry_logs(bk: JavaOracle, ledger_dir: Pat
         if recs:
             assert m.from_index and h.ledgers_map_offset > 0
     # The Arrow scan sees the same entries and verifies every digest.
-    t = pk.scan_entry_logs(cur).read_all()
+    t = pk.bookkeeper.scan_entry_logs(cur).read_all()
     assert t.column("location").to_pylist() == locs
     assert t.column("digest_ok").to_pylist() == [True] * len(locs)
-    assert t.column("payload").to_pylist() == [el.parse_bookie_entry(d).payload for _, _, d in entries]
+    assert t.column("payload").to_pylist() == [digest.unpack_entry(d, verify=False).payload for _, _, d in entries]
 
 
 def test_truncated_java_log_same_records_plus_report(bk: JavaOracle, ledger_dir: Path) -> None:
@@ -237,7 +238,7 @@ def test_pulsarkit_reads_java_direct_entry_logs(bk: JavaOracle, ledger_dir: Path
         # Rotated logs, and with close() the last one too, carry the ledgers map.
         if close or log_id != log_ids[-1]:
             assert m.from_index, m.fallback_reason
-    t = pk.scan_entry_logs(cur).read_all()
+    t = pk.bookkeeper.scan_entry_logs(cur).read_all()
     assert sorted(t.column("location").to_pylist()) == sorted(locs)
     assert all(t.column("digest_ok").to_pylist())
 
@@ -250,7 +251,7 @@ def test_pulsarkit_reads_java_direct_entry_logs(bk: JavaOracle, ledger_dir: Path
 def test_digests_cross_verify(bk: JavaOracle, kind: str) -> None:
     pw = b"pulsar-secret"
     payloads = pulsar_payloads(6, 4) + [b"", b"\x00" * 3000]
-    packer = el.BookieEntryPacker(99, kind, pw, next_entry_id=5, last_add_confirmed=4, length=123)
+    packer = digest.BookieEntryPacker(99, kind, pw, next_entry_id=5, last_add_confirmed=4, length=123)
     ours = packer.pack_many(payloads)
     lac, length = 4, 123
     java_entries = []
@@ -273,7 +274,7 @@ def test_digests_cross_verify(bk: JavaOracle, kind: str) -> None:
     assert [v["ok"] for v in verdicts] == [True] * len(ours)
     assert [bytes.fromhex(v["payload"]) for v in verdicts] == payloads
     for i, d in enumerate(theirs):
-        assert el.verify_bookie_entry(d, kind, pw, ledger_id=99, entry_id=5 + i).payload == payloads[i]
+        assert digest.unpack_entry(d, kind, pw, ledger_id=99, entry_id=5 + i).payload == payloads[i]
     if kind == "DUMMY":
         return
     bad = bytearray(ours[0])
@@ -281,7 +282,7 @@ def test_digests_cross_verify(bk: JavaOracle, kind: str) -> None:
     v = bk.call("digestVerify", type=kind, password=pw, ledger=99, items=[{"entry": 5, "data": bytes(bad)}])
     assert not v[0]["ok"] and v[0]["error"].endswith("BKDigestMatchException")
     with pytest.raises(el.DigestMismatchError):
-        el.verify_bookie_entry(bytes(bad), kind, pw)
+        digest.unpack_entry(bytes(bad), kind, pw)
     if kind == "MAC":
         v = bk.call(
             "digestVerify", type=kind, password=b"wrong", ledger=99, items=[{"entry": 5, "data": ours[0]}]

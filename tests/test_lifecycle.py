@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pulsarkit as pk
 import pytest
-from pulsarkit import lifecycle as lc
+from pulsarkit.broker import expiry, managed_ledger_interceptor
+from pulsarkit.managed_ledger import trim
 from pulsarkit.managed_ledger import ManagedLedgerConfig, Position
 from pulsarkit.metadata import ledger_path
 from pulsarkit.proto import LedgerMetadataFormat
@@ -59,33 +60,33 @@ def test_ttl_expires_whole_ledgers_by_close_time_not_client_clock(store, clock) 
     ps += [ml.add_entry(entry(future)) for _ in range(2)]  # current ledger
     c = ml.open_cursor("sub", "earliest")
     clock.t = T0 + 30_000 + 1
-    r = lc.expire_messages(c, ttl_seconds=30)
+    r = expiry.expire_messages(c, ttl_seconds=30)
     # A closed more than 30 s ago, B did not; the entry-time step finds nothing (future timestamps)
     assert r.by_ledger_close_time == ps[2] and r.by_entry_time is None
     assert c.mark_delete_position == ps[2] and r.expired_entries == 3
     clock.t = T0 + 90_001
-    r = lc.expire_messages(c, ttl_seconds=30)
+    r = expiry.expire_messages(c, ttl_seconds=30)
     assert r.by_ledger_close_time == ps[5] and c.mark_delete_position == ps[5]
     assert r.previous_mark_delete == ps[2] and r.expired_entries == 3
 
 
 def test_ttl_uses_broker_timestamp_when_present(store, clock) -> None:
-    ml = ml_of(store, broker_entry_metadata_interceptors=(TIMESTAMP_INTERCEPTOR,))
+    ml = ml_of(store, managed_ledger_interceptor=managed_ledger_interceptor((TIMESTAMP_INTERCEPTOR,), clock))
     old = T0 - 3_600_000
     ps = [ml.add_entry(entry(old)) for _ in range(3)]  # old publish time, broker time T0
     c = ml.open_cursor("sub", "earliest")
     clock.t = T0 + 59_000
-    r = lc.expire_messages(c, ttl_seconds=60)
+    r = expiry.expire_messages(c, ttl_seconds=60)
     assert r.by_entry_time is None and c.mark_delete_position == Position(ps[0].ledger_id, -1)
     clock.t = T0 + 60_001
-    r = lc.expire_messages(c, ttl_seconds=60)
+    r = expiry.expire_messages(c, ttl_seconds=60)
     assert r.by_entry_time == ps[2] and c.mark_delete_position == ps[2] and r.expired_entries == 3
 
     # without broker entry metadata the publish time decides
     ml2 = store.managed_ledger("public/default/persistent/plain", ManagedLedgerConfig())
     q = [ml2.add_entry(entry(clock.t - 120_000)), ml2.add_entry(entry(clock.t - 10_000))]
     c2 = ml2.open_cursor("sub", "earliest")
-    assert lc.expire_messages(c2, ttl_seconds=60).by_entry_time == q[0]
+    assert expiry.expire_messages(c2, ttl_seconds=60).by_entry_time == q[0]
     assert c2.mark_delete_position == q[0]
 
 
@@ -98,13 +99,13 @@ def test_ttl_search_probes_like_op_find_newest(store, clock) -> None:
     ps = [ml.add_entry(entry(t)) for t in pattern]
     c = ml.open_cursor("sub", "earliest")
     clock.t = now
-    r = lc.expire_messages(c, ttl_seconds=60)
+    r = expiry.expire_messages(c, ttl_seconds=60)
     assert r.by_entry_time == ps[4]  # the unexpired entry 1 is acknowledged with them, as in Pulsar
     # a first entry that has not expired stops the search (apache/pulsar#5579)
     ml2 = store.managed_ledger("public/default/persistent/b", ManagedLedgerConfig())
     q = [ml2.add_entry(entry(t)) for t in (fresh, expired, expired)]
     c2 = ml2.open_cursor("sub", "earliest")
-    assert lc.expire_messages(c2, 60).by_entry_time is None
+    assert expiry.expire_messages(c2, 60).by_entry_time is None
     assert c2.mark_delete_position == Position(q[0].ledger_id, -1)
 
 
@@ -116,10 +117,10 @@ def test_ttl_keeps_properties_absorbs_deleted_ranges_and_dry_run_changes_nothing
     c.delete([ps[3], ps[4]])
     clock.t = T0 + 120_000
     info_before = store.metadata.cursor_info(NAME, "sub")
-    dry = lc.expire_messages(c, 60, dry_run=True)
+    dry = expiry.expire_messages(c, 60, dry_run=True)
     assert store.metadata.cursor_info(NAME, "sub") == info_before
     assert c.mark_delete_position == ps[0] and c.individually_deleted_ranges == [(ps[2], ps[4])]
-    real = lc.expire_messages(c, 60)
+    real = expiry.expire_messages(c, 60)
     assert (dry.mark_delete, dry.expired_entries, dry.by_entry_time) == (real.mark_delete, real.expired_entries, real.by_entry_time)
     # entries 1, 2 expired; the deleted 3, 4 that follow are absorbed into the mark-delete
     assert real.by_entry_time == ps[2] and c.mark_delete_position == ps[4]
@@ -131,15 +132,15 @@ def test_ttl_zero_negative_and_inconsistent_cursor(store, clock) -> None:
     ps = [ml.add_entry(entry(T0 - 10**9)) for _ in range(2)]
     c = ml.open_cursor("sub", "earliest")
     clock.t = T0 + 10**9
-    r = lc.expire_messages(c, 0)
+    r = expiry.expire_messages(c, 0)
     assert r.by_entry_time is None and r.by_ledger_close_time is None and r.expired_entries == 0
     with pytest.raises(pk.LifecycleError):
-        lc.expire_messages(c, -1)
+        expiry.expire_messages(c, -1)
     c._md = Position(ps[1].ledger_id, 50)  # a cursor past the end: refuse rather than guess
     with pytest.raises(pk.LifecycleError):
-        lc.expire_messages(c, 10)
+        expiry.expire_messages(c, 10)
     c._md = Position(ps[0].ledger_id, -1)
-    results = lc.apply_ttl(ml, 10)
+    results = expiry.apply_ttl(ml, 10)
     assert [x.cursor for x in results] == ["sub"] and c.mark_delete_position == ps[1]
 
 
@@ -157,7 +158,7 @@ def test_retention_zero_without_cursors_deletes_everything_but_current(store, cl
     ids = [li.ledger_id for li in ml.ledgers()]
     closed, current = ids[:-1], ids[-1]
     clock.t += 1
-    r = lc.trim_ledgers(ml)  # config defaults: 0 minutes, 0 MB
+    r = trim.trim_ledgers(ml)  # config defaults: 0 minutes, 0 MB
     assert r.deleted_ids == closed and r.slowest_reader_ledger_id == current + 1
     assert [li.ledger_id for li in ml.ledgers()] == [current]
     assert ml.number_of_entries == 1 and ml.total_size == 7
@@ -168,14 +169,14 @@ def test_retention_zero_without_cursors_deletes_everything_but_current(store, cl
     assert ml.first_position == Position(current, 0)
     assert ml.read(ps[0], 10) == [(Position(current, 0), b"current")]
     # the current ledger survives even a truncate
-    assert lc.trim_ledgers(ml, truncate=True).deleted_ids == []
+    assert trim.trim_ledgers(ml, truncate=True).deleted_ids == []
 
 
 def test_retention_unlimited_keeps_everything(store, clock) -> None:
     ml = ml_of(store, max_entries_per_ledger=2)
     _fill(ml, 3, 2)
     clock.t += 10**9
-    assert lc.trim_ledgers(ml, -1, -1).deleted == []
+    assert trim.trim_ledgers(ml, -1, -1).deleted == []
     assert len(ml.ledgers()) == 4
 
 
@@ -189,11 +190,11 @@ def test_retention_by_time(store, clock) -> None:
     ids = [li.ledger_id for li in ml.ledgers()]
     clock.t = T0 + 150_000
     # ages now: 150 s, 90 s, 30 s
-    r = lc.trim_ledgers(ml, retention_time_ms=89_999, retention_size_mb=-1, dry_run=True)
+    r = trim.trim_ledgers(ml, retention_time_ms=89_999, retention_size_mb=-1, dry_run=True)
     assert r.deleted_ids == ids[:2] and r.reasons == {ids[0]: "expired", ids[1]: "expired"}
-    r = lc.trim_ledgers(ml, retention_time_ms=90_000, retention_size_mb=-1)
+    r = trim.trim_ledgers(ml, retention_time_ms=90_000, retention_size_mb=-1)
     assert r.deleted_ids == ids[:1]  # "now - closeTime > time": 90 s is not more than 90 s
-    r = lc.apply_retention(ml, retention_time_minutes=1, retention_size_mb=-1, now_ms=T0 + 181_000)
+    r = trim.apply_retention(ml, retention_time_minutes=1, retention_size_mb=-1, now_ms=T0 + 181_000)
     assert r.deleted_ids == [ids[1], ids[2]] and r.retention_time_ms == 60_000
 
 
@@ -202,12 +203,12 @@ def test_retention_by_size_stops_when_what_is_left_fits(store, clock) -> None:
     _fill(ml, 4, 2, size=256 * 1024)  # four closed ledgers of 512 KiB, an empty current one
     ids = [li.ledger_id for li in ml.ledgers()]
     assert ml.total_size == 2 * MiB and len(ids) == 5
-    r = lc.trim_ledgers(ml, retention_time_ms=-1, retention_size_mb=1)
+    r = trim.trim_ledgers(ml, retention_time_ms=-1, retention_size_mb=1)
     # 2 MiB - 0.5 >= 1 -> delete; 2 - 1.0 >= 1 -> delete; 2 - 1.5 < 1 -> stop
     assert r.deleted_ids == ids[:2] and r.reasons == {ids[0]: "over_quota", ids[1]: "over_quota"}
     assert r.total_size_after == ml.total_size == MiB
     # size 0 with unlimited time still deletes every consumed ledger
-    assert lc.trim_ledgers(ml, retention_time_ms=-1, retention_size_mb=0).deleted_ids == ids[2:4]
+    assert trim.trim_ledgers(ml, retention_time_ms=-1, retention_size_mb=0).deleted_ids == ids[2:4]
 
 
 def test_retention_is_bounded_by_the_slowest_cursor(store, clock) -> None:
@@ -218,15 +219,15 @@ def test_retention_is_bounded_by_the_slowest_cursor(store, clock) -> None:
     slow = ml.open_cursor("slow", "earliest")
     fast.mark_delete(ps[8])
     clock.t += 1
-    assert lc.trim_ledgers(ml).deleted == []  # slow has consumed nothing
+    assert trim.trim_ledgers(ml).deleted == []  # slow has consumed nothing
     slow.mark_delete(ps[4])  # in the middle of B
-    r = lc.trim_ledgers(ml)
+    r = trim.trim_ledgers(ml)
     assert r.slowest_reader_ledger_id == B and r.deleted_ids == [A]
     slow.mark_delete(ps[5])  # B's last entry: B is fully consumed
-    r = lc.trim_ledgers(ml)
+    r = trim.trim_ledgers(ml)
     assert r.slowest_reader_ledger_id == B + 1 and r.deleted_ids == [B]
     slow.mark_delete(ps[8])
-    assert lc.trim_ledgers(ml).deleted_ids == [C]
+    assert trim.trim_ledgers(ml).deleted_ids == [C]
     assert [li.ledger_id for li in ml.ledgers()] == [ml.current_ledger_id]
     assert slow.mark_delete_position == ps[8] and slow.number_of_entries_in_backlog == 0
 
@@ -236,9 +237,9 @@ def test_ttl_then_retention_reclaims_expired_data(store, clock) -> None:
     ps = [ml.add_entry(entry(T0)) for _ in range(4)]
     c = ml.open_cursor("sub", "earliest")
     clock.t = T0 + 3_600_001
-    lc.apply_ttl(ml, 3600)
+    expiry.apply_ttl(ml, 3600)
     assert c.mark_delete_position == ps[3]
-    r = lc.trim_ledgers(ml, retention_time_ms=0, retention_size_mb=-1)
+    r = trim.trim_ledgers(ml, retention_time_ms=0, retention_size_mb=-1)
     assert r.deleted_ids == [ps[0].ledger_id, ps[2].ledger_id]
 
 
@@ -247,26 +248,26 @@ def test_retention_refuses_inconsistent_inputs(store, clock) -> None:
     ps = _fill(ml, 3, 1)
     clock.t += 1
     with pytest.raises(pk.LifecycleError):
-        lc.trim_ledgers(ml, retention_time_ms=-2)
+        trim.trim_ledgers(ml, retention_time_ms=-2)
     with pytest.raises(pk.LifecycleError):
-        lc.trim_ledgers(ml, retention_size_mb=1.5)  # type: ignore[arg-type]
+        trim.trim_ledgers(ml, retention_size_mb=1.5)  # type: ignore[arg-type]
     lid = ps[1].ledger_id
     lmd, st = store.metadata.ledger_metadata(lid)
     lmd.customMetadata[2].value = b"public/default/persistent/someone-else"
     store.metadata.put_ledger_metadata(lid, lmd, st.version)
     with pytest.raises(pk.LifecycleError, match="someone-else"):
-        lc.trim_ledgers(ml)
+        trim.trim_ledgers(ml)
     assert len(ml.ledgers()) == 4 and all(store.bookie.ledger_exists(p.ledger_id) for p in ps)
     lmd.customMetadata[2].value = NAME.encode()
     lmd.state = LedgerMetadataFormat.OPEN
     store.metadata.put_ledger_metadata(lid, lmd, st.version + 1)
     with pytest.raises(pk.LifecycleError, match="still open"):
-        lc.trim_ledgers(ml)
+        trim.trim_ledgers(ml)
     lmd.state = LedgerMetadataFormat.CLOSED
     store.metadata.put_ledger_metadata(lid, lmd, st.version + 2)
     # a ledger whose BookKeeper metadata is already gone is simply dropped
     store.metadata.delete_ledger_metadata(ps[0].ledger_id)
-    assert lc.trim_ledgers(ml).deleted_ids == [p.ledger_id for p in ps]
+    assert trim.trim_ledgers(ml).deleted_ids == [p.ledger_id for p in ps]
 
 
 def test_dry_run_plans_exactly_what_the_run_does(store, clock) -> None:
@@ -276,9 +277,9 @@ def test_dry_run_plans_exactly_what_the_run_does(store, clock) -> None:
     c.mark_delete(ps[5])
     clock.t += 1
     before = store.metadata.managed_ledger_info(NAME)
-    plan = lc.trim_ledgers(ml, dry_run=True)
+    plan = trim.trim_ledgers(ml, dry_run=True)
     assert store.metadata.managed_ledger_info(NAME) == before and len(ml.ledgers()) == 5
-    done = lc.trim_ledgers(ml)
+    done = trim.trim_ledgers(ml)
     assert plan.deleted == done.deleted and plan.deleted_ids == [ps[0].ledger_id, ps[2].ledger_id, ps[4].ledger_id]
     assert (plan.total_size_after, plan.slowest_reader_ledger_id) == (done.total_size_after, done.slowest_reader_ledger_id)
 

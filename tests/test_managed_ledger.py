@@ -9,7 +9,8 @@ import struct
 import pulsarkit as pk
 import pytest
 from pulsarkit import metadata as mdmod
-from pulsarkit.bookie import pack_entry, unpack_entry
+from pulsarkit.bookkeeper import pack_entry, unpack_entry
+from pulsarkit.broker import managed_ledger_interceptor
 from pulsarkit.managed_ledger import ManagedLedgerConfig, Position, ack_set_for, bitset_words
 from pulsarkit.proto import (
     LedgerMetadataFormat,
@@ -206,11 +207,12 @@ def test_concurrent_metadata_change_fences_the_writer(store) -> None:
 
 
 def test_broker_entry_metadata_index_survives_reopen(tmp_path, clock) -> None:
-    c = cfg(broker_entry_metadata_interceptors=(
-        "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor",
-        "org.apache.pulsar.common.intercept.AppendBrokerTimestampMetadataInterceptor"))
+    def c() -> ManagedLedgerConfig:  # a new interceptor per open, as the broker makes one per topic
+        return cfg(managed_ledger_interceptor=managed_ledger_interceptor((
+            "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor",
+            "org.apache.pulsar.common.intercept.AppendBrokerTimestampMetadataInterceptor"), clock))
     s = pk.Store.open(tmp_path / "d", clock=clock)
-    ml = s.managed_ledger(NAME, c)
+    ml = s.managed_ledger(NAME, c())
     entry = pk.encode_entry(pk.message_metadata("p", 0, 1), b"x")
     p1 = ml.add_entry(entry, num_messages=3)
     p2 = ml.add_entry(entry, num_messages=2)
@@ -218,7 +220,7 @@ def test_broker_entry_metadata_index_survives_reopen(tmp_path, clock) -> None:
     assert pk.peek_broker_entry_metadata(ml.read_entry(p2)) == pk.BrokerEntryMetadata(clock.t, 4)
     s.close()
     s = pk.Store.open(tmp_path / "d", clock=clock)
-    ml = s.managed_ledger(NAME, c)
+    ml = s.managed_ledger(NAME, c())
     p3 = ml.add_entry(entry, num_messages=1)
     assert pk.peek_broker_entry_metadata(ml.read_entry(p3)).index == 5
     assert pk.Entry.parse(ml.read_entry(p3)).metadata.producer_name == "p"
@@ -397,7 +399,7 @@ def test_cursor_recovered_from_a_pulsar_cursor_ledger(tmp_path, clock) -> None:
         r.upperEndpoint.ledgerId, r.upperEndpoint.entryId = ps[4]
         body = pi.SerializeToString()
         total += len(body)
-        s.bookie.add_entry(pack_entry(cursor_ledger, i, i - 1, total, body))
+        s.bookie.add_entry(pack_entry(cursor_ledger, i, body, last_add_confirmed=i - 1, length=total))
     s.bookie.flush()
     info = ManagedCursorInfo(cursorsLedgerId=cursor_ledger, markDeleteLedgerId=ps[0].ledger_id, markDeleteEntryId=0)
     s.metadata.put_cursor_info(NAME, "sub", info, expected_version=-1)
@@ -501,7 +503,7 @@ def test_compressed_managed_ledger_info_is_read() -> None:
 
 
 def test_metadata_store_nodes_versions_and_framing(tmp_path, clock) -> None:
-    with pk.MetadataStore(tmp_path / "m", clock=clock) as m:
+    with pk.metadata.MetadataStore(tmp_path / "m", clock=clock) as m:
         st = m.put("/a/b", b"one", expected_version=-1)
         assert (st.version, st.creation_timestamp) == (0, clock.t)
         clock.t += 5
@@ -523,7 +525,7 @@ def test_metadata_store_nodes_versions_and_framing(tmp_path, clock) -> None:
             m.put("no-slash", b"")
         assert [m.generate_ledger_id() for _ in range(3)] == [0, 1, 2]
         first_instance = m.instance_id
-    with pk.MetadataStore(tmp_path / "m", clock=clock) as m:
+    with pk.metadata.MetadataStore(tmp_path / "m", clock=clock) as m:
         assert m.instance_id == first_instance + 1
         assert m.generate_ledger_id() == 3
         assert struct.unpack(">q", m._db.get(b"__metadata_sequentialId_key"))[0] == 4

@@ -2,7 +2,7 @@
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.store import Store
+from pulsarkit.managed_ledger import Store
 
 pytestmark = pytest.mark.spark
 

@@ -5,11 +5,11 @@ import itertools
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.dedup import DEDUPLICATION_CURSOR_NAME, MessageDupStatus
-from pulsarkit.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
+from pulsarkit.broker import DEDUPLICATION_CURSOR_NAME, MessageDupStatus
+from pulsarkit.broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.managed_ledger import ManagedLedgerConfig
-from pulsarkit.store import Store
-from pulsarkit.topic import PersistentTopic
+from pulsarkit.managed_ledger import Store
+from pulsarkit.broker import PersistentTopic
 
 TOPIC = "public/default/persistent/orders"
 
@@ -281,7 +281,7 @@ def test_failed_add_resets_pushed_so_the_resend_is_stored(store, monkeypatch):
 
 
 def test_ttl_does_not_move_the_dedup_cursor(store):
-    from pulsarkit.lifecycle import apply_ttl
+    from pulsarkit.broker.expiry import apply_ttl
 
     clock = Clock()
     t = dedup_topic(store, clock=clock)

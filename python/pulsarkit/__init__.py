@@ -7,16 +7,21 @@ Byte-compatible with Pulsar 2.8+ and BookKeeper 4.x. The codec::
     for m in e.messages():
         print(m.sequence_id, m.key, m.payload)
 
-Bulk work over Arrow columns lives in :mod:`pulsarkit.bulk`, Spark wrappers in :mod:`pulsarkit.spark`.
+The top level holds the names most work starts from: the codec's entry points, the managed-ledger
+factory (``Store``) and its ledgers and cursors, ``PersistentTopic``, ``open_data_dir`` for a real
+Pulsar data directory, and the errors. Everything else is in its subpackage, named after the
+Pulsar or BookKeeper concept it holds (see ARCHITECTURE.md): :mod:`pulsarkit.codec`,
+:mod:`pulsarkit.bookkeeper`, :mod:`pulsarkit.metadata`, :mod:`pulsarkit.managed_ledger`,
+:mod:`pulsarkit.broker`, :mod:`pulsarkit.analysis`, :mod:`pulsarkit.spark`; bulk work over Arrow
+columns is :mod:`pulsarkit.bulk`.
 """
 
-from . import audit, bulk, entrylog, lifecycle, proto
-from .analysis.datadir import DataDir, DataDirError, open_data_dir
+from . import bulk, proto
 from ._native import __version__, build_info
-from .bookie import Bookie
-from .chunks import ChunkAssembler, ChunkedMessage
-from .dedup import MessageDeduplication, MessageDupStatus
-from .entry import (
+from .analysis.datadir import DataDir, DataDirError, open_data_dir
+from .broker.topic import MessageId, PersistentTopic, PublishResult
+from .codec.commands import FrameDecoder, command, encode_command
+from .codec.entry import (
     COMPRESSION_TYPES,
     DEFAULT_DECOMPRESSION_LIMIT,
     BrokerEntryMetadata,
@@ -32,7 +37,6 @@ from .entry import (
     peek_broker_entry_metadata,
     strip_broker_entry_metadata,
 )
-from .entrylog import DigestMismatchError, EntryLogReader, EntryLogWriter, scan_entry_logs
 from .errors import (
     BadVersionError,
     BookieError,
@@ -41,6 +45,7 @@ from .errors import (
     CorruptFrameError,
     CursorNotFoundError,
     DecompressionError,
+    DigestMismatchError,
     EntryNotFoundError,
     InvalidCursorPositionError,
     LedgerNotFoundError,
@@ -55,32 +60,22 @@ from .errors import (
     PulsarkitError,
     UnsupportedCompressionError,
 )
-from .frames import FrameDecoder, command, encode_command
-from .interceptors import (
-    INDEX_INTERCEPTOR,
-    TIMESTAMP_INTERCEPTOR,
-    AppendBrokerTimestampMetadataInterceptor,
-    AppendIndexMetadataInterceptor,
+from .managed_ledger import (
+    ManagedCursor,
+    ManagedLedger,
+    ManagedLedgerConfig,
+    ManagedLedgerFactory,
+    Position,
+    Store,
 )
-from .managed_ledger import ManagedCursor, ManagedLedger, ManagedLedgerConfig, Position
-from .metadata import MetadataStore
-from .store import Store
-from .topic import MessageId, PersistentTopic, PublishResult
 
 __all__ = [
     "COMPRESSION_TYPES",
     "DEFAULT_DECOMPRESSION_LIMIT",
-    "INDEX_INTERCEPTOR",
-    "TIMESTAMP_INTERCEPTOR",
-    "AppendBrokerTimestampMetadataInterceptor",
-    "AppendIndexMetadataInterceptor",
     "BadVersionError",
-    "Bookie",
     "BookieError",
     "BrokerEntryMetadata",
     "ChecksumMismatchError",
-    "ChunkAssembler",
-    "ChunkedMessage",
     "CorruptEntryError",
     "CorruptFrameError",
     "CursorNotFoundError",
@@ -89,8 +84,6 @@ __all__ = [
     "DecompressionError",
     "DigestMismatchError",
     "Entry",
-    "EntryLogReader",
-    "EntryLogWriter",
     "EntryNotFoundError",
     "FrameDecoder",
     "InvalidCursorPositionError",
@@ -102,14 +95,12 @@ __all__ = [
     "ManagedLedgerClosedError",
     "ManagedLedgerConfig",
     "ManagedLedgerError",
+    "ManagedLedgerFactory",
     "ManagedLedgerFencedError",
     "ManagedLedgerTerminatedError",
     "Message",
-    "MessageDeduplication",
-    "MessageDupStatus",
     "MessageId",
     "MetadataNotFoundError",
-    "MetadataStore",
     "MetadataStoreError",
     "PersistentTopic",
     "Position",
@@ -119,7 +110,6 @@ __all__ = [
     "UnsupportedCompressionError",
     "__version__",
     "add_broker_entry_metadata",
-    "audit",
     "build_info",
     "bulk",
     "command",
@@ -129,12 +119,9 @@ __all__ = [
     "encode_batch",
     "encode_command",
     "encode_entry",
-    "entrylog",
-    "lifecycle",
     "message_metadata",
     "open_data_dir",
     "peek_broker_entry_metadata",
     "proto",
-    "scan_entry_logs",
     "strip_broker_entry_metadata",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _native
-from .entry import DEFAULT_DECOMPRESSION_LIMIT
+from .codec.entry import DEFAULT_DECOMPRESSION_LIMIT
 
 
 def _apply(entries: Any, fn: Any, *args: Any) -> Any:

@@ -26,14 +26,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import audit
-from .entry import COMPRESSION_TYPES, encode_batch, encode_entry, message_metadata
-from .entrylog import scan_entry_logs
-from .interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
-from .lifecycle import apply_retention, apply_ttl
-from .managed_ledger import ManagedLedgerConfig
-from .store import Store
-from .topic import PersistentTopic
+from . import bulk
+from .analysis import audit
+from .bookkeeper.entrylog import scan_entry_logs
+from .broker.expiry import apply_ttl
+from .broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
+from .broker.topic import PersistentTopic
+from .codec.entry import Entry, encode_batch, encode_entry, message_metadata
+from .managed_ledger import ManagedLedgerConfig, Store
+from .managed_ledger.trim import apply_retention
+from .spark import audit as saudit
+from .spark import read_entries, read_messages
 
 MINUTE = 60_000
 TOPICS = [  # (topic, codec, batch sizes, retention minutes, retention MB, ttl seconds)
@@ -127,8 +130,6 @@ def build(data: str, seed: int = 7, entries_per_topic: int = 300, log: Any = Non
 
 
 def _messages_in(ml: Any) -> int:
-    from .entry import Entry
-
     first = ml.first_position
     if first is None:
         return 0
@@ -139,8 +140,6 @@ def read_back_spark(current: str) -> tuple[list[dict[str, Any]], dict[str, Any],
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from .spark import audit as saudit
-    from .spark import read_entries, read_messages
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -226,8 +225,6 @@ def main(argv: list[str] | None = None) -> int:
         rows, extra, _ = read_back_spark(current)
         counts = {r["ledger_id"]: r["count"] for r in rows}
     else:
-        from . import bulk
-
         entries = _entries_table(current)
         msgs = bulk.explode_table(entries, keep=["ledger_id"])
         msgs = msgs.filter(pa.compute.is_null(msgs.column("error")))

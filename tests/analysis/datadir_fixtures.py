@@ -13,9 +13,9 @@ import pulsarkit as pk
 from pulsarkit.proto import LedgerMetadataFormat, PositionInfo
 
 try:
-    from pulsarkit.bookkeeper.entrylog import pack_bookie_entry
+    from pulsarkit.bookkeeper import pack_entry as pack_bookie_entry
 except ImportError:  # before the layered package
-    from pulsarkit.entrylog import pack_bookie_entry
+    from pulsarkit.bookkeeper import pack_entry as pack_bookie_entry
 
 ORDERS = "public/default/persistent/orders"
 TXN_TOPIC = "public/default/persistent/payments"
@@ -115,12 +115,14 @@ def build(root: Path) -> dict:
     """Writes the synthetic data directory; returns what was written."""
     facts: dict = {}
     store = pk.Store.open(root, sync=False)
-    cfg = pk.ManagedLedgerConfig(
-        broker_entry_metadata_interceptors=(pk.INDEX_INTERCEPTOR, pk.TIMESTAMP_INTERCEPTOR),
-        max_entries_per_ledger=4,
-        minimum_rollover_time_ms=0,
-    )
-    ml = store.managed_ledger(ORDERS, cfg)
+    def cfg() -> pk.ManagedLedgerConfig:  # one interceptor per managed ledger, as the broker makes one per topic
+        return pk.ManagedLedgerConfig(
+            managed_ledger_interceptor=pk.broker.managed_ledger_interceptor(
+                (pk.broker.INDEX_INTERCEPTOR, pk.broker.TIMESTAMP_INTERCEPTOR)),
+            max_entries_per_ledger=4,
+            minimum_rollover_time_ms=0,
+        )
+    ml = store.managed_ledger(ORDERS, cfg())
     sent = []
     for i in range(6):
         ml.add_entry(
@@ -167,7 +169,7 @@ def build(root: Path) -> dict:
     ml.flush()
 
     # a partition of a partitioned topic
-    pml = store.managed_ledger(PARTS, cfg)
+    pml = store.managed_ledger(PARTS, cfg())
     pml.add_entry(pk.encode_entry(_md(0), b"p0"))
     pml.flush()
     store.metadata.put(
@@ -197,7 +199,7 @@ def build(root: Path) -> dict:
         )
     )
     tc.flush()
-    tml = store.managed_ledger(TXN_TOPIC, cfg)
+    tml = store.managed_ledger(TXN_TOPIC, cfg())
     tml.add_entry(pk.encode_entry(_md(0), b"plain"))
     tml.add_entry(pk.encode_entry(_md(1, txnid_most_bits=0, txnid_least_bits=1), b"committed"))
     tml.add_entry(pk.encode_entry(_md(2, txnid_most_bits=0, txnid_least_bits=2), b"aborted"))
@@ -264,13 +266,13 @@ def _add_journal_tail(root: Path, facts: dict, torn: bool = False) -> None:
     """Simulates SIGKILL: the orders topic's last ledger is re-opened in metadata with two more
     entries that only the journal holds."""
     # metadata and bookie opened directly: re-opening the managed ledger would rewrite its cursors
-    md_store = pk.MetadataStore(root / "metadata")
+    md_store = pk.metadata.MetadataStore(root / "metadata")
     lid = md_store.managed_ledger_info(ORDERS)[0].ledgerInfo[-1].ledgerId
     md_store.close()
-    bk = pk.Bookie(root / "bookie")
+    bk = pk.bookkeeper.DbLedgerStorage(root / "bookie")
     n = bk.last_entry_id(lid) + 1
     bk.close()
-    md_store = pk.MetadataStore(root / "metadata")
+    md_store = pk.metadata.MetadataStore(root / "metadata")
     lmd, st = md_store.ledger_metadata(lid)
     lmd.state = LedgerMetadataFormat.OPEN
     lmd.ClearField("lastEntryId")

@@ -499,7 +499,7 @@ def test_a_ledger_deleted_under_its_topic_is_reported(synthetic, tmp_path):
     copy = tmp_path / "m"
     shutil.copytree(root, copy)
     lid = facts["orders_ledgers"][0]
-    md = pk.MetadataStore(copy / "metadata")
+    md = pk.metadata.MetadataStore(copy / "metadata")
     md.delete_ledger_metadata(lid)
     md.close()
     for p in copy.rglob("LOCK"):

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import struct
-import tempfile
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,11 +31,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
-import rocksdict
 
-from .. import entrylog
+from ..bookkeeper import digest as bookie_digest
+from ..bookkeeper import entrylog, key_value_storage
 from ..errors import MetadataStoreError, PulsarkitError
-from ..metadata import (
+from ..managed_ledger.factory import Store
+from ..metadata.store import (
     decode_meta_value,
     ledger_id_from_path,
     parse_ledger_metadata,
@@ -45,7 +44,6 @@ from ..metadata import (
     parse_managed_ledger_info,
 )
 from ..proto import LedgerData, PositionInfo
-from ..store import Store
 
 PathLike = str | os.PathLike[str]
 
@@ -244,46 +242,12 @@ def _find_layout(root: Path) -> tuple[Path, list[Path]]:
     return md, bks[:1]
 
 
-def _plain_copy(src: Path, dst: Path) -> None:
-    """Copies a RocksDB directory without its LOCK/LOG files and without permissions (the copy must be
-    writable even when the source is on a read-only filesystem or chmod a-w)."""
-    dst.mkdir(parents=True)
-    for name in sorted(os.listdir(src)):
-        if name == "LOCK" or name.startswith("LOG"):
-            continue
-        s = src / name
-        if s.is_file():
-            shutil.copyfile(s, dst / name)
-
-
 def _read_rocksdb(src: Path, what: str) -> list[tuple[bytes, bytes]]:
-    """All key/value pairs of a RocksDB, read from a temporary copy (WAL replayed), in key order."""
-
-    tmp = tempfile.mkdtemp(prefix="pulsarkit-ro-")
+    """All key/value pairs of a RocksDB, read through a private copy (WAL replayed), in key order."""
     try:
-        db_dir = Path(tmp) / "db"
-        try:
-            _plain_copy(src, db_dir)
-        except OSError as e:
-            raise DataDirError(f"{what} {src}: cannot be read: {e}", str(src)) from None
-        try:
-            db = rocksdict.Rdict(
-                str(db_dir), rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only()
-            )
-        except Exception as e:  # noqa: BLE001 - rocksdict raises plain exceptions
-            raise DataDirError(f"{what} {src}: not a readable RocksDB: {e}", str(src)) from None
-        try:
-            out = []
-            it = db.iter()
-            it.seek_to_first()
-            while it.valid():
-                out.append((bytes(it.key()), bytes(it.value())))
-                it.next()
-            return out
-        finally:
-            db.close()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        return key_value_storage.read_all(src, what=what)
+    except PulsarkitError as e:
+        raise DataDirError(str(e), str(src)) from None
 
 
 def ml_to_topic(ml_name: str) -> str:
@@ -853,8 +817,8 @@ class DataDir:
             raw, path, pos = j.data, j.path, j.offset + 4
         try:
             if digest is None:
-                digest = entrylog.detect_digest_type(raw, password) or "CRC32C"
-            return entrylog.verify_bookie_entry(
+                digest = bookie_digest.detect_digest_type(raw, password) or "CRC32C"
+            return bookie_digest.unpack_entry(
                 raw, digest, password, ledger_id=ledger_id, entry_id=entry_id
             ).payload
         except PulsarkitError as e:

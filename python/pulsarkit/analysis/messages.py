@@ -28,8 +28,8 @@ from typing import Any
 import pyarrow as pa
 from google.protobuf.json_format import MessageToDict
 
-from ..chunks import ChunkAssembler
-from ..entry import Entry
+from ..codec.chunks import ChunkAssembler
+from ..codec.entry import Entry
 from ..errors import PulsarkitError
 from ..proto import MessageIdData, PositionInfo
 from .datadir import DataDir, DataDirError, Issue, Position, ml_kind, ml_to_topic, partition_of

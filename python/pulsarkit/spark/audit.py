@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import audit as _audit
+from ..analysis import audit as _audit
 from ._schema import spark_fields
 from .transforms import decode_metadata
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..entrylog import entry_log_schema, find_entry_logs, scan_entry_logs
+from ..bookkeeper.entrylog import entry_log_schema, find_entry_logs, scan_entry_logs
 
 FORMAT_NAME = "pulsarkit-entrylog"
 

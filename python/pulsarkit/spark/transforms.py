@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import bulk
-from ..entry import DEFAULT_DECOMPRESSION_LIMIT
+from ..codec.entry import DEFAULT_DECOMPRESSION_LIMIT
 from ._schema import KERNELS, kernel_arrow_schema, spark_fields, to_spark_arrow
 
 # One output column: ("in", input column position) or ("k", kernel column name).

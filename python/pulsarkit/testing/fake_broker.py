@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from .. import proto
-from ..entry import Entry, add_broker_entry_metadata, strip_broker_entry_metadata
+from ..codec.commands import FrameDecoder, command, encode_command
+from ..codec.entry import Entry, add_broker_entry_metadata, strip_broker_entry_metadata
 from ..errors import ChecksumMismatchError, PulsarkitError
-from ..frames import FrameDecoder, command, encode_command
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 """PIP-70 broker entry metadata interceptors, selectable by the class names Pulsar's
-``brokerEntryMetadataInterceptors`` setting uses, and the managed-ledger glue that adds their
-metadata to each entry, rolls the index back when an add fails and recovers it after a restart."""
+``brokerEntryMetadataInterceptors`` setting uses, and :class:`ManagedLedgerInterceptorImpl`, the
+broker's implementation of the managed ledger's interceptor hook: it adds their metadata to each
+entry, rolls the index back when an add fails and recovers it after a restart."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Protocol
 
-from .entry import Buffer, add_broker_entry_metadata, peek_broker_entry_metadata
-from .errors import PulsarkitError
+from ..codec.entry import Buffer, add_broker_entry_metadata, peek_broker_entry_metadata
+from ..errors import PulsarkitError
 
 TIMESTAMP_INTERCEPTOR = "org.apache.pulsar.common.intercept.AppendBrokerTimestampMetadataInterceptor"
 INDEX_INTERCEPTOR = "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor"
@@ -97,8 +98,9 @@ def create_interceptors(
     return out
 
 
-class ManagedLedgerInterceptor:
-    """What ``ManagedLedgerInterceptorImpl`` does around managed-ledger adds."""
+class ManagedLedgerInterceptorImpl:
+    """The broker's :class:`~pulsarkit.managed_ledger.interceptor.ManagedLedgerInterceptor`
+    (``ManagedLedgerInterceptorImpl``): broker entry metadata around managed-ledger adds."""
 
     def __init__(self, interceptors: Iterable[BrokerEntryMetadataInterceptor]) -> None:
         self.interceptors = list(interceptors)
@@ -132,3 +134,12 @@ class ManagedLedgerInterceptor:
     def on_update_managed_ledger_info(self, properties: MutableMapping[str, str]) -> None:
         if self.index_interceptor is not None:
             properties[INDEX_PROPERTY] = str(self.index_interceptor.index)
+
+
+def managed_ledger_interceptor(
+    names: Iterable[str | BrokerEntryMetadataInterceptor], clock: Callable[[], int] | None = None
+) -> ManagedLedgerInterceptorImpl | None:
+    """The interceptor for ``ManagedLedgerConfig.managed_ledger_interceptor`` from Pulsar class names
+    (``brokerEntryMetadataInterceptors``), or None when there are none. One per managed ledger."""
+    interceptors = create_interceptors(names, clock)
+    return ManagedLedgerInterceptorImpl(interceptors) if interceptors else None

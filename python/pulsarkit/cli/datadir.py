@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .analysis.backlog import iter_backlog
-from .analysis.datadir import DataDirError, open_data_dir, scan_journal, topic_dict
-from .analysis.messages import ledger_entries, message_batches, message_schema, read_messages, transactions
-from .cli import EXIT_DATA_PROBLEMS, EXIT_OK, EXIT_USAGE, Progress, Runner, _progress_arg, command
+from ..analysis.backlog import iter_backlog
+from ..analysis.datadir import DataDirError, open_data_dir, scan_journal, topic_dict
+from ..analysis.messages import ledger_entries, message_batches, message_schema, read_messages, transactions
+from .command import EXIT_DATA_PROBLEMS, EXIT_OK, EXIT_USAGE, Progress, Runner, command, progress_arg
 
 _FORMATS_TABLE = ("table", "json", "parquet")
 _FORMATS_MSG = ("table", "jsonl", "parquet")
@@ -271,7 +271,7 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
     )
     p.add_argument("--markers", action="store_true", help="also show transaction and replication markers")
     p.add_argument("--system", action="store_true", help="also read system topics")
-    _progress_arg(p)
+    progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
 
@@ -303,7 +303,7 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--strict", action="store_true")
     p.add_argument("--format", choices=_FORMATS_MSG, default="table")
     p.add_argument("-o", "--output")
-    _progress_arg(p)
+    progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
 

@@ -18,9 +18,7 @@ BookKeeper ``LedgerMetadata`` serialized as format version 3.
 from __future__ import annotations
 
 import os
-import shutil
 import struct
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -28,9 +26,10 @@ from typing import Any, NamedTuple
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
-from .entry import decompress
-from .errors import BadVersionError, LedgerNotFoundError, MetadataNotFoundError, MetadataStoreError
-from .proto import (
+from ..bookkeeper import key_value_storage
+from ..codec.entry import decompress
+from ..errors import BadVersionError, LedgerNotFoundError, MetadataNotFoundError, MetadataStoreError
+from ..proto import (
     LedgerMetadataFormat,
     ManagedCursorInfo,
     ManagedCursorInfoMetadata,
@@ -255,32 +254,18 @@ class MetadataStore:
 
     def __init__(self, path: str | os.PathLike[str], read_only: bool = False, sync: bool = True,
                  clock: Callable[[], int] | None = None) -> None:
-        import rocksdict
-
         self.path = os.fspath(path)
         self.read_only = read_only
         self._clock = clock or _now_ms
-        self._copy: str | None = None
-        opts = rocksdict.Options(raw_mode=True)
+        self._copy: key_value_storage.ReadOnlyCopy | None = None
         if read_only:
-            if not os.path.isdir(self.path) or not os.path.exists(os.path.join(self.path, "CURRENT")):
+            if not os.path.isdir(self.path):
                 raise MetadataStoreError(f"no RocksDB metadata store at {self.path}")
-            self._copy = tempfile.mkdtemp(prefix="pulsarkit-metadata-")
-            db_dir = os.path.join(self._copy, "db")
-            shutil.copytree(self.path, db_dir, ignore=shutil.ignore_patterns("LOCK"))
-            self._db = rocksdict.Rdict(db_dir, opts, access_type=rocksdict.AccessType.read_only())
+            self._copy = key_value_storage.ReadOnlyCopy(self.path, error=MetadataStoreError, what="metadata store")
+            self._db = self._copy.db
         else:
-            os.makedirs(self.path, exist_ok=True)
-            opts.create_if_missing(True)
-            # block format 5: readable by the RocksDB releases Pulsar's JNI builds bundle
-            table = rocksdict.BlockBasedOptions()
-            table.set_format_version(5)
-            opts.set_block_based_table_factory(table)
-            self._db = rocksdict.Rdict(self.path, opts)
-            wo = rocksdict.WriteOptions()
-            wo.sync = sync
-            self._db.set_write_options(wo)
-        self._rocksdict = rocksdict
+            self._db = key_value_storage.open_writable(self.path, sync=sync, error=MetadataStoreError,
+                                                       what="metadata store")
         self._closed = False
         prev = self._db.get(INSTANCE_ID_KEY)
         if read_only:
@@ -298,9 +283,10 @@ class MetadataStore:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._db.close()
-            if self._copy:
-                shutil.rmtree(self._copy, ignore_errors=True)
+            if self._copy is not None:
+                self._copy.close()
+            else:
+                self._db.close()
 
     def __enter__(self) -> MetadataStore:
         return self

@@ -8,41 +8,38 @@ Each ledger directory ``D`` holds ``D/current/`` with
   ``logId << 32 | offset`` (offset of the entry, just after its 4-byte length).
 
 Ledgers are spread over the directories by ``ledgerId mod n``, as DbLedgerStorage does. Adds go to
-a write cache; :meth:`Bookie.flush` (a checkpoint) appends them to the entry log sorted by
+a write cache; :meth:`DbLedgerStorage.flush` (a checkpoint) appends them to the entry log sorted by
 ``(ledgerId, entryId)``, fsyncs the log, then writes their locations in one synced RocksDB batch.
 An acknowledged flush therefore survives a crash. On reopen the bookie scans the tail of the newest
 entry logs, re-indexes complete records that were written but not yet indexed (what a journal replay
 would give back), reports a torn tail with its offset, and starts a new log, never appending to an
 old one.
 
-A real bookie's directory opens with ``read_only=True``: the RocksDB indexes are copied first
-(rocksdict writes a config file into any database it opens), entry logs are read in place.
+A real bookie's directory opens with ``read_only=True``: the RocksDB indexes are read through
+private copies (:class:`~pulsarkit.bookkeeper.key_value_storage.ReadOnlyCopy`), entry logs in place.
 
 The stored entry bytes are what the BookKeeper client sends: ``[ledgerId][entryId][lastAddConfirmed]
-[length][digest][payload]``; :func:`pack_entry` and :func:`unpack_entry` build and check them.
+[length][digest][payload]``; :mod:`pulsarkit.bookkeeper.digest` builds and checks them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import struct
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import entrylog
-from .errors import (
+from ..errors import (
     BookieError,
-    ChecksumMismatchError,
     CorruptEntryError,
     EntryNotFoundError,
     LedgerNotFoundError,
 )
-from .proto import LedgerData
+from ..proto import LedgerData
+from . import entrylog, key_value_storage
+from .digest import master_key
 
 DEFAULT_LOG_SIZE_LIMIT = 1 << 30
 DEFAULT_WRITE_CACHE_SIZE = 64 << 20
@@ -55,14 +52,6 @@ _KEY = struct.Struct(">qq")
 _LONG = struct.Struct(">q")
 _ULONG = struct.Struct(">Q")
 _HEADER = struct.Struct(">qqqq")
-DIGEST_TYPES = ("CRC32", "MAC", "CRC32C", "DUMMY")
-
-
-# -------------------------------------------------------------- entry-log and digest backend
-# Byte work (entry-log files, digests) is the native entry-log layer's (pulsarkit.entrylog); these
-# adapters give the bookie the few operations it needs.
-
-
 @dataclass
 class _ScanResult:
     records: list[tuple[int, int, int]]  # (ledger_id, entry_id, location)
@@ -71,106 +60,40 @@ class _ScanResult:
     file_size: int
 
 
-_DIGEST_LEN = {"CRC32C": 4, "CRC32": 8, "MAC": 20, "DUMMY": 0}
+def _log_ids(current: str) -> list[int]:
+    return entrylog.EntryLogReader(current).log_ids() if os.path.isdir(current) else []
 
 
-def _digest_name(d: str) -> str:
-    name = "MAC" if d == "HMAC" else d
-    if name not in _DIGEST_LEN:
-        raise BookieError(f"unknown digest type {d!r}; one of {DIGEST_TYPES}")
-    return name
+def _scan_log(current: str, log_id: int) -> _ScanResult:
+    """Records of one log up to its first problem (no resynchronisation: bytes after a torn or
+    corrupt record are never trusted as entries)."""
+    scan = entrylog.EntryLogReader(current).scan(log_id, resync=False)
+    records = [(r.ledger_id, r.entry_id, r.location) for r in scan if r.ledger_id >= 0]
+    summ = scan.summary
+    issue = next(iter(summ.issues), None)
+    if issue is None:
+        return _ScanResult(records, None, "", summ.file_size)
+    return _ScanResult(records, issue.offset, f"{issue.kind}: {issue.message}", summ.file_size)
 
 
-class _Logs:
-    @staticmethod
-    def pack_entry(lid: int, eid: int, lac: int, length: int, payload: bytes, digest_type: str, password: bytes) -> bytes:
-        return entrylog.pack_bookie_entry(lid, eid, payload, last_add_confirmed=lac, length=length,
-                                          digest_type=_digest_name(digest_type), password=password)
+class _EntryReader:
+    """Reads stored entries by location; a missing log file is an :class:`EntryNotFoundError`."""
 
-    @staticmethod
-    def unpack_entry(data: bytes, digest_type: str, password: bytes, verify: bool) -> tuple:
-        name = _digest_name(digest_type)
-        e = entrylog.verify_bookie_entry(data, name, password) if verify else entrylog.parse_bookie_entry(data, name)
-        n = _DIGEST_LEN[name]
-        return e.ledger_id, e.entry_id, e.last_add_confirmed, e.length, bytes(data[32 : 32 + n]), e.payload
+    def __init__(self, current: str) -> None:
+        self.r = entrylog.EntryLogReader(current)
 
-    @staticmethod
-    def list_log_ids(current: str) -> list[int]:
-        return entrylog.EntryLogReader(current).log_ids() if os.path.isdir(current) else []
+    def read(self, location: int, lid: int, eid: int) -> bytes:
+        try:
+            return self.r.read(location, lid, eid)
+        except OSError:
+            raise EntryNotFoundError(f"entry ({lid}, {eid}): entry log {location >> 32:x}.log is missing") from None
 
-    @staticmethod
-    def scan_log(current: str, log_id: int) -> _ScanResult:
-        """Records of one log up to its first problem (no resynchronisation: bytes after a torn or
-        corrupt record are never trusted as entries)."""
-        scan = entrylog.EntryLogReader(current).scan(log_id, resync=False)
-        records = [(r.ledger_id, r.entry_id, r.location) for r in scan if r.ledger_id >= 0]
-        summ = scan.summary
-        issue = next(iter(summ.issues), None)
-        if issue is None:
-            return _ScanResult(records, None, "", summ.file_size)
-        return _ScanResult(records, issue.offset, f"{issue.kind}: {issue.message}", summ.file_size)
+    def refresh(self, log_ids: Iterable[int]) -> None:
+        for i in log_ids:  # the reader caches each log's size; logs being written grow
+            self.r.evict(i)
 
-    class Reader:
-        def __init__(self, current: str) -> None:
-            self.r = entrylog.EntryLogReader(current)
-
-        def read(self, location: int, lid: int, eid: int) -> bytes:
-            try:
-                return self.r.read(location, lid, eid)
-            except OSError:
-                raise EntryNotFoundError(f"entry ({lid}, {eid}): entry log {location >> 32:x}.log is missing") from None
-
-        def refresh(self, log_ids: Iterable[int]) -> None:
-            for i in log_ids:  # the reader caches each log's size; logs being written grow
-                self.r.evict(i)
-
-        def close(self) -> None:
-            pass
-
-    @staticmethod
-    def Writer(current: str, limit: int) -> Any:
-        return entrylog.EntryLogWriter(current, log_size_limit=limit)
-
-
-_logs: Any = _Logs
-
-
-# ------------------------------------------------------------------------- client-side entries
-
-
-def master_key(password: bytes = b"") -> bytes:
-    """``DigestManager.generateMasterKey``: SHA-1 of ``"ledger" + password``; what a bookie keeps."""
-    return hashlib.sha1(b"ledger" + bytes(password)).digest()
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEntry:
-    """An entry as the BookKeeper client packed it."""
-
-    ledger_id: int
-    entry_id: int
-    last_add_confirmed: int
-    length: int
-    digest: bytes
-    payload: bytes
-
-
-def pack_entry(ledger_id: int, entry_id: int, last_add_confirmed: int, length: int, payload: bytes,
-               digest_type: str = "CRC32C", password: bytes = b"") -> bytes:
-    """The bytes a bookie stores for one entry (``DigestManager.computeDigestAndPackageForSending``):
-    the 32-byte header, the digest of header and payload, then the payload. ``length`` is the
-    ledger's cumulative length including this entry."""
-    return _logs.pack_entry(ledger_id, entry_id, last_add_confirmed, length, payload, digest_type, password)
-
-
-def unpack_entry(data: bytes, digest_type: str = "CRC32C", password: bytes = b"", verify: bool = True,
-                 ledger_id: int | None = None, entry_id: int | None = None) -> StoredEntry:
-    """Splits stored entry bytes; with ``verify``, checks the digest (:class:`ChecksumMismatchError`)
-    and, when given, the ledger and entry ids (:class:`CorruptEntryError`)."""
-    lid, eid, lac, length, digest, payload = _logs.unpack_entry(data, digest_type, password, verify)
-    if ledger_id is not None and lid != ledger_id or entry_id is not None and eid != entry_id:
-        raise CorruptEntryError(f"stored entry is ({lid}, {eid}), expected ({ledger_id}, {entry_id})")
-    return StoredEntry(lid, eid, lac, length, digest, payload)
+    def close(self) -> None:
+        pass
 
 
 # ------------------------------------------------------------------------------ recovery report
@@ -208,25 +131,7 @@ class RecoveryReport:
 # ----------------------------------------------------------------------- one ledger directory
 
 
-def _open_rocks(path: str, read_only: bool, sync: bool) -> Any:
-    import rocksdict
-
-    opts = rocksdict.Options(raw_mode=True)
-    if read_only:
-        return rocksdict.Rdict(path, opts, access_type=rocksdict.AccessType.read_only())
-    opts.create_if_missing(True)
-    # Block format 5 as DbLedgerStorage configures it, so older RocksDB (BookKeeper's JNI) reads it.
-    table = rocksdict.BlockBasedOptions()
-    table.set_format_version(5)
-    opts.set_block_based_table_factory(table)
-    db = rocksdict.Rdict(path, opts)
-    wo = rocksdict.WriteOptions()
-    wo.sync = sync
-    db.set_write_options(wo)
-    return db
-
-
-class LedgerDirStorage:
+class SingleDirectoryDbLedgerStorage:
     """``SingleDirectoryDbLedgerStorage``: one ledger directory, its entry logs and indexes."""
 
     def __init__(self, ledger_dir: str, log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT, read_only: bool = False,
@@ -235,22 +140,29 @@ class LedgerDirStorage:
         self.current = os.path.join(self.ledger_dir, "current")
         self.read_only = read_only
         self.log_size_limit = log_size_limit
-        self._tmp: str | None = None
+        self._copies: list[key_value_storage.ReadOnlyCopy] = []
         if read_only:
             if not os.path.isdir(self.current):
                 raise BookieError(f"no bookie ledger directory at {self.ledger_dir} (missing current/)")
-            self._tmp = tempfile.mkdtemp(prefix="pulsarkit-bookie-index-")
-            for sub in ("ledgers", "locations"):
-                src = os.path.join(self.current, sub)
-                if not os.path.exists(os.path.join(src, "CURRENT")):
-                    raise BookieError(f"{src} is not a RocksDB database")
-                shutil.copytree(src, os.path.join(self._tmp, sub), ignore=shutil.ignore_patterns("LOCK"))
-            idx = self._tmp
+            try:
+                for sub in ("ledgers", "locations"):
+                    self._copies.append(key_value_storage.ReadOnlyCopy(
+                        os.path.join(self.current, sub), error=BookieError, what="bookie index"))
+            except BaseException:
+                for c in self._copies:
+                    c.close()
+                raise
+            self.ledgers_db, self.locations_db = (c.db for c in self._copies)
         else:
-            os.makedirs(self.current, exist_ok=True)
-            idx = self.current
-        self.ledgers_db = _open_rocks(os.path.join(idx, "ledgers"), read_only, sync)
-        self.locations_db = _open_rocks(os.path.join(idx, "locations"), read_only, sync)
+            os.makedirs(self.current, mode=0o700, exist_ok=True)
+            self.ledgers_db = key_value_storage.open_writable(
+                os.path.join(self.current, "ledgers"), sync=sync, error=BookieError, what="bookie index")
+            try:
+                self.locations_db = key_value_storage.open_writable(
+                    os.path.join(self.current, "locations"), sync=sync, error=BookieError, what="bookie index")
+            except BaseException:
+                self.ledgers_db.close()
+                raise
         self.ledger_data: dict[int, Any] = {}
         it = self.ledgers_db.iter()
         it.seek_to_first()
@@ -269,7 +181,7 @@ class LedgerDirStorage:
         self.write_cache: dict[tuple[int, int], bytes] = {}
         self.write_cache_bytes = 0
         self.deleted_ledgers: set[int] = set()
-        self.reader = _logs.Reader(self.current)
+        self.reader = _EntryReader(self.current)
         self.writer: Any = None
         self._seen_rotations = 0
         self.recovery = RecoveryReport()
@@ -282,15 +194,13 @@ class LedgerDirStorage:
         """Re-indexes complete, unindexed records at the tail of the newest logs and reports torn
         tails. Walks logs newest first and stops after the first one holding an indexed record:
         everything written before an indexed record was indexed in the same or an earlier flush."""
-        import rocksdict
-
         rep = self.recovery
-        for log_id in sorted(_logs.list_log_ids(self.current), reverse=True):
+        for log_id in sorted(_log_ids(self.current), reverse=True):
             rep.scanned_logs.append(log_id)
-            batch = rocksdict.WriteBatch(raw_mode=True)
+            batch = key_value_storage.write_batch()
             found_indexed = False
             pending: list[tuple[int, int]] = []
-            scan = _logs.scan_log(self.current, log_id)
+            scan = _scan_log(self.current, log_id)
             for lid, eid, location in scan.records:
                 ld = self.ledger_data.get(lid)
                 if ld is None or not ld.exists or eid < 0:
@@ -412,13 +322,11 @@ class LedgerDirStorage:
     def flush(self) -> int:
         """Checkpoint: cache -> entry log (sorted) -> fsync -> locations batch (synced) -> cleanup of
         deleted ledgers' locations. Returns the number of entries written."""
-        import rocksdict
-
         n = len(self.write_cache)
         if n:
             if self.writer is None:
-                self.writer = _logs.Writer(self.current, self.log_size_limit)
-            batch = rocksdict.WriteBatch(raw_mode=True)
+                self.writer = entrylog.EntryLogWriter(self.current, log_size_limit=self.log_size_limit)
+            batch = key_value_storage.write_batch()
             for (lid, eid) in sorted(self.write_cache):
                 loc = self.writer.append(lid, self.write_cache[(lid, eid)])
                 batch.put(_KEY.pack(lid, eid), _ULONG.pack(loc))
@@ -448,16 +356,18 @@ class LedgerDirStorage:
                     self.writer.close()
         finally:
             self.reader.close()
-            self.ledgers_db.close()
-            self.locations_db.close()
-            if self._tmp:
-                shutil.rmtree(self._tmp, ignore_errors=True)
+            if self._copies:
+                for c in self._copies:
+                    c.close()
+            else:
+                self.ledgers_db.close()
+                self.locations_db.close()
 
 
 # --------------------------------------------------------------------------------------- bookie
 
 
-class Bookie:
+class DbLedgerStorage:
     """Ledger storage over one or more ledger directories (each laid out as ``<dir>/current/``).
 
     Entry ids are per ledger; ``add_entry`` takes the stored entry bytes, which start with the ledger
@@ -477,20 +387,20 @@ class Bookie:
         self.write_cache_size = write_cache_size
         self._lock = threading.RLock()
         self._closed = False
-        self.dirs: list[LedgerDirStorage] = []
+        self.dirs: list[SingleDirectoryDbLedgerStorage] = []
         try:
             for d in dirs:
-                self.dirs.append(LedgerDirStorage(os.fspath(d), log_size_limit, read_only, sync))
+                self.dirs.append(SingleDirectoryDbLedgerStorage(os.fspath(d), log_size_limit, read_only, sync))
         except BaseException:
             for s in self.dirs:
                 s.close()
             raise
 
     @classmethod
-    def open(cls, ledger_dirs: Any, **kw: Any) -> Bookie:
+    def open(cls, ledger_dirs: Any, **kw: Any) -> DbLedgerStorage:
         return cls(ledger_dirs, **kw)
 
-    def _dir(self, ledger_id: int) -> LedgerDirStorage:
+    def _dir(self, ledger_id: int) -> SingleDirectoryDbLedgerStorage:
         if ledger_id < 0:
             raise LedgerNotFoundError(f"invalid ledger id {ledger_id}")
         return self.dirs[ledger_id % len(self.dirs)]
@@ -620,28 +530,22 @@ class Bookie:
             if errors:
                 raise errors[0]
 
-    def __enter__(self) -> Bookie:
+    def __enter__(self) -> DbLedgerStorage:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Bookie({[s.ledger_dir for s in self.dirs]!r}{', read_only' if self.read_only else ''})"
+        return f"DbLedgerStorage({[s.ledger_dir for s in self.dirs]!r}{', read_only' if self.read_only else ''})"
 
 
 __all__ = [
     "DEFAULT_BOOKIE_ID",
     "DEFAULT_LOG_SIZE_LIMIT",
-    "DIGEST_TYPES",
     "LAST_ADD_CONFIRMED",
-    "Bookie",
-    "ChecksumMismatchError",
-    "LedgerDirStorage",
+    "DbLedgerStorage",
+    "SingleDirectoryDbLedgerStorage",
     "RecoveryReport",
-    "StoredEntry",
     "TornTail",
-    "master_key",
-    "pack_entry",
-    "unpack_entry",
 ]

@@ -10,9 +10,9 @@ from typing import Any, Union
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as _PbMessage
 
-from . import _native
-from .errors import CorruptEntryError, PulsarkitError
-from .proto import MessageMetadata, SingleMessageMetadata
+from .. import _native
+from ..errors import CorruptEntryError, PulsarkitError
+from ..proto import MessageMetadata, SingleMessageMetadata
 
 Buffer = Union[bytes, bytearray, memoryview]
 

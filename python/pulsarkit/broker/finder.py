@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from . import _native
-from .entry import Buffer, Entry
+from .. import _native
+from ..codec.entry import Buffer, Entry
 
 #: ``managedLedgerCursorResetLedgerCloseTimestampMaxClockSkewMillis`` default; -1 disables narrowing.
 DEFAULT_MAX_CLOCK_SKEW_MS = 60_000

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .entry import Buffer, Entry
-from .errors import PulsarkitError
+from ..codec.entry import Buffer, Entry
+from ..errors import PulsarkitError
 
 DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _native
+from .. import _native
+from ..errors import CorruptEntryError
 from .entry import COMPRESSION_TYPES, DEFAULT_DECOMPRESSION_LIMIT, Entry, Message
-from .errors import CorruptEntryError
 
 
 @dataclass

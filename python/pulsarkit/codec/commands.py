@@ -6,10 +6,10 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from . import _native
+from .. import _native
+from ..errors import CorruptFrameError
+from ..proto import COMMAND_FIELD, BaseCommand, CommandType
 from .entry import Buffer
-from .errors import CorruptFrameError
-from .proto import COMMAND_FIELD, BaseCommand, CommandType
 
 DEFAULT_MAX_FRAME_SIZE: int = _native.DEFAULT_MAX_FRAME_SIZE
 

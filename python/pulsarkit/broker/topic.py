@@ -9,12 +9,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import _native
+from .. import _native
+from ..codec.entry import Buffer, strip_broker_entry_metadata
+from ..errors import PulsarkitError
+from ..managed_ledger.position import Position
 from .dedup import MessageDeduplication, MessageDupStatus
-from .entry import Buffer, strip_broker_entry_metadata
-from .errors import PulsarkitError
 from .finder import DEFAULT_MAX_CLOCK_SKEW_MS, LedgerSpan, find_position_by_index, find_position_by_time
-from .interceptors import BrokerEntryMetadataInterceptor, ManagedLedgerInterceptor, create_interceptors
+from .interceptors import BrokerEntryMetadataInterceptor, ManagedLedgerInterceptorImpl, create_interceptors
 
 #: Protocol version from which a client can be sent broker entry metadata (v18, client BEM support).
 BROKER_ENTRY_METADATA_MIN_PROTOCOL_VERSION = 18
@@ -83,7 +84,7 @@ class PersistentTopic:
         self.max_clock_skew_ms = max_clock_skew_ms
         self._view = _ManagedLedgerView(ml)
         names = list(interceptors)
-        existing = getattr(ml, "_interceptor", None)
+        existing = ml.interceptor
         if existing is not None:
             # The managed ledger was opened with interceptors (ManagedLedgerConfig): they are the
             # topic's, already recovered; a second set would stamp every entry twice.
@@ -93,11 +94,11 @@ class PersistentTopic:
         else:
             # Like BrokerService: a fresh index interceptor per topic, installed in the managed
             # ledger, recovered from its "index" property and its last entry.
-            self.interceptor = ManagedLedgerInterceptor(create_interceptors(names, clock=self._clock_ms))
+            self.interceptor = ManagedLedgerInterceptorImpl(create_interceptors(names, clock=self._clock_ms))
             self.interceptor.on_managed_ledger_properties_initialize(self._view.properties())
             self.interceptor.on_managed_ledger_last_ledger_initialize(self._view.last_entry())
             if self.interceptor.interceptors:
-                ml._interceptor = self.interceptor
+                ml.interceptor = self.interceptor
         self.deduplication = MessageDeduplication(
             self._view,
             enabled=deduplication,
@@ -259,8 +260,6 @@ class _ManagedLedgerView:
         return self.ml.read_entry(self.position(ledger_id, entry_id))
 
     def position(self, ledger_id: int, entry_id: int) -> Any:
-        from .managed_ledger import Position
-
         return Position(ledger_id, entry_id)
 
     def last_entry(self) -> bytes | None:

@@ -1,11 +1,12 @@
-"""An embedded Pulsar storage directory: the metadata store plus one bookie.
+"""``ManagedLedgerFactory``: the managed ledgers of a metadata store and one bookie's ledger storage,
+and the embedded Pulsar storage directory they live in.
 
 ::
 
     <path>/metadata/          RocksDB metadata store (Pulsar's paths and values)
     <path>/bookie/current/    entry logs, lastId, ledgers/ and locations/ (DbLedgerStorage)
 
-``Store(metadata_dir, bookie_dirs)`` opens other layouts, e.g. a Pulsar standalone's
+``ManagedLedgerFactory(metadata_dir, bookie_dirs)`` (also named ``Store``) opens other layouts, e.g. a Pulsar standalone's
 ``data/metadata`` and ``data/standalone/bookkeeper`` (read-only is the safe way to look at those).
 """
 
@@ -17,24 +18,25 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .bookie import (
+from ..bookkeeper.ledger_storage import (
     DEFAULT_BOOKIE_ID,
     DEFAULT_LOG_SIZE_LIMIT,
     DEFAULT_WRITE_CACHE_SIZE,
-    Bookie,
+    DbLedgerStorage,
     RecoveryReport,
 )
-from .errors import LedgerNotFoundError, ManagedLedgerClosedError, ManagedLedgerError
-from .managed_ledger import ManagedLedger, ManagedLedgerConfig
-from .metadata import MetadataStore
+from ..errors import LedgerNotFoundError, ManagedLedgerClosedError, ManagedLedgerError
+from ..metadata.store import MetadataStore
+from .config import ManagedLedgerConfig
+from .ledger import ManagedLedger
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Store:
-    """Metadata store + bookie + the managed ledgers opened on them."""
+class ManagedLedgerFactory:
+    """Metadata store + bookie + the managed ledgers opened on them (``ManagedLedgerFactoryImpl``)."""
 
     #: Hook set by :mod:`pulsarkit.analysis.datadir` (a higher layer): opens a real Pulsar data
     #: directory (one without pulsarkit's ``bookie/``) read-only, never writing to it.
@@ -59,20 +61,20 @@ class Store:
         self._closed = False
         self.metadata = MetadataStore(metadata_dir, read_only=read_only, sync=sync, clock=self.clock)
         try:
-            self.bookie = Bookie(bookie_dirs, log_size_limit=log_size_limit, write_cache_size=write_cache_size,
+            self.bookie = DbLedgerStorage(bookie_dirs, log_size_limit=log_size_limit, write_cache_size=write_cache_size,
                                  read_only=read_only, sync=sync, bookie_id=bookie_id)
         except BaseException:
             self.metadata.close()
             raise
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False, **kw: Any) -> Store:
+    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False, **kw: Any) -> ManagedLedgerFactory:
         """Opens (creating it unless ``read_only``) the store under ``path``."""
         path = os.fspath(path)
-        if Store.foreign_opener is not None and Store.foreign_opener_accepts(path):
-            return Store.foreign_opener(path)  # a directory pulsarkit did not create: read-only reader
+        if ManagedLedgerFactory.foreign_opener is not None and ManagedLedgerFactory.foreign_opener_accepts(path):
+            return ManagedLedgerFactory.foreign_opener(path)  # a directory pulsarkit did not create: read-only reader
         if not read_only:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, mode=0o700, exist_ok=True)
         return cls(os.path.join(path, "metadata"), [os.path.join(path, "bookie")], read_only=read_only, **kw)
 
     # ------------------------------------------------------------------------ managed ledgers
@@ -87,7 +89,8 @@ class Store:
                 if config is not None and config is not ml.config:
                     ml.set_config(config)
                 return ml
-            ml = ManagedLedger(self, name, config)
+            ml = ManagedLedger(self.metadata, self.bookie, name, config, clock=self.clock,
+                               read_only=self.read_only, on_close=self._forget)
             self._mls[name] = ml
             return ml
 
@@ -158,14 +161,17 @@ class Store:
                 finally:
                     self.metadata.close()
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> ManagedLedgerFactory:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Store(metadata={self.metadata.path!r}, bookie={[s.ledger_dir for s in self.bookie.dirs]!r})"
+        return f"ManagedLedgerFactory(metadata={self.metadata.path!r}, bookie={[s.ledger_dir for s in self.bookie.dirs]!r})"
 
 
-__all__ = ["Store"]
+#: The name pulsarkit's first releases used; ``pulsarkit.Store.open(path)`` stays the entry point.
+Store = ManagedLedgerFactory
+
+__all__ = ["ManagedLedgerFactory", "Store"]

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import bulk
-from .finder import EntrySpace, LedgerSpan, find_newest_matching
+from .. import bulk
+from ..broker.finder import EntrySpace, LedgerSpan, find_newest_matching
 
 AUDIT_SCHEMA = pa.schema([
     ("producer_name", pa.string()),

@@ -1,4 +1,4 @@
-"""BookKeeper entry logs and bookie entry digests.
+"""BookKeeper entry logs (``DefaultEntryLogger``).
 
 A bookie keeps ledger entries in *entry logs*: ``<hex id>.log`` files in each ledger directory's
 ``current/``, a 1024-byte ``BKLO`` header followed by ``[int32 len][ledgerId][entryId]...`` records,
@@ -6,11 +6,11 @@ and, once a log is rotated, a *ledgers map* (ledger id → bytes) whose offset a
 into the header. An entry's *location* is ``(log_id << 32) | position after the length field``;
 a bookie's ``locations`` index stores it. Each record holds the entry as the BookKeeper client
 packed it: ``[ledgerId][entryId][lastAddConfirmed][length][digest][payload]``, where the payload is
-what Pulsar stored (its ``headersAndPayload``).
+what Pulsar stored (its ``headersAndPayload``); :mod:`pulsarkit.bookkeeper.digest` packs and checks it.
 
 Writing::
 
-    from pulsarkit.entrylog import EntryLogWriter, BookieEntryPacker
+    from pulsarkit.bookkeeper import BookieEntryPacker, EntryLogWriter
     packer = BookieEntryPacker(ledger_id=7)                 # CRC32C, as Pulsar uses by default
     with EntryLogWriter("data/bookie/current", log_size_limit=64 << 20) as w:
         loc = w.append(7, packer.pack(pulsar_entry_bytes))  # rotates at log_size_limit
@@ -25,7 +25,7 @@ Reading::
 
 In bulk (one native pass per batch, GIL released, digests verified)::
 
-    for batch in pulsarkit.scan_entry_logs(["data/bookie"]):   # files or directories
+    for batch in pulsarkit.bookkeeper.scan_entry_logs(["data/bookie"]):   # files or directories
         pulsarkit.bulk.explode_messages(batch.column("payload"))
 
 Corruption never raises from a scan and never hides data: torn tails, zeroed or lying headers and
@@ -36,20 +36,17 @@ with their offsets, and the scan resumes at the next valid record.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Self, Union
 
-from . import _native
-from ._native import DigestMismatchError
+from .. import _native
+from ..errors import DigestMismatchError
 
 __all__ = [
     "DEFAULT_LOG_SIZE_LIMIT",
     "DEFAULT_MAX_RECORD_SIZE",
-    "DIGEST_TYPES",
-    "BookieEntry",
-    "BookieEntryPacker",
     "DigestMismatchError",
     "EntryLogMetadata",
     "EntryLogReader",
@@ -60,27 +57,18 @@ __all__ = [
     "RecordScan",
     "ScanIssue",
     "ScanSummary",
-    "detect_digest_type",
-    "digest_length",
     "entry_log_schema",
     "find_entry_logs",
     "log_file_name",
-    "mac_key",
     "make_location",
-    "master_key",
-    "pack_bookie_entry",
-    "parse_bookie_entry",
     "parse_log_file_name",
     "read_entry_log_metadata",
     "scan_entry_logs",
     "split_location",
-    "verify_bookie_entry",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-#: BookKeeper's digest types (``MAC`` is HMAC-SHA1 keyed with SHA-1("mac" + password)).
-DIGEST_TYPES = ("CRC32C", "CRC32", "MAC", "DUMMY")
 #: BookKeeper's default and maximum ``logSizeLimit`` (1 GiB).
 DEFAULT_LOG_SIZE_LIMIT: int = _native.ENTRY_LOG_DEFAULT_SIZE_LIMIT
 #: Records longer than this are treated as corrupt lengths by scans (BookKeeper's frame limit is 5 MiB).
@@ -176,130 +164,6 @@ def find_entry_logs(paths: PathLike | Iterable[PathLike | tuple[PathLike, int]])
 # ------------------------------------------------------------------------------------------------
 # Bookie entries and digests
 
-
-class BookieEntry(NamedTuple):
-    """A stored bookie entry: ``payload`` is what the client wrote (for Pulsar, the entry bytes)."""
-
-    ledger_id: int
-    entry_id: int
-    last_add_confirmed: int
-    #: Cumulative ledger length including this entry.
-    length: int
-    payload: bytes
-
-
-def digest_length(digest_type: str = "CRC32C") -> int:
-    """Bytes the digest occupies after the 32-byte header: CRC32C 4, CRC32 8, MAC 20, DUMMY 0."""
-    return _native.bookie_digest_len(digest_type)
-
-
-def pack_bookie_entry(
-    ledger_id: int,
-    entry_id: int,
-    payload: bytes,
-    *,
-    last_add_confirmed: int = -1,
-    length: int | None = None,
-    digest_type: str = "CRC32C",
-    password: bytes = b"",
-) -> bytes:
-    """The bytes a bookie stores for one entry, as BookKeeper's ``DigestManager`` packs them.
-
-    ``length`` is the ledger's cumulative length including this entry (default: ``len(payload)``,
-    right for a ledger's first entry); ``password`` only matters for ``MAC``.
-    """
-    if length is None:
-        length = len(payload)
-    return _native.bookie_pack(
-        digest_type, password, ledger_id, entry_id, last_add_confirmed, length, payload
-    )
-
-
-def _entry(data: Any, t: tuple[int, int, int, int, int]) -> BookieEntry:
-    return BookieEntry(t[0], t[1], t[2], t[3], bytes(memoryview(data)[t[4] :]))
-
-
-def parse_bookie_entry(data: bytes, digest_type: str = "CRC32C") -> BookieEntry:
-    """Splits stored bytes without checking the digest."""
-    return _entry(data, _native.bookie_parse(data, digest_type))
-
-
-def verify_bookie_entry(
-    data: bytes,
-    digest_type: str = "CRC32C",
-    password: bytes = b"",
-    *,
-    ledger_id: int | None = None,
-    entry_id: int | None = None,
-) -> BookieEntry:
-    """Checks the digest (and the ids, when given) like ``verifyDigestAndReturnData``.
-
-    Raises :class:`DigestMismatchError` (a ``ChecksumMismatchError``; ``stored``/``computed`` are the
-    digest bytes) or ``CorruptEntryError`` for wrong ids or bytes too short for the header.
-    """
-    return _entry(data, _native.bookie_verify(data, digest_type, password, ledger_id, entry_id))
-
-
-def detect_digest_type(data: bytes, password: bytes | None = None) -> str | None:
-    """The digest type stored bytes verify with: CRC32C, CRC32, or MAC when ``password`` is given."""
-    return _native.bookie_detect_digest(data, password)
-
-
-def mac_key(password: bytes) -> bytes:
-    """SHA-1("mac" + password): the HMAC key of ``MAC`` digests."""
-    return _native.bookie_mac_key(password)
-
-
-def master_key(password: bytes) -> bytes:
-    """SHA-1("ledger" + password): the master key a bookie records per ledger."""
-    return _native.bookie_master_key(password)
-
-
-class BookieEntryPacker:
-    """Packs consecutive entries of one ledger like a ``LedgerHandle``: entry ids count up from
-    ``next_entry_id``, each entry's LAC is the previous entry id and ``length`` accumulates."""
-
-    def __init__(
-        self,
-        ledger_id: int,
-        digest_type: str = "CRC32C",
-        password: bytes = b"",
-        *,
-        next_entry_id: int = 0,
-        last_add_confirmed: int = -1,
-        length: int = 0,
-    ) -> None:
-        digest_length(digest_type)  # validates the name
-        self.ledger_id = ledger_id
-        self.digest_type = digest_type
-        self.password = password
-        self.next_entry_id = next_entry_id
-        self.last_add_confirmed = last_add_confirmed
-        self.length = length
-
-    def pack(self, payload: bytes) -> bytes:
-        out = self.pack_many([payload])
-        return out[0]
-
-    def pack_many(self, payloads: Sequence[bytes]) -> list[bytes]:
-        out = _native.bookie_pack_many(
-            self.digest_type,
-            self.password,
-            self.ledger_id,
-            self.next_entry_id,
-            self.last_add_confirmed,
-            self.length,
-            [bytes(p) for p in payloads],
-        )
-        if payloads:
-            self.next_entry_id += len(payloads)
-            self.last_add_confirmed = self.next_entry_id - 1
-            self.length += sum(len(p) for p in payloads)
-        return out
-
-
-# ------------------------------------------------------------------------------------------------
-# Reports
 
 
 @dataclass(frozen=True)
@@ -676,7 +540,7 @@ def scan_entry_logs(
     each scan issue (torn tail, corrupt region, bad header...) adds a row whose ``issue`` names its
     kind, ``offset``/``size`` locate it and the entry columns are null.
 
-    ``digest_type`` is one of :data:`DIGEST_TYPES` or ``"AUTO"`` (per ledger, the first of CRC32C,
+    ``digest_type`` is one of :data:`~pulsarkit.bookkeeper.digest.DIGEST_TYPES` or ``"AUTO"`` (per ledger, the first of CRC32C,
     CRC32 and MAC with ``password`` that verifies). Batches hold at most ``batch_rows`` rows and
     are cut once their payloads reach ``batch_bytes``.
 

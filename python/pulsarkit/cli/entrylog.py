@@ -1,17 +1,5 @@
-"""The ``pulsarkit`` command line.
-
-Subcommands register themselves with :func:`command`; each adds its arguments to an argparse
-subparser and returns an exit code::
-
-    @command("mytool", help="...")
-    def _mytool(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
-        p.add_argument(...)
-        return run
-
-Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage, 3 with ``--strict``
-when the data has problems (scan issues, digest mismatches).
-
-Entry-log commands (what ``bookkeeper shell readlog`` / ``readlogmetadata`` do one file at a time)::
+"""Entry-log commands: what ``bookkeeper shell readlog`` / ``readlogmetadata`` do, one file at a time
+there, over any number of files and directories here::
 
     pulsarkit readlog PATH...            [--json | --parquet FILE] [-l LEDGER] [-e ENTRY] [--decode] [-m]
     pulsarkit readlogmetadata PATH...    [--json | --parquet FILE] [--no-index]
@@ -27,156 +15,15 @@ import datetime as _dt
 import json
 import os
 import sys
-import time
-from collections.abc import Callable
 from typing import Any, TextIO
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_DATA_PROBLEMS = 3
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-Runner = Callable[[argparse.Namespace], int]
-_COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], Runner]]] = []
-
-
-def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], Runner]], Any]:
-    """Registers a subcommand: the decorated function configures its parser and returns the runner."""
-
-    def deco(fn: Callable[[argparse.ArgumentParser], Runner]) -> Callable[[argparse.ArgumentParser], Runner]:
-        _COMMANDS.append((name, help, fn))
-        return fn
-
-    return deco
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-
-    p = argparse.ArgumentParser(
-        prog="pulsarkit",
-        description="Apache Pulsar and BookKeeper storage formats: inspect, verify and convert.",
-    )
-    p.add_argument("--version", action="version", version=f"pulsarkit {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name, help_text, configure in _COMMANDS:
-        sp = sub.add_parser(name, help=help_text, description=help_text)
-        sp.set_defaults(_run=configure(sp))
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    run = getattr(args, "_run", None)
-    if run is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    from .errors import PulsarkitError
-
-    try:
-        return int(run(args) or 0)
-    except BrokenPipeError:
-        # The reader went away (`| head`): stop quietly, without a traceback at interpreter exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
-    except (OSError, PulsarkitError) as e:
-        print(f"pulsarkit {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
-
-
-# ------------------------------------------------------------------------------------------------
-# Progress on stderr
-
-
-class Progress:
-    """Byte progress on stderr: a rich bar when rich is installed, else one rewritten line.
-
-    ``enabled=None`` shows it only when stderr is a terminal."""
-
-    def __init__(
-        self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None
-    ) -> None:
-        self.stream = stream or sys.stderr
-        if enabled is None:
-            enabled = self.stream.isatty()
-        self.enabled = enabled
-        self.total = max(total, 1)
-        self.label = label
-        self._rich: Any = None
-        self._task: Any = None
-        self._last = 0.0
-        if not enabled:
-            return
-        if self.stream.isatty():
-            try:
-                from rich.console import Console
-                from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn
-                from rich.progress import Progress as RichProgress
-
-                self._rich = RichProgress(
-                    "[progress.description]{task.description}",
-                    BarColumn(),
-                    DownloadColumn(),
-                    TimeRemainingColumn(),
-                    console=Console(file=self.stream),
-                    transient=True,
-                )
-                self._rich.start()
-                self._task = self._rich.add_task(label, total=self.total)
-            except ImportError:
-                self._rich = None
-
-    def update(self, done: int, note: str = "") -> None:
-        if not self.enabled:
-            return
-        if self._rich is not None:
-            self._rich.update(
-                self._task, completed=min(done, self.total), description=f"{self.label} {note}".strip()
-            )
-            return
-        now = time.monotonic()
-        if now - self._last < 0.2 and done < self.total:
-            return
-        self._last = now
-        pct = 100.0 * min(done, self.total) / self.total
-        self.stream.write(f"\r{self.label}: {pct:5.1f}% ({done}/{self.total} bytes) {note}\x1b[K")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if not self.enabled:
-            return
-        if self._rich is not None:
-            self._rich.stop()
-        else:
-            self.update(self.total)
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _progress_arg(p: argparse.ArgumentParser) -> None:
-    g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--progress",
-        dest="progress",
-        action="store_true",
-        default=None,
-        help="always show progress on stderr",
-    )
-    g.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
-
-
-def _output_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--json", action="store_true", help="one JSON object per line on stdout")
-    g.add_argument("--parquet", metavar="FILE", help="write a Parquet file instead of printing")
-
-
-# ------------------------------------------------------------------------------------------------
-# readlog
+from .. import bulk
+from ..bookkeeper.entrylog import entry_log_schema, find_entry_logs, read_entry_log_metadata, scan_entry_logs
+from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, output_args, progress_arg
 
 
 def _fmt_time(ms: int | None) -> str:
@@ -190,8 +37,6 @@ def _fmt_time(ms: int | None) -> str:
 
 
 def _filter(batch: Any, args: argparse.Namespace) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     is_issue = pc.is_valid(batch.column("issue"))
     keep = None
@@ -216,7 +61,6 @@ def _filter(batch: Any, args: argparse.Namespace) -> Any:
 
 
 def _decode(batch: Any) -> Any:
-    from . import bulk
 
     d = bulk.decode_metadata(batch.column("payload"), verify_checksum=True)
     return {
@@ -258,15 +102,13 @@ def _readlog(p: argparse.ArgumentParser) -> Runner:
     p.add_argument(
         "--strict", action="store_true", help="exit 3 when a log has issues or a digest does not verify"
     )
-    _output_args(p)
-    _progress_arg(p)
+    output_args(p)
+    progress_arg(p)
     return _run_readlog
 
 
 def _run_readlog(args: argparse.Namespace) -> int:
-    import pyarrow as pa
 
-    from .entrylog import find_entry_logs, scan_entry_logs
 
     logs = find_entry_logs(args.paths)
     total = sum(os.path.getsize(p) for p, _ in logs)
@@ -300,8 +142,6 @@ def _run_readlog(args: argparse.Namespace) -> int:
                     cols.update(extra)
                     t = pa.RecordBatch.from_pydict(cols)
                     if writer is None:
-                        import pyarrow.parquet as pq
-
                         writer = pq.ParquetWriter(args.parquet, t.schema)
                     writer.write_batch(t)
                 elif args.json:
@@ -318,17 +158,12 @@ def _run_readlog(args: argparse.Namespace) -> int:
         if writer is not None:
             writer.close()
     if args.parquet and writer is None:
-        import pyarrow.parquet as pq
-
-        from .entrylog import entry_log_schema
-
         schema = entry_log_schema().append(pa.field("path", pa.string()))
         pq.write_table(schema.empty_table(), args.parquet)
     return EXIT_DATA_PROBLEMS if (args.strict and problems) else EXIT_OK
 
 
 def _count_problems(batch: Any) -> int:
-    import pyarrow.compute as pc
 
     issues = pc.sum(pc.is_valid(batch.column("issue")).cast("int64")).as_py() or 0
     bad = pc.sum(pc.equal(batch.column("digest_ok"), False).cast("int64")).as_py() or 0
@@ -408,15 +243,13 @@ def _readlogmetadata(p: argparse.ArgumentParser) -> Runner:
     p.add_argument(
         "--strict", action="store_true", help="exit 3 when a log needed a fallback scan that found issues"
     )
-    _output_args(p)
-    _progress_arg(p)
+    output_args(p)
+    progress_arg(p)
     return _run_readlogmetadata
 
 
 def _run_readlogmetadata(args: argparse.Namespace) -> int:
-    import pyarrow as pa
 
-    from .entrylog import find_entry_logs, read_entry_log_metadata
 
     logs = find_entry_logs(args.paths)
     total = sum(os.path.getsize(p) for p, _ in logs)
@@ -483,7 +316,6 @@ def _run_readlogmetadata(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.parquet:
-        import pyarrow.parquet as pq
 
         schema = pa.schema(
             [
@@ -503,10 +335,3 @@ def _run_readlogmetadata(args: argparse.Namespace) -> int:
 
 
 command("readlogmetadata", help="print the ledgers (id → bytes) of BookKeeper entry logs")(_readlogmetadata)
-
-
-# data-directory commands (ledgers, topics, messages, backlog, transactions, readjournal) register themselves
-from . import cli_datadir  # noqa: E402,F401
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,46 @@
+"""BookKeeper's storage: entry digests, entry logs, ``DbLedgerStorage`` and its RocksDB indexes."""
+
+from .digest import (
+    DIGEST_TYPES,
+    BookieEntry,
+    BookieEntryPacker,
+    detect_digest_type,
+    digest_length,
+    mac_key,
+    master_key,
+    pack_entry,
+    unpack_entry,
+)
+from .entrylog import (
+    EntryLogMetadata,
+    EntryLogReader,
+    EntryLogWriter,
+    ScanIssue,
+    find_entry_logs,
+    read_entry_log_metadata,
+    scan_entry_logs,
+)
+from .ledger_storage import DbLedgerStorage, RecoveryReport, SingleDirectoryDbLedgerStorage, TornTail
+
+__all__ = [
+    "DIGEST_TYPES",
+    "BookieEntry",
+    "BookieEntryPacker",
+    "DbLedgerStorage",
+    "EntryLogMetadata",
+    "EntryLogReader",
+    "EntryLogWriter",
+    "RecoveryReport",
+    "ScanIssue",
+    "SingleDirectoryDbLedgerStorage",
+    "TornTail",
+    "detect_digest_type",
+    "digest_length",
+    "find_entry_logs",
+    "mac_key",
+    "master_key",
+    "pack_entry",
+    "read_entry_log_metadata",
+    "scan_entry_logs",
+    "unpack_entry",
+]

@@ -1,0 +1,30 @@
+"""The broker's mechanisms over a managed ledger: the topic's publish and dispatch paths, message
+deduplication (PIP-6), broker entry metadata interceptors (PIP-70), seek by time and index, TTL."""
+
+from .dedup import DEDUPLICATION_CURSOR_NAME, MessageDeduplication, MessageDupStatus
+from .interceptors import (
+    INDEX_INTERCEPTOR,
+    TIMESTAMP_INTERCEPTOR,
+    AppendBrokerTimestampMetadataInterceptor,
+    AppendIndexMetadataInterceptor,
+    ManagedLedgerInterceptorImpl,
+    create_interceptors,
+    managed_ledger_interceptor,
+)
+from .topic import MessageId, PersistentTopic, PublishResult
+
+__all__ = [
+    "DEDUPLICATION_CURSOR_NAME",
+    "INDEX_INTERCEPTOR",
+    "TIMESTAMP_INTERCEPTOR",
+    "AppendBrokerTimestampMetadataInterceptor",
+    "AppendIndexMetadataInterceptor",
+    "ManagedLedgerInterceptorImpl",
+    "MessageDeduplication",
+    "MessageDupStatus",
+    "MessageId",
+    "PersistentTopic",
+    "PublishResult",
+    "create_interceptors",
+    "managed_ledger_interceptor",
+]

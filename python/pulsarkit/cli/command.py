@@ -1,0 +1,170 @@
+"""The ``pulsarkit`` command line: the subcommand registry, ``main`` and shared options.
+
+Subcommands register themselves with :func:`command`; each adds its arguments to an argparse
+subparser and returns the function that runs it::
+
+    @command("mytool", help="...")
+    def _mytool(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+        p.add_argument(...)
+        return run
+
+Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage, 3 with ``--strict``
+when the data has problems (scan issues, digest mismatches).
+"""
+
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from .. import __version__
+from ..errors import PulsarkitError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_DATA_PROBLEMS = 3
+
+Runner = Callable[[argparse.Namespace], int]
+_COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], Runner]]] = []
+
+
+def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], Runner]], Any]:
+    """Registers a subcommand: the decorated function configures its parser and returns the runner."""
+
+    def deco(fn: Callable[[argparse.ArgumentParser], Runner]) -> Callable[[argparse.ArgumentParser], Runner]:
+        _COMMANDS.append((name, help, fn))
+        return fn
+
+    return deco
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pulsarkit",
+        description="Apache Pulsar and BookKeeper storage formats: inspect, verify and convert.",
+    )
+    p.add_argument("--version", action="version", version=f"pulsarkit {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text, configure in _COMMANDS:
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.set_defaults(_run=configure(sp))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(run(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, without a traceback at interpreter exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except (OSError, PulsarkitError) as e:
+        print(f"pulsarkit {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+# ------------------------------------------------------------------------------------------------
+# Progress on stderr
+
+
+class Progress:
+    """Byte progress on stderr: a rich bar when rich is installed, else one rewritten line.
+
+    ``enabled=None`` shows it only when stderr is a terminal."""
+
+    def __init__(
+        self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None
+    ) -> None:
+        self.stream = stream or sys.stderr
+        if enabled is None:
+            enabled = self.stream.isatty()
+        self.enabled = enabled
+        self.total = max(total, 1)
+        self.label = label
+        self._rich: Any = None
+        self._task: Any = None
+        self._last = 0.0
+        if not enabled:
+            return
+        if self.stream.isatty():
+            try:
+                from rich.console import Console
+                from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn
+                from rich.progress import Progress as RichProgress
+
+                self._rich = RichProgress(
+                    "[progress.description]{task.description}",
+                    BarColumn(),
+                    DownloadColumn(),
+                    TimeRemainingColumn(),
+                    console=Console(file=self.stream),
+                    transient=True,
+                )
+                self._rich.start()
+                self._task = self._rich.add_task(label, total=self.total)
+            except ImportError:
+                self._rich = None
+
+    def update(self, done: int, note: str = "") -> None:
+        if not self.enabled:
+            return
+        if self._rich is not None:
+            self._rich.update(
+                self._task, completed=min(done, self.total), description=f"{self.label} {note}".strip()
+            )
+            return
+        now = time.monotonic()
+        if now - self._last < 0.2 and done < self.total:
+            return
+        self._last = now
+        pct = 100.0 * min(done, self.total) / self.total
+        self.stream.write(f"\r{self.label}: {pct:5.1f}% ({done}/{self.total} bytes) {note}\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if not self.enabled:
+            return
+        if self._rich is not None:
+            self._rich.stop()
+        else:
+            self.update(self.total)
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def progress_arg(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="always show progress on stderr",
+    )
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+
+
+def output_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="one JSON object per line on stdout")
+    g.add_argument("--parquet", metavar="FILE", help="write a Parquet file instead of printing")
+
+
+# ------------------------------------------------------------------------------------------------
+# readlog
+

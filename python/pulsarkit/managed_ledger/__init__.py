@@ -1,0 +1,25 @@
+"""Pulsar's managed ledger: positions, configuration, ledgers, cursors, retention trimming, the
+interceptor hook and the factory over a metadata store and a bookie."""
+
+from .ack_set import ack_set_for, bitset_from_words, bitset_words
+from .config import ManagedLedgerConfig, ledger_custom_metadata
+from .cursor import ManagedCursor
+from .factory import ManagedLedgerFactory, Store
+from .interceptor import ManagedLedgerInterceptor
+from .ledger import LedgerInfo, ManagedLedger
+from .position import Position
+
+__all__ = [
+    "LedgerInfo",
+    "ManagedCursor",
+    "ManagedLedger",
+    "ManagedLedgerConfig",
+    "ManagedLedgerFactory",
+    "ManagedLedgerInterceptor",
+    "Position",
+    "Store",
+    "ack_set_for",
+    "bitset_from_words",
+    "bitset_words",
+    "ledger_custom_metadata",
+]

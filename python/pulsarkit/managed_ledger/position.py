@@ -1,0 +1,92 @@
+"""Managed-ledger positions (``PositionImpl``) and sets of position ranges."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from ..errors import InvalidCursorPositionError
+
+LONG_MAX = 2**63 - 1
+
+
+class Position(NamedTuple):
+    """A managed-ledger position ``(ledger_id, entry_id)``, ordered like ``PositionImpl``."""
+
+    ledger_id: int
+    entry_id: int
+
+    def next(self) -> Position:
+        return Position(self.ledger_id, self.entry_id + 1)
+
+    def __str__(self) -> str:
+        return f"{self.ledger_id}:{self.entry_id}"
+
+
+Position.EARLIEST = Position(-1, -1)  # type: ignore[attr-defined]
+Position.LATEST = Position(LONG_MAX, LONG_MAX)  # type: ignore[attr-defined]
+
+
+def as_position(p: Any) -> Position:
+    if isinstance(p, Position):
+        return p
+    try:
+        lid, eid = p
+        return Position(int(lid), int(eid))
+    except (TypeError, ValueError):
+        raise InvalidCursorPositionError(f"not a position: {p!r}") from None
+
+
+class PositionRangeSet:
+    """Merged open-closed position ranges ``(lo, hi]`` (Guava ``RangeSet`` semantics): a cursor's
+    individually deleted entries."""
+
+    __slots__ = ("ranges",)
+
+    def __init__(self) -> None:
+        self.ranges: list[tuple[Position, Position]] = []
+
+    def add(self, lo: Position, hi: Position) -> None:
+        if hi <= lo:
+            return
+        keep, nlo, nhi = [], lo, hi
+        for a, b in self.ranges:
+            if a <= nhi and nlo <= b:  # connected (overlapping or touching)
+                nlo, nhi = min(a, nlo), max(b, nhi)
+            else:
+                keep.append((a, b))
+        bisect.insort(keep, (nlo, nhi))
+        self.ranges = keep
+
+    def contains(self, p: Position) -> bool:
+        return self.range_containing(p) is not None
+
+    def range_containing(self, p: Position) -> tuple[Position, Position] | None:
+        i = bisect.bisect_left(self.ranges, (p,)) - 1
+        for j in (i, i + 1):
+            if 0 <= j < len(self.ranges):
+                a, b = self.ranges[j]
+                if a < p <= b:
+                    return a, b
+        return None
+
+    def remove_at_most(self, p: Position) -> None:
+        out = []
+        for a, b in self.ranges:
+            if b <= p:
+                continue
+            out.append((max(a, p), b))
+        self.ranges = out
+
+    def clear(self) -> None:
+        self.ranges = []
+
+    def __bool__(self) -> bool:
+        return bool(self.ranges)
+
+    def __iter__(self) -> Iterator[tuple[Position, Position]]:
+        return iter(list(self.ranges))
+
+
+__all__ = ["LONG_MAX", "Position", "PositionRangeSet", "as_position"]

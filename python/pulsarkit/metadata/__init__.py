@@ -1,0 +1,35 @@
+"""Pulsar's metadata store (RocksDB, Pulsar's paths and protobuf values)."""
+
+from .store import (
+    LEDGERS_ROOT,
+    MANAGED_LEDGERS_ROOT,
+    MetadataStore,
+    Stat,
+    cursor_path,
+    decode_meta_value,
+    encode_meta_value,
+    ledger_id_from_path,
+    ledger_path,
+    managed_ledger_path,
+    parse_ledger_metadata,
+    parse_managed_cursor_info,
+    parse_managed_ledger_info,
+    serialize_ledger_metadata,
+)
+
+__all__ = [
+    "LEDGERS_ROOT",
+    "MANAGED_LEDGERS_ROOT",
+    "MetadataStore",
+    "Stat",
+    "cursor_path",
+    "decode_meta_value",
+    "encode_meta_value",
+    "ledger_id_from_path",
+    "ledger_path",
+    "managed_ledger_path",
+    "parse_ledger_metadata",
+    "parse_managed_cursor_info",
+    "parse_managed_ledger_info",
+    "serialize_ledger_metadata",
+]
