@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Self, Union
 
+import pyarrow as pa
+
 from .. import _native
 from ..errors import DigestMismatchError
 
@@ -513,8 +515,6 @@ class EntryLogScan:
 
     def read_all(self) -> Any:
         """Everything as one ``pyarrow.Table``."""
-        import pyarrow as pa
-
         return pa.Table.from_batches(list(self), schema=self.schema)
 
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .. import __version__
+from .._native import __version__
 from ..errors import PulsarkitError
 
 EXIT_OK = 0

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..bookkeeper.entrylog import entry_log_schema, find_entry_logs, scan_entry_logs
+from .transforms import explode_messages
 
 FORMAT_NAME = "pulsarkit-entrylog"
 
@@ -102,8 +103,6 @@ def read_messages(spark: Any, paths: str | list[str], digest_type: str = "CRC32C
     """Every message stored in the entry logs under ``paths``: entries scanned, digests verified,
     broker entry metadata peeked, batches decompressed and exploded, one row per message with its
     ``log_id``, ``ledger_id`` and ``entry_id``."""
-    from .transforms import explode_messages
-
     entries = read_entries(spark, paths, digest_type).where("issue IS NULL AND error IS NULL")
     return explode_messages(entries.select("log_id", "ledger_id", "entry_id", "payload"), "payload",
                             keep=["log_id", "ledger_id", "entry_id"], **kw)

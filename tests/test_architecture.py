@@ -1,0 +1,78 @@
+"""The package's shape (ARCHITECTURE.md): the layer contract, imports at module level only, no module
+importing the package root, and a README that names the layers the code has."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PKG = REPO / "python" / "pulsarkit"
+#: Third-party packages that are optional extras; only these may be imported inside functions.
+OPTIONAL = {"pyspark", "pandas", "rich", "tqdm", "pulsar"}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PKG.rglob("*.py"))
+
+
+def _type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def test_layer_contract_holds() -> None:
+    """import-linter's ``layers`` contract from pyproject.toml."""
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert exe, "import-linter is a test dependency (scripts/requirements-test.txt)"
+    proc = subprocess.run([exe, str(REPO / "pyproject.toml")], cwd=REPO / "python", capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 kept, 0 broken" in proc.stdout
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PKG)))
+def test_imports_are_at_module_level(path: Path) -> None:
+    """No function-level imports, except of optional third-party packages (pyspark, pandas, ...)."""
+    tree = ast.parse(path.read_text(), str(path))
+    top = {id(n) for n in tree.body}
+    for n in tree.body:
+        if _type_checking_block(n):
+            top.update(id(c) for c in ast.walk(n))
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if node.__class__ is ast.ImportFrom and node.level:
+                bad.append(f"line {node.lineno}: relative import inside a function")
+            elif any(n.split(".")[0] not in OPTIONAL for n in names):
+                bad.append(f"line {node.lineno}: import of {names} inside a function")
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PKG)))
+def test_no_module_imports_the_package_root(path: Path) -> None:
+    """Only the native module is taken from the root (it is not Python source, so the layer
+    contract sees it as the root); anything else from the root would hide a layer violation."""
+    tree = ast.parse(path.read_text(), str(path))
+    rel = path.relative_to(PKG)
+    depth = len(rel.parts) - 1  # packages between the root and this module
+    if path.name == "__init__.py" and depth == 0:
+        return
+    submodules = {p.stem for p in PKG.iterdir() if p.suffix == ".py"} | {p.name for p in PKG.iterdir() if p.is_dir()}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == depth + 1 and not node.module:
+            names = {a.name for a in node.names}
+            assert names <= submodules | {"_native"}, f"line {node.lineno}: {names - submodules} from the package root"
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "pulsarkit":
+            pytest.fail(f"line {node.lineno}: absolute import of the package root")
+
+
+def test_architecture_md_names_every_subpackage() -> None:
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    subpackages = sorted(p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    missing = [s for s in subpackages if f"{s}/" not in text]
+    assert not missing, f"ARCHITECTURE.md does not describe {missing}"
