@@ -2,7 +2,9 @@ import os
 import shutil
 import sys
 
+import pulsarkit as pk
 import pytest
+from helpers import Clock
 
 IN_CI = os.environ.get("CI") == "true"
 
@@ -48,3 +50,24 @@ def spark():
         session.sparkContext.setLogLevel("ERROR")
         yield session
         session.stop()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(tmp_path, clock):
+    """An embedded store (managed-ledger factory) under a temporary directory, on the test clock."""
+    s = pk.Store.open(tmp_path / "data", clock=clock)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """A synthetic Pulsar data directory (tests/datadir_fixtures.py) and what was written to it."""
+    from datadir_fixtures import build_synthetic
+
+    return build_synthetic(tmp_path_factory)

@@ -20,7 +20,6 @@ from datadir_fixtures import (
     TXN_TOPIC,
     _md,
     batched,
-    build_synthetic,
     file_hashes,
     pack_bookie_entry,
     tmp_copies,
@@ -38,11 +37,6 @@ from pulsarkit.analysis.messages import (
 )
 
 ORDERS_PENDING_ACK = "persistent://public/default/orders-sub-none__transaction_pending_ack"
-
-
-@pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    return build_synthetic(tmp_path_factory)
 
 
 # ------------------------------------------------------------------------------ tests

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pulsarkit import _native
-from pulsarkit.proto import BaseCommand, BrokerEntryMetadata, MessageMetadata
+from pulsarkit.proto import BaseCommand, BrokerEntryMetadata
 
 CODECS = ["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]
 U64 = 2**64

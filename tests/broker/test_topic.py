@@ -5,28 +5,12 @@ import itertools
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.broker import DEDUPLICATION_CURSOR_NAME, MessageDupStatus
+from helpers import Clock
+from pulsarkit.broker import DEDUPLICATION_CURSOR_NAME, MessageDupStatus, PersistentTopic
 from pulsarkit.broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.managed_ledger import ManagedLedgerConfig
-from pulsarkit.managed_ledger import Store
-from pulsarkit.broker import PersistentTopic
 
 TOPIC = "public/default/persistent/orders"
-
-
-class Clock:
-    def __init__(self, t=1_700_000_000_000):
-        self.t = t
-
-    def __call__(self):
-        return self.t
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(tmp_path / "data", sync=False)
-    yield s
-    s.close()
 
 
 def batch(producer, seq, n, publish_time=1000):

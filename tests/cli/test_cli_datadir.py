@@ -7,15 +7,9 @@ import shutil
 
 import pyarrow.parquet as pq
 import pytest
-from datadir_fixtures import build_synthetic
 from pulsarkit.cli import main
 
 ORDERS = "persistent://public/default/orders"
-
-
-@pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    return build_synthetic(tmp_path_factory)
 
 
 def run(capsys, *argv):

@@ -4,11 +4,11 @@ receipt, and a real consumer receives each message once, with the broker's index
 
 import pulsarkit as pk
 import pytest
+from pulsarkit.broker import PersistentTopic
 from pulsarkit.broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.managed_ledger import Store
 from pulsarkit.testing import FakeBroker
 from pulsarkit.testing.fake_broker import BrokerError
-from pulsarkit.broker import PersistentTopic
 
 pulsar = pytest.importorskip("pulsar", reason="pulsar-client is not installed (pip install pulsar-client)")
 

@@ -12,9 +12,8 @@ from collections import Counter
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.managed_ledger import ManagedLedgerConfig
-from pulsarkit.managed_ledger import Store
 from pulsarkit.broker import PersistentTopic
+from pulsarkit.managed_ledger import ManagedLedgerConfig, Store
 
 RUNS = 1000
 SEED = 20261121

@@ -23,29 +23,9 @@ from pulsarkit.proto import (
 NAME = "public/default/persistent/orders"
 
 
-class Clock:
-    def __init__(self, t: int = 1_700_000_000_000) -> None:
-        self.t = t
-
-    def __call__(self) -> int:
-        return self.t
-
-
 def cfg(**kw) -> ManagedLedgerConfig:
     kw.setdefault("minimum_rollover_time_ms", 0)
     return ManagedLedgerConfig(**kw)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def store(tmp_path, clock):
-    s = pk.Store.open(tmp_path / "data", clock=clock)
-    yield s
-    s.close()
 
 
 def reopen(store: pk.Store, path, clock) -> pk.Store:

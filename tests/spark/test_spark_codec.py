@@ -7,7 +7,6 @@ import sys
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from conftest import IN_CI, require_tool
 
 pytestmark = pytest.mark.spark
 
