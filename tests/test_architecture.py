@@ -29,7 +29,7 @@ def test_layer_contract_holds() -> None:
     """import-linter's ``layers`` contract from pyproject.toml."""
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     assert exe, "import-linter is a test dependency (scripts/requirements-test.txt)"
-    proc = subprocess.run([exe, str(REPO / "pyproject.toml")], cwd=REPO / "python", capture_output=True, text=True)
+    proc = subprocess.run([exe, "--no-cache", str(REPO / "pyproject.toml")], cwd=REPO / "python", capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 kept, 0 broken" in proc.stdout
 

@@ -26,7 +26,7 @@ from datadir_fixtures import (
     txn_record,
 )
 from pulsarkit.analysis.backlog import backlog_table, iter_backlog
-from pulsarkit.analysis.datadir import DataDirError, Position, open_data_dir, scan_journal
+from pulsarkit.analysis.datadir import DataDirError, Position, open_data_dir
 from pulsarkit.analysis.messages import (
     decode_txn_log_entry,
     iter_messages,
@@ -35,6 +35,7 @@ from pulsarkit.analysis.messages import (
     read_messages,
     transactions,
 )
+from pulsarkit.bookkeeper.journal import scan_journal
 
 ORDERS_PENDING_ACK = "persistent://public/default/orders-sub-none__transaction_pending_ack"
 

@@ -464,7 +464,10 @@ def test_killed_writer_never_loses_flushed_entries(tmp_path: Path) -> None:
             e = digest.unpack_entry(rec.data, ledger_id=rec.ledger_id, entry_id=rec.entry_id)
             assert e.payload == b"m%06d" % rec.entry_id * 20
             found.setdefault(rec.ledger_id, set()).add(rec.entry_id)
-        assert all(i.kind in ("torn_tail", "zero_tail") for i in s.summary.issues), s.summary.issues
+        # A kill right after a rotation can leave the new log shorter than its header: reported, and
+        # it holds nothing (nothing in it was ever acknowledged).
+        allowed = ("torn_tail", "zero_tail") + (("truncated_header",) if s.summary.records == 0 else ())
+        assert all(i.kind in allowed for i in s.summary.issues), s.summary.issues
     for lid, (n, loc) in acked.items():
         assert set(range(n)) <= found[lid], f"ledger {lid} lost flushed entries"
         assert digest.unpack_entry(reader.read(loc, lid, n - 1), verify=False).entry_id == n - 1

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from ..bookkeeper import digest as bookie_digest
 from ..bookkeeper import entrylog, key_value_storage
+from ..bookkeeper.journal import JournalRecord, journal_files, last_mark, scan_journal
 from ..errors import MetadataStoreError, PulsarkitError
 from ..managed_ledger.factory import Store
 from ..metadata.store import (
@@ -63,10 +64,6 @@ COMPACTION_CURSOR = "__compaction"
 COMPACTED_LEDGER_PROPERTY = "CompactedTopicLedger"
 
 # Journal (BookKeeper ``JournalChannel``/``Journal.scanJournal``).
-_JOURNAL_MAGIC = b"BKLG"
-_JOURNAL_HEADER_V5 = 512
-_PADDING_MASK = -0x100
-_META_ENTRY_IDS = (-0x1000, -0x2000, -0x4000, -0x8000)
 
 
 class DataDirError(PulsarkitError):
@@ -389,115 +386,6 @@ class _BookieDir:
                     self.locations.setdefault(r.ledger_id, {})[r.entry_id] = r.location
 
 
-@dataclass
-class _JournalEntry:
-    data: bytes
-    path: str
-    offset: int
-
-
-def _last_mark(dirs: Sequence[Path], name: str = "lastMark") -> tuple[int, int] | None:
-    """The bookie's ``lastMark`` (journal id, offset): journal bytes before it are in ledger storage.
-    With several journal directories, journal ``i`` has its own ``lastMark.i``."""
-    marks = []
-    for d in dirs:
-        f = d / name
-        try:
-            raw = f.read_bytes()
-        except OSError:
-            continue
-        if len(raw) >= 16:
-            marks.append(struct.unpack(">qq", raw[:16]))
-    return max(marks) if marks else None  # LastLogMark.readLog keeps the newest mark of all ledger dirs
-
-
-def scan_journal(
-    path: PathLike, start: int | None = None
-) -> tuple[list[tuple[int, int, int, bytes]], list[Issue], int]:
-    """Records of one ``<hex>.txn`` journal: ``[(offset, ledger_id, entry_id, record)]``, issues, version.
-
-    Follows ``Journal.scanJournal``: a zero length ends the journal (preallocated tail), padding
-    records (V5+) are skipped, a record cut by the end of the file is a torn tail (reported)."""
-    p = str(path)
-    data = Path(p).read_bytes()
-    issues: list[Issue] = []
-    if len(data) < 8:
-        return (
-            [],
-            [Issue("torn_journal_header", p, 0, f"{len(data)} bytes, shorter than the journal header")],
-            0,
-        )
-    if data[:4] == _JOURNAL_MAGIC:
-        version = struct.unpack_from(">i", data, 4)[0]
-        pos = _JOURNAL_HEADER_V5 if version >= 5 else 8
-    else:
-        version, pos = 1, 0  # V1 journals have no header
-    if start is not None and start > pos:
-        pos = start
-    out = []
-    n = len(data)
-    while pos + 4 <= n:
-        rec_off = pos
-        length = struct.unpack_from(">i", data, pos)[0]
-        pos += 4
-        if length == 0:
-            break
-        padding = False
-        if length < 0:
-            if length == _PADDING_MASK and version >= 5:
-                if pos + 4 > n:
-                    issues.append(
-                        Issue("torn_journal_tail", p, rec_off, "padding record cut by the end of the file")
-                    )
-                    break
-                length = struct.unpack_from(">i", data, pos)[0]
-                pos += 4
-                if length == 0:
-                    continue
-                padding = True
-            else:
-                issues.append(Issue("corrupt_journal_record", p, rec_off, f"negative record length {length}"))
-                break
-        if pos + length > n:
-            issues.append(
-                Issue(
-                    "torn_journal_tail",
-                    p,
-                    rec_off,
-                    f"record of {length} bytes cut by the end of the file ({n - pos} bytes left)",
-                )
-            )
-            break
-        rec = data[pos : pos + length]
-        pos += length
-        if padding:
-            continue
-        if len(rec) < 16:
-            issues.append(
-                Issue(
-                    "corrupt_journal_record", p, rec_off, f"record of {len(rec)} bytes has no ledger/entry id"
-                )
-            )
-            continue
-        lid, eid = _KEY.unpack_from(rec)
-        out.append((rec_off, lid, eid, rec))
-    return out, issues, version
-
-
-def _journal_files(dirs: Sequence[Path]) -> list[tuple[int, Path]]:
-    out = []
-    for d in dirs:
-        if not d.is_dir():
-            continue
-        for f in d.iterdir():
-            if f.suffix == ".txn":
-                try:
-                    out.append((int(f.stem, 16), f))
-                except ValueError:
-                    continue
-    return sorted(out)
-
-
 # -------------------------------------------------------------------------------- data dir
 
 
@@ -613,14 +501,14 @@ class DataDir:
 
     def _load_journal(self) -> None:
         """Entries the bookie would replay from its journal (after ``lastMark``) that ledger storage lacks."""
-        self.journal: dict[int, dict[int, _JournalEntry]] = {}
+        self.journal: dict[int, dict[int, JournalRecord]] = {}
         currents = [self._current(d) for d in self.ledger_dirs]
         jdirs = [self._current(d) for d in self.journal_dirs]
         self.journal_files = []
         work = []
         for i, jd in enumerate(jdirs):
-            mark = _last_mark(currents, "lastMark" if len(jdirs) == 1 else f"lastMark.{i}")
-            for jid, f in _journal_files([jd]):
+            mark = last_mark(currents, "lastMark" if len(jdirs) == 1 else f"lastMark.{i}")
+            for jid, f in journal_files([jd]):
                 self.journal_files.append(str(f))
                 work.append((mark, jid, f))
         for mark, jid, f in work:
@@ -633,11 +521,10 @@ class DataDir:
                 self._issue(Issue("unreadable_journal", str(f), None, str(e)))
                 continue
             for i in issues:
-                self._issue(i)
-            for off, lid, eid, rec in records:
-                if eid < 0 or eid in _META_ENTRY_IDS:
-                    continue
-                self.journal.setdefault(lid, {})[eid] = _JournalEntry(rec, str(f), off)
+                self._issue(Issue(*i))
+            for r in records:
+                if r.entry_id >= 0:
+                    self.journal.setdefault(r.ledger_id, {})[r.entry_id] = r
 
     # -- ledgers ---------------------------------------------------------------------------
 

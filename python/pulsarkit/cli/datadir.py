@@ -28,8 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..analysis.backlog import iter_backlog
-from ..analysis.datadir import DataDirError, open_data_dir, scan_journal, topic_dict
+from ..analysis.datadir import DataDirError, open_data_dir, topic_dict
 from ..analysis.messages import ledger_entries, message_batches, message_schema, read_messages, transactions
+from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from .command import EXIT_DATA_PROBLEMS, EXIT_OK, EXIT_USAGE, Progress, Runner, command, progress_arg
 
 _FORMATS_TABLE = ("table", "json", "parquet")
@@ -397,18 +398,13 @@ def _readjournal(p: argparse.ArgumentParser) -> Runner:
                     f"Scan journal {int(f.stem, 16) if _hex(f.stem) else f.stem} ({f.name}), "
                     f"journal version {version}"
                 )
-            for off, lid, eid, rec in records:
+            for _, off, lid, eid, rec in records:
                 if args.ledger is not None and lid != args.ledger:
                     continue
                 kind = (
                     "DATA"
                     if eid >= 0
-                    else {
-                        -0x1000: "MASTER_KEY",
-                        -0x2000: "FENCE",
-                        -0x4000: "FORCE_LEDGER",
-                        -0x8000: "EXPLICIT_LAC",
-                    }.get(eid, "META")
+                    else META_ENTRY_KINDS.get(eid, "META")
                 )
                 lac = int.from_bytes(rec[16:24], "big", signed=True) if eid >= 0 and len(rec) >= 24 else None
                 if args.json:
