@@ -28,7 +28,6 @@ from datadir_fixtures import (
 from pulsarkit.analysis.backlog import backlog_table, iter_backlog
 from pulsarkit.analysis.datadir import DataDirError, Position, open_data_dir
 from pulsarkit.analysis.messages import (
-    decode_txn_log_entry,
     iter_messages,
     ledger_entries,
     messages_table,
@@ -36,6 +35,7 @@ from pulsarkit.analysis.messages import (
     transactions,
 )
 from pulsarkit.bookkeeper.journal import scan_journal
+from pulsarkit.codec.txn import decode_txn_log_entry
 
 ORDERS_PENDING_ACK = "persistent://public/default/orders-sub-none__transaction_pending_ack"
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..codec.txn import decode_pending_ack_entry
 from ..errors import PulsarkitError
 from .datadir import PENDING_ACK_SUFFIX, Cursor, DataDir, DataDirError, Issue, Position
-from .messages import decode_pending_ack_entry, iter_messages, message_batches, message_schema
+from .messages import iter_messages, message_batches, message_schema
 
 _MASK64 = (1 << 64) - 1
 _ACK, _COMMIT, _ABORT = 1, 2, 3

@@ -20,7 +20,6 @@ is one record.
 from __future__ import annotations
 
 import base64
-import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,150 +29,20 @@ from google.protobuf.json_format import MessageToDict
 
 from ..codec.chunks import ChunkAssembler
 from ..codec.entry import Entry
+from ..codec.raw_message import decode_compacted_entry
+from ..codec.txn import (
+    MARKER_TYPES,
+    TXN_ABORT_MARKER,
+    TXN_COMMIT_MARKER,
+    TXN_STATUS,
+    decode_pending_ack_entry,
+    decode_txn_log_entry,
+)
 from ..errors import PulsarkitError
-from ..proto import MessageIdData, PositionInfo
+from ..proto import PositionInfo
 from .datadir import DataDir, DataDirError, Issue, Position, ml_kind, ml_to_topic, partition_of
 
-#: TxnStatus of PulsarTransactionMetadata.proto.
-TXN_STATUS = {0: "OPEN", 1: "COMMITTING", 2: "COMMITTED", 3: "ABORTING", 4: "ABORTED"}
-#: MarkerType of PulsarApi.proto.
-MARKER_TYPES = {
-    10: "REPLICATED_SUBSCRIPTION_SNAPSHOT_REQUEST",
-    11: "REPLICATED_SUBSCRIPTION_SNAPSHOT_RESPONSE",
-    12: "REPLICATED_SUBSCRIPTION_SNAPSHOT",
-    13: "REPLICATED_SUBSCRIPTION_UPDATE",
-    20: "TXN_COMMITTING",
-    21: "TXN_COMMIT",
-    22: "TXN_ABORT",
-}
-_TXN_COMMIT, _TXN_ABORT = 21, 22
-_BATCHED_PREFIX = b"\x0e\x01"
 TXN_MODES = ("committed", "all")
-
-
-# ------------------------------------------------------------------------ txn-log entries
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise PulsarkitError(f"truncated varint at offset {pos}")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
-def _pb_fields(buf: bytes) -> Iterator[tuple[int, Any]]:
-    """(field number, value) of a protobuf message: ints for varints/fixed, bytes for length-delimited."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        fno, wt = key >> 3, key & 7
-        if wt == 0:
-            v, pos = _varint(buf, pos)
-        elif wt == 2:
-            n, pos = _varint(buf, pos)
-            if pos + n > len(buf):
-                raise PulsarkitError(f"field {fno}: {n} bytes at offset {pos} exceed the message")
-            v, pos = buf[pos : pos + n], pos + n
-        elif wt == 1:
-            v, pos = struct.unpack_from("<q", buf, pos)[0], pos + 8
-        elif wt == 5:
-            v, pos = struct.unpack_from("<i", buf, pos)[0], pos + 4
-        else:
-            raise PulsarkitError(f"unsupported wire type {wt} at offset {pos}")
-        yield fno, v
-
-
-def _txn_metadata_entry(buf: bytes) -> dict[str, Any]:
-    """``TransactionMetadataEntry`` (PulsarTransactionMetadata.proto) as a dict."""
-    d: dict[str, Any] = {
-        "op": 0,
-        "least_bits": 0,
-        "most_bits": 0,
-        "expected_status": None,
-        "new_status": None,
-        "partitions": [],
-        "subscriptions": [],
-        "timeout_ms": None,
-        "start_time": None,
-        "last_modification_time": None,
-    }
-    names = {
-        1: "op",
-        2: "least_bits",
-        3: "most_bits",
-        4: "expected_status",
-        5: "new_status",
-        8: "timeout_ms",
-        9: "start_time",
-        10: "last_modification_time",
-        11: "max_local_txn_id",
-    }
-    for fno, v in _pb_fields(buf):
-        if fno in names:
-            d[names[fno]] = v
-        elif fno == 6:
-            d["partitions"].append(bytes(v).decode("utf-8", "replace"))
-        elif fno == 7:
-            sub = {1: "topic", 2: "subscription"}
-            d["subscriptions"].append(
-                {sub[f]: bytes(x).decode("utf-8", "replace") for f, x in _pb_fields(v) if f in sub}
-            )
-        elif fno == 12:
-            d["owner"] = bytes(v).decode("utf-8", "replace")
-    return d
-
-
-def decode_txn_log_entry(data: bytes) -> list[dict[str, Any]]:
-    """The ``TransactionMetadataEntry`` records of one coordinator-log entry: a PIP-160 batch
-    (``0x0e01 0x0001`` + ``BatchedTransactionMetadataEntry``) or a single record."""
-    try:
-        if data[:2] == _BATCHED_PREFIX and len(data) >= 4:
-            return [_txn_metadata_entry(bytes(v)) for f, v in _pb_fields(data[4:]) if f == 1]
-        return [_txn_metadata_entry(data)]
-    except (PulsarkitError, struct.error, IndexError) as e:
-        raise PulsarkitError(f"not a transaction-log entry: {e}") from None
-
-
-def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
-    """The ``PendingAckMetadataEntry`` records of one pending-ack store entry (batched or single)."""
-
-    def one(buf: bytes) -> dict[str, Any]:
-        d: dict[str, Any] = {"op": None, "ack_type": None, "least_bits": 0, "most_bits": 0, "positions": []}
-        for fno, v in _pb_fields(buf):
-            if fno == 1:
-                d["op"] = v
-            elif fno == 2:
-                d["ack_type"] = v
-            elif fno == 3:
-                d["least_bits"] = v
-            elif fno == 4:
-                d["most_bits"] = v
-            elif fno == 5:
-                p: dict[str, Any] = {"ack_set": []}
-                for f2, x in _pb_fields(v):
-                    if f2 == 1:
-                        p["ledger_id"] = x
-                    elif f2 == 2:
-                        p["entry_id"] = x
-                    elif f2 == 3:
-                        p["ack_set"].append(x - (1 << 64) if x >> 63 else x)
-                    elif f2 == 4:
-                        p["batch_size"] = x
-                d["positions"].append(p)
-        return d
-
-    try:
-        if data[:2] == _BATCHED_PREFIX and len(data) >= 4:
-            return [one(bytes(v)) for f, v in _pb_fields(data[4:]) if f == 1]
-        return [one(data)]
-    except (PulsarkitError, struct.error, IndexError) as e:
-        raise PulsarkitError(f"not a pending-ack entry: {e}") from None
 
 
 @dataclass
@@ -314,7 +183,7 @@ def _markers(dd: DataDir, ml: str) -> tuple[dict[tuple[int, int], str], dict[tup
         key = _entry_txn(md)
         if key is None:
             continue
-        if md.HasField("marker_type") and md.marker_type in (_TXN_COMMIT, _TXN_ABORT):
+        if md.HasField("marker_type") and md.marker_type in (TXN_COMMIT_MARKER, TXN_ABORT_MARKER):
             out[key] = MARKER_TYPES[md.marker_type]
         elif not md.marker_type:
             used.setdefault(key, pos)
@@ -656,26 +525,6 @@ def transactions_table(dd: DataDir) -> Any:
 
 
 # ------------------------------------------------------------------- any ledger, by its kind
-
-
-def decode_compacted_entry(data: bytes) -> tuple[Any, bytes]:
-    """A compacted-ledger entry (``RawMessage.serialize``): ``[int idSize][MessageIdData][int size][entry]``;
-    returns ``(MessageIdData, entry bytes)``."""
-
-    if len(data) < 4:
-        raise PulsarkitError(f"compacted entry of {len(data)} bytes has no id size")
-    n = struct.unpack_from(">i", data)[0]
-    if n < 0 or 4 + n + 4 > len(data):
-        raise PulsarkitError(f"compacted entry: id size {n} at offset 0 exceeds the {len(data)} bytes")
-    mid = MessageIdData()
-    mid.ParseFromString(data[4 : 4 + n])
-    size = struct.unpack_from(">i", data, 4 + n)[0]
-    start = 8 + n
-    if size < 0 or start + size > len(data):
-        raise PulsarkitError(
-            f"compacted entry: size {size} at offset {4 + n} exceeds the {len(data) - start} bytes left"
-        )
-    return mid, data[start : start + size]
 
 
 def _entry_summary(data: bytes) -> dict[str, Any]:
