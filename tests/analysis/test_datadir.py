@@ -26,7 +26,7 @@ from datadir_fixtures import (
     txn_record,
 )
 from pulsarkit.analysis.backlog import backlog_table, iter_backlog
-from pulsarkit.analysis.datadir import DataDirError, Position, open_data_dir
+from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import (
     iter_messages,
     ledger_entries,
@@ -34,8 +34,10 @@ from pulsarkit.analysis.messages import (
     read_messages,
     transactions,
 )
+from pulsarkit.analysis.records import DataDirError
 from pulsarkit.bookkeeper.journal import scan_journal
 from pulsarkit.codec.txn import decode_txn_log_entry
+from pulsarkit.managed_ledger import Position
 
 ORDERS_PENDING_ACK = "persistent://public/default/orders-sub-none__transaction_pending_ack"
 

@@ -20,8 +20,11 @@ import pyarrow as pa
 
 from ..codec.txn import decode_pending_ack_entry
 from ..errors import PulsarkitError
-from .datadir import PENDING_ACK_SUFFIX, Cursor, DataDir, DataDirError, Issue, Position
+from ..managed_ledger.position import Position
+from .datadir import DataDir
 from .messages import iter_messages, message_batches, message_schema
+from .records import Cursor, DataDirError, Issue
+from .topic_name import PENDING_ACK_SUFFIX
 
 _MASK64 = (1 << 64) - 1
 _ACK, _COMMIT, _ABORT = 1, 2, 3

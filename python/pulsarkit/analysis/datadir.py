@@ -23,20 +23,19 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import urllib.parse
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 
 from ..bookkeeper import digest as bookie_digest
-from ..bookkeeper import entrylog, key_value_storage
 from ..bookkeeper.journal import JournalRecord, journal_files, last_mark, scan_journal
 from ..errors import MetadataStoreError, PulsarkitError
+from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.factory import Store
+from ..managed_ledger.position import Position
 from ..metadata.store import (
     decode_meta_value,
     ledger_id_from_path,
@@ -44,346 +43,32 @@ from ..metadata.store import (
     parse_managed_cursor_info,
     parse_managed_ledger_info,
 )
-from ..proto import LedgerData, PositionInfo
+from ..proto import PositionInfo
+from .bookie_dir import BookieDir, find_layout, read_rocksdb
+from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic
+from .topic_name import (
+    COMPACTED_LEDGER_PROPERTY,
+    COMPACTION_CURSOR,
+    SYSTEM_CURSORS,
+    is_system_topic,
+    ml_kind,
+    ml_to_topic,
+    partition_of,
+    topic_to_ml,
+)
+
+
+def _digest_name(md: Any) -> str:
+    if not md.HasField("digestType"):
+        return "CRC32C"
+    try:
+        return bookie_digest.digest_type_name(md.digestType)
+    except PulsarkitError:
+        return "CRC32C"
 
 PathLike = str | os.PathLike[str]
 
-_KEY = struct.Struct(">qq")
-_LONG = struct.Struct(">q")
-_MASK64 = (1 << 64) - 1
-_DIGESTS = {1: "CRC32", 2: "MAC", 3: "CRC32C", 4: "DUMMY"}
 _STATES = {1: "OPEN", 2: "IN_RECOVERY", 3: "CLOSED"}
-
-#: Ledger kinds (``Ledger.kind``).
-KINDS = ("topic", "cursor", "schema", "compacted", "transaction_log", "pending_ack", "deleted", "unknown")
-TXN_LOG_PREFIX = "pulsar/system/persistent/__transaction_log_"
-PENDING_ACK_SUFFIX = "__transaction_pending_ack"
-#: Cursors the broker keeps for itself (not subscriptions a user created).
-SYSTEM_CURSORS = ("pulsar.dedup", "__compaction", "transaction.subscription", "__pending_ack_state")
-COMPACTION_CURSOR = "__compaction"
-COMPACTED_LEDGER_PROPERTY = "CompactedTopicLedger"
-
-# Journal (BookKeeper ``JournalChannel``/``Journal.scanJournal``).
-
-
-class DataDirError(PulsarkitError):
-    """A data directory could not be read (or, with ``strict``, part of it); names the file and offset."""
-
-    def __init__(
-        self, message: str, path: str | None = None, offset: int | None = None, reason: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.offset = offset
-        #: The cause alone, without the file and offset the message starts with.
-        self.reason = reason or message
-
-
-@dataclass(frozen=True)
-class Issue:
-    """Bytes that could not be read: what, where (file and offset), and which entry if known."""
-
-    kind: str
-    path: str
-    offset: int | None
-    message: str
-    ledger_id: int | None = None
-    entry_id: int | None = None
-
-    def __str__(self) -> str:
-        at = f" at offset {self.offset}" if self.offset is not None else ""
-        ent = f" (ledger {self.ledger_id} entry {self.entry_id})" if self.ledger_id is not None else ""
-        return f"{self.kind}: {self.path}{at}{ent}: {self.message}"
-
-    def error(self) -> DataDirError:
-        return DataDirError(str(self), self.path, self.offset)
-
-
-class Position(NamedTuple):
-    ledger_id: int
-    entry_id: int
-
-    def __str__(self) -> str:
-        return f"{self.ledger_id}:{self.entry_id}"
-
-
-@dataclass
-class Ledger:
-    """One ledger: what metadata says, what the bookie holds, and what it is for."""
-
-    ledger_id: int
-    kind: str
-    #: Owning managed ledger (``tenant/ns/persistent/topic``), from custom metadata or the ML's list.
-    managed_ledger: str | None = None
-    topic: str | None = None
-    cursor: str | None = None
-    #: OPEN / IN_RECOVERY / CLOSED from metadata; DELETED when only the bookie knows it.
-    state: str = "DELETED"
-    metadata_last_entry_id: int | None = None
-    digest_type: str | None = None
-    password: bytes = b""
-    custom_metadata: dict[str, bytes] = field(default_factory=dict)
-    ctime: int | None = None
-    #: Entries a reader gets: 0..last_entry_id (a closed ledger's last entry, or what recovery finds).
-    last_entry_id: int = -1
-    #: Entries the bookie holds (index, entry logs, journal replay).
-    entries_on_bookie: int = 0
-    #: Entries that only the journal holds (replayed as bookie recovery would).
-    journal_only_entries: int = 0
-    #: Bytes in entry logs (BookKeeper's accounting: record length + 4) plus journal-only records.
-    bytes_on_bookie: int = 0
-    #: Listed by its managed ledger (``ManagedLedgerInfo``) or cursor; False for leftovers.
-    referenced: bool = False
-    #: For a deleted ledger, what its first readable entry looks like (``topic``, ``cursor``,
-    #: ``transaction_log_or_pending_ack``), or None.
-    deleted_guess: str | None = None
-
-    @property
-    def entries(self) -> int:
-        return self.last_entry_id + 1
-
-
-@dataclass
-class Cursor:
-    """A durable subscription cursor as the broker would recover it."""
-
-    name: str
-    managed_ledger: str
-    topic: str
-    mark_delete: Position
-    #: Individually deleted entries as open-closed ``(lo, hi]`` position ranges.
-    individually_deleted: list[tuple[Position, Position]] = field(default_factory=list)
-    #: Batch-index ack sets the broker recovers (``BitSet`` words, a set bit = message not yet
-    #: acknowledged): those of a cursor ledger's ``PositionInfo``. ``ManagedCursorImpl.recover`` drops the
-    #: ones of a ``ManagedCursorInfo`` snapshot (a cleanly closed cursor): see ``stored_batch_ack_sets``.
-    batch_ack_sets: dict[Position, list[int]] = field(default_factory=dict)
-    #: Every batch-index ack set stored, recovered by the broker or not.
-    stored_batch_ack_sets: dict[Position, list[int]] = field(default_factory=dict)
-    properties: dict[str, int] = field(default_factory=dict)
-    cursor_properties: dict[str, str] = field(default_factory=dict)
-    #: ``metadata`` (ManagedCursorInfo snapshot) or ``cursor_ledger`` (its last PositionInfo).
-    source: str = "metadata"
-    cursor_ledger_id: int = -1
-    last_active: int | None = None
-    system: bool = False
-    note: str = ""
-
-    def is_deleted(self, p: Position) -> bool:
-        """True when the whole entry is acknowledged."""
-        if p <= self.mark_delete:
-            return True
-        return any(lo < p <= hi for lo, hi in self.individually_deleted)
-
-    def unacked_batch_indexes(self, p: Position, batch_size: int) -> list[int]:
-        """Indexes of a batch still to deliver (all when no ack set was stored)."""
-        words = self.batch_ack_sets.get(p)
-        if words is None:
-            return list(range(batch_size))
-        bits = 0
-        for i, w in enumerate(words):
-            bits |= (int(w) & _MASK64) << (64 * i)
-        return [i for i in range(batch_size) if bits >> i & 1]
-
-
-@dataclass
-class Topic:
-    """A topic (one managed ledger); partitions are topics named ``…-partition-N``."""
-
-    name: str
-    managed_ledger: str
-    kind: str  # topic / transaction_log / pending_ack
-    system: bool
-    partition: int
-    partitioned_topic: str | None
-    ledgers: list[int]
-    entries: int
-    bytes: int
-    cursors: list[Cursor]
-    properties: dict[str, str]
-    terminated: Position | None = None
-    #: Compacted ledger and horizon (the ``__compaction`` mark-delete), when compacted.
-    compacted_ledger: int | None = None
-    compaction_horizon: Position | None = None
-
-
-# ------------------------------------------------------------------------------------ layout
-
-
-def _is_rocksdb(d: Path) -> bool:
-    return d.is_dir() and (d / "CURRENT").exists()
-
-
-def _find_layout(root: Path) -> tuple[Path, list[Path]]:
-    """(metadata dir, bookie dirs holding ``current/``) of a standalone or pulsarkit directory."""
-    md = next((c for c in (root / "metadata", root) if _is_rocksdb(c)), None)
-    if md is None:
-        raise DataDirError(
-            f"{root}: no RocksDB metadata store (expected {root / 'metadata'}/CURRENT)", str(root)
-        )
-    bks = [
-        c
-        for c in (
-            root / "bookkeeper",
-            root / "standalone" / "bookkeeper",
-            root / "bookie",
-            root / "data" / "standalone" / "bookkeeper",
-        )
-        if (c / "current").is_dir()
-    ]
-    if not bks:
-        raise DataDirError(
-            f"{root}: no bookie directory (looked for bookkeeper/current, standalone/bookkeeper/current, "
-            "bookie/current)",
-            str(root),
-        )
-    return md, bks[:1]
-
-
-def _read_rocksdb(src: Path, what: str) -> list[tuple[bytes, bytes]]:
-    """All key/value pairs of a RocksDB, read through a private copy (WAL replayed), in key order."""
-    try:
-        return key_value_storage.read_all(src, what=what)
-    except PulsarkitError as e:
-        raise DataDirError(str(e), str(src)) from None
-
-
-def ml_to_topic(ml_name: str) -> str:
-    """``tenant/ns/persistent/local`` (local name URL-encoded) to ``persistent://tenant/ns/local``."""
-    parts = ml_name.split("/")
-    if len(parts) == 4 and parts[2] in ("persistent", "non-persistent"):
-        return f"{parts[2]}://{parts[0]}/{parts[1]}/{urllib.parse.unquote_plus(parts[3])}"
-    return ml_name
-
-
-def topic_to_ml(topic: str) -> str:
-    """``persistent://tenant/ns/local`` to its managed-ledger name (local name URL-encoded as Pulsar does)."""
-    if "://" not in topic:
-        if topic.count("/") == 0:
-            topic = f"persistent://public/default/{topic}"
-        elif topic.count("/") == 2:
-            topic = f"persistent://{topic}"
-        else:
-            return topic
-    domain, rest = topic.split("://", 1)
-    tenant, ns, local = rest.split("/", 2)
-    return f"{tenant}/{ns}/{domain}/{urllib.parse.quote_plus(local, safe='')}"
-
-
-def partition_of(topic: str) -> tuple[str | None, int]:
-    """(partitioned topic, index) of ``…-partition-N``, else (None, -1)."""
-    base, sep, n = topic.rpartition("-partition-")
-    if sep and n.isdigit():
-        return base, int(n)
-    return None, -1
-
-
-def is_system_topic(topic: str) -> bool:
-    """Pulsar's system topics: the ``pulsar/system`` namespace, ``__``-prefixed names
-    (``__change_events``, ``__transaction_buffer_snapshot``…) and pending-ack stores."""
-    local = topic.split("://", 1)[-1]
-    parts = local.split("/")
-    if len(parts) >= 3 and parts[0] == "pulsar" and parts[1] == "system":
-        return True
-    name = parts[-1]
-    base, idx = partition_of(name)
-    return (base or name).startswith("__") or name.endswith(PENDING_ACK_SUFFIX)
-
-
-def ml_kind(ml_name: str) -> str:
-    if ml_name.startswith(TXN_LOG_PREFIX):
-        return "transaction_log"
-    if ml_name.endswith(PENDING_ACK_SUFFIX):
-        return "pending_ack"
-    return "topic"
-
-
-# -------------------------------------------------------------------------------- bookie
-
-
-class _BookieDir:
-    """A ledger directory's ``current/`` (entry logs) and its index directory (``ledgers``/``locations``)."""
-
-    def __init__(self, current: Path, index_current: Path, issues: list[Issue]) -> None:
-        self.current = current
-        self.index_current = index_current
-        self.reader = entrylog.EntryLogReader(str(current))
-        self.ledger_data: dict[int, Any] = {}
-        self.locations: dict[int, dict[int, int]] = {}
-        self.log_ledger_bytes: dict[int, int] = {}
-        led = index_current / "ledgers"
-        pairs = self._index(led, "ledgers index", issues)
-        if pairs is not None:
-            for k, v in pairs:
-                if len(k) != 8:
-                    continue
-                lid = _LONG.unpack(k)[0]
-                if lid < 0:
-                    continue  # STORAGE_FLAGS and other non-ledger keys
-                ld = LedgerData()
-                try:
-                    ld.ParseFromString(v)
-                except Exception as e:  # noqa: BLE001 - protobuf DecodeError
-                    issues.append(Issue("bad_ledger_data", str(led), None, f"ledger {lid}: {e}", lid))
-                    continue
-                self.ledger_data[lid] = ld
-        else:
-            issues.append(
-                Issue("missing_index", str(led), None, "no readable ledgers/ RocksDB; ledger flags unknown")
-            )
-        loc = index_current / "locations"
-        self.log_ids = self.reader.log_ids()
-        pairs = self._index(loc, "locations index", issues)
-        if pairs is not None:
-            for k, v in pairs:
-                if len(k) != 16 or len(v) != 8:
-                    continue
-                lid, eid = _KEY.unpack(k)
-                self.locations.setdefault(lid, {})[eid] = _LONG.unpack(v)[0]
-            self.scanned = False
-        else:
-            issues.append(
-                Issue(
-                    "missing_index",
-                    str(loc),
-                    None,
-                    "no readable locations/ RocksDB; entry locations rebuilt by scanning the entry logs",
-                )
-            )
-            self._scan_all(issues)
-            self.scanned = True
-        for log_id in self.log_ids:
-            try:
-                md = self.reader.metadata(log_id)
-            except (PulsarkitError, OSError) as e:
-                issues.append(Issue("unreadable_entry_log", str(self.reader.path_of(log_id)), None, str(e)))
-                continue
-            empty = self.reader.file_size(log_id) == 0  # the preallocated next log (lastId names it)
-            for issue in md.issues:
-                if issue.kind != "zero_tail" and not empty:
-                    issues.append(
-                        Issue(issue.kind, str(self.reader.path_of(log_id)), issue.offset, issue.message)
-                    )
-            for lid, size in md.ledgers.items():
-                self.log_ledger_bytes[lid] = self.log_ledger_bytes.get(lid, 0) + size
-
-    @staticmethod
-    def _index(path: Path, what: str, issues: list[Issue]) -> list[tuple[bytes, bytes]] | None:
-        """A RocksDB index's pairs, or None (with an issue) when it is missing or unreadable."""
-        if not _is_rocksdb(path):
-            return None
-        try:
-            return _read_rocksdb(path, what)
-        except DataDirError as e:
-            issues.append(Issue("unreadable_index", str(path), None, e.reason))
-            return None
-
-    def _scan_all(self, issues: list[Issue]) -> None:
-        # Later logs win: compaction copies live entries forward into newer logs.
-        for log_id in self.log_ids:
-            scan = self.reader.scan(log_id, resync=False)
-            for r in scan:
-                if r.ledger_id >= 0:
-                    self.locations.setdefault(r.ledger_id, {})[r.entry_id] = r.location
 
 
 # -------------------------------------------------------------------------------- data dir
@@ -410,7 +95,7 @@ class DataDir:
         self.issues: list[Issue] = []
         self._load_metadata()
         self._bookies = [
-            _BookieDir(self._current(d), self._current(i), self.issues)
+            BookieDir(self._current(d), self._current(i), self.issues)
             for d, i in zip(self.ledger_dirs, self.index_dirs, strict=False)
         ]
         self._cursor_cache: dict[str, list[Cursor]] = {}
@@ -444,7 +129,7 @@ class DataDir:
 
     def _load_metadata(self) -> None:
         self.nodes: dict[str, bytes] = {}
-        for k, v in _read_rocksdb(self.metadata_dir, "metadata store"):
+        for k, v in read_rocksdb(self.metadata_dir, "metadata store"):
             if not k.startswith(b"/"):
                 continue  # the store's own counters
             path = k.decode("utf-8", "replace")
@@ -528,7 +213,7 @@ class DataDir:
 
     # -- ledgers ---------------------------------------------------------------------------
 
-    def _bookie_of(self, lid: int) -> _BookieDir | None:
+    def _bookie_of(self, lid: int) -> BookieDir | None:
         for b in self._bookies:
             if lid in b.locations:
                 return b
@@ -571,7 +256,7 @@ class DataDir:
                 led.state = _STATES.get(md.state, str(md.state))
                 led.metadata_last_entry_id = md.lastEntryId if md.HasField("lastEntryId") else None
                 led.digest_type = (
-                    _DIGESTS.get(md.digestType, "CRC32C") if md.HasField("digestType") else "CRC32C"
+                    _digest_name(md)
                 )
                 led.password = bytes(md.password)
                 led.ctime = md.ctime if md.HasField("ctime") else None
@@ -824,9 +509,7 @@ class DataDir:
             hi = Position(rg.upperEndpoint.ledgerId, rg.upperEndpoint.entryId)
             c.individually_deleted.append((lo, hi))
         for llm in getattr(state, "individualDeletedMessageRanges", ()):
-            bits = 0
-            for i, w in enumerate(llm.values):
-                bits |= (int(w) & _MASK64) << (64 * i)
+            bits = bitset_from_words(llm.values)
             e = 0
             while bits:
                 if bits & 1:
@@ -975,67 +658,6 @@ class DataDir:
         return f"DataDir({str(self.metadata_dir)!r}, ledger_dirs={[str(d) for d in self.ledger_dirs]})"
 
 
-def LEDGERS_SCHEMA() -> Any:
-
-    return pa.schema(
-        [
-            ("ledger_id", pa.int64()),
-            ("kind", pa.string()),
-            ("topic", pa.string()),
-            ("managed_ledger", pa.string()),
-            ("cursor", pa.string()),
-            ("state", pa.string()),
-            ("digest_type", pa.string()),
-            ("metadata_last_entry_id", pa.int64()),
-            ("entries", pa.int64()),
-            ("entries_on_bookie", pa.int64()),
-            ("journal_only_entries", pa.int64()),
-            ("bytes_on_bookie", pa.int64()),
-            ("referenced", pa.bool_()),
-            ("deleted_guess", pa.string()),
-            ("ctime", pa.int64()),
-            ("custom_metadata", pa.map_(pa.string(), pa.string())),
-        ]
-    )
-
-
-def cursor_dict(c: Cursor) -> dict[str, Any]:
-    """A cursor as plain JSON-able data."""
-    return {
-        "name": c.name,
-        "system": c.system,
-        "mark_delete": str(c.mark_delete),
-        "individually_deleted": [[str(lo), str(hi)] for lo, hi in c.individually_deleted],
-        "batch_ack_sets": {str(p): w for p, w in sorted(c.batch_ack_sets.items())},
-        "stored_batch_ack_sets": {str(p): w for p, w in sorted(c.stored_batch_ack_sets.items())},
-        "properties": c.properties,
-        "cursor_properties": c.cursor_properties,
-        "source": c.source,
-        "cursor_ledger_id": c.cursor_ledger_id,
-        "last_active": c.last_active,
-        **({"note": c.note} if c.note else {}),
-    }
-
-
-def topic_dict(t: Topic) -> dict[str, Any]:
-    return {
-        "topic": t.name,
-        "managed_ledger": t.managed_ledger,
-        "kind": t.kind,
-        "system": t.system,
-        "partition": t.partition,
-        "partitioned_topic": t.partitioned_topic,
-        "ledgers": t.ledgers,
-        "entries": t.entries,
-        "bytes": t.bytes,
-        "properties": t.properties,
-        "terminated": str(t.terminated) if t.terminated else None,
-        "compacted_ledger": t.compacted_ledger,
-        "compaction_horizon": str(t.compaction_horizon) if t.compaction_horizon else None,
-        "cursors": [cursor_dict(c) for c in t.cursors],
-    }
-
-
 def open_data_dir(
     path: PathLike | None = None,
     *,
@@ -1057,7 +679,7 @@ def open_data_dir(
         root = Path(path)
         if not root.exists():
             raise DataDirError(f"{root}: no such directory", str(root))
-        md, bks = _find_layout(root)
+        md, bks = find_layout(root)
         return DataDir(
             metadata_dir or md,
             ledger_dirs or bks,

@@ -39,8 +39,11 @@ from ..codec.txn import (
     decode_txn_log_entry,
 )
 from ..errors import PulsarkitError
+from ..managed_ledger.position import Position
 from ..proto import PositionInfo
-from .datadir import DataDir, DataDirError, Issue, Position, ml_kind, ml_to_topic, partition_of
+from .datadir import DataDir
+from .records import DataDirError, Issue
+from .topic_name import ml_kind, ml_to_topic, partition_of
 
 TXN_MODES = ("committed", "all")
 

@@ -28,8 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..analysis.backlog import iter_backlog
-from ..analysis.datadir import DataDirError, open_data_dir, topic_dict
+from ..analysis.datadir import open_data_dir
 from ..analysis.messages import ledger_entries, message_batches, message_schema, read_messages, transactions
+from ..analysis.records import DataDirError, topic_dict
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from .command import EXIT_DATA_PROBLEMS, EXIT_OK, EXIT_USAGE, Progress, Runner, command, progress_arg
 

@@ -1,0 +1,207 @@
+"""What a data directory holds, as plain records: ledgers, cursors, topics, and the issues met
+reading them; with their JSON and Arrow forms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import PulsarkitError
+from ..managed_ledger.ack_set import bitset_from_words
+from ..managed_ledger.position import Position
+
+
+class DataDirError(PulsarkitError):
+    """A data directory could not be read (or, with ``strict``, part of it); names the file and offset."""
+
+    def __init__(
+        self, message: str, path: str | None = None, offset: int | None = None, reason: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+        #: The cause alone, without the file and offset the message starts with.
+        self.reason = reason or message
+
+
+@dataclass(frozen=True)
+class Issue:
+    """Bytes that could not be read: what, where (file and offset), and which entry if known."""
+
+    kind: str
+    path: str
+    offset: int | None
+    message: str
+    ledger_id: int | None = None
+    entry_id: int | None = None
+
+    def __str__(self) -> str:
+        at = f" at offset {self.offset}" if self.offset is not None else ""
+        ent = f" (ledger {self.ledger_id} entry {self.entry_id})" if self.ledger_id is not None else ""
+        return f"{self.kind}: {self.path}{at}{ent}: {self.message}"
+
+    def error(self) -> DataDirError:
+        return DataDirError(str(self), self.path, self.offset)
+
+
+@dataclass
+class Ledger:
+    """One ledger: what metadata says, what the bookie holds, and what it is for."""
+
+    ledger_id: int
+    kind: str
+    #: Owning managed ledger (``tenant/ns/persistent/topic``), from custom metadata or the ML's list.
+    managed_ledger: str | None = None
+    topic: str | None = None
+    cursor: str | None = None
+    #: OPEN / IN_RECOVERY / CLOSED from metadata; DELETED when only the bookie knows it.
+    state: str = "DELETED"
+    metadata_last_entry_id: int | None = None
+    digest_type: str | None = None
+    password: bytes = b""
+    custom_metadata: dict[str, bytes] = field(default_factory=dict)
+    ctime: int | None = None
+    #: Entries a reader gets: 0..last_entry_id (a closed ledger's last entry, or what recovery finds).
+    last_entry_id: int = -1
+    #: Entries the bookie holds (index, entry logs, journal replay).
+    entries_on_bookie: int = 0
+    #: Entries that only the journal holds (replayed as bookie recovery would).
+    journal_only_entries: int = 0
+    #: Bytes in entry logs (BookKeeper's accounting: record length + 4) plus journal-only records.
+    bytes_on_bookie: int = 0
+    #: Listed by its managed ledger (``ManagedLedgerInfo``) or cursor; False for leftovers.
+    referenced: bool = False
+    #: For a deleted ledger, what its first readable entry looks like (``topic``, ``cursor``,
+    #: ``transaction_log_or_pending_ack``), or None.
+    deleted_guess: str | None = None
+
+    @property
+    def entries(self) -> int:
+        return self.last_entry_id + 1
+
+
+@dataclass
+class Cursor:
+    """A durable subscription cursor as the broker would recover it."""
+
+    name: str
+    managed_ledger: str
+    topic: str
+    mark_delete: Position
+    #: Individually deleted entries as open-closed ``(lo, hi]`` position ranges.
+    individually_deleted: list[tuple[Position, Position]] = field(default_factory=list)
+    #: Batch-index ack sets the broker recovers (``BitSet`` words, a set bit = message not yet
+    #: acknowledged): those of a cursor ledger's ``PositionInfo``. ``ManagedCursorImpl.recover`` drops the
+    #: ones of a ``ManagedCursorInfo`` snapshot (a cleanly closed cursor): see ``stored_batch_ack_sets``.
+    batch_ack_sets: dict[Position, list[int]] = field(default_factory=dict)
+    #: Every batch-index ack set stored, recovered by the broker or not.
+    stored_batch_ack_sets: dict[Position, list[int]] = field(default_factory=dict)
+    properties: dict[str, int] = field(default_factory=dict)
+    cursor_properties: dict[str, str] = field(default_factory=dict)
+    #: ``metadata`` (ManagedCursorInfo snapshot) or ``cursor_ledger`` (its last PositionInfo).
+    source: str = "metadata"
+    cursor_ledger_id: int = -1
+    last_active: int | None = None
+    system: bool = False
+    note: str = ""
+
+    def is_deleted(self, p: Position) -> bool:
+        """True when the whole entry is acknowledged."""
+        if p <= self.mark_delete:
+            return True
+        return any(lo < p <= hi for lo, hi in self.individually_deleted)
+
+    def unacked_batch_indexes(self, p: Position, batch_size: int) -> list[int]:
+        """Indexes of a batch still to deliver (all when no ack set was stored)."""
+        words = self.batch_ack_sets.get(p)
+        if words is None:
+            return list(range(batch_size))
+        bits = bitset_from_words(words)
+        return [i for i in range(batch_size) if bits >> i & 1]
+
+
+@dataclass
+class Topic:
+    """A topic (one managed ledger); partitions are topics named ``…-partition-N``."""
+
+    name: str
+    managed_ledger: str
+    kind: str  # topic / transaction_log / pending_ack
+    system: bool
+    partition: int
+    partitioned_topic: str | None
+    ledgers: list[int]
+    entries: int
+    bytes: int
+    cursors: list[Cursor]
+    properties: dict[str, str]
+    terminated: Position | None = None
+    #: Compacted ledger and horizon (the ``__compaction`` mark-delete), when compacted.
+    compacted_ledger: int | None = None
+    compaction_horizon: Position | None = None
+
+
+def LEDGERS_SCHEMA() -> Any:
+
+    return pa.schema(
+        [
+            ("ledger_id", pa.int64()),
+            ("kind", pa.string()),
+            ("topic", pa.string()),
+            ("managed_ledger", pa.string()),
+            ("cursor", pa.string()),
+            ("state", pa.string()),
+            ("digest_type", pa.string()),
+            ("metadata_last_entry_id", pa.int64()),
+            ("entries", pa.int64()),
+            ("entries_on_bookie", pa.int64()),
+            ("journal_only_entries", pa.int64()),
+            ("bytes_on_bookie", pa.int64()),
+            ("referenced", pa.bool_()),
+            ("deleted_guess", pa.string()),
+            ("ctime", pa.int64()),
+            ("custom_metadata", pa.map_(pa.string(), pa.string())),
+        ]
+    )
+
+
+def cursor_dict(c: Cursor) -> dict[str, Any]:
+    """A cursor as plain JSON-able data."""
+    return {
+        "name": c.name,
+        "system": c.system,
+        "mark_delete": str(c.mark_delete),
+        "individually_deleted": [[str(lo), str(hi)] for lo, hi in c.individually_deleted],
+        "batch_ack_sets": {str(p): w for p, w in sorted(c.batch_ack_sets.items())},
+        "stored_batch_ack_sets": {str(p): w for p, w in sorted(c.stored_batch_ack_sets.items())},
+        "properties": c.properties,
+        "cursor_properties": c.cursor_properties,
+        "source": c.source,
+        "cursor_ledger_id": c.cursor_ledger_id,
+        "last_active": c.last_active,
+        **({"note": c.note} if c.note else {}),
+    }
+
+
+def topic_dict(t: Topic) -> dict[str, Any]:
+    return {
+        "topic": t.name,
+        "managed_ledger": t.managed_ledger,
+        "kind": t.kind,
+        "system": t.system,
+        "partition": t.partition,
+        "partitioned_topic": t.partitioned_topic,
+        "ledgers": t.ledgers,
+        "entries": t.entries,
+        "bytes": t.bytes,
+        "properties": t.properties,
+        "terminated": str(t.terminated) if t.terminated else None,
+        "compacted_ledger": t.compacted_ledger,
+        "compaction_horizon": str(t.compaction_horizon) if t.compaction_horizon else None,
+        "cursors": [cursor_dict(c) for c in t.cursors],
+    }
+
+
+__all__ = ["LEDGERS_SCHEMA", "Cursor", "DataDirError", "Issue", "Ledger", "Position", "Topic", "cursor_dict", "topic_dict"]
