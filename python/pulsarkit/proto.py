@@ -18,9 +18,9 @@ for _f in _fds.file:
     pool.Add(_f)
 
 
-def message_class(name: str) -> type:
-    """The protobuf class of ``pulsar.proto.<name>``."""
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"pulsar.proto.{name}"))
+def message_class(name: str, package: str = "pulsar.proto") -> type:
+    """The protobuf class of ``<package>.<name>`` (Pulsar's wire messages by default)."""
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}"))
 
 
 MessageIdData = message_class("MessageIdData")
@@ -49,7 +49,7 @@ CommandError = message_class("CommandError")
 
 # Pulsar's managed-ledger metadata values (proto/MLDataFormats.proto).
 def _ml(name: str) -> type:
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"pulsarkit.mledger.{name}"))
+    return message_class(name, "pulsarkit.mledger")
 
 
 ManagedLedgerInfo = _ml("ManagedLedgerInfo")
@@ -68,8 +68,8 @@ ManagedLedgerInfoMetadata = _ml("ManagedLedgerInfoMetadata")
 ManagedCursorInfoMetadata = _ml("ManagedCursorInfoMetadata")
 
 # BookKeeper's ledger metadata and DbLedgerStorage's per-ledger record (proto/BookKeeperFormats.proto).
-LedgerMetadataFormat = message_factory.GetMessageClass(pool.FindMessageTypeByName("pulsarkit.bookkeeper.LedgerMetadataFormat"))
-LedgerData = message_factory.GetMessageClass(pool.FindMessageTypeByName("pulsarkit.bookkeeper.LedgerData"))
+LedgerMetadataFormat = message_class("LedgerMetadataFormat", "pulsarkit.bookkeeper")
+LedgerData = message_class("LedgerData", "pulsarkit.bookkeeper")
 
 _enum = pool.FindEnumTypeByName
 CompressionType = {v.name: v.number for v in _enum("pulsar.proto.CompressionType").values}

@@ -19,11 +19,10 @@ from typing import Any
 import pyarrow as pa
 
 from ..codec.txn import decode_pending_ack_entry
-from ..errors import PulsarkitError
 from ..managed_ledger.position import Position
 from .datadir import DataDir
 from .messages import iter_messages, message_batches, message_schema
-from .records import Cursor, DataDirError, Issue
+from .records import Cursor
 from .topic_name import PENDING_ACK_SUFFIX
 
 _MASK64 = (1 << 64) - 1
@@ -64,14 +63,8 @@ def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
         return out
     state = next((x for x in dd.cursors(ml) if x.name == "__pending_ack_state"), None)
     pending: dict[tuple[int, int], list[tuple[Position, list[int], bool]]] = {}
-    for pos, data in dd.ml_entries(ml, state.mark_delete if state else None):
-        if isinstance(data, DataDirError):
-            continue
-        try:
-            records = decode_pending_ack_entry(data)
-        except PulsarkitError as e:
-            dd.issues.append(Issue("bad_pending_ack_entry", ml, None, str(e), pos.ledger_id, pos.entry_id))
-            continue
+    for pos, records in dd.ml_records(ml, decode_pending_ack_entry, "bad_pending_ack_entry",
+                                      state.mark_delete if state else None):
         for r in records:
             key = (r["most_bits"], r["least_bits"])
             if r["op"] == _ACK:

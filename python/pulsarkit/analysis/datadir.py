@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -621,6 +621,19 @@ class DataDir:
             first = start.entry_id + 1 if start is not None and lid == start.ledger_id else 0
             for eid, data in self.entries(lid, first):
                 yield Position(lid, eid), data
+
+    def ml_records(
+        self, ml: str, decode: Callable[[bytes], list[Any]], issue_kind: str, start: Position | None = None
+    ) -> Iterator[tuple[Position, list[Any]]]:
+        """The records of a managed ledger that is not a topic (a transaction log, a pending-ack
+        store), each entry decoded by ``decode``; an entry that does not decode is an issue."""
+        for pos, data in self.ml_entries(ml, start):
+            if isinstance(data, DataDirError):
+                continue  # already an issue of its own
+            try:
+                yield pos, decode(data)
+            except PulsarkitError as e:
+                self.issues.append(Issue(issue_kind, ml, None, str(e), pos.ledger_id, pos.entry_id))
 
     # -- Arrow --------------------------------------------------------------------------
 

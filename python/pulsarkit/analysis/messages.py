@@ -93,14 +93,7 @@ def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
     for ml in dd.managed_ledger_names():
         if ml_kind(ml) != "transaction_log":
             continue
-        for pos, data in dd.ml_entries(ml):
-            if isinstance(data, DataDirError):
-                continue
-            try:
-                recs = decode_txn_log_entry(data)
-            except PulsarkitError as e:
-                dd.issues.append(Issue("bad_txn_log_entry", ml, None, str(e), pos.ledger_id, pos.entry_id))
-                continue
+        for _, recs in dd.ml_records(ml, decode_txn_log_entry, "bad_txn_log_entry"):
             for r in recs:
                 key = (r["most_bits"], r["least_bits"])
                 t = out.setdefault(key, Transaction(*key))
@@ -117,16 +110,7 @@ def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
     for ml in dd.managed_ledger_names():
         if ml_kind(ml) != "pending_ack":
             continue
-        for pos, data in dd.ml_entries(ml):
-            if isinstance(data, DataDirError):
-                continue
-            try:
-                recs = decode_pending_ack_entry(data)
-            except PulsarkitError as e:
-                dd.issues.append(
-                    Issue("bad_pending_ack_entry", ml, None, str(e), pos.ledger_id, pos.entry_id)
-                )
-                continue
+        for _, recs in dd.ml_records(ml, decode_pending_ack_entry, "bad_pending_ack_entry"):
             for r in recs:
                 key = (r["most_bits"], r["least_bits"])
                 out.setdefault(key, Transaction(*key)).pending_acks[ml_to_topic(ml)] = ops.get(

@@ -107,13 +107,15 @@ def _readlog(p: argparse.ArgumentParser) -> Runner:
     return _run_readlog
 
 
-def _run_readlog(args: argparse.Namespace) -> int:
-
-
+def _logs_with_progress(args: argparse.Namespace, what: str) -> tuple[list[tuple[Any, int]], Progress]:
+    """The entry logs under the arguments' paths, and byte progress over all of them."""
     logs = find_entry_logs(args.paths)
-    total = sum(os.path.getsize(p) for p, _ in logs)
+    return logs, Progress(sum(os.path.getsize(p) for p, _ in logs), what, args.progress)
+
+
+def _run_readlog(args: argparse.Namespace) -> int:
+    logs, progress = _logs_with_progress(args, "readlog")
     out = sys.stdout
-    progress = Progress(total, "readlog", args.progress)
     writer = None
     problems = 0
     done = 0
@@ -249,11 +251,7 @@ def _readlogmetadata(p: argparse.ArgumentParser) -> Runner:
 
 
 def _run_readlogmetadata(args: argparse.Namespace) -> int:
-
-
-    logs = find_entry_logs(args.paths)
-    total = sum(os.path.getsize(p) for p, _ in logs)
-    progress = Progress(total, "readlogmetadata", args.progress)
+    logs, progress = _logs_with_progress(args, "readlogmetadata")
     out = sys.stdout
     rows: dict[str, list[Any]] = {
         k: []

@@ -7,10 +7,11 @@ one record per entry or a PIP-160 batch (``0x0e01`` magic, ``0x0001`` version, t
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import PulsarkitError
+from .protobuf_wire import fields
 
 #: TxnStatus of PulsarTransactionMetadata.proto.
 TXN_STATUS = {0: "OPEN", 1: "COMMITTING", 2: "COMMITTED", 3: "ABORTING", 4: "ABORTED"}
@@ -27,41 +28,6 @@ MARKER_TYPES = {
 #: The markers that end a transaction in a topic.
 TXN_COMMIT_MARKER, TXN_ABORT_MARKER = 21, 22
 _BATCHED_PREFIX = b"\x0e\x01"
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise PulsarkitError(f"truncated varint at offset {pos}")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
-def _pb_fields(buf: bytes) -> Iterator[tuple[int, Any]]:
-    """(field number, value) of a protobuf message: ints for varints/fixed, bytes for length-delimited."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        fno, wt = key >> 3, key & 7
-        if wt == 0:
-            v, pos = _varint(buf, pos)
-        elif wt == 2:
-            n, pos = _varint(buf, pos)
-            if pos + n > len(buf):
-                raise PulsarkitError(f"field {fno}: {n} bytes at offset {pos} exceed the message")
-            v, pos = buf[pos : pos + n], pos + n
-        elif wt == 1:
-            v, pos = struct.unpack_from("<q", buf, pos)[0], pos + 8
-        elif wt == 5:
-            v, pos = struct.unpack_from("<i", buf, pos)[0], pos + 4
-        else:
-            raise PulsarkitError(f"unsupported wire type {wt} at offset {pos}")
-        yield fno, v
 
 
 def _txn_metadata_entry(buf: bytes) -> dict[str, Any]:
@@ -89,7 +55,7 @@ def _txn_metadata_entry(buf: bytes) -> dict[str, Any]:
         10: "last_modification_time",
         11: "max_local_txn_id",
     }
-    for fno, v in _pb_fields(buf):
+    for fno, v in fields(buf):
         if fno in names:
             d[names[fno]] = v
         elif fno == 6:
@@ -97,22 +63,28 @@ def _txn_metadata_entry(buf: bytes) -> dict[str, Any]:
         elif fno == 7:
             sub = {1: "topic", 2: "subscription"}
             d["subscriptions"].append(
-                {sub[f]: bytes(x).decode("utf-8", "replace") for f, x in _pb_fields(v) if f in sub}
+                {sub[f]: bytes(x).decode("utf-8", "replace") for f, x in fields(v) if f in sub}
             )
         elif fno == 12:
             d["owner"] = bytes(v).decode("utf-8", "replace")
     return d
 
 
-def decode_txn_log_entry(data: bytes) -> list[dict[str, Any]]:
-    """The ``TransactionMetadataEntry`` records of one coordinator-log entry: a PIP-160 batch
-    (``0x0e01 0x0001`` + ``BatchedTransactionMetadataEntry``) or a single record."""
+def _records(data: bytes, one: Callable[[bytes], dict[str, Any]], what: str) -> list[dict[str, Any]]:
+    """The records of a PIP-160 batched entry (``0x0e01 0x0001`` + a message of repeated field 1),
+    or the entry as one record."""
     try:
         if data[:2] == _BATCHED_PREFIX and len(data) >= 4:
-            return [_txn_metadata_entry(bytes(v)) for f, v in _pb_fields(data[4:]) if f == 1]
-        return [_txn_metadata_entry(data)]
+            return [one(bytes(v)) for f, v in fields(data[4:]) if f == 1]
+        return [one(data)]
     except (PulsarkitError, struct.error, IndexError) as e:
-        raise PulsarkitError(f"not a transaction-log entry: {e}") from None
+        raise PulsarkitError(f"not a {what} entry: {e}") from None
+
+
+def decode_txn_log_entry(data: bytes) -> list[dict[str, Any]]:
+    """The ``TransactionMetadataEntry`` records of one coordinator-log entry: a PIP-160 batch
+    (``BatchedTransactionMetadataEntry``) or a single record."""
+    return _records(data, _txn_metadata_entry, "transaction-log")
 
 
 def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
@@ -120,7 +92,7 @@ def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
 
     def one(buf: bytes) -> dict[str, Any]:
         d: dict[str, Any] = {"op": None, "ack_type": None, "least_bits": 0, "most_bits": 0, "positions": []}
-        for fno, v in _pb_fields(buf):
+        for fno, v in fields(buf):
             if fno == 1:
                 d["op"] = v
             elif fno == 2:
@@ -131,7 +103,7 @@ def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
                 d["most_bits"] = v
             elif fno == 5:
                 p: dict[str, Any] = {"ack_set": []}
-                for f2, x in _pb_fields(v):
+                for f2, x in fields(v):
                     if f2 == 1:
                         p["ledger_id"] = x
                     elif f2 == 2:
@@ -143,12 +115,7 @@ def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
                 d["positions"].append(p)
         return d
 
-    try:
-        if data[:2] == _BATCHED_PREFIX and len(data) >= 4:
-            return [one(bytes(v)) for f, v in _pb_fields(data[4:]) if f == 1]
-        return [one(data)]
-    except (PulsarkitError, struct.error, IndexError) as e:
-        raise PulsarkitError(f"not a pending-ack entry: {e}") from None
+    return _records(data, one, "pending-ack")
 
 
 __all__ = ["MARKER_TYPES", "TXN_ABORT_MARKER", "TXN_COMMIT_MARKER", "TXN_STATUS", "decode_pending_ack_entry", "decode_txn_log_entry"]

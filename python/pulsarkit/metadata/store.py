@@ -28,7 +28,14 @@ from google.protobuf.message import DecodeError
 
 from ..bookkeeper import key_value_storage
 from ..codec.entry import decompress
-from ..errors import BadVersionError, LedgerNotFoundError, MetadataNotFoundError, MetadataStoreError
+from ..codec.protobuf_wire import encode_varint, read_varint
+from ..errors import (
+    BadVersionError,
+    LedgerNotFoundError,
+    MetadataNotFoundError,
+    MetadataStoreError,
+    PulsarkitError,
+)
 from ..proto import (
     LedgerMetadataFormat,
     ManagedCursorInfo,
@@ -143,7 +150,7 @@ def _check_path(path: str) -> None:
 def serialize_ledger_metadata(md: Any) -> bytes:
     """BookKeeper's ``LedgerMetadataSerDe`` format version 3: header line, varint32 size, message."""
     body = md.SerializeToString()
-    return LEDGER_METADATA_V3 + _varint(len(body)) + body
+    return LEDGER_METADATA_V3 + encode_varint(len(body)) + body
 
 
 def parse_ledger_metadata(raw: bytes, ledger_id: int | None = None) -> Any:
@@ -179,30 +186,11 @@ def parse_ledger_metadata(raw: bytes, ledger_id: int | None = None) -> Any:
     return md
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _read_varint(raw: bytes, pos: int, where: str) -> tuple[int, int]:
-    result = shift = 0
-    start = pos
-    while True:
-        if pos >= len(raw) or shift > 28:
-            raise MetadataStoreError(f"{where}: truncated or oversized varint at offset {start}")
-        b = raw[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
+    try:
+        return read_varint(raw, pos, max_bits=32)
+    except PulsarkitError as e:
+        raise MetadataStoreError(f"{where}: {e}") from None
 
 
 def parse_managed_ledger_info(raw: bytes, name: str = "?") -> Any:
