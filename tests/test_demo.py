@@ -1,6 +1,7 @@
 """The main job runs end to end (Arrow engine here; the Spark engine is what README's command runs)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -18,3 +19,48 @@ def test_demo_arrow_engine(tmp_path):
     for t in s["topics"].values():
         assert "resend_OK" not in t["publish"]  # every resend was deduplicated
     assert all(r["duplicate_messages"] == 0 for r in s["audit"])
+
+
+def _demo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pulsarkit.demo", "--engine", "arrow", "--entries", "20", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_demo_never_deletes_what_it_did_not_make(tmp_path):
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("keep me")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside")
+    link = tmp_path / "link"
+    link.symlink_to(user)
+    afile = tmp_path / "afile"
+    afile.write_text("a file")
+    for target in (user, link, afile):
+        r = _demo("--data", str(target), "--overwrite")
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr.count("\n") == 1 and "error:" in r.stderr
+    assert (user / "notes.txt").read_text() == "keep me" and sorted(p.name for p in user.iterdir()) == ["notes.txt"]
+    assert afile.read_text() == "a file" and outside.read_text() == "outside" and link.is_symlink()
+
+
+def test_demo_replaces_its_own_directory_only_with_overwrite(tmp_path):
+    d = tmp_path / "d"
+    assert _demo("--data", str(d), "--json").returncode == 0
+    assert (d / ".pulsarkit-demo").is_file() and (d / "metadata").is_dir()
+    assert oct(d.stat().st_mode & 0o777) == "0o700"
+    r = _demo("--data", str(d))
+    assert r.returncode == 2 and "--overwrite" in r.stderr
+    r = _demo("--data", str(d), "--overwrite", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["all_match"]
+
+
+def test_demo_without_data_leaves_no_directory(tmp_path):
+    env_tmp = tmp_path / "tmp"
+    env_tmp.mkdir()
+    r = subprocess.run([sys.executable, "-m", "pulsarkit.demo", "--engine", "arrow", "--entries", "20", "--json"],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "TMPDIR": str(env_tmp)})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["all_match"]
+    assert list(env_tmp.iterdir()) == []

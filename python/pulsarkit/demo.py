@@ -8,7 +8,12 @@ with ``--engine arrow`` — and reports what it found: per topic, what was produ
 retention, still stored, and read back; entries of deleted ledgers still awaiting bookie GC; the
 dedup audit and the clock-skew report.
 
-``python -m pulsarkit.demo [--data DIR] [--engine spark|arrow] [--json]``
+``python -m pulsarkit.demo [--data DIR [--overwrite]] [--engine spark|arrow] [--json]``
+
+Without ``--data`` the directory is a private temporary one, removed at the end. ``--data DIR``
+keeps it: DIR must be new, empty, or a directory an earlier demo made (marked by a
+``.pulsarkit-demo`` file), which only ``--overwrite`` replaces; anything else is refused, never
+deleted.
 """
 
 from __future__ import annotations
@@ -202,17 +207,67 @@ def render(s: dict[str, Any], out: Any = sys.stdout) -> None:
     print(f"  read back in {s['read_seconds']} s; every topic matches its metadata: {s['all_match']}", file=out)
 
 
+DEMO_MARKER = ".pulsarkit-demo"
+
+
+class _Refused(Exception):
+    pass
+
+
+def prepare_data_dir(data: str, overwrite: bool) -> None:
+    """Makes ``data`` an empty demo directory, or refuses (:class:`_Refused`) to touch a path the
+    demo did not make. Only a directory holding the demo's marker is ever removed."""
+    if os.path.islink(data):
+        raise _Refused(f"{data} is a symbolic link; give the directory itself")
+    if os.path.lexists(data):
+        if not os.path.isdir(data):
+            raise _Refused(f"{data} exists and is not a directory")
+        if os.listdir(data):
+            if not os.path.isfile(os.path.join(data, DEMO_MARKER)):
+                raise _Refused(f"{data} is not empty and was not made by the demo (no {DEMO_MARKER}); "
+                               "give a new or empty directory")
+            if not overwrite:
+                raise _Refused(f"{data} holds an earlier demo run; pass --overwrite to replace it")
+            shutil.rmtree(data)
+    os.makedirs(data, mode=0o700, exist_ok=True)
+    with open(os.path.join(data, DEMO_MARKER), "w") as f:
+        f.write("made by python -m pulsarkit.demo; --overwrite may replace this directory\n")
+
+
+def _has_pyspark() -> bool:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pulsarkit.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", help="data directory to (re)create (default: a fresh temporary one)")
+    ap.add_argument("--data", help="keep the data directory here: a new or empty directory, or an earlier demo's "
+                    "(default: a private temporary one, removed at the end)")
+    ap.add_argument("--overwrite", action="store_true", help="replace the data an earlier demo left in --data")
     ap.add_argument("--engine", choices=["spark", "arrow"], default="spark", help="how to read the bookie back")
     ap.add_argument("--entries", type=int, default=300, help="entries per topic")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
-    data = args.data or tempfile.mkdtemp(prefix="pulsarkit-demo-")
-    if os.path.exists(data):
-        shutil.rmtree(data)
+    if args.engine == "spark" and not _has_pyspark():
+        print("pulsarkit demo: error: the Spark engine needs pyspark (pip install 'pulsarkit[spark]'), "
+              "or run with --engine arrow", file=sys.stderr)
+        return 2
+    if args.data is None:
+        with tempfile.TemporaryDirectory(prefix="pulsarkit-demo-") as tmp:
+            return _run(args, os.path.join(tmp, "data"))
+    try:
+        prepare_data_dir(args.data, args.overwrite)
+    except _Refused as e:
+        print(f"pulsarkit demo: error: {e}", file=sys.stderr)
+        return 2
+    return _run(args, args.data)
+
+
+def _run(args: argparse.Namespace, data: str) -> int:
     progress = None if args.json else sys.stderr
     if progress:
         print(f"building the embedded data directory in {data}", file=progress)
