@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..proto import ManagedCursorInfo, PositionInfo
 from .ack_set import ack_set_for, bitset_from_words, bitset_words, lowest_bit
+from .lock import synchronized
 from .position import Position, PositionRangeSet, as_position
 
 if TYPE_CHECKING:
@@ -143,6 +144,7 @@ class ManagedCursor:
             p.name, p.value = k, v
         return info
 
+    @synchronized
     def persist(self, create: bool = False) -> None:
         """Stores the cursor's state as a ``ManagedCursorInfo`` snapshot."""
         if self.ml.read_only or self._deleted:
@@ -183,6 +185,7 @@ class ManagedCursor:
         """The cursor's own string properties (``StringProperty``)."""
         return dict(self._cursor_properties)
 
+    @synchronized
     def set_cursor_properties(self, properties: Mapping[str, str]) -> None:
         self._check()
         self._cursor_properties = {str(k): str(v) for k, v in properties.items()}
@@ -213,6 +216,7 @@ class ManagedCursor:
 
     # ---------------------------------------------------------------------------- reading
 
+    @synchronized
     def read(self, n: int) -> list[tuple[Position, bytes]]:
         """Up to ``n`` entries from the read position on, skipping deleted ones; advances it."""
         if self._deleted:
@@ -276,6 +280,7 @@ class ManagedCursor:
         if self._read_position <= new_md:
             self._read_position = ml.next_valid_position(new_md)
 
+    @synchronized
     def mark_delete(self, position: Any, properties: Mapping[str, int] | None = None,
                     ack_set: Iterable[int] | None = None) -> None:
         """Cumulative acknowledgement up to ``position`` (inclusive). ``properties`` are stored with
@@ -298,6 +303,7 @@ class ManagedCursor:
         self._properties = {str(k): int(v) for k, v in (properties or {}).items()}
         self.persist()
 
+    @synchronized
     def delete(self, positions: Any, ack_set: Iterable[int] | None = None) -> None:
         """Individual acknowledgement of one position or a list of them. With ``ack_set`` (batch
         words, a set bit = still to acknowledge) the batch indexes cleared in it are acknowledged;
@@ -335,6 +341,7 @@ class ManagedCursor:
         """Acknowledges one message of a batch entry."""
         self.delete(as_position(position), ack_set=ack_set_for(batch_size, [batch_index]))
 
+    @synchronized
     def reset(self, position: Any) -> None:
         """``resetCursor``: the next read is ``position``; the mark-delete moves just before it and
         individual and batch-index acks are forgotten."""

@@ -13,13 +13,15 @@
 Durability: an add is buffered in the bookie's write cache until :meth:`ManagedLedger.flush` (or the
 cache fills, a rollover or close). Metadata updates are synced at once.
 
-Not thread-safe: use one managed ledger from one thread at a time.
+Thread-safe: adds, reads, cursor updates and closing are serialised on one lock per managed ledger
+(the cursors share it), so concurrent adds get distinct, consecutive positions.
 """
 
 from __future__ import annotations
 
 import bisect
 import random
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -44,6 +46,7 @@ from . import trim
 from .config import MB, ManagedLedgerConfig, ledger_custom_metadata
 from .cursor import ManagedCursor
 from .interceptor import ManagedLedgerInterceptor
+from .lock import synchronized
 from .position import Position, as_position
 
 
@@ -93,6 +96,8 @@ class ManagedLedger:
         self._clock = self.config.clock or clock
         self._on_close = on_close
         self.read_only = read_only
+        #: Serialises every change (and the reads that walk the ledger list); cursors share it.
+        self.lock = threading.RLock()
         self._ledgers: dict[int, Any] = {}  # ledger id -> LedgerInfo protobuf
         self._ids: list[int] = []
         self._digests: dict[int, tuple[str, bytes]] = {}
@@ -274,6 +279,7 @@ class ManagedLedger:
                 self._remove_ledger(h.ledger_id)
                 self._delete_ledger_quietly(h.ledger_id)
 
+    @synchronized
     def delete_ledgers(self, ledger_ids: list[int]) -> None:
         """Retention's delete: out of the managed ledger's list first, then out of BookKeeper. The
         current ledger is refused."""
@@ -292,6 +298,7 @@ class ManagedLedger:
         for lid in ledger_ids:
             self._delete_ledger_quietly(lid)
 
+    @synchronized
     def trim_consumed_ledgers(self, dry_run: bool = False) -> trim.TrimResult:
         """Applies the configured retention now (see :func:`pulsarkit.managed_ledger.trim.trim_ledgers`)."""
         return trim.trim_ledgers(self, dry_run=dry_run)
@@ -314,6 +321,7 @@ class ManagedLedger:
             return age > cfg.minimum_rollover_time_ms
         return full
 
+    @synchronized
     def roll_current_ledger_if_full(self) -> bool:
         """``rollCurrentLedgerIfFull`` (the broker's periodic check): rolls a non-empty full ledger."""
         self._check_writable()
@@ -338,6 +346,7 @@ class ManagedLedger:
         if self._state == "terminated":
             raise ManagedLedgerTerminatedError(f"managed ledger {self.name!r} is terminated at {self._terminated}")
 
+    @synchronized
     def add_entry(self, data: bytes | bytearray | memoryview, num_messages: int = 1) -> Position:
         """Appends one entry (a Pulsar entry: one message or one batch); returns its position."""
         self._check_writable()
@@ -360,12 +369,14 @@ class ManagedLedger:
             self._roll()
         return pos
 
+    @synchronized
     def flush(self) -> None:
         """Makes every added entry durable (a bookie checkpoint)."""
         self.check_open()
         if not self.read_only:
             self._bk.flush()
 
+    @synchronized
     def terminate(self) -> Position:
         """Terminates the managed ledger at its last entry; further adds fail."""
         self._check_writable()
@@ -375,6 +386,7 @@ class ManagedLedger:
         self._state = "terminated"
         return self._terminated
 
+    @synchronized
     def close(self) -> None:
         """Persists cursors, closes the current ledger's metadata (its LedgerInfo is completed at
         the next open, as in Pulsar) and flushes the bookie."""
@@ -397,12 +409,14 @@ class ManagedLedger:
         if self.read_only:
             raise ManagedLedgerClosedError(f"managed ledger {self.name!r} was opened read-only")
 
+    @synchronized
     def set_config(self, config: ManagedLedgerConfig) -> None:
         """``ManagedLedger.setConfig``: new rollover and retention settings take effect at once."""
         self.config = config
         self._clock = config.clock or self._default_clock
         self._max_rollover_ms = int(config.maximum_rollover_time_ms * (1 + random.random() * config.rollover_jitter))
 
+    @synchronized
     def delete(self) -> None:
         """Deletes the managed ledger: its cursors, all its ledgers and its metadata node."""
         self.check_mutable()
@@ -520,6 +534,7 @@ class ManagedLedger:
         return unpack_entry(stored, digest, password, verify=self.config.verify_digest, ledger_id=p.ledger_id,
                             entry_id=p.entry_id).payload
 
+    @synchronized
     def read_entry(self, position: Any) -> bytes:
         """The Pulsar entry bytes at ``position``."""
         self.check_open()
@@ -528,6 +543,7 @@ class ManagedLedger:
             raise InvalidCursorPositionError(f"{self.name}: no entry at {p}")
         return self._read_payload(p)
 
+    @synchronized
     def read(self, start: Any, max_entries: int) -> list[tuple[Position, bytes]]:
         """Up to ``max_entries`` entries from ``start`` on (inclusive; positions past the end of a
         ledger continue in the next one)."""
@@ -548,6 +564,7 @@ class ManagedLedger:
 
     # ------------------------------------------------------------------------------ metadata
 
+    @synchronized
     def ledgers(self) -> list[LedgerInfo]:
         """The managed ledger's ledgers, oldest first."""
         out = []
@@ -587,6 +604,7 @@ class ManagedLedger:
     def properties(self) -> dict[str, str]:
         return dict(self._properties)
 
+    @synchronized
     def set_properties(self, properties: Mapping[str, str]) -> None:
         """Replaces the managed ledger's properties (``ManagedLedgerInfo.properties``)."""
         self._check_writable()
@@ -606,6 +624,7 @@ class ManagedLedger:
 
     # ------------------------------------------------------------------------------- cursors
 
+    @synchronized
     def open_cursor(self, name: str, initial_position: str = "latest") -> ManagedCursor:
         """Opens (or creates) a durable cursor. A new cursor starts at the end (``"latest"``, the
         default, as Pulsar's) or before the first entry (``"earliest"``)."""
@@ -627,6 +646,7 @@ class ManagedLedger:
         self._cursors[name] = c
         return c
 
+    @synchronized
     def delete_cursor(self, name: str) -> None:
         self.check_mutable()
         c = self._cursors.pop(name, None)
