@@ -23,7 +23,7 @@ def bookie(tmp_path: Path) -> tuple[Path, list[tuple[int, int, int]]]:
     out = []
     md = pk.message_metadata("cli-producer", 0, 1_700_000_000_000)
     for d, lids in (("ledgers-a/current", (1, 2)), ("ledgers-b/current", (3,))):
-        with el.EntryLogWriter(tmp_path / d, log_size_limit=2048, fsync=False) as w:
+        with el.EntryLogWriter(tmp_path / "bookie" / d, log_size_limit=2048, fsync=False) as w:
             for lid in lids:
                 p = digest.BookieEntryPacker(lid)
                 for i in range(6):
@@ -31,7 +31,7 @@ def bookie(tmp_path: Path) -> tuple[Path, list[tuple[int, int, int]]]:
                     md.publish_time = 1_700_000_000_000 + i
                     e = pk.encode_batch(md, [b"a", b"b", b"c"][: 1 + i % 3])
                     out.append((lid, i, w.append(lid, p.pack(e))))
-    return tmp_path, out
+    return tmp_path / "bookie", out
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple, Self, Union
 import pyarrow as pa
 
 from .. import _native
-from ..errors import DigestMismatchError
+from ..errors import BookieError, DigestMismatchError
 
 __all__ = [
     "DEFAULT_LOG_SIZE_LIMIT",
@@ -156,16 +156,12 @@ def find_entry_logs(paths: PathLike | Iterable[PathLike | tuple[PathLike, int]])
         elif p.exists():
             lid = parse_log_file_name(p.name)
             if lid is None:
-                raise ValueError(f"{p}: not an entry log name (<hex id>.log); pass (path, log_id) instead")
+                raise BookieError(f"{p}: not an entry log name (<lowercase hex id>.log, as a bookie names them); "
+                                  "pass (path, log_id) to read it anyway")
             add(p, lid)
         else:
             raise FileNotFoundError(2, "No such file or directory", str(p))
     return out
-
-
-# ------------------------------------------------------------------------------------------------
-# Bookie entries and digests
-
 
 
 @dataclass(frozen=True)

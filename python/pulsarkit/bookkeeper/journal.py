@@ -47,6 +47,10 @@ class JournalIssue(NamedTuple):
     offset: int | None
     message: str
 
+    def __str__(self) -> str:
+        at = f" at offset {self.offset}" if self.offset is not None else ""
+        return f"{self.kind}: {self.path}{at}: {self.message}"
+
 
 class JournalScan(NamedTuple):
     records: list[JournalRecord]

@@ -16,10 +16,12 @@ when the data has problems (scan issues, digest mismatches).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from .._native import __version__
@@ -29,6 +31,14 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_DATA_PROBLEMS = 3
+EXIT_CODES_HELP = """exit codes:
+  0 success
+  1 an error: missing, unreadable or wrong input, a refused output path (one line on stderr)
+  2 bad usage (unknown option, missing argument)
+  3 with --strict: the data has problems (scan issues, digest mismatches, unreadable parts)
+
+Outputs (--parquet, -o) are never written over an existing file without --overwrite, never through a
+symbolic link and never inside an input; they are written under a temporary name and renamed."""
 
 Runner = Callable[[argparse.Namespace], int]
 _COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], Runner]]] = []
@@ -48,11 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pulsarkit",
         description="Apache Pulsar and BookKeeper storage formats: inspect, verify and convert.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"pulsarkit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text, configure in _COMMANDS:
-        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp = sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_CODES_HELP,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
         sp.set_defaults(_run=configure(sp))
     return p
 
@@ -159,10 +172,57 @@ def progress_arg(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
 
 
+class OutputRefused(PulsarkitError):
+    """An output path the command must not write: it exists, is a link, or is one of its inputs."""
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:
+        return False
+
+
+@contextlib.contextmanager
+def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = ()) -> Iterator[str]:
+    """Yields a temporary name next to ``path`` to write to; renamed to ``path`` when the block
+    succeeds, removed when it fails. Refused (:class:`OutputRefused`, nothing written): a symbolic
+    link (never written through), an existing path without ``overwrite`` (and a directory always),
+    and a path that is, or lies inside, one of the command's ``inputs``."""
+    real = os.path.realpath(path)
+    if os.path.islink(path):
+        raise OutputRefused(f"{path} is a symbolic link; pulsarkit never writes through one")
+    for i in inputs:
+        ri = os.path.realpath(i)
+        if real == ri or _inside(real, ri):
+            raise OutputRefused(f"{path} is {'one of' if real == ri else 'inside'} this command's inputs ({i}); "
+                                "write the output elsewhere")
+    if os.path.lexists(path):
+        if os.path.isdir(path) or not os.path.isfile(path):
+            raise OutputRefused(f"{path} exists and is not a regular file")
+        if not overwrite:
+            raise OutputRefused(f"{path} exists; pass --overwrite to replace it")
+    parent = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def overwrite_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+
+
 def output_args(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="one JSON object per line on stdout")
     g.add_argument("--parquet", metavar="FILE", help="write a Parquet file instead of printing")
+    overwrite_arg(p)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -32,7 +32,16 @@ from ..analysis.datadir import open_data_dir
 from ..analysis.messages import ledger_entries, message_batches, message_schema, read_messages, transactions
 from ..analysis.records import DataDirError, topic_dict
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
-from .command import EXIT_DATA_PROBLEMS, EXIT_OK, EXIT_USAGE, Progress, Runner, command, progress_arg
+from .command import (
+    EXIT_DATA_PROBLEMS,
+    EXIT_OK,
+    Progress,
+    Runner,
+    command,
+    output_file,
+    overwrite_arg,
+    progress_arg,
+)
 
 _FORMATS_TABLE = ("table", "json", "parquet")
 _FORMATS_MSG = ("table", "jsonl", "parquet")
@@ -84,10 +93,31 @@ def _table(rows: list[dict[str, Any]], cols: list[str], out: Any = None) -> None
         out.write("  ".join(v.ljust(w) for v, w in zip(x, widths, strict=True)).rstrip() + "\n")
 
 
+def _inputs(args: argparse.Namespace) -> list[str]:
+    return [x for x in [args.data_dir, args.metadata_dir, *(args.ledger_dir or []), *(args.journal_dir or []),
+                        *(args.index_dir or [])] if x]
+
+
+def _with_output(run: Runner) -> Runner:
+    """Runs a command whose ``-o FILE`` is checked before anything is read (an existing file needs
+    ``--overwrite``; a link or a path among the inputs is refused) and written under a temporary
+    name, renamed when the command succeeds."""
+
+    def with_output(args: argparse.Namespace) -> int:
+        if not args.output:
+            args.dest = None
+            return run(args)
+        with output_file(args.output, overwrite=args.overwrite, inputs=_inputs(args)) as dest:
+            args.dest = dest
+            return run(args)
+
+    return with_output
+
+
 def _out_file(args: argparse.Namespace) -> Any:
     """The Parquet destination: ``-o FILE``, else stdout when it is not a terminal (``| duckdb``)."""
-    if args.output:
-        return args.output
+    if args.dest:
+        return args.dest
     if sys.stdout.isatty():
         raise DataDirError("--format parquet needs -o FILE (or a pipe)")
     sys.stdout.flush()
@@ -106,6 +136,7 @@ def _ledgers(p: argparse.ArgumentParser) -> Runner:
     _dir_args(p)
     p.add_argument("--format", choices=_FORMATS_TABLE, default="table")
     p.add_argument("-o", "--output", help="output file (parquet)")
+    overwrite_arg(p)
     p.add_argument("--kind", action="append", help="only ledgers of this kind (repeatable)")
     p.add_argument(
         "--ledger", type=int, help="print this ledger's entries, each decoded by the ledger's format (JSON)"
@@ -140,7 +171,7 @@ def _ledgers(p: argparse.ArgumentParser) -> Runner:
             )
         return _finish(dd, args)
 
-    return run
+    return _with_output(run)
 
 
 @command("topics", help="topics of a data directory with their ledgers, size and subscriptions' cursors")
@@ -197,7 +228,7 @@ def _print_records(records: Any, args: argparse.Namespace, total: int, markers: 
                     n += b.num_rows
                     prog.update(n)
         elif args.format == "jsonl":
-            out = open(args.output, "w") if args.output else sys.stdout
+            out = open(args.dest, "w") if args.dest else sys.stdout
             try:
                 for r in records:
                     out.write(json.dumps(r) + "\n")
@@ -265,6 +296,7 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
     )
     p.add_argument("--format", choices=_FORMATS_MSG, default="table")
     p.add_argument("-o", "--output", help="output file (required for parquet)")
+    overwrite_arg(p)
     p.add_argument(
         "--txn",
         choices=("committed", "all"),
@@ -290,7 +322,7 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
         )
         return _finish(dd, args)
 
-    return run
+    return _with_output(run)
 
 
 @command("backlog", help="the messages a consumer re-attaching to a subscription would receive")
@@ -304,7 +336,8 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--index-dir", action="append")
     p.add_argument("--strict", action="store_true")
     p.add_argument("--format", choices=_FORMATS_MSG, default="table")
-    p.add_argument("-o", "--output")
+    p.add_argument("-o", "--output", help="output file")
+    overwrite_arg(p)
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
@@ -320,7 +353,7 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
             )
         return _finish(dd, args)
 
-    return run
+    return _with_output(run)
 
 
 @command(
@@ -382,15 +415,13 @@ def _readjournal(p: argparse.ArgumentParser) -> Runner:
             if pth.is_dir():
                 files += sorted((f for f in pth.rglob("*.txn")), key=lambda f: (len(f.stem), f.stem))
             elif pth.is_file():
+                if pth.suffix != ".txn":
+                    raise DataDirError(f"{pth}: not a journal file (<hex id>.txn)", str(pth))
                 files.append(pth)
             else:
                 raise DataDirError(f"{pth}: no such file or directory", str(pth))
         if not files:
-            print(
-                f"pulsarkit readjournal: error: no *.txn journal files under {' '.join(args.paths)}",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
+            raise DataDirError(f"no journal files (<hex id>.txn) under {' '.join(args.paths)}")
         problems = 0
         for f in files:
             records, issues, version = scan_journal(f)

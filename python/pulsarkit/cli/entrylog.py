@@ -15,6 +15,7 @@ import datetime as _dt
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import pyarrow as pa
@@ -23,7 +24,17 @@ import pyarrow.parquet as pq
 
 from .. import bulk
 from ..bookkeeper.entrylog import entry_log_schema, find_entry_logs, read_entry_log_metadata, scan_entry_logs
-from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, output_args, progress_arg
+from ..errors import BookieError
+from .command import (
+    EXIT_DATA_PROBLEMS,
+    EXIT_OK,
+    Progress,
+    Runner,
+    command,
+    output_args,
+    output_file,
+    progress_arg,
+)
 
 
 def _fmt_time(ms: int | None) -> str:
@@ -104,16 +115,30 @@ def _readlog(p: argparse.ArgumentParser) -> Runner:
     )
     output_args(p)
     progress_arg(p)
-    return _run_readlog
+    return _with_output(_run_readlog)
 
 
 def _logs_with_progress(args: argparse.Namespace, what: str) -> tuple[list[tuple[Any, int]], Progress]:
     """The entry logs under the arguments' paths, and byte progress over all of them."""
     logs = find_entry_logs(args.paths)
+    if not logs:
+        raise BookieError(f"no entry logs (<hex id>.log) under {' '.join(args.paths)}")
     return logs, Progress(sum(os.path.getsize(p) for p, _ in logs), what, args.progress)
 
 
-def _run_readlog(args: argparse.Namespace) -> int:
+def _with_output(run: Callable[[argparse.Namespace, str | None], int]) -> Runner:
+    """Runs a command with its ``--parquet`` file (if any) checked first and written atomically."""
+
+    def with_output(args: argparse.Namespace) -> int:
+        if not args.parquet:
+            return run(args, None)
+        with output_file(args.parquet, overwrite=args.overwrite, inputs=args.paths) as dest:
+            return run(args, dest)
+
+    return with_output
+
+
+def _run_readlog(args: argparse.Namespace, dest: str | None) -> int:
     logs, progress = _logs_with_progress(args, "readlog")
     out = sys.stdout
     writer = None
@@ -144,7 +169,7 @@ def _run_readlog(args: argparse.Namespace) -> int:
                     cols.update(extra)
                     t = pa.RecordBatch.from_pydict(cols)
                     if writer is None:
-                        writer = pq.ParquetWriter(args.parquet, t.schema)
+                        writer = pq.ParquetWriter(dest, t.schema)
                     writer.write_batch(t)
                 elif args.json:
                     _print_json_rows(batch, extra, str(path), args.msg, out)
@@ -161,7 +186,7 @@ def _run_readlog(args: argparse.Namespace) -> int:
             writer.close()
     if args.parquet and writer is None:
         schema = entry_log_schema().append(pa.field("path", pa.string()))
-        pq.write_table(schema.empty_table(), args.parquet)
+        pq.write_table(schema.empty_table(), dest)
     return EXIT_DATA_PROBLEMS if (args.strict and problems) else EXIT_OK
 
 
@@ -247,10 +272,10 @@ def _readlogmetadata(p: argparse.ArgumentParser) -> Runner:
     )
     output_args(p)
     progress_arg(p)
-    return _run_readlogmetadata
+    return _with_output(_run_readlogmetadata)
 
 
-def _run_readlogmetadata(args: argparse.Namespace) -> int:
+def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
     logs, progress = _logs_with_progress(args, "readlogmetadata")
     out = sys.stdout
     rows: dict[str, list[Any]] = {
@@ -314,7 +339,6 @@ def _run_readlogmetadata(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.parquet:
-
         schema = pa.schema(
             [
                 ("path", pa.string()),
@@ -328,7 +352,7 @@ def _run_readlogmetadata(args: argparse.Namespace) -> int:
                 ("issues", pa.int64()),
             ]
         )
-        pq.write_table(pa.Table.from_pydict(rows, schema=schema), args.parquet)
+        pq.write_table(pa.Table.from_pydict(rows, schema=schema), dest)
     return EXIT_DATA_PROBLEMS if (args.strict and problems) else EXIT_OK
 
 

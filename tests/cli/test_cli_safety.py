@@ -1,0 +1,173 @@
+"""The command line as a careful Unix tool: a bad input is one line on stderr and a non-zero exit,
+never a traceback; an output path that is a user's file, an input of the same run, or a link to a
+file elsewhere is never written (refused, or replaced only with --overwrite for a plain file)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pulsarkit as pk
+import pytest
+from pulsarkit.bookkeeper import BookieEntryPacker, EntryLogWriter, key_value_storage
+
+TOPIC = "persistent://public/default/orders"
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pulsarkit", *argv], capture_output=True, text=True, timeout=120)
+
+
+def assert_one_line_error(r: subprocess.CompletedProcess, command: str) -> None:
+    assert r.returncode not in (0,), r
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"pulsarkit {command}: error: "), r.stderr
+
+
+@pytest.fixture(scope="module")
+def bad_inputs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("bad")
+    (root / "empty").mkdir()
+    (root / "afile").write_text("not pulsar data")
+    db = key_value_storage.open_writable(str(root / "rocks"))
+    db.put(b"k", b"v")
+    db.close()
+    (root / "00a.log").write_bytes(b"BKLO" + bytes(100))  # zero-padded: a RocksDB WAL name, not a bookie's
+    return {
+        "nonexistent": root / "nope",
+        "empty dir": root / "empty",
+        "file instead of a dir": root / "afile",
+        "RocksDB dir by mistake": root / "rocks",
+        "non-canonical log name": root / "00a.log",
+    }
+
+
+COMMANDS = [
+    ("readlog",),
+    ("readlogmetadata",),
+    ("ledgers",),
+    ("topics",),
+    ("messages",),
+    ("backlog", "{}", TOPIC, "sub"),
+    ("transactions",),
+    ("readjournal",),
+]
+
+
+@pytest.mark.parametrize("case", ["nonexistent", "empty dir", "file instead of a dir", "RocksDB dir by mistake",
+                                  "non-canonical log name"])
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_bad_input_is_one_line_and_a_nonzero_exit(bad_inputs, command, case) -> None:
+    path = str(bad_inputs[case])
+    argv = [a.format(path) for a in command] if "{}" in command else [*command, path]
+    r = cli(*argv)
+    assert_one_line_error(r, command[0])
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_unreadable_dir_is_one_line(tmp_path, command) -> None:
+    """A chmod 000 directory. Root reads it anyway, so as root the command runs as ``nobody``."""
+    d = tmp_path / "locked"
+    d.mkdir()
+    (d / "0.log").write_bytes(b"x")
+    d.chmod(0)
+    as_nobody = {"user": 65534, "group": 65534, "extra_groups": []} if os.geteuid() == 0 else {}
+    if as_nobody:
+        try:
+            probe = subprocess.run([sys.executable, "-c", "import pulsarkit"], capture_output=True, **as_nobody)
+            why = probe.stderr[-200:] if probe.returncode else None
+        except PermissionError as e:
+            why = str(e)
+        if why is not None:
+            pytest.skip(f"running as root, and nobody cannot run this interpreter: {why!r}")
+    try:
+        argv = [a.format(d) for a in command] if "{}" in command else [*command, str(d)]
+        r = subprocess.run([sys.executable, "-m", "pulsarkit", *argv], capture_output=True, text=True, timeout=120,
+                           **as_nobody)
+        assert_one_line_error(r, command[0])
+    finally:
+        d.chmod(0o700)
+
+
+def test_help_documents_the_exit_codes() -> None:
+    r = cli("--help")
+    assert r.returncode == 0
+    for code in ("0", "1", "2", "3"):
+        assert f"  {code} " in r.stdout, r.stdout
+
+
+# ------------------------------------------------------------------------------------------- outputs
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    """A small pulsarkit data directory (metadata + bookie) with one topic and a subscription."""
+    root = tmp_path_factory.mktemp("data")
+    with pk.Store.open(root / "d", sync=False) as store:
+        ml = store.managed_ledger("public/default/persistent/orders")
+        for i in range(5):
+            ml.add_entry(pk.encode_entry(pk.message_metadata("p", i, 1_700_000_000_000 + i), b"m%d" % i))
+        ml.open_cursor("sub", initial_position="earliest")
+    logs = root / "logs" / "current"
+    with EntryLogWriter(logs, fsync=False) as w:
+        p = BookieEntryPacker(7)
+        for i in range(3):
+            w.append(7, p.pack(pk.encode_entry(pk.message_metadata("p", i, 1), b"x")))
+    return root
+
+
+def _output_commands(data: Path, out: Path) -> list[tuple[list[str], Path]]:
+    d = data / "d"
+    logs = data / "logs"
+    return [
+        (["readlog", str(logs), "--parquet", str(out)], logs),
+        (["readlogmetadata", str(logs), "--parquet", str(out)], logs),
+        (["ledgers", str(d), "--format", "parquet", "-o", str(out)], d),
+        (["messages", str(d), "--topic", TOPIC, "--format", "jsonl", "-o", str(out)], d),
+        (["messages", str(d), "--topic", TOPIC, "--format", "parquet", "-o", str(out)], d),
+        (["backlog", str(d), TOPIC, "sub", "--format", "jsonl", "-o", str(out)], d),
+    ]
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_outputs_never_overwrite_user_files_inputs_or_through_links(data, tmp_path, index) -> None:
+    user = tmp_path / "user.txt"
+    outside = tmp_path / "outside.txt"
+    link = tmp_path / "link.parquet"
+    before_inputs = _snapshot(data)
+    for case in ("user file", "input file", "symlink"):
+        user.write_text("the user's file")
+        outside.write_text("a file elsewhere")
+        if link.is_symlink():
+            link.unlink()
+        link.symlink_to(outside)
+        argv, input_root = _output_commands(data, user)[index]
+        input_file = next(p for p in sorted(input_root.rglob("*")) if p.is_file())
+        target = {"user file": user, "input file": input_file, "symlink": link}[case]
+        argv = [str(target) if a == str(user) else a for a in argv]
+        for extra in ([], ["--overwrite"]):
+            r = cli(*argv, *extra)
+            if case == "user file" and extra:
+                assert r.returncode == 0, r.stderr  # a plain file is replaced when asked to
+                assert user.read_bytes() != b"the user's file"
+                continue
+            assert_one_line_error(r, argv[0])
+            assert user.read_text() == "the user's file"
+            assert outside.read_text() == "a file elsewhere" and link.is_symlink()
+            assert _snapshot(data) == before_inputs
+        assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temporary left behind
+
+
+def test_a_failed_run_leaves_no_output_and_no_temporary(data, tmp_path) -> None:
+    out = tmp_path / "out.parquet"
+    r = cli("backlog", str(data / "d"), TOPIC, "no-such-subscription", "--format", "parquet", "-o", str(out))
+    assert_one_line_error(r, "backlog")
+    assert list(tmp_path.iterdir()) == []
