@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what it needs, builds, then runs
-# Rust tests, the bounded fuzz run, the benchmark smoke run and pytest (unit, property,
-# interop with the real pulsar-client and the Java libraries, Spark).
+# Rust tests, the wheel smoke test (clean venv), the bounded fuzz run, the benchmark smoke run and
+# pytest (unit, property, interop with the real pulsar-client, the Java libraries and a real Pulsar
+# standalone, Spark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
@@ -13,6 +14,8 @@ if ! cargo test --manifest-path rust/Cargo.toml --quiet > target/cargo-test.log 
   exit 1
 fi
 grep -E "^test result" target/cargo-test.log | sed 's/^/  rust: /' 
+echo "== wheel: release build, clean-venv install and use (scripts/wheel_smoke.sh)"
+./scripts/wheel_smoke.sh
 if [ -x scripts/fuzz.sh ]; then
   echo "== fuzz (bounded)"
   scripts/fuzz.sh "${PULSARKIT_FUZZ_SECONDS:-10}"
