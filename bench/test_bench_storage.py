@@ -10,7 +10,7 @@ import os
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.bookkeeper.entrylog import EntryLogWriter, pack_bookie_entry
+from pulsarkit.bookkeeper import EntryLogWriter, pack_entry
 from pulsarkit.managed_ledger import ManagedLedgerConfig
 from pulsarkit.managed_ledger import Store
 
@@ -29,7 +29,7 @@ def logs(tmp_path_factory, full_size):
         for i in range(n):
             lid, eid = 10 + i // 50_000, i % 50_000
             length = length + len(pulsar_entry) if eid else len(pulsar_entry)
-            w.append(lid, pack_bookie_entry(lid, eid, pulsar_entry, last_add_confirmed=eid - 1, length=length))
+            w.append(lid, pack_entry(lid, eid, pulsar_entry, last_add_confirmed=eid - 1, length=length))
         w.flush()
     files = sorted(str(p) for p in d.glob("*.log"))
     for f in files:  # into the page cache

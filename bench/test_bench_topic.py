@@ -10,7 +10,7 @@ import itertools
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from pulsarkit.broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
+from pulsarkit.broker import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.managed_ledger import ManagedLedgerConfig
 from pulsarkit.managed_ledger import Store
 from pulsarkit.broker import PersistentTopic
