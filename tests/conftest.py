@@ -1,6 +1,5 @@
 import os
 import shutil
-import sys
 
 import pulsarkit as pk
 import pytest
@@ -24,32 +23,23 @@ def require_tool(name: str, why: str) -> str:
 def spark():
     require_tool("java", "the Spark tests run a local Spark session (a JVM)")
     try:
-        from pyspark.sql import SparkSession
+        import pyspark  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the environment
         if IN_CI:
             pytest.fail(f"pyspark is not installed: {e}")
         pytest.skip(f"pyspark is not installed: {e}")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-        mp.setenv("PYSPARK_PYTHON", sys.executable)
-        session = (
-            SparkSession.builder.master("local[2]")
-            .appName("pulsarkit-tests")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.memory", "512m")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.default.parallelism", "2")
-            # Small Arrow batches: each partition then sends several batches, which exercises the
-            # batch-relative entry_index of explode.
-            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "4")
-            .config("spark.python.worker.reuse", "true")
-            .getOrCreate()
-        )
-        session.sparkContext.setLogLevel("ERROR")
-        yield session
-        session.stop()
+    from pulsarkit.spark import local_session
+
+    session = local_session(2, "pulsarkit-tests", conf={
+        "spark.driver.memory": "512m",
+        "spark.default.parallelism": "2",
+        # Small Arrow batches: each partition then sends several batches, which exercises the
+        # batch-relative entry_index of explode.
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "4",
+        "spark.python.worker.reuse": "true",
+    })
+    yield session
+    session.stop()
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ def test_readme_has_the_blocks_this_test_knows() -> None:
 
 
 def test_every_block_runs(tmp_path) -> None:
-    spark_blocks = [c for lang, c in BLOCKS if lang == "python" and "SparkSession" in c]
+    spark_blocks = [c for lang, c in BLOCKS if lang == "python" and "local_session" in c]
     python = [c for lang, c in BLOCKS if lang == "python" and c not in spark_blocks]
     python.sort(key=lambda c: "pk.Store.open(" not in c)  # stable: data-creating blocks first
     for code in python:
@@ -69,7 +69,7 @@ def test_every_block_runs(tmp_path) -> None:
 def test_the_spark_script_runs(tmp_path) -> None:
     for code in (c for lang, c in BLOCKS if lang == "python" and "pk.Store.open(\"data\")" in c):
         _python(code, tmp_path)
-    (spark,) = [c for lang, c in BLOCKS if lang == "python" and "SparkSession" in c]
+    (spark,) = [c for lang, c in BLOCKS if lang == "python" and "local_session" in c]
     _python(spark, tmp_path)
 
 

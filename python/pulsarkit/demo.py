@@ -41,7 +41,7 @@ from .codec.entry import Entry, encode_batch, encode_entry, message_metadata
 from .managed_ledger import ManagedLedgerConfig, Store
 from .managed_ledger.trim import apply_retention
 from .spark import audit as saudit
-from .spark import read_entries, read_messages
+from .spark import local_session, read_entries, read_messages
 
 MINUTE = 60_000
 TOPICS = [  # (topic, codec, batch sizes, retention minutes, retention MB, ttl seconds)
@@ -142,17 +142,9 @@ def _messages_in(ml: Any) -> int:
 
 
 def read_back_spark(current: str) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("pulsarkit-demo")
-             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.driver.memory", "1g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session(2, "pulsarkit-demo")
     try:
         msgs = read_messages(spark, current)
         per_ledger = [r.asDict() for r in msgs.groupBy("ledger_id").count().collect()]

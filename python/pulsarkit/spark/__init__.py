@@ -7,6 +7,11 @@ DataFrame transforms (``mapInArrow``), each taking a DataFrame with a binary ent
     msgs = pks.explode_messages(df, "entry", keep=["ledger_id", "entry_id"])  # one row per message
     pks.strip_broker_entry_metadata(df); pks.verify_checksums(df); pks.peek_broker_entry_metadata(df)
 
+A local session with the data source registered, PYSPARK_PYTHON and a loopback driver set for you::
+
+    spark = pks.local_session()          # local[2]
+    pks.read_messages(spark, "data/bookie/current").groupBy("producer_name").count().show()
+
 Column UDFs (``arrow_udf`` on Spark >= 4.1, ``pandas_udf`` otherwise) live in :mod:`pulsarkit.spark.udfs`::
 
     from pulsarkit.spark import udfs
@@ -18,6 +23,7 @@ offset. PySpark is imported only when a wrapper is called, so this package impor
 
 from . import udfs
 from .datasource import FORMAT_NAME, read_entries, read_messages, register
+from .session import local_session
 from .transforms import (
     BatchKernel,
     decode_metadata,
@@ -32,6 +38,7 @@ __all__ = [
     "BatchKernel",
     "decode_metadata",
     "explode_messages",
+    "local_session",
     "peek_broker_entry_metadata",
     "read_entries",
     "read_messages",
