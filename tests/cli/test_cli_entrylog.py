@@ -211,3 +211,29 @@ def test_console_script(bookie: tuple[Path, list]) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert sum(len(json.loads(line)["ledgers"]) for line in r.stdout.splitlines()) >= 3
+
+
+def test_mac_password_from_env_or_file_never_echoed(capsys, tmp_path, monkeypatch) -> None:
+    """A MAC-digest ledger verifies with the password from --password-env or --password-file, so it
+    need not appear on the command line; a wrong one is a digest problem, and the password never
+    shows in any output."""
+    secret = "s3cret-pw"
+    logs = tmp_path / "bk" / "current"
+    with el.EntryLogWriter(logs, fsync=False) as w:
+        p = digest.BookieEntryPacker(9, "MAC", secret.encode())
+        for i in range(3):
+            w.append(9, p.pack(pk.encode_entry(pk.message_metadata("p", i, 1), b"x")))
+    (tmp_path / "pw").write_text(secret + "\n")
+    monkeypatch.setenv("PK_TEST_PW", secret)
+    for opt in (["--password-env", "PK_TEST_PW"], ["--password-file", str(tmp_path / "pw")]):
+        code, out, err = run(capsys, "readlog", str(logs), "--digest-type", "MAC", "--json", "--strict", *opt)
+        assert code == 0, err
+        rows = [json.loads(line) for line in out.splitlines()]
+        assert len(rows) == 3 and all(r["digest_ok"] for r in rows)
+        assert secret not in out + err
+    monkeypatch.setenv("PK_TEST_PW", "wrong")
+    code, out, err = run(capsys, "readlog", str(logs), "--digest-type", "MAC", "--json", "--strict",
+                         "--password-env", "PK_TEST_PW")
+    assert code == 3 and not any(json.loads(line)["digest_ok"] for line in out.splitlines())
+    code, out, err = run(capsys, "readlog", str(logs), "--password-env", "PK_NOT_SET_ANYWHERE")
+    assert code == 1 and "PK_NOT_SET_ANYWHERE is not set" in err

@@ -171,3 +171,16 @@ def test_a_failed_run_leaves_no_output_and_no_temporary(data, tmp_path) -> None:
     r = cli("backlog", str(data / "d"), TOPIC, "no-such-subscription", "--format", "parquet", "-o", str(out))
     assert_one_line_error(r, "backlog")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_fifos_are_skipped_with_a_warning_and_never_read(tmp_path) -> None:
+    """A FIFO named like an entry log would block a reader forever: in a directory it is skipped
+    with a warning, given by name it is an error."""
+    d = tmp_path / "bk" / "current"
+    with EntryLogWriter(d, fsync=False) as w:
+        w.append(3, BookieEntryPacker(3).pack(pk.encode_entry(pk.message_metadata("p", 0, 1), b"x")))
+    os.mkfifo(d / "7.log")
+    r = cli("readlog", str(d), "--json")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1
+    assert r.stderr.strip() == f"pulsarkit readlog: warning: {d / '7.log'}: not a regular file, skipped"
+    assert_one_line_error(cli("readlog", str(d / "7.log")), "readlog")

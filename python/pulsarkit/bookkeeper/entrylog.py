@@ -36,6 +36,7 @@ with their offsets, and the scan resumes at the next valid record.
 from __future__ import annotations
 
 import os
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +71,7 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+_log = logging.getLogger("pulsarkit")
 
 #: BookKeeper's default and maximum ``logSizeLimit`` (1 GiB).
 DEFAULT_LOG_SIZE_LIMIT: int = _native.ENTRY_LOG_DEFAULT_SIZE_LIMIT
@@ -149,11 +151,17 @@ def find_entry_logs(paths: PathLike | Iterable[PathLike | tuple[PathLike, int]])
                 for name in files:
                     lid = parse_log_file_name(name)
                     f = Path(root) / name
-                    if lid is not None and f.is_file():
+                    if lid is None:
+                        continue
+                    if f.is_file():
                         found.append((root, lid, f))
+                    else:  # a FIFO or a device: reading it could block forever
+                        _log.warning("%s: not a regular file, skipped", f)
             for _, lid, f in sorted(found, key=lambda t: (t[0], t[1])):
                 add(f, lid)
         elif p.exists():
+            if not p.is_file():
+                raise BookieError(f"{p}: not a regular file (a FIFO or a device); give an entry log or a directory")
             lid = parse_log_file_name(p.name)
             if lid is None:
                 raise BookieError(f"{p}: not an entry log name (<lowercase hex id>.log, as a bookie names them); "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -77,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     if run is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    # Library warnings (a skipped FIFO, ...) reach the user as one line each, like the errors.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"pulsarkit {args.command}: warning: %(message)s"))
+    log = logging.getLogger("pulsarkit")
+    log.addHandler(handler)
+    log.propagate = False
     try:
         return int(run(args) or 0)
     except BrokenPipeError:
@@ -89,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    finally:
+        log.removeHandler(handler)
 
 
 # ------------------------------------------------------------------------------------------------

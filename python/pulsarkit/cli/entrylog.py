@@ -108,7 +108,10 @@ def _readlog(p: argparse.ArgumentParser) -> Runner:
         choices=["CRC32C", "CRC32", "MAC", "DUMMY", "AUTO"],
         help="bookie digest to verify (default CRC32C, Pulsar's default; AUTO detects per ledger)",
     )
-    p.add_argument("--password", default="", help="ledger password, for MAC digests")
+    pw = p.add_mutually_exclusive_group()
+    pw.add_argument("--password", default="", help="ledger password, for MAC digests (visible to ps: prefer the next two)")
+    pw.add_argument("--password-env", metavar="VAR", help="read the ledger password from this environment variable")
+    pw.add_argument("--password-file", metavar="FILE", help="read the ledger password from this file (one line)")
     p.add_argument("--no-payload", action="store_true", help="leave the payload column out of --parquet")
     p.add_argument(
         "--strict", action="store_true", help="exit 3 when a log has issues or a digest does not verify"
@@ -138,7 +141,20 @@ def _with_output(run: Callable[[argparse.Namespace, str | None], int]) -> Runner
     return with_output
 
 
+def _password(args: argparse.Namespace) -> bytes:
+    """The ledger password from --password, --password-env or --password-file; never printed."""
+    if args.password_env:
+        if args.password_env not in os.environ:
+            raise BookieError(f"--password-env: the environment variable {args.password_env} is not set")
+        return os.environ[args.password_env].encode()
+    if args.password_file:
+        with open(args.password_file, "rb") as f:
+            return f.read().rstrip(b"\r\n")
+    return args.password.encode()
+
+
 def _run_readlog(args: argparse.Namespace, dest: str | None) -> int:
+    password = _password(args)
     logs, progress = _logs_with_progress(args, "readlog")
     out = sys.stdout
     writer = None
@@ -147,7 +163,7 @@ def _run_readlog(args: argparse.Namespace, dest: str | None) -> int:
     try:
         for path, log_id in logs:
             size = os.path.getsize(path)
-            scan = scan_entry_logs([(path, log_id)], args.digest_type, args.password.encode())
+            scan = scan_entry_logs([(path, log_id)], args.digest_type, password)
             if not args.json and not args.parquet:
                 print(f"Scan entry log {log_id} ({log_id:x}.log) at {path}: {size} bytes", file=out)
             for batch in scan:
