@@ -37,7 +37,7 @@ export PULSARKIT_FUZZ_SECONDS="$secs"
 export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 echo "== bounded mutation fuzzer: ${secs}s per target =="
-cargo test --manifest-path rust/Cargo.toml --release --target-dir target/fuzz-driver \
+cargo test --manifest-path rust/Cargo.toml --features fuzzing --release --target-dir target/fuzz-driver \
     --test fuzz_bounded -- --nocapture --test-threads 1
 
 [ "$libfuzzer" = 1 ] || exit 0
@@ -55,7 +55,7 @@ fi
 corpus="$PWD/rust/fuzz/corpus"
 # Seed corpora: the driver writes its seeds and runs them once (0 seconds of mutation).
 PULSARKIT_FUZZ_SECONDS=0 PULSARKIT_FUZZ_WRITE_CORPUS="$corpus" \
-    cargo test --manifest-path rust/Cargo.toml --release --target-dir target/fuzz-driver \
+    cargo test --manifest-path rust/Cargo.toml --features fuzzing --release --target-dir target/fuzz-driver \
     --test fuzz_bounded -q -- --test-threads 1 >/dev/null
 
 unset CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS

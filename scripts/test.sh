@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 . .venv/bin/activate
 echo "== cargo test"
 mkdir -p target
-if ! cargo test --manifest-path rust/Cargo.toml --quiet > target/cargo-test.log 2>&1; then
+if ! cargo test --manifest-path rust/Cargo.toml --features fuzzing --quiet > target/cargo-test.log 2>&1; then
   cat target/cargo-test.log
   exit 1
 fi

@@ -5,18 +5,18 @@
 //! against the other parsers and encoders. Parser errors are fine; a panic (a parser bug or a broken
 //! invariant, reported through `assert!`) is the failure a fuzzer looks for. Every target returns
 //! whether the input was accepted, so a feedback-less driver can keep inputs that got deep.
-use crate::batch::{append_record, decode_batch, entry_messages, parse_entry};
+use crate::codec::batch::{append_record, decode_batch, entry_messages, parse_entry};
 use crate::bulk::{self, EntryColumn};
-use crate::command::{encode_frame, Frame, FrameDecoder};
-use crate::compression::{compress, decompress, Codec};
-use crate::crc::crc32c;
-use crate::entry::{
+use crate::codec::command::{encode_frame, Frame, FrameDecoder};
+use crate::codec::compression::{compress, decompress, Codec};
+use crate::codec::crc::crc32c;
+use crate::codec::entry::{
     add_broker_entry_metadata, decode_broker_entry_metadata, encode_metadata_and_payload, parse_layout,
     peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
 };
 use crate::error::Error;
-use crate::metascan::scan_metadata;
-use crate::proto::{BaseCommand, CommandPing, CommandSend, KeyValue, MessageMetadata, SingleMessageMetadata};
+use crate::codec::metascan::scan_metadata;
+use crate::codec::proto::{BaseCommand, CommandPing, CommandSend, KeyValue, MessageMetadata, SingleMessageMetadata};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, BinaryArray, BinaryViewArray, LargeBinaryArray, RecordBatch};
@@ -173,7 +173,7 @@ pub fn fuzz_entry_parse(data: &[u8]) -> bool {
     all.is_ok()
 }
 
-fn to_smm(m: &crate::batch::DecodedMessage) -> SingleMessageMetadata {
+fn to_smm(m: &crate::codec::batch::DecodedMessage) -> SingleMessageMetadata {
     SingleMessageMetadata {
         properties: m.properties.iter().map(|(k, v)| KeyValue { key: k.clone(), value: v.clone() }).collect(),
         partition_key: m.key.clone(),
@@ -188,13 +188,13 @@ fn to_smm(m: &crate::batch::DecodedMessage) -> SingleMessageMetadata {
     }
 }
 
-fn reencode_round_trip(md: &MessageMetadata, msgs: &[crate::batch::DecodedMessage], checksum: bool) {
+fn reencode_round_trip(md: &MessageMetadata, msgs: &[crate::codec::batch::DecodedMessage], checksum: bool) {
     let codec = Codec::from_wire(md.compression.unwrap_or(0)).expect("decoded entries have a known codec");
     let e = if md.num_messages_in_batch.is_some() {
         let smms: Vec<(SingleMessageMetadata, &[u8])> = msgs.iter().map(|m| (to_smm(m), &m.payload[..])).collect();
-        crate::batch::encode_batch(md, &smms, codec, checksum).expect("re-encode batch")
+        crate::codec::batch::encode_batch(md, &smms, codec, checksum).expect("re-encode batch")
     } else {
-        crate::batch::encode_single(md, &msgs[0].payload, codec, checksum).expect("re-encode single")
+        crate::codec::batch::encode_single(md, &msgs[0].payload, codec, checksum).expect("re-encode single")
     };
     let p = parse_entry(&e, true).expect("re-encoded entry parses");
     let again = entry_messages(&e, &p, true, 1 << 30).expect("re-encoded entry decodes");
@@ -597,15 +597,15 @@ pub fn sample_entries() -> Vec<Vec<u8>> {
     let pairs: Vec<(SingleMessageMetadata, &[u8])> = smms.iter().map(|(s, p)| (s.clone(), &p[..])).collect();
     for (ci, codec) in Codec::ALL.into_iter().enumerate() {
         let md = sample_metadata(ci as u64);
-        let single = crate::batch::encode_single(&md, &b"hello pulsar ".repeat(ci + 1), codec, ci % 2 == 0).unwrap();
-        let batch = crate::batch::encode_batch(&md, &pairs, codec, ci % 2 == 1).unwrap();
+        let single = crate::codec::batch::encode_single(&md, &b"hello pulsar ".repeat(ci + 1), codec, ci % 2 == 0).unwrap();
+        let batch = crate::codec::batch::encode_batch(&md, &pairs, codec, ci % 2 == 1).unwrap();
         out.push(add_broker_entry_metadata(&batch, Some(1_700_000_000_123), Some(ci as u64 * 4 + 3)).unwrap());
         out.push(add_broker_entry_metadata(&single, None, Some(ci as u64)).unwrap());
         out.push(single);
         out.push(batch);
     }
     let empty = MessageMetadata { producer_name: "p".into(), sequence_id: 0, publish_time: 1000, ..Default::default() };
-    out.push(crate::batch::encode_single(&empty, b"", Codec::None, true).unwrap());
+    out.push(crate::codec::batch::encode_single(&empty, b"", Codec::None, true).unwrap());
     // The fact sheet's worked example: metadata {p, 0, 1000, uncompressed_size 2}, payload "hi".
     let ex = encode_metadata_and_payload(&[0x0a, 0x01, 0x70, 0x10, 0x00, 0x18, 0xe8, 0x07, 0x48, 0x02], b"hi", true)
         .unwrap();
@@ -618,7 +618,7 @@ pub fn sample_entries() -> Vec<Vec<u8>> {
         total_chunk_msg_size: Some(10),
         ..sample_metadata(7)
     };
-    out.push(crate::batch::encode_single(&chunk, b"01234", Codec::None, true).unwrap());
+    out.push(crate::codec::batch::encode_single(&chunk, b"01234", Codec::None, true).unwrap());
     out
 }
 

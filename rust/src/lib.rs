@@ -1,18 +1,19 @@
-//! pulsarkit core: Apache Pulsar entry formats as pure functions over byte slices and Arrow arrays.
-//! The Python bindings live in `py/` and only convert types; all logic is here.
-pub mod batch;
+//! pulsarkit core: Apache Pulsar and BookKeeper storage formats as pure functions over byte slices
+//! and Arrow arrays. The modules mirror the Python layers:
+//!
+//! * [`codec`]: Pulsar's wire formats: CRC32C, protobuf walking, entries and broker entry
+//!   metadata, batches, compression, command frames, the lazy metadata scan;
+//! * [`bookkeeper`]: BookKeeper's storage: entry digests and entry logs;
+//! * [`bulk`]: the kernels over Arrow columns (one call per column);
+//! * `py` (feature `python`): the PyO3 bindings, conversions only.
+//!
+//! [`Error`] is the one error type; the bindings turn it into Python exceptions in one place.
+pub mod bookkeeper;
 pub mod bulk;
-pub mod command;
-pub mod compression;
-pub mod crc;
-pub mod digest;
-pub mod entry;
-pub mod entrylog;
+pub mod codec;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
-pub mod metascan;
-pub mod proto;
-pub mod wire;
 
 #[cfg(feature = "python")]
 mod py;

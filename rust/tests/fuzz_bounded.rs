@@ -77,7 +77,7 @@ fn now_ms(origin: Instant) -> u64 {
 fn save(target: &str, input: &[u8]) -> String {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
     let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join(format!("{target}-{:08x}.bin", pulsarkit::crc::crc32c(input)));
+    let path = dir.join(format!("{target}-{:08x}.bin", pulsarkit::codec::crc::crc32c(input)));
     let _ = std::fs::write(&path, input);
     path.display().to_string()
 }

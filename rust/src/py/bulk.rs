@@ -2,7 +2,7 @@
 //! returns a pyarrow RecordBatch, doing all per-row work in one GIL-released native call.
 use super::errors::IntoPyResult;
 use crate::bulk::{self, EntryColumn};
-use crate::compression::DEFAULT_DECOMPRESSION_LIMIT;
+use crate::codec::compression::DEFAULT_DECOMPRESSION_LIMIT;
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3_arrow::{PyArray, PyRecordBatch};

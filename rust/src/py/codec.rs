@@ -1,12 +1,12 @@
 //! Bindings for single-entry codec work: CRC, entry parse/encode, PIP-70 helpers, compression,
 //! command frames.
 use super::errors::{frame_to_py, IntoPyResult};
-use crate::batch;
-use crate::command::{self, FrameDecoder as CoreFrameDecoder};
-use crate::compression::{self, Codec};
-use crate::entry;
-use crate::metascan::scan_metadata;
-use crate::proto::{MessageMetadata, SingleMessageMetadata};
+use crate::codec::batch;
+use crate::codec::command::{self, FrameDecoder as CoreFrameDecoder};
+use crate::codec::compression::{self, Codec};
+use crate::codec::entry;
+use crate::codec::metascan::scan_metadata;
+use crate::codec::proto::{MessageMetadata, SingleMessageMetadata};
 use prost::Message as _;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyTypeError;
@@ -53,9 +53,9 @@ fn crc32c(py: Python<'_>, data: &Bound<'_, PyAny>, crc: u32) -> PyResult<u32> {
     let input = ByteInput::new(data)?;
     let s = input.as_slice();
     Ok(if s.len() >= DETACH_THRESHOLD {
-        py.detach(|| crate::crc::crc32c_resume(crc, s))
+        py.detach(|| crate::codec::crc::crc32c_resume(crc, s))
     } else {
-        crate::crc::crc32c_resume(crc, s)
+        crate::codec::crc::crc32c_resume(crc, s)
     })
 }
 

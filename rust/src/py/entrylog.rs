@@ -1,11 +1,11 @@
 //! Bindings for BookKeeper entry logs and bookie entry digests. File work runs with the GIL released.
 use super::codec::ByteInput;
 use super::errors::{to_py, ChecksumMismatchError, CorruptEntryError};
-use crate::digest::{self, DigestType, Digester};
-use crate::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
-use crate::entrylog::reader::metadata_by_scan;
-use crate::entrylog::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner, DEFAULT_MAX_RECORD_SIZE};
-use crate::entrylog::{
+use crate::bookkeeper::digest::{self, DigestType, Digester};
+use crate::bookkeeper::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
+use crate::bookkeeper::entrylog::reader::metadata_by_scan;
+use crate::bookkeeper::entrylog::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner, DEFAULT_MAX_RECORD_SIZE};
+use crate::bookkeeper::entrylog::{
     EntryLogFile, EntryLogMetadata, EntryLogReader, EntryLogWriter, FileSource, LogError, LogHeader, MetadataReport,
     WriterOptions,
 };
@@ -50,7 +50,7 @@ trait LogPy<T> {
     fn py_log(self, py: Python<'_>) -> PyResult<T>;
 }
 
-impl<T> LogPy<T> for crate::entrylog::LogResult<T> {
+impl<T> LogPy<T> for crate::bookkeeper::entrylog::LogResult<T> {
     fn py_log(self, py: Python<'_>) -> PyResult<T> {
         self.map_err(|e| log_err(py, e))
     }
@@ -616,7 +616,7 @@ fn entry_log_schema<'py>(py: Python<'py>, payload_type: &str) -> PyResult<Bound<
     PySchema::new(logarrow::schema_for(payload_type_of(payload_type)?)).into_pyarrow(py)
 }
 
-fn metadata_of(f: &EntryLogFile, opts: ScanOptions, use_index: bool) -> crate::entrylog::LogResult<MetadataReport> {
+fn metadata_of(f: &EntryLogFile, opts: ScanOptions, use_index: bool) -> crate::bookkeeper::entrylog::LogResult<MetadataReport> {
     if use_index {
         return f.metadata(opts);
     }
@@ -663,6 +663,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawRecordScan>()?;
     m.add_class::<RawArrowLogScan>()?;
     m.add("ENTRY_LOG_DEFAULT_MAX_RECORD_SIZE", DEFAULT_MAX_RECORD_SIZE)?;
-    m.add("ENTRY_LOG_DEFAULT_SIZE_LIMIT", crate::entrylog::format::DEFAULT_LOG_SIZE_LIMIT)?;
+    m.add("ENTRY_LOG_DEFAULT_SIZE_LIMIT", crate::bookkeeper::entrylog::format::DEFAULT_LOG_SIZE_LIMIT)?;
     Ok(())
 }

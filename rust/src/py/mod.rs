@@ -13,11 +13,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bulk::register(m)?;
     entrylog::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("FILE_DESCRIPTOR_SET", pyo3::types::PyBytes::new(m.py(), crate::proto::FILE_DESCRIPTOR_SET))?;
+    m.add("FILE_DESCRIPTOR_SET", pyo3::types::PyBytes::new(m.py(), crate::codec::proto::FILE_DESCRIPTOR_SET))?;
     let info = pyo3::types::PyDict::new(m.py());
     info.set_item("version", env!("CARGO_PKG_VERSION"))?;
     info.set_item("profile", if cfg!(debug_assertions) { "debug" } else { "release" })?;
-    info.set_item("crc32c_implementation", crate::crc::crc32c_implementation())?;
+    info.set_item("crc32c_implementation", crate::codec::crc::crc32c_implementation())?;
     info.set_item("target_arch", std::env::consts::ARCH)?;
     m.add("build_info", info)?;
     Ok(())

@@ -1,7 +1,7 @@
 //! Pulsar's four payload codecs, byte-compatible with the Java and C++ clients:
 //! LZ4 raw block, zlib-wrapped deflate, a standard zstd frame, raw (unframed) snappy.
 //! Decoders produce exactly `uncompressed_size` bytes and never allocate above `limit`.
-use crate::entry::{DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING};
+use crate::codec::entry::{DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING};
 use crate::error::{Error, Result};
 
 /// Default ceiling for one decompressed payload: Pulsar's max message size plus frame padding.

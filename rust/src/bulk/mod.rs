@@ -1,10 +1,10 @@
 //! Arrow kernels: one call per column of entries, one output row per input row (or per message for
 //! `explode`). A corrupt entry yields nulls plus a message in the `error` column, never a dropped row.
-use crate::batch::{entry_messages, parse_entry, DecodedMessage};
-use crate::compression::Codec;
-use crate::entry::{decode_broker_entry_metadata, locate_broker_entry_metadata, parse_layout, EntryLayout};
+use crate::codec::batch::{entry_messages, parse_entry, DecodedMessage};
+use crate::codec::compression::Codec;
+use crate::codec::entry::{decode_broker_entry_metadata, locate_broker_entry_metadata, parse_layout, EntryLayout};
 use crate::error::{Error, Result};
-use crate::metascan::{scan_metadata, MetaFields};
+use crate::codec::metascan::{scan_metadata, MetaFields};
 use arrow_array::builder::*;
 use arrow_array::types::{ArrowPrimitiveType, ByteArrayType, GenericBinaryType, Int32Type, Int64Type};
 use arrow_array::{

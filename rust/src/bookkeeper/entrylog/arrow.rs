@@ -6,7 +6,7 @@
 use super::format::make_location;
 use super::scan::{Record, ScanIssue, ScanOptions, ScanSummary, Scanner};
 use super::{AnySource, FileSource, LogResult, MmapSource};
-use crate::digest::{detect_digest_type, DigestType, Digester, BOOKIE_HEADER_SIZE};
+use crate::bookkeeper::digest::{detect_digest_type, DigestType, Digester, BOOKIE_HEADER_SIZE};
 use arrow_array::builder::{BinaryBuilder, BinaryViewBuilder, BooleanBuilder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;

@@ -1,10 +1,10 @@
 //! Batch payloads: `num_messages_in_batch` records of `[u32 size][SingleMessageMetadata][payload]`,
 //! the whole concatenation compressed together. Also the entry-to-messages decoding of a consumer.
-use crate::compression::{self, Codec};
-use crate::entry::{parse_layout, EntryLayout};
+use crate::codec::compression::{self, Codec};
+use crate::codec::entry::{parse_layout, EntryLayout};
 use crate::error::{Error, Result};
-use crate::proto::{KeyValue, MessageMetadata, SingleMessageMetadata};
-use crate::wire::Reader;
+use crate::codec::proto::{KeyValue, MessageMetadata, SingleMessageMetadata};
+use crate::codec::wire::Reader;
 use prost::Message as _;
 use std::ops::Range;
 
@@ -60,7 +60,7 @@ pub fn decode_batch(batch: &[u8], num_messages: i32) -> Result<Vec<BatchRecord>>
 
 fn has_field(buf: &[u8], number: u32) -> bool {
     let mut found = false;
-    let _ = crate::wire::walk_fields(buf, |f, _| {
+    let _ = crate::codec::wire::walk_fields(buf, |f, _| {
         found |= f == number;
         Ok(())
     });
@@ -119,7 +119,7 @@ pub fn parse_entry(data: &[u8], verify_checksum: bool) -> Result<ParsedEntry> {
     let md = &data[layout.metadata.clone()];
     // prost fills absent required fields with defaults; hold every reader to the scan's checks
     // (required fields, wire types) so explode/messages agree with Entry.parse and decode_metadata.
-    crate::metascan::scan_metadata(md).map_err(|e| e.shifted(layout.metadata.start))?;
+    crate::codec::metascan::scan_metadata(md).map_err(|e| e.shifted(layout.metadata.start))?;
     let metadata = decode_message_metadata(md, layout.metadata.start)?;
     Ok(ParsedEntry { layout, metadata })
 }
@@ -223,7 +223,7 @@ pub fn encode_batch(
         Some(u32::try_from(batch.len()).map_err(|_| Error::InvalidArgument("batch over 4 GiB".into()))?);
     md.compression = if codec == Codec::None { None } else { Some(codec as i32) };
     let body = compression::compress(codec, &batch)?;
-    crate::entry::encode_metadata_and_payload(&md.encode_to_vec(), &body, checksum)
+    crate::codec::entry::encode_metadata_and_payload(&md.encode_to_vec(), &body, checksum)
 }
 
 /// Builds a single (non-batched) entry; compresses the payload when `codec` is not NONE.
@@ -233,13 +233,13 @@ pub fn encode_single(metadata: &MessageMetadata, payload: &[u8], codec: Codec, c
         Some(u32::try_from(payload.len()).map_err(|_| Error::InvalidArgument("payload over 4 GiB".into()))?);
     md.compression = if codec == Codec::None { None } else { Some(codec as i32) };
     let body = compression::compress(codec, payload)?;
-    crate::entry::encode_metadata_and_payload(&md.encode_to_vec(), &body, checksum)
+    crate::codec::entry::encode_metadata_and_payload(&md.encode_to_vec(), &body, checksum)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compression::DEFAULT_DECOMPRESSION_LIMIT;
+    use crate::codec::compression::DEFAULT_DECOMPRESSION_LIMIT;
 
     fn md() -> MessageMetadata {
         MessageMetadata { producer_name: "p".into(), sequence_id: 7, publish_time: 1000, ..Default::default() }

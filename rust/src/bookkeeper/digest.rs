@@ -193,7 +193,7 @@ impl Digester {
         let mut v = DigestValue { bytes: [0; MAX_DIGEST_SIZE], len: self.kind.digest_len() as u8 };
         match self.kind {
             DigestType::Crc32c => {
-                let c = crate::crc::crc32c_resume(crate::crc::crc32c(header), payload);
+                let c = crate::codec::crc::crc32c_resume(crate::codec::crc::crc32c(header), payload);
                 v.bytes[..4].copy_from_slice(&c.to_be_bytes());
             }
             DigestType::Crc32 => {
@@ -267,7 +267,7 @@ pub fn detect_digest_type(data: &[u8], mac: Option<&Digester>) -> Option<DigestT
     let header = &data[..BOOKIE_HEADER_SIZE];
     let body = &data[BOOKIE_HEADER_SIZE..];
     if body.len() >= 4 {
-        let c = crate::crc::crc32c_resume(crate::crc::crc32c(header), &body[4..]);
+        let c = crate::codec::crc::crc32c_resume(crate::codec::crc::crc32c(header), &body[4..]);
         if body[..4] == c.to_be_bytes() {
             return Some(DigestType::Crc32c);
         }
@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(e.len(), 32 + 4 + 5);
         let mut whole = e[..32].to_vec();
         whole.extend_from_slice(b"hello");
-        assert_eq!(&e[32..36], &crate::crc::crc32c(&whole).to_be_bytes());
+        assert_eq!(&e[32..36], &crate::codec::crc::crc32c(&whole).to_be_bytes());
         let p = d.verify(&e, Some(7), Some(3)).unwrap();
         assert_eq!((p.ledger_id, p.entry_id, p.last_add_confirmed, p.length, p.payload), (7, 3, 2, 100, &b"hello"[..]));
     }

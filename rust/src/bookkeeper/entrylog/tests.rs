@@ -5,7 +5,7 @@ use super::reader::{list_log_ids, metadata_by_scan, read_metadata};
 use super::scan::{scan_all, IssueKind, ScanOptions};
 use super::writer::read_last_id;
 use super::*;
-use crate::digest::{DigestType, Digester};
+use crate::bookkeeper::digest::{DigestType, Digester};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::Array;

@@ -1,6 +1,6 @@
 //! Pulsar command frames: `[u32 total][u32 cmd_size][BaseCommand]` optionally followed by a
 //! headersAndPayload, and an incremental decoder that accepts any split of the byte stream.
-use crate::entry::{DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING};
+use crate::codec::entry::{DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING};
 use crate::error::{Error, Result};
 
 /// Netty's LengthFieldBasedFrameDecoder limit in the broker and clients.

@@ -6,10 +6,10 @@
 //! [0x0e01][u32 crc32c]                           optional; covers everything after it
 //! [u32 metadata_size][MessageMetadata][payload]
 //! ```
-use crate::crc::{crc32c, crc32c_resume};
+use crate::codec::crc::{crc32c, crc32c_resume};
 use crate::error::{Error, Result};
-use crate::proto::BrokerEntryMetadata;
-use crate::wire::{walk_fields, Reader, Value};
+use crate::codec::proto::BrokerEntryMetadata;
+use crate::codec::wire::{walk_fields, Reader, Value};
 use prost::Message as _;
 use std::ops::Range;
 

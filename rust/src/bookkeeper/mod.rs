@@ -1,0 +1,3 @@
+//! BookKeeper's storage formats: entry digests (`DigestManager`) and entry logs (`DefaultEntryLogger`).
+pub mod digest;
+pub mod entrylog;
