@@ -32,7 +32,7 @@ pub const FUZZ_MAX_FRAME: usize = 1 << 20;
 /// never report caller errors for input bytes.
 fn check_err(e: &Error, len: usize, what: &str) {
     if let Some(o) = e.offset() {
-        assert!(o <= len, "{what}: error offset {o} beyond input of {len} bytes: {e}");
+        assert!(o <= len as u64, "{what}: error offset {o} beyond input of {len} bytes: {e}");
     }
     assert!(!matches!(e, Error::InvalidArgument(_)), "{what}: parser raised a caller error for input bytes: {e}");
 }
@@ -85,7 +85,7 @@ pub fn fuzz_entry_parse(data: &[u8]) -> bool {
         Ok(Some(c)) => assert_eq!(crc32c(&data[layout.checksummed_start..]), c),
         Ok(None) => assert!(layout.checksum.is_none()),
         Err(Error::ChecksumMismatch { offset, stored, computed }) => {
-            assert_eq!(offset, layout.headers_start + 2);
+            assert_eq!(offset, (layout.headers_start + 2) as u64);
             assert_eq!(Some(stored), layout.checksum);
             assert_eq!(computed, crc32c(&data[layout.checksummed_start..]));
             assert_ne!(stored, computed);

@@ -1,6 +1,7 @@
 """The single-entry codec: vectors from the fact sheet, attributes, and every error path."""
 
 import pulsarkit as pk
+import pyarrow as pa
 import pytest
 from pulsarkit.proto import BaseCommand, MessageMetadata
 
@@ -239,3 +240,14 @@ def test_invalid_utf8_in_metadata_strings_is_corruption():
 def test_sequence_ids_beyond_u64_are_refused():
     with pytest.raises(pk.PulsarkitError, match="64-bit"):
         pk.encode_batch(pk.message_metadata("p", 2**64 - 1, 1), [b"a", b"b"])
+
+
+def test_pip70_message_index_is_one_rule_wrapping_like_java_long() -> None:
+    """The per-message index (``index - batch_size + batch_index + 1``) comes from the core for both
+    Entry.messages() and the bulk kernel, wrapping at 64 bits as Java's long arithmetic does."""
+    batch = pk.encode_batch(pk.message_metadata("p", 0, 1), [b"a", b"b", b"c"])
+    for index, want in [(9, [7, 8, 9]), (2**64 - 1, [-3, -2, -1]), (1, [-1, 0, 1])]:
+        stored = pk.add_broker_entry_metadata(batch, index=index)
+        assert [m.index for m in pk.Entry.parse(stored).messages()] == want
+        bulk = pk.bulk.explode_messages(pa.array([stored]))
+        assert bulk.column("index").to_pylist() == want

@@ -77,8 +77,8 @@ def pack_entry(
     )
 
 
-def _entry(data: Any, t: tuple[int, int, int, int, int]) -> BookieEntry:
-    return BookieEntry(t[0], t[1], t[2], t[3], bytes(memoryview(data)[t[4] :]))
+def _entry(data: Any, h: Any) -> BookieEntry:
+    return BookieEntry(h.ledger_id, h.entry_id, h.last_add_confirmed, h.length, bytes(memoryview(data)[h.payload_offset :]))
 
 
 def _parse_entry(data: bytes, digest_type: str = "CRC32C") -> BookieEntry:

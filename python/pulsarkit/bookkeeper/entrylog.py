@@ -35,8 +35,8 @@ with their offsets, and the scan resumes at the next valid record.
 
 from __future__ import annotations
 
-import os
 import logging
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -406,8 +406,8 @@ class RecordScan:
             chunk = self._raw.next_chunk(1024)
             if not chunk:
                 return
-            for off, ledger, entry, data in chunk:
-                yield LogRecord(lid, off, ledger, entry, data)
+            for r in chunk:
+                yield LogRecord(lid, r.offset, r.ledger_id, r.entry_id, r.data)
 
     @property
     def done(self) -> bool:

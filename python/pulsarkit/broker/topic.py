@@ -133,16 +133,16 @@ class PersistentTopic:
 
         data = bytes(headers_and_payload)
         try:
-            has_bem, chunk_id, num_chunks, is_marker = _native.publish_fields(data)
+            fields = _native.publish_fields(data)
         except _native.ChecksumMismatchError as e:
             return result("CHECKSUM_ERROR", error=str(e))
         except PulsarkitError as e:
             return result("ERROR", error=f"unreadable entry: {e}")
-        if has_bem:
+        if fields.has_broker_entry_metadata:
             return result("ERROR", error="a client's SEND must not carry broker entry metadata")
-        is_last_chunk = (not is_chunk) or (chunk_id or 0) == (num_chunks or 0) - 1
+        is_last_chunk = (not is_chunk) or (fields.chunk_id or 0) == (fields.num_chunks_from_msg or 0) - 1
         status = self.deduplication.is_duplicate(
-            producer_name, sequence_id, highest, is_chunk=is_chunk, is_last_chunk=is_last_chunk, is_marker=is_marker,
+            producer_name, sequence_id, highest, is_chunk=is_chunk, is_last_chunk=is_last_chunk, is_marker=fields.is_marker,
         )
         if status is MessageDupStatus.Dup:
             return result("DUPLICATE")

@@ -71,11 +71,12 @@ class Entry:
         """Parses entry bytes. Raises :class:`ChecksumMismatchError` when ``verify_checksum`` and the
         stored CRC32C does not match, and :class:`CorruptEntryError` (with ``offset``) for bad framing."""
         raw = bytes(data)
-        has_bem, ts, idx, checksum, md_start, md_end, payload_start = _native.parse_entry_layout(raw, verify_checksum)
+        lay = _native.parse_entry_layout(raw, verify_checksum)
+        md_start, md_end, payload_start, has_bem = lay.metadata_start, lay.metadata_end, lay.payload_start, lay.has_broker_entry_metadata
         self = object.__new__(cls)
         self._data = raw
-        self.broker_entry_metadata = BrokerEntryMetadata(ts, idx) if has_bem else None
-        self.checksum = checksum
+        self.broker_entry_metadata = BrokerEntryMetadata(lay.broker_timestamp, lay.index) if has_bem else None
+        self.checksum = lay.checksum
         md = MessageMetadata()
         try:
             md.ParseFromString(raw[md_start:md_end])
@@ -129,33 +130,29 @@ class Entry:
     def messages(self, include_compacted_out: bool = False, max_uncompressed_size: int = DEFAULT_DECOMPRESSION_LIMIT) -> list[Message]:
         """The messages a consumer would receive, in batch order."""
         md = self.metadata
-        rows = _native.entry_messages(self._data, include_compacted_out, False, max_uncompressed_size)
+        records = _native.entry_messages(self._data, include_compacted_out, False, max_uncompressed_size)
         batch_size = md.num_messages_in_batch if self.is_batch else 0
         bem = self.broker_entry_metadata
         ts = bem.broker_timestamp if bem else None
-        base_index = bem.index if bem else None
         out = []
-        for bi, payload, key, b64, okey, props, event_time, seq, null_value, null_pk, compacted in rows:
-            index = None
-            if base_index is not None:
-                index = base_index - batch_size + bi + 1 if batch_size else base_index
+        for r in records:
             out.append(
                 Message(
-                    payload=payload,
-                    key=key,
-                    ordering_key=okey,
-                    properties=props,
-                    event_time=event_time,
+                    payload=r.payload,
+                    key=r.key,
+                    ordering_key=r.ordering_key,
+                    properties=r.properties,
+                    event_time=r.event_time,
                     publish_time=md.publish_time,
                     producer_name=md.producer_name,
-                    sequence_id=seq,
-                    batch_index=bi,
+                    sequence_id=r.sequence_id,
+                    batch_index=r.batch_index,
                     batch_size=batch_size,
-                    null_value=null_value,
-                    compacted_out=compacted,
-                    partition_key_b64_encoded=b64,
-                    null_partition_key=null_pk,
-                    index=index,
+                    null_value=r.null_value,
+                    compacted_out=r.compacted_out,
+                    partition_key_b64_encoded=r.partition_key_b64_encoded,
+                    null_partition_key=r.null_partition_key,
+                    index=r.index,  # PIP-70, computed in the core (wrapping like Java's long)
                     broker_timestamp=ts,
                 )
             )

@@ -230,6 +230,31 @@ impl Digester {
         out.extend_from_slice(payload);
     }
 
+    /// Consecutive entries of one ledger as a `LedgerHandle` packs them: entry ids from
+    /// `first_entry_id`, each entry's LAC the previous entry id (the first's `last_add_confirmed`),
+    /// `length` accumulating each payload.
+    pub fn pack_many<P: AsRef<[u8]>>(
+        &self,
+        ledger_id: i64,
+        first_entry_id: i64,
+        last_add_confirmed: i64,
+        length: i64,
+        payloads: &[P],
+    ) -> Vec<Vec<u8>> {
+        let (mut lac, mut len) = (last_add_confirmed, length);
+        payloads
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let eid = first_entry_id + i as i64;
+                len += p.as_ref().len() as i64;
+                let out = self.pack(ledger_id, eid, lac, len, p.as_ref());
+                lac = eid;
+                out
+            })
+            .collect()
+    }
+
     /// True when the stored digest matches; an error only when the bytes are too short to hold
     /// the header and digest.
     pub fn check<'a>(&self, data: &'a [u8]) -> Result<(BookieEntry<'a>, bool)> {
@@ -243,16 +268,20 @@ impl Digester {
     pub fn verify<'a>(&self, data: &'a [u8], ledger_id: Option<i64>, entry_id: Option<i64>) -> Result<BookieEntry<'a>> {
         let (e, ok) = self.check(data)?;
         if !ok {
-            return Err(Error::corrupt(
-                BOOKIE_HEADER_SIZE,
-                format!("{} digest mismatch for ledger {} entry {}", self.kind.name(), e.ledger_id, e.entry_id),
-            ));
+            return Err(Error::DigestMismatch {
+                digest: self.kind.name(),
+                ledger_id: e.ledger_id,
+                entry_id: e.entry_id,
+                offset: BOOKIE_HEADER_SIZE as u64,
+                stored: e.digest.to_vec(),
+                computed: self.compute(&data[..BOOKIE_HEADER_SIZE], e.payload).as_bytes().to_vec(),
+            });
         }
         if let Some(l) = ledger_id.filter(|&l| l != e.ledger_id) {
-            return Err(Error::corrupt(0, format!("entry belongs to ledger {}, expected ledger {l}", e.ledger_id)));
+            return Err(Error::corrupt(0, format!("entry has ledger id {}, expected {l}", e.ledger_id)));
         }
         if let Some(x) = entry_id.filter(|&x| x != e.entry_id) {
-            return Err(Error::corrupt(8, format!("entry has id {}, expected entry {x}", e.entry_id)));
+            return Err(Error::corrupt(8, format!("entry has entry id {}, expected {x}", e.entry_id)));
         }
         Ok(e)
     }
@@ -291,6 +320,31 @@ pub fn detect_digest_type(data: &[u8], mac: Option<&Digester>) -> Option<DigestT
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pack_many_chains_lac_and_length_like_a_ledger_handle() {
+        let d = Digester::new(DigestType::Crc32c, b"");
+        let out = d.pack_many(7, 3, 2, 100, &[b"ab".as_slice(), b"cde".as_slice()]);
+        let a = d.verify(&out[0], Some(7), Some(3)).unwrap();
+        let b = d.verify(&out[1], Some(7), Some(4)).unwrap();
+        assert_eq!((a.last_add_confirmed, a.length, a.payload), (2, 102, b"ab".as_slice()));
+        assert_eq!((b.last_add_confirmed, b.length, b.payload), (3, 105, b"cde".as_slice()));
+    }
+
+    #[test]
+    fn verify_reports_digest_mismatch_with_both_digests() {
+        let d = Digester::new(DigestType::Crc32c, b"");
+        let mut e = d.pack(1, 0, -1, 3, b"abc");
+        let n = e.len();
+        e[n - 1] ^= 1;
+        match d.verify(&e, None, None) {
+            Err(Error::DigestMismatch { ledger_id: 1, entry_id: 0, offset: 32, stored, computed, .. }) => {
+                assert_eq!(stored.len(), 4);
+                assert_ne!(stored, computed);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn lengths_and_names() {

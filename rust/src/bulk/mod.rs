@@ -2,7 +2,7 @@
 //! `explode`). A corrupt entry yields nulls plus a message in the `error` column, never a dropped row.
 use crate::codec::batch::{entry_messages, parse_entry, DecodedMessage};
 use crate::codec::compression::Codec;
-use crate::codec::entry::{decode_broker_entry_metadata, locate_broker_entry_metadata, parse_layout, EntryLayout};
+use crate::codec::entry::{decode_broker_entry_metadata, locate_broker_entry_metadata, message_index, parse_layout, EntryLayout};
 use crate::error::{Error, Result};
 use crate::codec::metascan::{scan_metadata, MetaFields};
 use arrow_array::builder::*;
@@ -666,16 +666,8 @@ pub fn explode_messages(
                     null_value.append_value(nv);
                     compacted_out.append_value(co);
                     b_ts.append_option(bem.as_ref().and_then(|b| b.broker_timestamp).map(|v| v as i64));
-                    // PIP-70: the client's per-message index is index - batch_size + batch_index + 1.
-                    let idx = bem.as_ref().and_then(|b| b.index).map(|x| {
-                        let bi = i64::from(bi.max(0));
-                        // Wrapping, like Java's long arithmetic: the index is any u64 from the input.
-                        if p.metadata.num_messages_in_batch.is_some() {
-                            (x as i64).wrapping_sub(batch_size).wrapping_add(bi + 1)
-                        } else {
-                            x as i64
-                        }
-                    });
+                    let in_batch = p.metadata.num_messages_in_batch.is_some().then_some(batch_size);
+                    let idx = bem.as_ref().and_then(|b| b.index).map(|x| message_index(x, in_batch, i64::from(bi)));
                     msg_index.append_option(idx);
                     err.append_null();
                 }

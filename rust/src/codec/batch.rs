@@ -175,7 +175,7 @@ pub fn entry_messages(
     };
     let records = decode_batch(&body, n).map_err(|err| match err {
         Error::Corrupt { offset, what } => Error::Corrupt {
-            offset: e.layout.payload.start,
+            offset: e.layout.payload.start as u64,
             what: format!("in the uncompressed batch at byte {offset}: {what}"),
         },
         other => other,
@@ -290,7 +290,7 @@ mod tests {
         assert!(decode_batch(&b, 2).is_err());
         b.push(0);
         let e = decode_batch(&b, 1).unwrap_err();
-        assert_eq!(e.offset(), Some(b.len() - 1));
+        assert_eq!(e.offset(), Some((b.len() - 1) as u64));
         assert!(decode_batch(&b, -1).is_err());
     }
 }

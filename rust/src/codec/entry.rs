@@ -40,7 +40,7 @@ impl EntryLayout {
         let Some(stored) = self.checksum else { return Ok(None) };
         let computed = crc32c(&data[self.checksummed_start..]);
         if computed != stored {
-            return Err(Error::ChecksumMismatch { offset: self.checksummed_start - CHECKSUM_SIZE, stored, computed });
+            return Err(Error::ChecksumMismatch { offset: (self.checksummed_start - CHECKSUM_SIZE) as u64, stored, computed });
         }
         Ok(Some(stored))
     }
@@ -80,6 +80,40 @@ pub fn parse_layout(data: &[u8]) -> Result<EntryLayout> {
 }
 
 /// Decodes broker entry metadata protobuf bytes strictly (unknown wire types are corruption).
+/// PIP-70: the index of one message of an entry whose broker entry metadata holds `entry_index` (the
+/// index of the entry's last message): `entry_index - batch_size + batch_index + 1` for a batch of
+/// `batch_size`, the entry's own index otherwise; wrapping like Java's long arithmetic, since the
+/// index is any u64 the input holds.
+pub fn message_index(entry_index: u64, batch_size: Option<i64>, batch_index: i64) -> i64 {
+    match batch_size {
+        Some(n) => (entry_index as i64).wrapping_sub(n).wrapping_add(batch_index.max(0) + 1),
+        None => entry_index as i64,
+    }
+}
+
+/// What the broker's publish path needs from a SEND's headersAndPayload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublishFields {
+    pub has_broker_entry_metadata: bool,
+    pub chunk_id: Option<i32>,
+    pub num_chunks_from_msg: Option<i32>,
+    pub is_marker: bool,
+}
+
+/// The publish path's one pass over an entry: checksum verified (`ChecksumMismatch` otherwise),
+/// MessageMetadata's required fields and wire types checked, the fields the broker acts on.
+pub fn publish_fields(d: &[u8]) -> Result<PublishFields> {
+    let layout = parse_layout(d)?;
+    layout.verify_checksum(d)?;
+    let m = crate::codec::metascan::scan_metadata(&d[layout.metadata.clone()]).map_err(|e| e.shifted(layout.metadata.start))?;
+    Ok(PublishFields {
+        has_broker_entry_metadata: layout.broker_entry_metadata.is_some(),
+        chunk_id: m.chunk_id,
+        num_chunks_from_msg: m.num_chunks_from_msg,
+        is_marker: m.marker_type.is_some(),
+    })
+}
+
 pub fn decode_broker_entry_metadata(bytes: &[u8], base: usize) -> Result<BrokerEntryMetadata> {
     let mut out = BrokerEntryMetadata::default();
     walk_fields(bytes, |field, v| {

@@ -11,7 +11,7 @@ use prost::Message as _;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 /// Borrowed bytes from `bytes`, `bytearray`, `memoryview` or any C-contiguous byte buffer.
 pub enum ByteInput<'py> {
@@ -59,16 +59,33 @@ fn crc32c(py: Python<'_>, data: &Bound<'_, PyAny>, crc: u32) -> PyResult<u32> {
     })
 }
 
-/// Framing of one entry: (bem_present, broker_timestamp, index, checksum, metadata_start,
-/// metadata_end, payload_start). Verifies the checksum when asked and checks MessageMetadata's
-/// required fields and wire types.
+/// The framing of one entry (`parse_entry_layout`).
+#[pyclass(frozen, get_all, module = "pulsarkit._native")]
+pub struct EntryLayoutInfo {
+    has_broker_entry_metadata: bool,
+    broker_timestamp: Option<u64>,
+    index: Option<u64>,
+    checksum: Option<u32>,
+    metadata_start: usize,
+    metadata_end: usize,
+    payload_start: usize,
+}
+
+#[pymethods]
+impl EntryLayoutInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "EntryLayoutInfo(has_broker_entry_metadata={}, broker_timestamp={:?}, index={:?}, checksum={:?}, metadata={}..{}, payload_start={})",
+            self.has_broker_entry_metadata, self.broker_timestamp, self.index, self.checksum, self.metadata_start, self.metadata_end, self.payload_start
+        )
+    }
+}
+
+/// Framing of one entry. Verifies the checksum when asked and checks MessageMetadata's required
+/// fields and wire types.
 #[pyfunction]
 #[pyo3(signature = (data, verify_checksum=true))]
-fn parse_entry_layout<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    verify_checksum: bool,
-) -> PyResult<Bound<'py, PyTuple>> {
+fn parse_entry_layout(py: Python<'_>, data: &Bound<'_, PyAny>, verify_checksum: bool) -> PyResult<EntryLayoutInfo> {
     let input = ByteInput::new(data)?;
     let d = input.as_slice();
     let layout = entry::parse_layout(d).py_err(py)?;
@@ -76,79 +93,127 @@ fn parse_entry_layout<'py>(
         layout.verify_checksum(d).py_err(py)?;
     }
     scan_metadata(&d[layout.metadata.clone()]).map_err(|e| e.shifted(layout.metadata.start)).py_err(py)?;
-    let (ts, idx) = match &layout.broker_entry_metadata {
-        Some(r) => {
-            let b = entry::decode_broker_entry_metadata(&d[r.clone()], r.start).py_err(py)?;
-            (b.broker_timestamp, b.index)
-        }
-        None => (None, None),
+    let bem = match &layout.broker_entry_metadata {
+        Some(r) => Some(entry::decode_broker_entry_metadata(&d[r.clone()], r.start).py_err(py)?),
+        None => None,
     };
-    (
-        layout.broker_entry_metadata.is_some(),
-        ts,
-        idx,
-        layout.checksum,
-        layout.metadata.start,
-        layout.metadata.end,
-        layout.payload.start,
-    )
-        .into_pyobject(py)
+    Ok(EntryLayoutInfo {
+        has_broker_entry_metadata: bem.is_some(),
+        broker_timestamp: bem.as_ref().and_then(|b| b.broker_timestamp),
+        index: bem.as_ref().and_then(|b| b.index),
+        checksum: layout.checksum,
+        metadata_start: layout.metadata.start,
+        metadata_end: layout.metadata.end,
+        payload_start: layout.payload.start,
+    })
 }
 
-/// What the broker's publish path needs from a SEND's headersAndPayload, in one pass: the checksum
-/// verified (ChecksumMismatchError otherwise), then (has_broker_entry_metadata, chunk_id,
-/// num_chunks_from_msg, is_marker), with MessageMetadata's required fields and wire types checked.
+/// What the broker's publish path needs from a SEND's headersAndPayload (`publish_fields`).
+#[pyclass(frozen, get_all, module = "pulsarkit._native")]
+pub struct PublishFields {
+    has_broker_entry_metadata: bool,
+    chunk_id: Option<i32>,
+    num_chunks_from_msg: Option<i32>,
+    is_marker: bool,
+}
+
+#[pymethods]
+impl PublishFields {
+    fn __repr__(&self) -> String {
+        format!(
+            "PublishFields(has_broker_entry_metadata={}, chunk_id={:?}, num_chunks_from_msg={:?}, is_marker={})",
+            self.has_broker_entry_metadata, self.chunk_id, self.num_chunks_from_msg, self.is_marker
+        )
+    }
+}
+
+/// The publish path's one pass: checksum verified (ChecksumMismatchError otherwise), metadata checked.
 #[pyfunction]
-fn publish_fields(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<(bool, Option<i32>, Option<i32>, bool)> {
+fn publish_fields(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PublishFields> {
     let input = ByteInput::new(data)?;
-    let d = input.as_slice();
-    let layout = entry::parse_layout(d).py_err(py)?;
-    layout.verify_checksum(d).py_err(py)?;
-    let m = scan_metadata(&d[layout.metadata.clone()]).map_err(|e| e.shifted(layout.metadata.start)).py_err(py)?;
-    Ok((layout.broker_entry_metadata.is_some(), m.chunk_id, m.num_chunks_from_msg, m.marker_type.is_some()))
+    let f = entry::publish_fields(input.as_slice()).py_err(py)?;
+    Ok(PublishFields {
+        has_broker_entry_metadata: f.has_broker_entry_metadata,
+        chunk_id: f.chunk_id,
+        num_chunks_from_msg: f.num_chunks_from_msg,
+        is_marker: f.is_marker,
+    })
 }
 
-/// Messages of an entry as tuples: (batch_index, payload, key, partition_key_b64_encoded,
-/// ordering_key, properties, event_time, sequence_id, null_value, null_partition_key, compacted_out).
+/// One message of an entry, as a consumer receives it (`entry_messages`).
+#[pyclass(frozen, get_all, module = "pulsarkit._native")]
+pub struct MessageRecord {
+    batch_index: i32,
+    payload: Py<PyBytes>,
+    key: Option<String>,
+    partition_key_b64_encoded: bool,
+    ordering_key: Option<Py<PyBytes>>,
+    properties: Py<PyDict>,
+    event_time: Option<u64>,
+    sequence_id: u64,
+    null_value: bool,
+    null_partition_key: bool,
+    compacted_out: bool,
+    /// PIP-70 index of this message (None without broker entry metadata or an index).
+    index: Option<i64>,
+}
+
+#[pymethods]
+impl MessageRecord {
+    fn __repr__(&self) -> String {
+        format!(
+            "MessageRecord(batch_index={}, key={:?}, sequence_id={}, index={:?})",
+            self.batch_index, self.key, self.sequence_id, self.index
+        )
+    }
+}
+
+/// Messages of an entry as [`MessageRecord`]s: decompressed, the batch split, with their PIP-70 index.
 #[pyfunction]
 #[pyo3(signature = (data, include_compacted_out=false, verify_checksum=true, max_uncompressed_size=compression::DEFAULT_DECOMPRESSION_LIMIT))]
-fn entry_messages<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
+fn entry_messages(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
     include_compacted_out: bool,
     verify_checksum: bool,
     max_uncompressed_size: usize,
-) -> PyResult<Bound<'py, PyList>> {
+) -> PyResult<Vec<MessageRecord>> {
     let input = ByteInput::new(data)?;
     let d = input.as_slice();
-    let msgs = py
+    let (msgs, entry_index, batch_size) = py
         .detach(|| {
             let p = batch::parse_entry(d, verify_checksum)?;
-            batch::entry_messages(d, &p, include_compacted_out, max_uncompressed_size)
+            let bem = match &p.layout.broker_entry_metadata {
+                Some(r) => Some(entry::decode_broker_entry_metadata(&d[r.clone()], r.start)?),
+                None => None,
+            };
+            let batch_size = p.metadata.num_messages_in_batch.map(i64::from);
+            let msgs = batch::entry_messages(d, &p, include_compacted_out, max_uncompressed_size)?;
+            Ok::<_, crate::Error>((msgs, bem.and_then(|b| b.index), batch_size))
         })
         .py_err(py)?;
-    let out = PyList::empty(py);
-    for m in msgs {
-        let props = PyDict::new(py);
-        for (k, v) in m.properties {
-            props.set_item(k, v)?;
-        }
-        let t = (
-            m.batch_index,
-            PyBytes::new(py, &m.payload),
-            m.key,
-            m.partition_key_b64_encoded,
-            m.ordering_key.map(|o| PyBytes::new(py, &o)),
-            props,
-            m.event_time,
-            m.sequence_id,
-            m.null_value,
-            m.null_partition_key,
-            m.compacted_out,
-        );
-        out.append(t)?;
-    }
-    Ok(out)
+    msgs.into_iter()
+        .map(|m| {
+            let props = PyDict::new(py);
+            for (k, v) in &m.properties {
+                props.set_item(k, v)?;
+            }
+            Ok(MessageRecord {
+                batch_index: m.batch_index,
+                payload: PyBytes::new(py, &m.payload).unbind(),
+                key: m.key,
+                partition_key_b64_encoded: m.partition_key_b64_encoded,
+                ordering_key: m.ordering_key.map(|o| PyBytes::new(py, &o).unbind()),
+                properties: props.unbind(),
+                event_time: m.event_time,
+                sequence_id: m.sequence_id,
+                null_value: m.null_value,
+                null_partition_key: m.null_partition_key,
+                compacted_out: m.compacted_out,
+                index: entry_index.map(|x| entry::message_index(x, batch_size, i64::from(m.batch_index))),
+            })
+        })
+        .collect()
 }
 
 fn decode_md(py: Python<'_>, b: &[u8]) -> PyResult<MessageMetadata> {
@@ -321,6 +386,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decompress, m)?)?;
     m.add_function(wrap_pyfunction!(encode_frame, m)?)?;
     m.add_class::<RawFrameDecoder>()?;
+    m.add_class::<EntryLayoutInfo>()?;
+    m.add_class::<PublishFields>()?;
+    m.add_class::<MessageRecord>()?;
     m.add("DEFAULT_DECOMPRESSION_LIMIT", compression::DEFAULT_DECOMPRESSION_LIMIT)?;
     m.add("DEFAULT_MAX_FRAME_SIZE", command::DEFAULT_MAX_FRAME_SIZE)?;
     Ok(())

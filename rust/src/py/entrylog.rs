@@ -1,60 +1,19 @@
 //! Bindings for BookKeeper entry logs and bookie entry digests. File work runs with the GIL released.
 use super::codec::ByteInput;
-use super::errors::{to_py, ChecksumMismatchError, CorruptEntryError};
+use super::errors::{to_py, IntoPyResult};
 use crate::bookkeeper::digest::{self, DigestType, Digester};
 use crate::bookkeeper::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use crate::bookkeeper::entrylog::reader::metadata_by_scan;
 use crate::bookkeeper::entrylog::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner, DEFAULT_MAX_RECORD_SIZE};
 use crate::bookkeeper::entrylog::{
-    EntryLogFile, EntryLogMetadata, EntryLogReader, EntryLogWriter, FileSource, LogError, LogHeader, MetadataReport,
+    EntryLogFile, EntryLogMetadata, EntryLogReader, EntryLogWriter, FileSource, LogHeader, MetadataReport,
     WriterOptions,
 };
-use pyo3::create_exception;
-use pyo3::exceptions::{PyOSError, PyStopIteration, PyValueError};
+use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use pyo3_arrow::{PyRecordBatch, PySchema};
 use std::path::PathBuf;
-
-create_exception!(
-    pulsarkit,
-    DigestMismatchError,
-    ChecksumMismatchError,
-    "A bookie entry whose stored digest (CRC32C, CRC32 or HMAC-SHA1) does not match its header and payload."
-);
-
-fn log_err(py: Python<'_>, e: LogError) -> PyErr {
-    match e {
-        LogError::Io { path, source } => {
-            let name = path.map(|p| p.to_string_lossy().to_string());
-            if let Some(code) = source.raw_os_error() {
-                // OSError(errno, strerror, filename) picks the subclass (FileNotFoundError, ...).
-                let built = py
-                    .import("os")
-                    .and_then(|os| os.getattr("strerror")?.call1((code,)))
-                    .and_then(|msg| py.get_type::<PyOSError>().call1((code, msg, name.clone())));
-                if let Ok(v) = built {
-                    return PyErr::from_value(v);
-                }
-            }
-            match name {
-                Some(n) => PyOSError::new_err(format!("{n}: {source}")),
-                None => PyOSError::new_err(source.to_string()),
-            }
-        }
-        LogError::Format(e) => to_py(py, e),
-    }
-}
-
-trait LogPy<T> {
-    fn py_log(self, py: Python<'_>) -> PyResult<T>;
-}
-
-impl<T> LogPy<T> for crate::bookkeeper::entrylog::LogResult<T> {
-    fn py_log(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| log_err(py, e))
-    }
-}
 
 fn digest_type(py: Python<'_>, name: &str) -> PyResult<DigestType> {
     DigestType::from_name(name).map_err(|e| to_py(py, e))
@@ -104,21 +63,7 @@ fn bookie_pack_many<'py>(
     payloads: Vec<Vec<u8>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let d = Digester::new(digest_type(py, digest_type_name)?, password);
-    let packed = py.detach(|| {
-        let mut lac = last_add_confirmed;
-        let mut len = length;
-        payloads
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let eid = first_entry_id + i as i64;
-                len += p.len() as i64;
-                let out = d.pack(ledger_id, eid, lac, len, p);
-                lac = eid;
-                out
-            })
-            .collect::<Vec<_>>()
-    });
+    let packed = py.detach(|| d.pack_many(ledger_id, first_entry_id, last_add_confirmed, length, &payloads));
     let out = PyList::empty(py);
     for p in packed {
         out.append(PyBytes::new(py, &p))?;
@@ -126,20 +71,68 @@ fn bookie_pack_many<'py>(
     Ok(out)
 }
 
-/// (ledger_id, entry_id, last_add_confirmed, length, payload_offset) without checking the digest.
+/// The header of a stored bookie entry and where its payload starts (`bookie_parse`, `bookie_verify`).
+#[pyclass(frozen, get_all, module = "pulsarkit._native")]
+pub struct BookieEntryHeader {
+    ledger_id: i64,
+    entry_id: i64,
+    last_add_confirmed: i64,
+    length: i64,
+    payload_offset: usize,
+}
+
+#[pymethods]
+impl BookieEntryHeader {
+    fn __repr__(&self) -> String {
+        format!(
+            "BookieEntryHeader(ledger_id={}, entry_id={}, last_add_confirmed={}, length={}, payload_offset={})",
+            self.ledger_id, self.entry_id, self.last_add_confirmed, self.length, self.payload_offset
+        )
+    }
+}
+
+impl From<digest::BookieEntry<'_>> for BookieEntryHeader {
+    fn from(e: digest::BookieEntry<'_>) -> Self {
+        BookieEntryHeader {
+            ledger_id: e.ledger_id,
+            entry_id: e.entry_id,
+            last_add_confirmed: e.last_add_confirmed,
+            length: e.length,
+            payload_offset: e.payload_offset,
+        }
+    }
+}
+
+/// One record of an entry log (`RawRecordScan`): where it is, whose it is, its bytes.
+#[pyclass(frozen, get_all, module = "pulsarkit._native")]
+pub struct RawLogRecord {
+    offset: u64,
+    ledger_id: i64,
+    entry_id: i64,
+    data: Py<PyBytes>,
+}
+
+#[pymethods]
+impl RawLogRecord {
+    fn __repr__(&self) -> String {
+        format!("RawLogRecord(offset={}, ledger_id={}, entry_id={})", self.offset, self.ledger_id, self.entry_id)
+    }
+}
+
+/// The header fields without checking the digest.
 #[pyfunction]
 fn bookie_parse(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     digest_type_name: &str,
-) -> PyResult<(i64, i64, i64, i64, usize)> {
+) -> PyResult<BookieEntryHeader> {
     let t = digest_type(py, digest_type_name)?;
     let d = ByteInput::new(data)?;
     let e = digest::parse_bookie_entry(d.as_slice(), t.digest_len()).map_err(|e| to_py(py, e))?;
-    Ok((e.ledger_id, e.entry_id, e.last_add_confirmed, e.length, e.payload_offset))
+    Ok(e.into())
 }
 
-/// Verifies like `DigestManager.verifyDigestAndReturnData`; returns the same tuple as `bookie_parse`.
+/// Verifies like `DigestManager.verifyDigestAndReturnData` (digest, then the ids when given).
 #[pyfunction]
 #[pyo3(signature = (data, digest_type_name, password=b"".as_slice(), ledger_id=None, entry_id=None))]
 fn bookie_verify(
@@ -149,37 +142,13 @@ fn bookie_verify(
     password: &[u8],
     ledger_id: Option<i64>,
     entry_id: Option<i64>,
-) -> PyResult<(i64, i64, i64, i64, usize)> {
+) -> PyResult<BookieEntryHeader> {
     let g = Digester::new(digest_type(py, digest_type_name)?, password);
     let input = ByteInput::new(data)?;
     let s = input.as_slice();
-    let (e, ok) = if s.len() >= 1 << 16 { py.detach(|| g.check(s)) } else { g.check(s) }.map_err(|e| to_py(py, e))?;
-    if !ok {
-        let computed = g.compute(&s[..digest::BOOKIE_HEADER_SIZE], e.payload);
-        let err = DigestMismatchError::new_err(format!(
-            "{} digest mismatch for ledger {} entry {}: stored {}, computed {}",
-            g.kind().name(),
-            e.ledger_id,
-            e.entry_id,
-            hex(e.digest),
-            hex(computed.as_bytes())
-        ));
-        let v = err.value(py);
-        v.setattr("offset", digest::BOOKIE_HEADER_SIZE)?;
-        v.setattr("stored", PyBytes::new(py, e.digest))?;
-        v.setattr("computed", PyBytes::new(py, computed.as_bytes()))?;
-        v.setattr("ledger_id", e.ledger_id)?;
-        v.setattr("entry_id", e.entry_id)?;
-        return Err(err);
-    }
-    for (want, got, off, what) in [(ledger_id, e.ledger_id, 0usize, "ledger"), (entry_id, e.entry_id, 8, "entry")] {
-        if let Some(w) = want.filter(|&w| w != got) {
-            let err = CorruptEntryError::new_err(format!("entry has {what} id {got}, expected {w}"));
-            err.value(py).setattr("offset", off)?;
-            return Err(err);
-        }
-    }
-    Ok((e.ledger_id, e.entry_id, e.last_add_confirmed, e.length, e.payload_offset))
+    let e = if s.len() >= 1 << 16 { py.detach(|| g.verify(s, ledger_id, entry_id)) } else { g.verify(s, ledger_id, entry_id) }
+        .py_err(py)?;
+    Ok(e.into())
 }
 
 /// The digest type a stored entry verifies with (CRC32C, CRC32, or MAC when a password is given).
@@ -201,9 +170,6 @@ fn bookie_master_key<'py>(py: Python<'py>, password: &[u8]) -> Bound<'py, PyByte
     PyBytes::new(py, &digest::master_key(password))
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 // ---------------------------------------------------------------------------------------------
 // Dicts for headers, issues, summaries, metadata
@@ -312,33 +278,33 @@ impl RawEntryLogWriter {
         header_version: i32,
     ) -> PyResult<Self> {
         let opts = WriterOptions { log_size_limit, write_buffer_size, fsync, seal_on_close, header_version };
-        let inner = py.detach(|| EntryLogWriter::open(&directory, opts)).py_log(py)?;
+        let inner = py.detach(|| EntryLogWriter::open(&directory, opts)).py_err(py)?;
         Ok(RawEntryLogWriter { inner, closed: false })
     }
 
     fn append(&mut self, py: Python<'_>, ledger_id: i64, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         self.check_open()?;
         let d = ByteInput::new(data)?;
-        self.inner.append(ledger_id, d.as_slice()).py_log(py)
+        self.inner.append(ledger_id, d.as_slice()).py_err(py)
     }
 
     /// Appends (ledger_id, data) pairs in one call; returns their locations.
     fn append_many(&mut self, py: Python<'_>, entries: Vec<(i64, Vec<u8>)>) -> PyResult<Vec<u64>> {
         self.check_open()?;
         let w = &mut self.inner;
-        py.detach(|| entries.iter().map(|(l, d)| w.append(*l, d)).collect::<Result<Vec<_>, _>>()).py_log(py)
+        py.detach(|| entries.iter().map(|(l, d)| w.append(*l, d)).collect::<Result<Vec<_>, _>>()).py_err(py)
     }
 
     fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
         self.check_open()?;
         let w = &mut self.inner;
-        py.detach(|| w.flush()).py_log(py)
+        py.detach(|| w.flush()).py_err(py)
     }
 
     fn rotate(&mut self, py: Python<'_>) -> PyResult<Option<u64>> {
         self.check_open()?;
         let w = &mut self.inner;
-        py.detach(|| w.rotate()).py_log(py)
+        py.detach(|| w.rotate()).py_err(py)
     }
 
     #[pyo3(signature = (location, ledger_id=None, entry_id=None))]
@@ -350,7 +316,7 @@ impl RawEntryLogWriter {
         entry_id: Option<i64>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let w = &mut self.inner;
-        let out = py.detach(|| w.read(location, ledger_id, entry_id)).py_log(py)?;
+        let out = py.detach(|| w.read(location, ledger_id, entry_id)).py_err(py)?;
         Ok(PyBytes::new(py, &out))
     }
 
@@ -359,7 +325,7 @@ impl RawEntryLogWriter {
             return Ok(());
         }
         let w = &mut self.inner;
-        py.detach(|| w.close()).py_log(py)?;
+        py.detach(|| w.close()).py_err(py)?;
         self.closed = true;
         Ok(())
     }
@@ -411,13 +377,13 @@ impl RawEntryLogReader {
         let inner = if path.is_dir() {
             EntryLogReader::new(&path)
         } else {
-            EntryLogReader::for_file(&path, log_id).py_log(py)?
+            EntryLogReader::for_file(&path, log_id).py_err(py)?
         };
         Ok(RawEntryLogReader { inner })
     }
 
     fn log_ids(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
-        self.inner.log_ids().py_log(py)
+        self.inner.log_ids().py_err(py)
     }
 
     fn path_of(&self, log_id: u64) -> PathBuf {
@@ -433,17 +399,17 @@ impl RawEntryLogReader {
         entry_id: Option<i64>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let r = &mut self.inner;
-        let out = py.detach(|| r.read(location, ledger_id, entry_id)).py_log(py)?;
+        let out = py.detach(|| r.read(location, ledger_id, entry_id)).py_err(py)?;
         Ok(PyBytes::new(py, &out))
     }
 
     fn header<'py>(&mut self, py: Python<'py>, log_id: u64) -> PyResult<Bound<'py, PyDict>> {
-        let h = self.inner.file(log_id).and_then(|f| f.header()).py_log(py)?;
+        let h = self.inner.file(log_id).and_then(|f| f.header()).py_err(py)?;
         header_dict(py, &h)
     }
 
     fn file_size(&mut self, py: Python<'_>, log_id: u64) -> PyResult<u64> {
-        Ok(self.inner.file(log_id).py_log(py)?.len())
+        Ok(self.inner.file(log_id).py_err(py)?.len())
     }
 
     /// The ledgers map when present and consistent (`use_index`), a scan otherwise.
@@ -456,9 +422,9 @@ impl RawEntryLogReader {
         max_record_size: usize,
         resync: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let f = self.inner.file(log_id).py_log(py)?;
+        let f = self.inner.file(log_id).py_err(py)?;
         let opts = scan_options(None, None, max_record_size, resync);
-        let r = py.detach(|| metadata_of(f, opts, use_index)).py_log(py)?;
+        let r = py.detach(|| metadata_of(f, opts, use_index)).py_err(py)?;
         report_dict(py, &r)
     }
 
@@ -478,8 +444,8 @@ impl RawEntryLogReader {
         resync: bool,
     ) -> PyResult<RawRecordScan> {
         let path = self.inner.path_of(log_id);
-        let src = FileSource::open(&path).py_log(py)?;
-        let sc = Scanner::new(src, log_id, scan_options(start, stop, max_record_size, resync)).py_log(py)?;
+        let src = FileSource::open(&path).py_err(py)?;
+        let sc = Scanner::new(src, log_id, scan_options(start, stop, max_record_size, resync)).py_err(py)?;
         Ok(RawRecordScan { inner: sc, path })
     }
 }
@@ -497,9 +463,9 @@ impl RawRecordScan {
         slf
     }
 
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<(u64, i64, i64, Bound<'py, PyBytes>)> {
-        match self.inner.next_record().py_log(py)? {
-            Some(r) => Ok((r.offset, r.ledger_id, r.entry_id, PyBytes::new(py, r.data))),
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<RawLogRecord> {
+        match self.inner.next_record().py_err(py)? {
+            Some(r) => Ok(RawLogRecord { offset: r.offset, ledger_id: r.ledger_id, entry_id: r.entry_id, data: PyBytes::new(py, r.data).unbind() }),
             None => Err(PyStopIteration::new_err(())),
         }
     }
@@ -508,8 +474,13 @@ impl RawRecordScan {
     fn next_chunk<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for _ in 0..n {
-            match self.inner.next_record().py_log(py)? {
-                Some(r) => out.append((r.offset, r.ledger_id, r.entry_id, PyBytes::new(py, r.data)))?,
+            match self.inner.next_record().py_err(py)? {
+                Some(r) => out.append(RawLogRecord {
+                    offset: r.offset,
+                    ledger_id: r.ledger_id,
+                    entry_id: r.entry_id,
+                    data: PyBytes::new(py, r.data).unbind(),
+                })?,
                 None => break,
             }
         }
@@ -585,7 +556,7 @@ impl RawArrowLogScan {
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let s = &mut self.inner;
-        match py.detach(|| s.next_batch()).py_log(py)? {
+        match py.detach(|| s.next_batch()).py_err(py)? {
             Some(b) => PyRecordBatch::new(b).into_pyarrow(py),
             None => Err(PyStopIteration::new_err(())),
         }
@@ -639,15 +610,15 @@ fn entry_log_metadata<'py>(
             let f = EntryLogFile::open_with_id(&path, log_id)?;
             metadata_of(&f, scan_options(None, None, max_record_size, true), use_index)
         })
-        .py_log(py)?;
+        .py_err(py)?;
     let d = report_dict(py, &r)?;
     d.set_item("path", path.to_string_lossy().to_string())?;
     Ok(d)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    m.add("DigestMismatchError", py.get_type::<DigestMismatchError>())?;
+    m.add_class::<BookieEntryHeader>()?;
+    m.add_class::<RawLogRecord>()?;
     m.add_function(wrap_pyfunction!(bookie_digest_len, m)?)?;
     m.add_function(wrap_pyfunction!(bookie_pack, m)?)?;
     m.add_function(wrap_pyfunction!(bookie_pack_many, m)?)?;

@@ -2,7 +2,8 @@
 //! computed checksums travel as attributes so callers need not parse messages.
 use crate::error::Error;
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::types::PyBytes;
 use pyo3::prelude::*;
 
 create_exception!(pulsarkit, PulsarkitError, PyValueError, "Root of every pulsarkit error.");
@@ -33,6 +34,12 @@ create_exception!(
 );
 create_exception!(
     pulsarkit,
+    DigestMismatchError,
+    ChecksumMismatchError,
+    "A bookie entry whose stored digest (CRC32C, CRC32 or HMAC-SHA1) does not match its header and payload."
+);
+create_exception!(
+    pulsarkit,
     CorruptFrameError,
     CorruptEntryError,
     "A command frame stream that cannot be split into frames."
@@ -47,27 +54,59 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DecompressionError", py.get_type::<DecompressionError>())?;
     m.add("LimitExceededError", py.get_type::<LimitExceededError>())?;
     m.add("CorruptFrameError", py.get_type::<CorruptFrameError>())?;
+    m.add("DigestMismatchError", py.get_type::<DigestMismatchError>())?;
     Ok(())
 }
 
-/// Converts a core error into the matching Python exception, with attributes set.
+/// Converts a core error into the matching Python exception, with attributes set: the one place
+/// where that happens. `offset` is an int (or None); `stored`/`computed` are ints for CRC32C and
+/// bytes for bookie digests; I/O errors are `OSError(errno, strerror, filename)`, so Python picks
+/// the subclass (`FileNotFoundError`, `PermissionError`, ...).
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let msg = e.to_string();
     let err = match &e {
         Error::Corrupt { .. } => CorruptEntryError::new_err(msg),
         Error::ChecksumMismatch { .. } => ChecksumMismatchError::new_err(msg),
+        Error::DigestMismatch { .. } => DigestMismatchError::new_err(msg),
         Error::UnsupportedCompression(_) => UnsupportedCompressionError::new_err(msg),
         Error::Decompression { .. } => DecompressionError::new_err(msg),
         Error::LimitExceeded { .. } => LimitExceededError::new_err(msg),
         Error::InvalidArgument(_) => PulsarkitError::new_err(msg),
+        Error::Io { path, errno, message, .. } => return os_error(py, path.as_deref(), *errno, message),
     };
     let v = err.value(py);
     let _ = v.setattr("offset", e.offset());
-    if let Error::ChecksumMismatch { stored, computed, .. } = e {
-        let _ = v.setattr("stored", stored);
-        let _ = v.setattr("computed", computed);
+    match e {
+        Error::ChecksumMismatch { stored, computed, .. } => {
+            let _ = v.setattr("stored", stored);
+            let _ = v.setattr("computed", computed);
+        }
+        Error::DigestMismatch { stored, computed, ledger_id, entry_id, .. } => {
+            let _ = v.setattr("stored", PyBytes::new(py, &stored));
+            let _ = v.setattr("computed", PyBytes::new(py, &computed));
+            let _ = v.setattr("ledger_id", ledger_id);
+            let _ = v.setattr("entry_id", entry_id);
+        }
+        _ => {}
     }
     err
+}
+
+fn os_error(py: Python<'_>, path: Option<&std::path::Path>, errno: Option<i32>, message: &str) -> PyErr {
+    let name = path.map(|p| p.to_string_lossy().to_string());
+    if let Some(code) = errno {
+        let built = py
+            .import("os")
+            .and_then(|os| os.getattr("strerror")?.call1((code,)))
+            .and_then(|msg| py.get_type::<PyOSError>().call1((code, msg, name.clone())));
+        if let Ok(v) = built {
+            return PyErr::from_value(v);
+        }
+    }
+    match name {
+        Some(n) => PyOSError::new_err(format!("{n}: {message}")),
+        None => PyOSError::new_err(message.to_string()),
+    }
 }
 
 /// Frame-level corruption is reported as CorruptFrameError.

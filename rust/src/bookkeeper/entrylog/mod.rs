@@ -29,53 +29,11 @@ pub use writer::{EntryLogWriter, WriterOptions};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Failure of an entry-log operation: the file system, or bytes that do not follow the format
-/// (`Format` carries the file offset).
-#[derive(Debug)]
-pub enum LogError {
-    Io { path: Option<PathBuf>, source: io::Error },
-    Format(crate::Error),
-}
-
-pub type LogResult<T> = std::result::Result<T, LogError>;
-
-impl LogError {
-    pub fn io(path: &Path, source: io::Error) -> Self {
-        LogError::Io { path: Some(path.to_path_buf()), source }
-    }
-    pub fn corrupt(offset: u64, what: impl Into<String>) -> Self {
-        LogError::Format(crate::Error::corrupt(offset as usize, what))
-    }
-    pub fn invalid(what: impl Into<String>) -> Self {
-        LogError::Format(crate::Error::InvalidArgument(what.into()))
-    }
-}
-
-impl std::fmt::Display for LogError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LogError::Io { path: Some(p), source } => write!(f, "{}: {source}", p.display()),
-            LogError::Io { path: None, source } => write!(f, "{source}"),
-            LogError::Format(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for LogError {}
-
-impl From<io::Error> for LogError {
-    fn from(source: io::Error) -> Self {
-        LogError::Io { path: None, source }
-    }
-}
-
-impl From<crate::Error> for LogError {
-    fn from(e: crate::Error) -> Self {
-        LogError::Format(e)
-    }
-}
+/// Entry-log operations fail with the core's one [`crate::Error`] (I/O errors keep their path).
+pub type LogError = crate::Error;
+pub type LogResult<T> = crate::Result<T>;
 
 /// Positional reads over a file or an in-memory image of one (tests, fuzzing).
 pub trait Source {

@@ -133,20 +133,20 @@ pub fn read_entry_at<S: Source>(
 ) -> LogResult<Vec<u8>> {
     let file_len = src.len();
     if pos < HEADER_SIZE + 4 {
-        return Err(LogError::corrupt(pos, format!("position {pos} lies inside the entry log header")));
+        return Err(LogError::corrupt_at(pos, format!("position {pos} lies inside the entry log header")));
     }
     if pos + MIN_SANE_ENTRY_SIZE as u64 > file_len {
-        return Err(LogError::corrupt(pos, format!("position {pos} is past the end of the {file_len}-byte entry log")));
+        return Err(LogError::corrupt_at(pos, format!("position {pos} is past the end of the {file_len}-byte entry log")));
     }
     let mut hb = [0u8; 20];
     src.read_exact_at(&mut hb, pos - 4)?;
     let len = i32::from_be_bytes(hb[0..4].try_into().unwrap());
     if len < MIN_SANE_ENTRY_SIZE as i32 {
-        return Err(LogError::corrupt(pos - 4, format!("entry at position {pos} has invalid length {len}")));
+        return Err(LogError::corrupt_at(pos - 4, format!("entry at position {pos} has invalid length {len}")));
     }
     let len = len as u64;
     if len > max_record_size as u64 || pos + len > file_len {
-        return Err(LogError::corrupt(
+        return Err(LogError::corrupt_at(
             pos - 4,
             format!("entry at position {pos} declares {len} bytes, the file holds {} after it", file_len - pos),
         ));
@@ -154,7 +154,7 @@ pub fn read_entry_at<S: Source>(
     let lid = i64::from_be_bytes(hb[4..12].try_into().unwrap());
     let eid = i64::from_be_bytes(hb[12..20].try_into().unwrap());
     if ledger_id.is_some_and(|l| l != lid) || entry_id.is_some_and(|e| e != eid) {
-        return Err(LogError::corrupt(
+        return Err(LogError::corrupt_at(
             pos,
             format!(
                 "position {pos} holds ledger {lid} entry {eid}, expected ledger {} entry {}",
@@ -222,7 +222,7 @@ impl EntryLogFile {
         }
         // Reads by location trust the index, so any length the file can hold is accepted.
         match read_entry_at(&self.src, pos, ledger_id, entry_id, i32::MAX as usize) {
-            Err(LogError::Io { source, .. }) => Err(LogError::io(&self.path, source)),
+            Err(e @ LogError::Io { .. }) => Err(e.with_path(&self.path)),
             other => other,
         }
     }

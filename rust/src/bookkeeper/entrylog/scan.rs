@@ -7,7 +7,7 @@
 //! After corruption it resynchronises on the next offset where a chain of plausible records starts,
 //! so one bad length does not hide the good entries behind it.
 use super::format::*;
-use super::{LogError, LogResult, Source};
+use super::{LogResult, Source};
 use std::cmp::{max, min};
 
 /// Tuning of a scan. The defaults suit whole-file scans.
@@ -202,7 +202,7 @@ impl<S: Source> Scanner<S> {
         }
         s.fill(0, head_len)?;
         let head = s.bytes(0, head_len);
-        let header = LogHeader::parse(head).map_err(LogError::Format)?;
+        let header = LogHeader::parse(head)?;
         let zeroed = head[..min(head_len, HEADER_SIZE as usize)].iter().all(|&b| b == 0);
         s.format = header.format;
         if zeroed {

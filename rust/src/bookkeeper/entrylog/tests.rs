@@ -1,4 +1,5 @@
 //! Entry-log writer, reader and scanner tests, including corruption and a writer→reader proptest.
+use std::path::PathBuf;
 use super::arrow::{ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use super::format::*;
 use super::reader::{list_log_ids, metadata_by_scan, read_metadata};
@@ -74,7 +75,7 @@ fn write_read_scan_and_ledgers_map() {
         assert_eq!(r.read(loc, Some(l), Some(e)).unwrap(), make_entry(l, e, n));
     }
     let err = r.read(locs[0], Some(1), Some(5)).unwrap_err();
-    assert!(matches!(err, LogError::Format(crate::Error::Corrupt { offset: 1028, .. })), "{err}");
+    assert!(matches!(err, crate::Error::Corrupt { offset: 1028, .. }), "{err}");
 
     let f = EntryLogFile::open(&t.0.join("0.log")).unwrap();
     let h = f.header().unwrap();

@@ -346,13 +346,13 @@ impl EntryLogWriter {
                 let b = &a.buf[(pos - 4 - a.written) as usize..];
                 let len = i32::from_be_bytes(b[..4].try_into().unwrap());
                 if len < MIN_SANE_ENTRY_SIZE as i32 || 4 + len as usize > b.len() {
-                    return Err(LogError::corrupt(pos - 4, format!("no record starts at position {pos}")));
+                    return Err(LogError::corrupt_at(pos - 4, format!("no record starts at position {pos}")));
                 }
                 let data = &b[4..4 + len as usize];
                 let lid = i64::from_be_bytes(data[..8].try_into().unwrap());
                 let eid = i64::from_be_bytes(data[8..16].try_into().unwrap());
                 if ledger_id.is_some_and(|l| l != lid) || entry_id.is_some_and(|e| e != eid) {
-                    return Err(LogError::corrupt(
+                    return Err(LogError::corrupt_at(
                         pos,
                         format!("position {pos} holds ledger {lid} entry {eid}, expected {ledger_id:?}/{entry_id:?}"),
                     ));
@@ -361,7 +361,7 @@ impl EntryLogWriter {
             }
             let src = Written(&a.file, a.written);
             return match read_entry_at(&src, pos, ledger_id, entry_id, usize::MAX) {
-                Err(LogError::Io { source, .. }) => Err(LogError::io(&a.path, source)),
+                Err(e @ LogError::Io { .. }) => Err(e.with_path(&a.path)),
                 other => other,
             };
         }
