@@ -45,7 +45,9 @@ class Collector:
     rows: list[Measurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def add(self, benchmark, case: str, side: str, label: str, items: int = 1, unit: str = "call", nbytes: int = 0) -> None:
+    def add(
+        self, benchmark, case: str, side: str, label: str, items: int = 1, unit: str = "call", nbytes: int = 0
+    ) -> None:
         benchmark.extra_info.update(case=case, side=side, items=items, unit=unit, nbytes=nbytes)
         st = getattr(benchmark, "stats", None)
         if not self.enabled or st is None:
@@ -145,7 +147,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     rows = col.ratios()
     tr.write_sep("-", "pulsarkit bench: baseline / candidate (best round each)")
     for r in rows:
-        per = "" if r["items"] <= 1 else f"  per {r['unit']}: {_fmt_time(r['baseline_s'] / r['items'])} vs {_fmt_time(r['candidate_s'] / r['items'])}"
+        per = (
+            ""
+            if r["items"] <= 1
+            else f"  per {r['unit']}: {_fmt_time(r['baseline_s'] / r['items'])} vs "
+            f"{_fmt_time(r['candidate_s'] / r['items'])}"
+        )
         tgt = "" if r["target"] is None else f"  target >= {r['target']:g}x: {'met' if r['met'] else 'MISSED'}"
         if r["reference"]:
             tgt = "  (reference, not a baseline)"

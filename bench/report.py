@@ -95,7 +95,8 @@ def ratio_section(summary: dict) -> list[str]:
     out = [
         "## Python: baseline vs candidate (same run)",
         "",
-        "| case | baseline | pulsarkit | baseline time | pulsarkit time | per item (baseline → pulsarkit) | speed-up | target |",
+        "| case | baseline | pulsarkit | baseline time | pulsarkit time | per item (baseline → pulsarkit) "
+        "| speed-up | target |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -110,7 +111,8 @@ def ratio_section(summary: dict) -> list[str]:
         out.append(
             f"| {r['case']} | {r['baseline_label']} | {r['candidate_label']} | {_t(r['baseline_s'])} | "
             f"{_t(r['candidate_s'])} | {per} | **{r['ratio']:.2f}x** "
-            f"{'(medians)' if r.get('stat') == 'median' else '(median ' + format(r['median_ratio'], '.2f') + 'x)'} | {tgt} |"
+            f"{'(medians)' if r.get('stat') == 'median' else '(median ' + format(r['median_ratio'], '.2f') + 'x)'}"
+            f" | {tgt} |"
         )
     return out + [""]
 

@@ -133,7 +133,9 @@ def test_strip_batches(benchmark, ratios, entries, side):
         label = "for each 10k slice: pulsarkit.bulk.strip_broker_entry_metadata(slice)"
         batches = [arr.slice(s, BATCH) for s in range(0, len(arr), BATCH)]
         # Slices share the parent's buffers: results must still be exactly the slice's entries.
-        assert pk.bulk.strip_broker_entry_metadata(batches[-1]).column("entry").to_pylist() == strip_loop(items[-len(batches[-1]) :])
+        assert pk.bulk.strip_broker_entry_metadata(batches[-1]).column("entry").to_pylist() == strip_loop(
+            items[-len(batches[-1]) :]
+        )
         assert benchmark.pedantic(strip_batches_bulk, args=(batches,), rounds=5, warmup_rounds=1) == len(arr)
     else:
         label = "for each 10k list: [pk.strip_broker_entry_metadata(b) for b in list]"

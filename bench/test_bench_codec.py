@@ -35,7 +35,9 @@ def test_crc32c(benchmark, ratios, crc_inputs, size, side):
     data = crc_inputs[size]
     expected = crc32c_pypi.crc32c(data)
     assert pk.crc32c(data) == expected
-    fn, label = (crc32c_pypi.crc32c, "crc32c.crc32c(data)") if side != "candidate" else (pk.crc32c, "pulsarkit.crc32c(data)")
+    fn, label = (
+        (crc32c_pypi.crc32c, "crc32c.crc32c(data)") if side != "candidate" else (pk.crc32c, "pulsarkit.crc32c(data)")
+    )
     benchmark.group = f"crc32c {size}"
     assert benchmark(fn, data) == expected
     ratios.add(benchmark, f"crc32c {size}", side, label, items=1, unit="call", nbytes=len(data))

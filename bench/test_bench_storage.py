@@ -11,8 +11,7 @@ import os
 import pulsarkit as pk
 import pytest
 from pulsarkit.bookkeeper import EntryLogWriter, pack_entry
-from pulsarkit.managed_ledger import ManagedLedgerConfig
-from pulsarkit.managed_ledger import Store
+from pulsarkit.managed_ledger import ManagedLedgerConfig, Store
 
 PAYLOAD = 1024
 
@@ -80,7 +79,15 @@ def test_scan_entry_logs(benchmark, ratios, logs, full_size, side, mode):
     else:
         assert benchmark.pedantic(read_whole, args=(files,), rounds=rounds, warmup_rounds=1) == nbytes
         label = "open(f, 'rb').read()"
-    ratios.add(benchmark, f"scan {nbytes >> 20} MiB of entry logs ({mode})", side, label, items=n, unit="entry", nbytes=nbytes)
+    ratios.add(
+        benchmark,
+        f"scan {nbytes >> 20} MiB of entry logs ({mode})",
+        side,
+        label,
+        items=n,
+        unit="entry",
+        nbytes=nbytes,
+    )
 
 
 @pytest.mark.parametrize("side", ["file-write", "candidate"])
@@ -94,7 +101,9 @@ def test_managed_ledger_add_rate(benchmark, ratios, tmp_path, full_size, side):
         k = next(counter)
         if side == "candidate":
             store = Store.open(tmp_path / f"s{k}")
-            ml = store.managed_ledger("public/default/persistent/bench", ManagedLedgerConfig(max_entries_per_ledger=50_000))
+            ml = store.managed_ledger(
+                "public/default/persistent/bench", ManagedLedgerConfig(max_entries_per_ledger=50_000)
+            )
             return (store, ml), {}
         return (open(tmp_path / f"f{k}", "wb"), None), {}
 

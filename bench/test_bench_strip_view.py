@@ -14,7 +14,9 @@ def test_strip_zero_copy(benchmark, ratios, entries, side):  # noqa: F811
     arr, items = entries
     benchmark.group = "strip 1M x 1 KiB, zero-copy"
     if side == "candidate":
-        out = benchmark.pedantic(pk.bulk.strip_broker_entry_metadata, args=(arr, "binary_view"), rounds=5, warmup_rounds=1)
+        out = benchmark.pedantic(
+            pk.bulk.strip_broker_entry_metadata, args=(arr, "binary_view"), rounds=5, warmup_rounds=1
+        )
         got = out.column("entry")
         assert got.type == pa.binary_view() and out.column("error").null_count == len(arr)
         sample = list(range(0, len(items), 97))
@@ -25,4 +27,12 @@ def test_strip_zero_copy(benchmark, ratios, entries, side):  # noqa: F811
         got = benchmark.pedantic(strip_loop, args=(items,), rounds=3, warmup_rounds=1)
         assert got[:100] == [pk.strip_broker_entry_metadata(b) for b in items[:100]]
         label = "loop: [pk.strip_broker_entry_metadata(b) for b in list_of_bytes]"
-    ratios.add(benchmark, "strip 1M x 1 KiB (binary_view)", side, label, items=len(arr), unit="entry", nbytes=arr.nbytes)
+    ratios.add(
+        benchmark,
+        "strip 1M x 1 KiB (binary_view)",
+        side,
+        label,
+        items=len(arr),
+        unit="entry",
+        nbytes=arr.nbytes,
+    )

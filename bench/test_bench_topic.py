@@ -10,10 +10,8 @@ import itertools
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from pulsarkit.broker import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
-from pulsarkit.managed_ledger import ManagedLedgerConfig
-from pulsarkit.managed_ledger import Store
-from pulsarkit.broker import PersistentTopic
+from pulsarkit.broker import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR, PersistentTopic
+from pulsarkit.managed_ledger import ManagedLedgerConfig, Store
 
 _names = itertools.count()
 
@@ -31,7 +29,9 @@ def _entries(n: int) -> list[bytes]:
     for i in range(n):
         md = pk.message_metadata("bench-producer", i * 10, 1_700_000_000_000 + i)
         md.highest_sequence_id = i * 10 + 9
-        out.append(pk.encode_batch(md, [b'{"order": %d, "sku": "SKU-%03d", "qty": 3}' % (i * 10 + k, k) for k in range(10)]))
+        out.append(
+            pk.encode_batch(md, [b'{"order": %d, "sku": "SKU-%03d", "qty": 3}' % (i * 10 + k, k) for k in range(10)])
+        )
     return out
 
 
@@ -77,7 +77,10 @@ def test_publish_rate(benchmark, ratios, store, full_size, side):
 def big_topic(store, full_size):
     n = 1_000_000 if full_size else 5_000
     clock = [1_700_000_000_000]
-    ml = store.managed_ledger("public/default/persistent/bench-seek", ManagedLedgerConfig(max_entries_per_ledger=50_000, minimum_rollover_time_ms=0))
+    ml = store.managed_ledger(
+        "public/default/persistent/bench-seek",
+        ManagedLedgerConfig(max_entries_per_ledger=50_000, minimum_rollover_time_ms=0),
+    )
     topic = PersistentTopic(ml, interceptors=[TIMESTAMP_INTERCEPTOR], clock=lambda: clock[0])
     md = pk.message_metadata("p", 0, 1)
     for i in range(n):
@@ -112,10 +115,17 @@ def test_seek_by_time(benchmark, ratios, big_topic, full_size, side):
     target = 1_700_000_000_000 + 10 * (n * 3 // 4) + 1  # three quarters in
     benchmark.group = "seek by time"
     if side == "candidate":
-        pos = benchmark.pedantic(topic.find_position_by_time, args=(target,), rounds=20 if full_size else 2, warmup_rounds=1)
+        pos = benchmark.pedantic(
+            topic.find_position_by_time, args=(target,), rounds=20 if full_size else 2, warmup_rounds=1
+        )
     else:
         pos = benchmark.pedantic(linear_scan, args=(topic, target), rounds=2 if full_size else 1)
     assert pos == linear_scan(topic, target) if not full_size else pos is not None
-    ratios.add(benchmark, f"seek by time, {n} entries", side,
-               "PersistentTopic.find_position_by_time" if side == "candidate" else "linear scan, bulk-decoded chunks",
-               items=1, unit="seek")
+    ratios.add(
+        benchmark,
+        f"seek by time, {n} entries",
+        side,
+        "PersistentTopic.find_position_by_time" if side == "candidate" else "linear scan, bulk-decoded chunks",
+        items=1,
+        unit="seek",
+    )

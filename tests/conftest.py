@@ -30,14 +30,18 @@ def spark():
         pytest.skip(f"pyspark is not installed: {e}")
     from pulsarkit.spark import local_session
 
-    session = local_session(2, "pulsarkit-tests", conf={
-        "spark.driver.memory": "512m",
-        "spark.default.parallelism": "2",
-        # Small Arrow batches: each partition then sends several batches, which exercises the
-        # batch-relative entry_index of explode.
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "4",
-        "spark.python.worker.reuse": "true",
-    })
+    session = local_session(
+        2,
+        "pulsarkit-tests",
+        conf={
+            "spark.driver.memory": "512m",
+            "spark.default.parallelism": "2",
+            # Small Arrow batches: each partition then sends several batches, which exercises the
+            # batch-relative entry_index of explode.
+            "spark.sql.execution.arrow.maxRecordsPerBatch": "4",
+            "spark.python.worker.reuse": "true",
+        },
+    )
     yield session
     session.stop()
 

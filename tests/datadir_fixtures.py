@@ -115,13 +115,16 @@ def build(root: Path) -> dict:
     """Writes the synthetic data directory; returns what was written."""
     facts: dict = {}
     store = pk.Store.open(root, sync=False)
+
     def cfg() -> pk.ManagedLedgerConfig:  # one interceptor per managed ledger, as the broker makes one per topic
         return pk.ManagedLedgerConfig(
             managed_ledger_interceptor=pk.broker.managed_ledger_interceptor(
-                (pk.broker.INDEX_INTERCEPTOR, pk.broker.TIMESTAMP_INTERCEPTOR)),
+                (pk.broker.INDEX_INTERCEPTOR, pk.broker.TIMESTAMP_INTERCEPTOR)
+            ),
             max_entries_per_ledger=4,
             minimum_rollover_time_ms=0,
         )
+
     ml = store.managed_ledger(ORDERS, cfg())
     sent = []
     for i in range(6):
@@ -279,9 +282,7 @@ def _add_journal_tail(root: Path, facts: dict, torn: bool = False) -> None:
     md_store.put_ledger_metadata(lid, lmd)
     md_store.close()
     recs = [
-        pack_bookie_entry(
-            lid, n + i, pk.encode_entry(_md(100 + i), b"journal-%d" % i), last_add_confirmed=n + i - 1
-        )
+        pack_bookie_entry(lid, n + i, pk.encode_entry(_md(100 + i), b"journal-%d" % i), last_add_confirmed=n + i - 1)
         for i in range(2)
     ]
     tail = b""

@@ -151,9 +151,7 @@ class JavaOracle:
                         cwd=self.project_dir,
                     )
                 except subprocess.TimeoutExpired:
-                    _skip_or_fail(
-                        f"Maven build of {self.project_dir.name} timed out after {self.build_timeout:.0f}s"
-                    )
+                    _skip_or_fail(f"Maven build of {self.project_dir.name} timed out after {self.build_timeout:.0f}s")
                 if r.returncode == 0:
                     stamp.write_text(digest)
                     return

@@ -29,7 +29,9 @@ def test_layer_contract_holds() -> None:
     """import-linter's ``layers`` contract from pyproject.toml."""
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     assert exe, "import-linter is a test dependency (scripts/requirements-test.txt)"
-    proc = subprocess.run([exe, "--no-cache", str(REPO / "pyproject.toml")], cwd=REPO / "python", capture_output=True, text=True)
+    proc = subprocess.run(
+        [exe, "--no-cache", str(REPO / "pyproject.toml")], cwd=REPO / "python", capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 kept, 0 broken" in proc.stdout
 
@@ -76,3 +78,10 @@ def test_architecture_md_names_every_subpackage() -> None:
     subpackages = sorted(p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists())
     missing = [s for s in subpackages if f"{s}/" not in text]
     assert not missing, f"ARCHITECTURE.md does not describe {missing}"
+
+
+def test_ruff_lint_including_the_configured_line_length() -> None:
+    exe = shutil.which("ruff", path=str(Path(sys.executable).parent))
+    assert exe, "ruff is a test dependency (scripts/requirements-test.txt)"
+    proc = subprocess.run([exe, "check", "python", "tests", "bench"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-4000:]

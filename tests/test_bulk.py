@@ -8,7 +8,11 @@ import pytest
 def sample_entries():
     md = pk.message_metadata("prod", 100, 5000, partition_key="pk", event_time=42)
     plain = pk.encode_entry(md, b"single")
-    batch = pk.encode_batch(pk.message_metadata("prod", 200, 6000), [{"payload": b"a", "key": "ka", "properties": {"p": "1"}}, b"bb", b"ccc"], "SNAPPY")
+    batch = pk.encode_batch(
+        pk.message_metadata("prod", 200, 6000),
+        [{"payload": b"a", "key": "ka", "properties": {"p": "1"}}, b"bb", b"ccc"],
+        "SNAPPY",
+    )
     bem = pk.add_broker_entry_metadata(batch, broker_timestamp=7000, index=12)
     corrupt = bytearray(plain)
     corrupt[-1] ^= 1
@@ -56,7 +60,11 @@ def test_explode_matches_messages_and_keeps_bad_rows():
     for i, raw in enumerate(entries[:3]):
         for m in pk.Entry.parse(raw).messages():
             expected.append((i, m.batch_index, m.payload, m.key, m.sequence_id, m.index))
-    got = [(r["entry_index"], r["batch_index"], r["payload"], r["key"], r["sequence_id"], r["index"]) for r in t if r["error"] is None and r["payload"] is not None]
+    got = [
+        (r["entry_index"], r["batch_index"], r["payload"], r["key"], r["sequence_id"], r["index"])
+        for r in t
+        if r["error"] is None and r["payload"] is not None
+    ]
     assert got == expected
     assert [r["index"] for r in t if r["entry_index"] == 2] == [10, 11, 12]
     errors = [r for r in t if r["error"]]

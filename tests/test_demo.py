@@ -7,12 +7,33 @@ import sys
 
 
 def test_demo_arrow_engine(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "pulsarkit.demo", "--engine", "arrow", "--entries", "120",
-                          "--data", str(tmp_path / "d"), "--json"], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pulsarkit.demo",
+            "--engine",
+            "arrow",
+            "--entries",
+            "120",
+            "--data",
+            str(tmp_path / "d"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     s = json.loads(out.stdout)
     assert s["all_match"]
-    assert set(t.rsplit("/", 1)[1] for t in s["topics"]) == {"orders", "payments", "clicks", "inventory", "audit-log"}
+    assert set(t.rsplit("/", 1)[1] for t in s["topics"]) == {
+        "orders",
+        "payments",
+        "clicks",
+        "inventory",
+        "audit-log",
+    }
     assert any(t["ledgers_deleted"] for t in s["topics"].values())  # retention deleted something
     assert s["messages_of_deleted_ledgers_awaiting_gc"] > 0
     assert sum(t["publish"].get("resend_DUPLICATE", 0) for t in s["topics"].values()) > 0
@@ -22,8 +43,12 @@ def test_demo_arrow_engine(tmp_path):
 
 
 def _demo(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pulsarkit.demo", "--engine", "arrow", "--entries", "20", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pulsarkit.demo", "--engine", "arrow", "--entries", "20", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_demo_never_deletes_what_it_did_not_make(tmp_path):
@@ -59,8 +84,13 @@ def test_demo_replaces_its_own_directory_only_with_overwrite(tmp_path):
 def test_demo_without_data_leaves_no_directory(tmp_path):
     env_tmp = tmp_path / "tmp"
     env_tmp.mkdir()
-    r = subprocess.run([sys.executable, "-m", "pulsarkit.demo", "--engine", "arrow", "--entries", "20", "--json"],
-                       capture_output=True, text=True, timeout=300, env={**os.environ, "TMPDIR": str(env_tmp)})
+    r = subprocess.run(
+        [sys.executable, "-m", "pulsarkit.demo", "--engine", "arrow", "--entries", "20", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(env_tmp)},
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["all_match"]
     assert list(env_tmp.iterdir()) == []

@@ -34,8 +34,18 @@ def test_every_native_name_is_stubbed() -> None:
 def test_stubtest_agrees_with_the_module() -> None:
     """mypy's stubtest: every signature, default and attribute of the stub matches the runtime."""
     r = subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "pulsarkit._native", "--ignore-disjoint-bases",
-         "--allowlist", str(REPO / "tests" / "stubtest_allowlist.txt")],
-        capture_output=True, text=True, timeout=600, cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "mypy.stubtest",
+            "pulsarkit._native",
+            "--ignore-disjoint-bases",
+            "--allowlist",
+            str(REPO / "tests" / "stubtest_allowlist.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
     )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

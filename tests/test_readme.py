@@ -31,8 +31,7 @@ def _env() -> dict[str, str]:
 
 
 def _python(code: str, cwd: Path) -> None:
-    r = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=600,
-                       env=_env())
+    r = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=600, env=_env())
     assert r.returncode == 0, f"README block failed:\n{code}\n--- stderr:\n{r.stderr[-3000:]}"
 
 
@@ -41,8 +40,14 @@ def _shell(code: str, cwd: Path) -> None:
         cmd = line.split("  #")[0].strip()
         if not cmd or cmd.startswith("pip install"):
             continue  # installing is what the wheel smoke test in scripts/test.sh proves
-        r = subprocess.run(["bash", "-euo", "pipefail", "-c", cmd], cwd=cwd, capture_output=True, text=True,
-                           timeout=600, env=_env())
+        r = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", cmd],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=_env(),
+        )
         assert r.returncode == 0, f"README command failed: {cmd}\n{r.stderr[-3000:]}"
 
 
@@ -67,7 +72,7 @@ def test_every_block_runs(tmp_path) -> None:
 
 @pytest.mark.spark
 def test_the_spark_script_runs(tmp_path) -> None:
-    for code in (c for lang, c in BLOCKS if lang == "python" and "pk.Store.open(\"data\")" in c):
+    for code in (c for lang, c in BLOCKS if lang == "python" and 'pk.Store.open("data")' in c):
         _python(code, tmp_path)
     (spark,) = [c for lang, c in BLOCKS if lang == "python" and "local_session" in c]
     _python(spark, tmp_path)

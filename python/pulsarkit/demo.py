@@ -72,8 +72,12 @@ def build(data: str, seed: int = 7, entries_per_topic: int = 300, log: Any = Non
         for name, codec, sizes, ret_min, ret_mb, ttl in TOPICS:
             clock.t = int(time.time() * 1000) - 120 * MINUTE
             cfg = ManagedLedgerConfig(max_entries_per_ledger=40, minimum_rollover_time_ms=0, clock=clock)
-            topic = PersistentTopic(store.managed_ledger(name, cfg), interceptors=[TIMESTAMP_INTERCEPTOR, INDEX_INTERCEPTOR],
-                                    deduplication=True, clock=clock)
+            topic = PersistentTopic(
+                store.managed_ledger(name, cfg),
+                interceptors=[TIMESTAMP_INTERCEPTOR, INDEX_INTERCEPTOR],
+                deduplication=True,
+                clock=clock,
+            )
             sub = topic.ml.open_cursor("analytics", initial_position="earliest")
             stats: Counter[str] = Counter()
             seq = {f"{name.rsplit('/', 1)[1]}-producer-{p}": 0 for p in range(2)}
@@ -85,8 +89,15 @@ def build(data: str, seed: int = 7, entries_per_topic: int = 300, log: Any = Non
                 s0 = seq[producer]
                 # producer-1's clock runs 3 minutes fast: the broker timestamp keeps seeks honest.
                 publish = clock.t + (180_000 if producer == skewed else 0)
-                msgs = [{"payload": json.dumps({"topic": name, "n": s0 + k, "v": rng.random()}).encode(),
-                         "key": f"key-{rng.randrange(20)}", "sequence_id": s0 + k, "event_time": publish - 5} for k in range(n)]
+                msgs = [
+                    {
+                        "payload": json.dumps({"topic": name, "n": s0 + k, "v": rng.random()}).encode(),
+                        "key": f"key-{rng.randrange(20)}",
+                        "sequence_id": s0 + k,
+                        "event_time": publish - 5,
+                    }
+                    for k in range(n)
+                ]
                 md = message_metadata(producer, s0, publish)
                 if n == 1:
                     md.partition_key, md.event_time = msgs[0]["key"], msgs[0]["event_time"]
@@ -124,10 +135,17 @@ def build(data: str, seed: int = 7, entries_per_topic: int = 300, log: Any = Non
                 "last_sequence_ids": {p: topic.last_sequence_id(p) for p in seq},
             }
             if log:
-                print(f"  built {name}: {len(entries)} entries, {len(before)} ledgers, "
-                      f"{len(trim.deleted_ids)} deleted by retention", file=log)
+                print(
+                    f"  built {name}: {len(entries)} entries, {len(before)} ledgers, "
+                    f"{len(trim.deleted_ids)} deleted by retention",
+                    file=log,
+                )
             topic.close()
-        owners = {lid: store.ledger_owner(lid) for name in produced for lid in [li.ledger_id for li in store.managed_ledger(name).ledgers()]}
+        owners = {
+            lid: store.ledger_owner(lid)
+            for name in produced
+            for lid in [li.ledger_id for li in store.managed_ledger(name).ledgers()]
+        }
         for name in produced:
             store.managed_ledger(name).close()
         store.flush()
@@ -170,8 +188,11 @@ def summarise(built: dict[str, Any], per_ledger_counts: dict[int, int], extra: d
             read_by_topic[owner] += n
     topics = {}
     for name, p in produced.items():
-        topics[name] = {**p, "messages_read_back": read_by_topic[name],
-                        "read_back_matches_metadata": read_by_topic[name] == p["messages_after_retention"]}
+        topics[name] = {
+            **p,
+            "messages_read_back": read_by_topic[name],
+            "read_back_matches_metadata": read_by_topic[name] == p["messages_after_retention"],
+        }
     return {
         "topics": topics,
         "messages_of_deleted_ledgers_awaiting_gc": orphan_messages,
@@ -181,21 +202,40 @@ def summarise(built: dict[str, Any], per_ledger_counts: dict[int, int], extra: d
 
 
 def render(s: dict[str, Any], out: Any = sys.stdout) -> None:
-    print(f"\npulsarkit demo: {len(s['topics'])} topics written through the broker publish path, lifecycle applied, "
-          f"bookie read back with {s['engine']}", file=out)
-    print(f"  data directory: {s['data']}  ({s.get('entry_logs', '?')} entry logs, {s.get('issues', 0)} scan issues)", file=out)
-    hdr = f"  {'topic':<22}{'codec':<8}{'entries':>8}{'msgs':>7}{'dups':>6}{'ledgers':>8}{'deleted':>8}{'ttl exp':>8}{'left':>7}{'read':>7}  ok"
+    print(
+        f"\npulsarkit demo: {len(s['topics'])} topics written through the broker publish path, lifecycle applied, "
+        f"bookie read back with {s['engine']}",
+        file=out,
+    )
+    print(
+        f"  data directory: {s['data']}  ({s.get('entry_logs', '?')} entry logs, {s.get('issues', 0)} scan issues)",
+        file=out,
+    )
+    hdr = (
+        f"  {'topic':<22}{'codec':<8}{'entries':>8}{'msgs':>7}{'dups':>6}{'ledgers':>8}{'deleted':>8}{'ttl exp':>8}"
+        f"{'left':>7}{'read':>7}  ok"
+    )
     print(hdr, file=out)
     for name, t in s["topics"].items():
-        print(f"  {name.rsplit('/', 1)[1]:<22}{t['codec']:<8}{t['entries']:>8}{t['messages']:>7}"
-              f"{t['publish'].get('resend_DUPLICATE', 0):>6}{t['ledgers_before']:>8}{len(t['ledgers_deleted']):>8}"
-              f"{t['ttl_expired_entries']:>8}{t['messages_after_retention']:>7}{t['messages_read_back']:>7}  "
-              f"{'yes' if t['read_back_matches_metadata'] else 'NO'}", file=out)
-    print(f"  messages in deleted ledgers, still in entry logs until bookie GC: {s['messages_of_deleted_ledgers_awaiting_gc']}", file=out)
+        print(
+            f"  {name.rsplit('/', 1)[1]:<22}{t['codec']:<8}{t['entries']:>8}{t['messages']:>7}"
+            f"{t['publish'].get('resend_DUPLICATE', 0):>6}{t['ledgers_before']:>8}{len(t['ledgers_deleted']):>8}"
+            f"{t['ttl_expired_entries']:>8}{t['messages_after_retention']:>7}{t['messages_read_back']:>7}  "
+            f"{'yes' if t['read_back_matches_metadata'] else 'NO'}",
+            file=out,
+        )
+    print(
+        "  messages in deleted ledgers, still in entry logs until bookie GC: "
+        f"{s['messages_of_deleted_ledgers_awaiting_gc']}",
+        file=out,
+    )
     if s.get("audit"):
         dups = sum(r["duplicate_messages"] for r in s["audit"])
         gaps = sum(r["gaps"] for r in s["audit"])
-        print(f"  dedup audit over the bookie: {len(s['audit'])} producers, {dups} persisted duplicates, {gaps} gaps", file=out)
+        print(
+            f"  dedup audit over the bookie: {len(s['audit'])} producers, {dups} persisted duplicates, {gaps} gaps",
+            file=out,
+        )
     print(f"  read back in {s['read_seconds']} s; every topic matches its metadata: {s['all_match']}", file=out)
 
 
@@ -216,8 +256,10 @@ def prepare_data_dir(data: str, overwrite: bool) -> None:
             raise _Refused(f"{data} exists and is not a directory")
         if os.listdir(data):
             if not os.path.isfile(os.path.join(data, DEMO_MARKER)):
-                raise _Refused(f"{data} is not empty and was not made by the demo (no {DEMO_MARKER}); "
-                               "give a new or empty directory")
+                raise _Refused(
+                    f"{data} is not empty and was not made by the demo (no {DEMO_MARKER}); "
+                    "give a new or empty directory"
+                )
             if not overwrite:
                 raise _Refused(f"{data} holds an earlier demo run; pass --overwrite to replace it")
             shutil.rmtree(data)
@@ -235,18 +277,27 @@ def _has_pyspark() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pulsarkit.demo", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", help="keep the data directory here: a new or empty directory, or an earlier demo's "
-                    "(default: a private temporary one, removed at the end)")
+    ap = argparse.ArgumentParser(
+        prog="python -m pulsarkit.demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--data",
+        help="keep the data directory here: a new or empty directory, or an earlier demo's "
+        "(default: a private temporary one, removed at the end)",
+    )
     ap.add_argument("--overwrite", action="store_true", help="replace the data an earlier demo left in --data")
     ap.add_argument("--engine", choices=["spark", "arrow"], default="spark", help="how to read the bookie back")
     ap.add_argument("--entries", type=int, default=300, help="entries per topic")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
     if args.engine == "spark" and not _has_pyspark():
-        print("pulsarkit demo: error: the Spark engine needs pyspark (pip install 'pulsarkit[spark]'), "
-              "or run with --engine arrow", file=sys.stderr)
+        print(
+            "pulsarkit demo: error: the Spark engine needs pyspark (pip install 'pulsarkit[spark]'), "
+            "or run with --engine arrow",
+            file=sys.stderr,
+        )
         return 2
     if args.data is None:
         with tempfile.TemporaryDirectory(prefix="pulsarkit-demo-") as tmp:
@@ -291,7 +342,9 @@ def _entries_table(current: str) -> pa.Table:
     batches = [b for b in scan_entry_logs([current]) if b.num_rows]
     t = pa.Table.from_batches(batches)
     t = t.filter(pa.compute.is_null(t.column("issue")))
-    return t.select(["log_id", "ledger_id", "entry_id", "payload"]).rename_columns(["log_id", "ledger_id", "entry_id", "entry"])
+    return t.select(["log_id", "ledger_id", "entry_id", "payload"]).rename_columns(
+        ["log_id", "ledger_id", "entry_id", "entry"]
+    )
 
 
 if __name__ == "__main__":

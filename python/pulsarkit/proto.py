@@ -47,6 +47,7 @@ CommandAck = message_class("CommandAck")
 CommandSuccess = message_class("CommandSuccess")
 CommandError = message_class("CommandError")
 
+
 # Pulsar's managed-ledger metadata values (proto/MLDataFormats.proto).
 def _ml(name: str) -> type:
     return message_class(name, "pulsarkit.mledger")
@@ -75,7 +76,9 @@ _enum = pool.FindEnumTypeByName
 CompressionType = {v.name: v.number for v in _enum("pulsar.proto.CompressionType").values}
 ServerError = {v.name: v.number for v in _enum("pulsar.proto.ServerError").values}
 ProtocolVersion = {v.name: v.number for v in _enum("pulsar.proto.ProtocolVersion").values}
-CommandType = {v.name: v.number for v in pool.FindMessageTypeByName("pulsar.proto.BaseCommand").enum_types_by_name["Type"].values}
+CommandType = {
+    v.name: v.number for v in pool.FindMessageTypeByName("pulsar.proto.BaseCommand").enum_types_by_name["Type"].values
+}
 
 #: Field name of each BaseCommand type's sub-message (``BaseCommand.SEND`` -> ``"send"``).
 COMMAND_FIELD = {

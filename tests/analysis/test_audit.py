@@ -30,10 +30,10 @@ def entries_with_faults():
         rows.append({"ledger_id": 7 + entry // 10, "entry_id": entry % 10, "entry": raw})
         entry += 1
 
-    add("a", 0, 5, 1000, 1000)        # a: 0..4
-    add("a", 5, 1, 1001, 1001)        # a: 5
-    add("a", 3, 4, 1002, 1002)        # a: 3..6, duplicates 3..5 persisted
-    add("a", 10, 1, 1003, 1003)       # a: gap 7..9
+    add("a", 0, 5, 1000, 1000)  # a: 0..4
+    add("a", 5, 1, 1001, 1001)  # a: 5
+    add("a", 3, 4, 1002, 1002)  # a: 3..6, duplicates 3..5 persisted
+    add("a", 10, 1, 1003, 1003)  # a: gap 7..9
     add("b", 0, 3, 1004 + 7_200_000, 1004, highest=False)  # b: batch without highest id; clock 2 h ahead
     add("b", 3, 1, 1005 + 7_200_000, 1005)
     add("b", 3, 1, 1006 + 7_200_000, 1006)  # b: resend stored twice
@@ -53,7 +53,12 @@ def test_dedup_audit_finds_duplicates_and_gaps():
         ("b", "duplicate", 3, 3, 1),
     ]
     dup = f[1]
-    assert (dup["ledger_id"], dup["entry_id"], dup["previous_ledger_id"], dup["previous_entry_id"]) == (7, 2, 7, 1)
+    assert (dup["ledger_id"], dup["entry_id"], dup["previous_ledger_id"], dup["previous_entry_id"]) == (
+        7,
+        2,
+        7,
+        1,
+    )
     s = {r["producer_name"]: r for r in summary.to_pylist()}
     assert s["a"]["duplicate_messages"] == 3 and s["a"]["missing_messages"] == 3 and s["a"]["last_sequence_id"] == 10
     assert s["b"]["messages"] == 5 and s["b"]["last_sequence_id"] == 3  # the batch range came from num_messages
@@ -67,7 +72,11 @@ def test_time_index_and_clock_skew():
     assert per_entry.num_rows == t.num_rows
     assert per_entry.column("entry_timestamp").to_pylist()[:8] == [1000 + i for i in range(8)]
     led = {r["ledger_id"]: r for r in per_ledger.to_pylist()}
-    assert led[7]["entry_id_count"] == 8 and led[7]["broker_timestamp_min"] == 1000 and led[7]["publish_time_max"] == 1006 + 7_200_000
+    assert (
+        led[7]["entry_id_count"] == 8
+        and led[7]["broker_timestamp_min"] == 1000
+        and led[7]["publish_time_max"] == 1006 + 7_200_000
+    )
     rep = audit.clock_skew_report(t, threshold_ms=60_000)
     assert rep["skewed_entries"] == 3
     assert [(r["producer_name"], r["skew_ms_count"]) for r in rep["by_producer"]] == [("b", 3)]

@@ -58,15 +58,10 @@ def test_every_ledger_by_its_kind(synthetic):
     assert "transaction_log" in kinds.values()
     led = dd.ledgers[facts["cursor_ledger"]]
     assert led.cursor == "sub-ledger" and led.topic == "persistent://public/default/orders" and led.referenced
-    assert (
-        dd.ledgers[facts["deleted"]].state == "DELETED"
-        and dd.ledgers[facts["deleted"]].entries_on_bookie == 1
-    )
+    assert dd.ledgers[facts["deleted"]].state == "DELETED" and dd.ledgers[facts["deleted"]].entries_on_bookie == 1
     # the open ledger left by the "crash" reaches to the entries only the journal holds
     jl = dd.ledgers[facts["journal_ledger"]]
-    assert (
-        jl.state == "OPEN" and jl.journal_only_entries == 2 and jl.last_entry_id == facts["journal_first"] + 1
-    )
+    assert jl.state == "OPEN" and jl.journal_only_entries == 2 and jl.last_entry_id == facts["journal_first"] + 1
     assert dd.issues == []
 
 
@@ -124,10 +119,7 @@ def test_messages_every_field(synthetic):
     )
     assert recs[1]["event_time"] == 6 and recs[1]["publish_time"] == 1_700_000_000_001
     assert first["payload_b64"] == "djA=" and first["producer_name"] == "prod-1"
-    assert (
-        first["broker_entry_metadata"]["index"] == 0
-        and first["broker_entry_metadata"]["broker_timestamp"] > 0
-    )
+    assert first["broker_entry_metadata"]["index"] == 0 and first["broker_entry_metadata"]["broker_timestamp"] > 0
     assert first["txn"] is None and first["encrypted"] is False and first["null_value"] is False
     batch = [r for r in recs if r["message_id"]["batch_index"] >= 0]
     assert [r["message_id"]["batch_index"] for r in batch] == [0, 1, 2]
@@ -328,9 +320,7 @@ def test_torn_journal_tail(synthetic, tmp_path):
     assert version == 6 and len(recs) == 2
     assert [(i.kind, i.offset) for i in issues] == [("torn_journal_tail", len(data))]
     dd = open_data_dir(copy)
-    assert any(
-        i.kind == "torn_journal_tail" and i.path == str(j) and i.offset == len(data) for i in dd.issues
-    )
+    assert any(i.kind == "torn_journal_tail" and i.path == str(j) and i.offset == len(data) for i in dd.issues)
     assert dd.ledgers[facts["journal_ledger"]].journal_only_entries == 2
 
 
@@ -389,9 +379,7 @@ def test_each_ledger_decoded_by_its_own_format(synthetic):
     assert comp["kind"] == "compacted" and comp["error"].startswith("not a compacted entry")
     data = next(ledger_entries(dd, facts["orders_ledgers"][0]))
     assert data["entry"]["producer_name"] == "prod-1" and data["entry"]["broker_entry_metadata"]["index"] == 0
-    assert (
-        dd.ledgers[facts["deleted"]].deleted_guess is None
-    )  # b"gone" is neither a Pulsar entry nor a PositionInfo
+    assert dd.ledgers[facts["deleted"]].deleted_guess is None  # b"gone" is neither a Pulsar entry nor a PositionInfo
     with pytest.raises(DataDirError, match="no ledger 999"):
         next(ledger_entries(dd, 999))
 
@@ -400,9 +388,7 @@ def test_partitioned_topic_name_reads_every_partition(synthetic):
     root, _ = synthetic
     dd = open_data_dir(root)
     assert dd.expand("persistent://public/default/parts") == [PARTS]
-    assert [r["message_id"]["partition"] for r in read_messages(dd, "persistent://public/default/parts")] == [
-        1
-    ]
+    assert [r["message_id"]["partition"] for r in read_messages(dd, "persistent://public/default/parts")] == [1]
     with pytest.raises(DataDirError, match="no topic"):
         dd.expand("persistent://public/default/none")
 

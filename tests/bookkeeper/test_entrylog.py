@@ -98,9 +98,7 @@ def _expected_digest(kind: str, header: bytes, payload: bytes, password: bytes) 
 @pytest.mark.parametrize("kind", digest.DIGEST_TYPES)
 def test_pack_matches_an_independent_digest(kind: str) -> None:
     pw = b"secret"
-    stored = digest.pack_entry(
-        7, 3, PAYLOAD, last_add_confirmed=2, length=1000, digest_type=kind, password=pw
-    )
+    stored = digest.pack_entry(7, 3, PAYLOAD, last_add_confirmed=2, length=1000, digest_type=kind, password=pw)
     header = struct.pack(">qqqq", 7, 3, 2, 1000)
     n = digest.digest_length(kind)
     assert n == {"CRC32C": 4, "CRC32": 8, "MAC": 20, "DUMMY": 0}[kind]
@@ -363,9 +361,7 @@ def test_zeroed_region_and_zero_tail(six: tuple[Path, bytes]) -> None:
     assert [(i.kind, i.offset, i.length) for i in s.issues] == [("corrupt_record", 1078, 108)]
     p.write_bytes(img + bytes(4096))
     recs, s = scan_file(p)
-    assert len(recs) == 6 and [(i.kind, i.offset, i.length) for i in s.issues] == [
-        ("zero_tail", len(img), 4096)
-    ]
+    assert len(recs) == 6 and [(i.kind, i.offset, i.length) for i in s.issues] == [("zero_tail", len(img), 4096)]
 
 
 def direct_image(entries: list[tuple[int, int, int]], with_map: bool, tail: int) -> tuple[bytes, list[int]]:
@@ -541,9 +537,7 @@ def test_scan_reports_bad_digests_and_issue_rows(tmp_path: Path) -> None:
     assert [r["entry_id"] for r in entries] == list(range(9))
     assert [r["entry_id"] for r in entries if not r["digest_ok"]] == [3]
     issues = [r for r in rows if r["issue"] is not None]
-    assert [(r["issue"], r["offset"], r["ledger_id"]) for r in issues] == [
-        ("torn_tail", 1024 + 9 * rec, None)
-    ]
+    assert [(r["issue"], r["offset"], r["ledger_id"]) for r in issues] == [("torn_tail", 1024 + 9 * rec, None)]
     assert "torn tail" in issues[0]["error"]
     without = pk.bookkeeper.scan_entry_logs(f, include_issues=False).read_all()
     assert without.num_rows == 9

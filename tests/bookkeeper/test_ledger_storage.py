@@ -24,7 +24,11 @@ def _raw_db(path: str) -> dict[bytes, bytes]:
 
     tmp = tempfile.mkdtemp()
     shutil.copytree(path, os.path.join(tmp, "db"), ignore=shutil.ignore_patterns("LOCK"))
-    db = rocksdict.Rdict(os.path.join(tmp, "db"), rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only())
+    db = rocksdict.Rdict(
+        os.path.join(tmp, "db"),
+        rocksdict.Options(raw_mode=True),
+        access_type=rocksdict.AccessType.read_only(),
+    )
     try:
         return {bytes(k): bytes(v) for k, v in db.items()}
     finally:
@@ -72,7 +76,11 @@ def test_digest_mismatch_and_wrong_ids_are_typed_errors() -> None:
         unpack_entry(bytes(data))
     assert unpack_entry(bytes(data), verify=False).payload == b"abb"
     with pytest.raises(pk.ChecksumMismatchError):
-        unpack_entry(pack_entry(1, 0, b"abc", last_add_confirmed=-1, length=3, digest_type="MAC", password=b"a"), "MAC", b"b")
+        unpack_entry(
+            pack_entry(1, 0, b"abc", last_add_confirmed=-1, length=3, digest_type="MAC", password=b"a"),
+            "MAC",
+            b"b",
+        )
     with pytest.raises(pk.CorruptEntryError):
         unpack_entry(pack_entry(1, 0, b"abc", last_add_confirmed=-1, length=3), ledger_id=2)
     with pytest.raises(pk.CorruptEntryError):
@@ -349,10 +357,14 @@ def test_bookkeeper_reads_our_indexes_and_ledger_metadata(tmp_path) -> None:
     with JavaOracle(TESTS / "java" / "bookkeeper-oracle", "org.apache.bookkeeper.bookie.Oracle") as bk:
         floor_keys = [struct.pack(">qq", lid, 2**63 - 1) for lid in ledger_ids]
         loc = bk.call("dbIndexDump", basePath=str(base), sub="locations", floorKeys=floor_keys)
-        assert [(bytes.fromhex(e["key"]), bytes.fromhex(e["value"])) for e in loc["entries"]] == sorted(ours_loc.items())
+        assert [(bytes.fromhex(e["key"]), bytes.fromhex(e["value"])) for e in loc["entries"]] == sorted(
+            ours_loc.items()
+        )
         assert loc["count"] == 10
         # getFloor([lid, Long.MAX_VALUE]) finds each ledger's last entry, as DbLedgerStorage does
-        assert [struct.unpack(">qq", bytes.fromhex(f)) for f in loc["floors"]] == [(lid, n - 1) for lid, n in counts.items()]
+        assert [struct.unpack(">qq", bytes.fromhex(f)) for f in loc["floors"]] == [
+            (lid, n - 1) for lid, n in counts.items()
+        ]
         led = bk.call("dbIndexDump", basePath=str(base), sub="ledgers")
         assert {bytes.fromhex(e["key"]): bytes.fromhex(e["value"]) for e in led["entries"]} == ours_led
         for e in led["entries"]:
@@ -366,7 +378,10 @@ def test_bookkeeper_reads_our_indexes_and_ledger_metadata(tmp_path) -> None:
             assert (j["ensembleSize"], j["writeQuorumSize"], j["ackQuorumSize"]) == (1, 1, 1)
             assert j["digestType"] == "CRC32C" and j["ensembles"] == {"0": ["127.0.0.1:3181"]}
             assert {k: bytes.fromhex(v) for k, v in j["customMetadata"].items()} == {
-                "application": b"pulsar", "component": b"managed-ledger", "pulsar/managed-ledger": name.encode()}
+                "application": b"pulsar",
+                "component": b"managed-ledger",
+                "pulsar/managed-ledger": name.encode(),
+            }
             assert j["ctime"] == ours.ctime > 0
             # Java's own serialization of the same metadata reads back equal (its map order aside)
             theirs = parse_ledger_metadata(bytes.fromhex(j["reserialized"]), lid)

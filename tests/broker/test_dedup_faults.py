@@ -46,8 +46,12 @@ def one_run(store, bk, rng, run, stats):
     interval = rng.choice([1, 2, 5, 1000])
 
     def open_topic():
-        return PersistentTopic(store.managed_ledger(name, cfg), interceptors=["AppendIndexMetadataInterceptor"],
-                               deduplication=True, deduplication_entries_interval=interval)
+        return PersistentTopic(
+            store.managed_ledger(name, cfg),
+            interceptors=["AppendIndexMetadataInterceptor"],
+            deduplication=True,
+            deduplication_entries_interval=interval,
+        )
 
     topic = open_topic()
     producers = {f"prod-{i}": 0 for i in range(rng.randint(1, 3))}  # next sequence id to send
@@ -64,12 +68,17 @@ def one_run(store, bk, rng, run, stats):
         if n == 1:
             data = pk.encode_entry(pk.message_metadata(p, seq, 1000 + steps), b"%s:%d" % (p.encode(), seq))
         else:
-            data = pk.encode_batch(pk.message_metadata(p, seq, 1000 + steps), [b"%s:%d" % (p.encode(), s) for s in range(seq, seq + n)])
+            data = pk.encode_batch(
+                pk.message_metadata(p, seq, 1000 + steps),
+                [b"%s:%d" % (p.encode(), s) for s in range(seq, seq + n)],
+            )
         if rng.random() < 0.05:  # a resend arrives while this add is in flight
+
             def resend(topic=topic, data=data, p=p, seq=seq, n=n):
                 r = topic.publish(data, p, seq, seq + n - 1, num_messages=n)
                 stats["unknown"] += r.status == "UNKNOWN"
                 assert r.status in ("UNKNOWN", "DUPLICATE"), r
+
             bk.in_flight = resend
         for attempt in range(50):
             r = topic.publish(data, p, seq, seq + n - 1, num_messages=n)
@@ -92,7 +101,11 @@ def one_run(store, bk, rng, run, stats):
             topic.close()
             topic = open_topic()
             for q in producers:
-                assert topic.last_sequence_id(q) == producers[q] - 1 or producers[q] == 0 and topic.last_sequence_id(q) == -1
+                assert (
+                    topic.last_sequence_id(q) == producers[q] - 1
+                    or producers[q] == 0
+                    and topic.last_sequence_id(q) == -1
+                )
     bk.fail_prob = 0.0
     if rng.random() < 0.5:
         topic.close()

@@ -88,7 +88,11 @@ def test_ttl_keeps_properties_absorbs_deleted_ranges_and_dry_run_changes_nothing
     assert store.metadata.cursor_info(NAME, "sub") == info_before
     assert c.mark_delete_position == ps[0] and c.individually_deleted_ranges == [(ps[2], ps[4])]
     real = expiry.expire_messages(c, 60)
-    assert (dry.mark_delete, dry.expired_entries, dry.by_entry_time) == (real.mark_delete, real.expired_entries, real.by_entry_time)
+    assert (dry.mark_delete, dry.expired_entries, dry.by_entry_time) == (
+        real.mark_delete,
+        real.expired_entries,
+        real.by_entry_time,
+    )
     # entries 1, 2 expired; the deleted 3, 4 that follow are absorbed into the mark-delete
     assert real.by_entry_time == ps[2] and c.mark_delete_position == ps[4]
     assert c.properties == {"dedup-producer": 41} and real.expired_entries == 2

@@ -81,7 +81,12 @@ def test_seek_by_time_edges():
 
 
 def test_find_position_range_uses_close_times_and_skew():
-    ledgers = [LedgerSpan(1, 10, 1_000_000), LedgerSpan(2, 10, 2_000_000), LedgerSpan(3, 10, 3_000_000), LedgerSpan(4, 5, 0)]
+    ledgers = [
+        LedgerSpan(1, 10, 1_000_000),
+        LedgerSpan(2, 10, 2_000_000),
+        LedgerSpan(3, 10, 3_000_000),
+        LedgerSpan(4, 5, 0),
+    ]
     assert find_position_range(ledgers, 2_500_000, 60_000) == ((2, 9), (3, 9))
     assert find_position_range(ledgers, 2_030_000, 60_000) == ((1, 9), (3, 9))
     assert find_position_range(ledgers, 3_500_000, 60_000) == ((3, 9), None)
@@ -93,7 +98,9 @@ def test_seek_by_index_batches_of_1_and_10():
     for batch in (1, 10):
         spans, read = build([(1, 4, 50), (2, 4, 0)], [1] * 8, batch=batch)
         for msg_index in range(8 * batch):
-            assert find_position_by_index(spans, read, msg_index) == ((1, msg_index // batch) if msg_index // batch < 4 else (2, msg_index // batch - 4))
+            assert find_position_by_index(spans, read, msg_index) == (
+                (1, msg_index // batch) if msg_index // batch < 4 else (2, msg_index // batch - 4)
+            )
 
 
 def test_index_interceptor_counts_batches_and_rolls_back():

@@ -90,7 +90,9 @@ def test_checksum_error_stores_nothing(store):
 def test_seek_prefers_broker_time_when_client_clocks_are_skewed(store):
     clock = Clock()
     hour = 3_600_000
-    t = PersistentTopic(store.managed_ledger(TOPIC), interceptors=[TIMESTAMP_INTERCEPTOR, INDEX_INTERCEPTOR], clock=clock)
+    t = PersistentTopic(
+        store.managed_ledger(TOPIC), interceptors=[TIMESTAMP_INTERCEPTOR, INDEX_INTERCEPTOR], clock=clock
+    )
     arrivals = []
     for i in range(60):
         clock.t += 1000
@@ -135,10 +137,15 @@ def test_seek_across_closed_ledgers_uses_close_time(store):
         assert (pos.ledger_id, pos.entry_id) == (ledgers[expected[0]].ledger_id, expected[1])
 
 
-@pytest.mark.parametrize("version,supports,exposing", list(itertools.product([10, 17, 18, 21], [False, True], [False, True])))
+@pytest.mark.parametrize(
+    "version,supports,exposing", list(itertools.product([10, 17, 18, 21], [False, True], [False, True]))
+)
 def test_dispatch_rules(store, version, supports, exposing):
-    t = PersistentTopic(store.managed_ledger(TOPIC), interceptors=[INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR],
-                        exposing_broker_entry_metadata_to_client=exposing)
+    t = PersistentTopic(
+        store.managed_ledger(TOPIC),
+        interceptors=[INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR],
+        exposing_broker_entry_metadata_to_client=exposing,
+    )
     client = single("p", 0)
     r = t.publish(client, "p", 0)
     stored = t.ml.read_entry((r.message_id.ledger_id, r.message_id.entry_id))
@@ -185,7 +192,7 @@ def test_chunks_only_the_last_is_checked(store):
     body = b"c" * 30
     for cid in range(3):
         md = pk.message_metadata("p", 4, 1, uuid="p-4", chunk_id=cid, num_chunks_from_msg=3, total_chunk_msg_size=30)
-        r = t.publish(pk.encode_entry(md, body[cid * 10:(cid + 1) * 10]), "p", 4, is_chunk=True)
+        r = t.publish(pk.encode_entry(md, body[cid * 10 : (cid + 1) * 10]), "p", 4, is_chunk=True)
         assert r.status == "OK"
     md = pk.message_metadata("p", 4, 1, uuid="p-4", chunk_id=2, num_chunks_from_msg=3, total_chunk_msg_size=30)
     assert t.publish(pk.encode_entry(md, body[20:]), "p", 4, is_chunk=True).status == "DUPLICATE"

@@ -54,9 +54,7 @@ def test_messages_jsonl_table_parquet(synthetic, capsys, tmp_path):
     assert rc == 0 and len(recs) == 13 and recs[0]["topic"] == ORDERS
     rc, out, _ = run(capsys, "messages", root, "--topic", ORDERS)
     assert "<encrypted>" in out and "journal-1" in out
-    rc, _, _ = run(
-        capsys, "messages", root, "--format", "parquet", "-o", tmp_path / "m.parquet", "--txn", "all"
-    )
+    rc, _, _ = run(capsys, "messages", root, "--format", "parquet", "-o", tmp_path / "m.parquet", "--txn", "all")
     assert rc == 0 and pq.read_table(tmp_path / "m.parquet").num_rows == 13 + 1 + 5
     rc, out, _ = run(
         capsys,
@@ -85,9 +83,7 @@ def test_backlog(synthetic, capsys):
 def test_transactions(synthetic, capsys):
     root, _ = synthetic
     rc, out, _ = run(capsys, "transactions", root, "--format", "json")
-    states = {
-        tuple(json.loads(x)["txn"].strip("()").split(",")): json.loads(x)["state"] for x in out.splitlines()
-    }
+    states = {tuple(json.loads(x)["txn"].strip("()").split(",")): json.loads(x)["state"] for x in out.splitlines()}
     assert rc == 0 and states == {
         ("0", "1"): "COMMITTED",
         ("0", "2"): "ABORTED",

@@ -71,9 +71,7 @@ def test_readlog_json_over_directories(capsys: pytest.CaptureFixture[str], booki
     assert offs == [o for o in all_offs if o <= 1300 and o + sizes[o] + 3 >= 1100] and offs
 
 
-def test_readlog_decode_and_human_output(
-    capsys: pytest.CaptureFixture[str], bookie: tuple[Path, list]
-) -> None:
+def test_readlog_decode_and_human_output(capsys: pytest.CaptureFixture[str], bookie: tuple[Path, list]) -> None:
     root, _ = bookie
     log = root / "ledgers-b" / "current"
     code, out, _ = run(capsys, "readlog", str(log), "--json", "--decode", "-m")
@@ -109,9 +107,7 @@ def test_readlog_reports_corruption(capsys: pytest.CaptureFixture[str], tmp_path
         ("entry", 1, True),
         ("entry", 2, True),
     ]
-    assert (
-        rows[3]["type"] == "issue" and rows[3]["issue"] == "torn_tail" and rows[3]["offset"] == 1024 + 3 * 49
-    )
+    assert rows[3]["type"] == "issue" and rows[3]["issue"] == "torn_tail" and rows[3]["offset"] == 1024 + 3 * 49
     code, out, _ = run(capsys, "readlog", str(f), "--strict")
     assert code == 3
     assert "Digest:         CRC32C MISMATCH" in out
@@ -119,9 +115,7 @@ def test_readlog_reports_corruption(capsys: pytest.CaptureFixture[str], tmp_path
     assert "End of entry log 0: 3 records, 1 issue(s)" in out
 
 
-def test_readlog_parquet(
-    capsys: pytest.CaptureFixture[str], bookie: tuple[Path, list], tmp_path: Path
-) -> None:
+def test_readlog_parquet(capsys: pytest.CaptureFixture[str], bookie: tuple[Path, list], tmp_path: Path) -> None:
     root, entries = bookie
     out_file = tmp_path / "out.parquet"
     code, out, _ = run(capsys, "readlog", str(root), "--parquet", str(out_file), "--decode")
@@ -145,9 +139,7 @@ def test_readlog_parquet(
     assert pq.read_table(empty).num_rows == 0
 
 
-def test_readlogmetadata(
-    capsys: pytest.CaptureFixture[str], bookie: tuple[Path, list], tmp_path: Path
-) -> None:
+def test_readlogmetadata(capsys: pytest.CaptureFixture[str], bookie: tuple[Path, list], tmp_path: Path) -> None:
     root, _entries = bookie
     code, out, _ = run(capsys, "readlogmetadata", str(root), "--json")
     assert code == 0
@@ -171,9 +163,7 @@ def test_readlogmetadata(
     assert sorted(set(t.column("ledger_id").to_pylist())) == [1, 2, 3]
 
 
-def test_readlogmetadata_falls_back_on_a_lying_header(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_readlogmetadata_falls_back_on_a_lying_header(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with el.EntryLogWriter(tmp_path, fsync=False) as w:
         w.append(4, struct.pack(">qq", 4, 0) + b"x" * 30)
     f = tmp_path / "0.log"
@@ -232,8 +222,17 @@ def test_mac_password_from_env_or_file_never_echoed(capsys, tmp_path, monkeypatc
         assert len(rows) == 3 and all(r["digest_ok"] for r in rows)
         assert secret not in out + err
     monkeypatch.setenv("PK_TEST_PW", "wrong")
-    code, out, err = run(capsys, "readlog", str(logs), "--digest-type", "MAC", "--json", "--strict",
-                         "--password-env", "PK_TEST_PW")
+    code, out, err = run(
+        capsys,
+        "readlog",
+        str(logs),
+        "--digest-type",
+        "MAC",
+        "--json",
+        "--strict",
+        "--password-env",
+        "PK_TEST_PW",
+    )
     assert code == 3 and not any(json.loads(line)["digest_ok"] for line in out.splitlines())
     code, out, err = run(capsys, "readlog", str(logs), "--password-env", "PK_NOT_SET_ANYWHERE")
     assert code == 1 and "PK_NOT_SET_ANYWHERE is not set" in err

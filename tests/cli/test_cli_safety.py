@@ -57,8 +57,10 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("case", ["nonexistent", "empty dir", "file instead of a dir", "RocksDB dir by mistake",
-                                  "non-canonical log name"])
+@pytest.mark.parametrize(
+    "case",
+    ["nonexistent", "empty dir", "file instead of a dir", "RocksDB dir by mistake", "non-canonical log name"],
+)
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
 def test_bad_input_is_one_line_and_a_nonzero_exit(bad_inputs, command, case) -> None:
     path = str(bad_inputs[case])
@@ -86,8 +88,13 @@ def test_unreadable_dir_is_one_line(tmp_path, command) -> None:
             pytest.skip(f"running as root, and nobody cannot run this interpreter: {why!r}")
     try:
         argv = [a.format(d) for a in command] if "{}" in command else [*command, str(d)]
-        r = subprocess.run([sys.executable, "-m", "pulsarkit", *argv], capture_output=True, text=True, timeout=120,
-                           **as_nobody)
+        r = subprocess.run(
+            [sys.executable, "-m", "pulsarkit", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            **as_nobody,
+        )
         assert_one_line_error(r, command[0])
     finally:
         d.chmod(0o700)

@@ -31,12 +31,12 @@ def test_crc32c_vectors_and_resume():
 
 def test_worked_example_bytes():
     md = worked_md()
-    assert md.SerializeToString() == H("0a01701000" "18e8074802")
+    assert md.SerializeToString() == H("0a0170100018e8074802")
     assert pk.encode_entry(md, b"hi") == METADATA_AND_PAYLOAD
     with_bem = pk.add_broker_entry_metadata(METADATA_AND_PAYLOAD, broker_timestamp=1000, index=0)
     assert with_bem == H("0e020000000508e8071000") + METADATA_AND_PAYLOAD
     send = pk.command("SEND", producer_id=1, sequence_id=0)
-    assert pk.encode_command(send, METADATA_AND_PAYLOAD) == H("00000022" "00000008" "0806" "3204" "08011000") + METADATA_AND_PAYLOAD
+    assert pk.encode_command(send, METADATA_AND_PAYLOAD) == H("00000022000000080806320408011000") + METADATA_AND_PAYLOAD
 
 
 def test_entry_parse_attributes():
@@ -101,7 +101,9 @@ def test_batch_fields_survive_every_codec(codec):
 
 
 def test_compacted_out_is_dropped_like_the_consumer():
-    e = pk.Entry.parse(pk.encode_batch(pk.message_metadata("p", 0, 1), [b"keep", {"payload": b"", "compacted_out": True}, b"also"]))
+    e = pk.Entry.parse(
+        pk.encode_batch(pk.message_metadata("p", 0, 1), [b"keep", {"payload": b"", "compacted_out": True}, b"also"])
+    )
     assert [m.payload for m in e.messages()] == [b"keep", b"also"]
     assert [m.batch_index for m in e.messages()] == [0, 2]
     assert [m.compacted_out for m in e.messages(include_compacted_out=True)] == [False, True, False]
@@ -230,7 +232,7 @@ def test_frame_decoder_errors():
 
 def test_invalid_utf8_in_metadata_strings_is_corruption():
     # producer_name "p" replaced by the invalid sequence C3 28 (same length framing rebuilt by hand).
-    md = bytes.fromhex("0a02c328" "1000" "18e807")
+    md = bytes.fromhex("0a02c328100018e807")
     raw = pk._native.encode_metadata_and_payload(md, b"x", True)
     with pytest.raises(pk.CorruptEntryError, match="UTF-8") as ei:
         pk.Entry.parse(raw)

@@ -73,7 +73,9 @@ def entries(draw):
     if draw(st.booleans()):
         e = pk.encode_batch(md, draw(batch_messages), compression=draw(st.sampled_from(CODECS)), checksum=checksum)
     else:
-        e = pk.encode_entry(md, draw(payloads), checksum=checksum, compression=draw(st.none() | st.sampled_from(CODECS)))
+        e = pk.encode_entry(
+            md, draw(payloads), checksum=checksum, compression=draw(st.none() | st.sampled_from(CODECS))
+        )
     if draw(st.booleans()):
         e = pk.add_broker_entry_metadata(e, draw(st.none() | u64), draw(st.none() | u64))
     return e
@@ -100,7 +102,9 @@ def corrupted(draw, base=entries()):
         elif op == "length":
             e[pos : pos + 4] = struct.pack(">I", draw(st.sampled_from(BOUNDARY_U32)))
         elif op == "varint":
-            e[pos : pos + 5] = draw(st.sampled_from([b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x08", b"\x00", b"\x7f"]))
+            e[pos : pos + 5] = draw(
+                st.sampled_from([b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x08", b"\x00", b"\x7f"])
+            )
     return bytes(e)
 
 
@@ -199,6 +203,10 @@ def test_batch_round_trip(md, msgs, compression, checksum):
     assert e.messages() == [m for m in got if not m.compacted_out]
 
 
+def _java_long(v: int) -> int:
+    return (v + 2**63) % 2**64 - 2**63
+
+
 @FAST
 @given(entries(), st.none() | u64, st.none() | u64)
 def test_broker_entry_metadata_add_peek_strip(entry, ts, index):
@@ -223,10 +231,10 @@ def test_broker_entry_metadata_add_peek_strip(entry, ts, index):
         assert m.broker_timestamp == ts
         if index is None:
             assert m.index is None
-        elif e.is_batch:
-            assert m.index == index - e.num_messages + m.batch_index + 1  # PIP-70
+        elif e.is_batch:  # PIP-70, in Java's long arithmetic (the stored uint64 read as a signed long)
+            assert m.index == _java_long(index - e.num_messages + m.batch_index + 1)
         else:
-            assert m.index == index
+            assert m.index == _java_long(index)
 
 
 frame_specs = st.lists(
@@ -238,7 +246,11 @@ frame_specs = st.lists(
             u64,
             st.none() | st.binary(min_size=1, max_size=200),
         ),
-        st.builds(lambda c, n: ("FLOW", {"consumer_id": c, "messagePermits": n}, None), u64, st.integers(0, 2**32 - 1)),
+        st.builds(
+            lambda c, n: ("FLOW", {"consumer_id": c, "messagePermits": n}, None),
+            u64,
+            st.integers(0, 2**32 - 1),
+        ),
     ),
     max_size=6,
 )
@@ -306,7 +318,10 @@ def test_bulk_kernels_agree_with_single_entry(rows, typ, include, verify):
             continue
         single = _single_messages(row, include, verify)
         if isinstance(single, Exception):
-            assert len(out) == 1 and ex["error"][out[0]] is not None and ex["batch_index"][out[0]] is None, (single, ex["error"][out[0]])
+            assert len(out) == 1 and ex["error"][out[0]] is not None and ex["batch_index"][out[0]] is None, (
+                single,
+                ex["error"][out[0]],
+            )
             continue
         assert len(out) == len(single), (row.hex(), single, [ex["error"][r] for r in out])
         for r, m in zip(out, single):
@@ -314,7 +329,9 @@ def test_bulk_kernels_agree_with_single_entry(rows, typ, include, verify):
             assert ex["payload"][r] == m.payload and ex["batch_index"][r] == m.batch_index
             assert ex["key"][r] == m.key and ex["ordering_key"][r] == m.ordering_key
             assert dict(ex["properties"][r]) == m.properties
-            assert ex["event_time"][r] == (None if m.event_time is None else m.event_time - (U64 if m.event_time >= 2**63 else 0))
+            assert ex["event_time"][r] == (
+                None if m.event_time is None else m.event_time - (U64 if m.event_time >= 2**63 else 0)
+            )
             assert ex["sequence_id"][r] % U64 == m.sequence_id and ex["publish_time"][r] % U64 == m.publish_time
             assert ex["null_value"][r] == m.null_value and ex["compacted_out"][r] == m.compacted_out
             assert (ex["index"][r] is None) == (m.index is None)
@@ -397,7 +414,11 @@ def _exercise_entry(data):
         for size in (0, 1, len(data), 4 * len(data) + 7):
             expect_typed(pk.decompress, codec, data, size, limit=1 << 16)
     arr = pa.array([data, None, data[: len(data) // 2]], pa.binary())
-    for kernel in (pk.bulk.verify_checksums, pk.bulk.peek_broker_entry_metadata, pk.bulk.strip_broker_entry_metadata):
+    for kernel in (
+        pk.bulk.verify_checksums,
+        pk.bulk.peek_broker_entry_metadata,
+        pk.bulk.strip_broker_entry_metadata,
+    ):
         assert kernel(arr).num_rows == 3
     assert pk.bulk.decode_metadata(arr, verify_checksum=True).num_rows == 3
     assert pk.bulk.explode_messages(arr, include_compacted_out=True).num_rows >= 3
@@ -437,7 +458,9 @@ def _sample_stream() -> bytes:
             pk.encode_command(pk.command("PING")),
             pk.encode_command(pk.command("SEND", producer_id=1, sequence_id=1), pk.encode_entry(md, b"hello")),
             pk.encode_command(pk.command("FLOW", consumer_id=2, messagePermits=10)),
-            pk.encode_command(pk.command("SEND", producer_id=1, sequence_id=2), pk.encode_batch(md, [b"a", b"bb"], "LZ4")),
+            pk.encode_command(
+                pk.command("SEND", producer_id=1, sequence_id=2), pk.encode_batch(md, [b"a", b"bb"], "LZ4")
+            ),
             pk.encode_command(pk.command("PONG")),
         ]
     )

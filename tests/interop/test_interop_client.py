@@ -204,9 +204,7 @@ def test_handshake_and_lookup(broker, client):
 
 
 def test_producer_sequence_ids_and_names(broker, client):
-    named = client.create_producer(
-        "seq", producer_name="given", initial_sequence_id=41, batching_enabled=False
-    )
+    named = client.create_producer("seq", producer_name="given", initial_sequence_id=41, batching_enabled=False)
     for i in range(3):
         named.send(b"n%d" % i)
     anon = client.create_producer("seq", batching_enabled=False)
@@ -326,9 +324,7 @@ def intended_entries(codec: str, rng: random.Random) -> list[tuple[bytes, list[d
     ]
     out.append(
         (
-            pk.encode_batch(
-                pk.message_metadata("pk-producer", 1, PUBLISH_TIME + 1), batch, compression=codec
-            ),
+            pk.encode_batch(pk.message_metadata("pk-producer", 1, PUBLISH_TIME + 1), batch, compression=codec),
             batch,
         )
     )
@@ -447,9 +443,7 @@ def test_consumer_receives_pulsarkit_entries(codec, bem):
 def test_broker_entry_metadata_end_to_end():
     """Producer -> interceptors (timestamp, index) -> exposed to a consumer (BrokerEntryMetadataE2ETest)."""
     clock = iter(range(5_000, 6_000)).__next__
-    with FakeBroker(
-        broker_timestamp=True, index=True, expose_broker_entry_metadata=True, clock=clock
-    ) as broker:
+    with FakeBroker(broker_timestamp=True, index=True, expose_broker_entry_metadata=True, clock=clock) as broker:
         c = open_client(broker)
         try:
             consumer = c.subscribe("e2e", "sub", initial_position=pulsar.InitialPosition.Earliest)
@@ -468,9 +462,7 @@ def test_broker_entry_metadata_end_to_end():
             pk.BrokerEntryMetadata(5_001, 9),
         ]
         # the SEND bytes are stored unchanged behind the broker entry metadata
-        assert [pk.strip_broker_entry_metadata(e.data) for e in stored] == [
-            s.headers_and_payload for s in broker.sends
-        ]
+        assert [pk.strip_broker_entry_metadata(e.data) for e in stored] == [s.headers_and_payload for s in broker.sends]
         sent = [m for d in broker.dispatched for m in pk.Entry.parse(d.data).messages()]
         assert [m.index for m in sent] == list(range(10))
     assert broker.errors == []
@@ -734,9 +726,7 @@ def test_raw_send_with_bad_checksum_gets_send_error(broker):
         err = rc.recv()[0]
         assert err.type == pk.proto.CommandType["SEND_ERROR"]
         assert err.send_error.error == pk.proto.ServerError["ChecksumError"]
-        good = pk.encode_entry(
-            pk.message_metadata(ok.producer_success.producer_name, 1, PUBLISH_TIME), b"data"
-        )
+        good = pk.encode_entry(pk.message_metadata(ok.producer_success.producer_name, 1, PUBLISH_TIME), b"data")
         rc.send(pk.command("SEND", producer_id=3, sequence_id=1), good)
         receipt = rc.recv()[0].send_receipt
         assert (receipt.sequence_id, receipt.message_id.entryId) == (1, 0)

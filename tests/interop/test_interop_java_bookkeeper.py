@@ -96,9 +96,7 @@ def test_oracle_is_bookkeeper(bk: JavaOracle) -> None:
 def test_java_reads_pulsarkit_entry_logs(bk: JavaOracle, ledger_dir: Path, seal_on_close: bool) -> None:
     entries = stored_entries({3: 25, 10: 12, 1 << 40: 8})
     cur = ledger_dir / "current"
-    with el.EntryLogWriter(
-        cur, log_size_limit=8 << 10, seal_on_close=seal_on_close, write_buffer_size=4096
-    ) as w:
+    with el.EntryLogWriter(cur, log_size_limit=8 << 10, seal_on_close=seal_on_close, write_buffer_size=4096) as w:
         locs = [w.append(lid, data) for lid, _, data in entries]
         rotated = list(w.rotated_log_ids)
     log_ids = el.EntryLogReader(cur).log_ids()
@@ -109,9 +107,7 @@ def test_java_reads_pulsarkit_entry_logs(bk: JavaOracle, ledger_dir: Path, seal_
     got = bk.call("defaultRead", dir=str(ledger_dir), reads=reads)
     assert [bytes.fromhex(g["data"]) for g in got] == [data for _, _, data in entries]
     # Java's id check rejects a location that holds another entry, as ours does.
-    wrong = bk.call(
-        "defaultRead", dir=str(ledger_dir), reads=[{"ledger": 3, "entry": 1, "location": locs[0]}]
-    )
+    wrong = bk.call("defaultRead", dir=str(ledger_dir), reads=[{"ledger": 3, "entry": 1, "location": locs[0]}])
     assert "error" in wrong[0]
     with pytest.raises(pk.CorruptEntryError):
         el.EntryLogReader(cur).read(locs[0], 3, 1)
@@ -185,9 +181,7 @@ def test_pulsarkit_reads_java_default_entry_logs(bk: JavaOracle, ledger_dir: Pat
 
 def test_truncated_java_log_same_records_plus_report(bk: JavaOracle, ledger_dir: Path) -> None:
     entries = stored_entries({5: 12})
-    bk.call(
-        "defaultWrite", dir=str(ledger_dir), entries=[{"ledger": lid, "data": d} for lid, _, d in entries]
-    )
+    bk.call("defaultWrite", dir=str(ledger_dir), entries=[{"ledger": lid, "data": d} for lid, _, d in entries])
     f = ledger_dir / "current" / "0.log"
     img = f.read_bytes()
     f.write_bytes(img[:-10])
@@ -196,9 +190,7 @@ def test_truncated_java_log_same_records_plus_report(bk: JavaOracle, ledger_dir:
     ours = list(s)
     assert [(r["ledger"], r["offset"]) for r in java_recs] == [(r.ledger_id, r.offset) for r in ours]
     assert len(ours) == 11
-    assert [(i.kind, i.offset) for i in s.summary.issues] == [
-        ("torn_tail", ours[-1].offset + 4 + ours[-1].size)
-    ]
+    assert [(i.kind, i.offset) for i in s.summary.issues] == [("torn_tail", ours[-1].offset + 4 + ours[-1].size)]
     jm = bk.call("defaultMetadata", dir=str(ledger_dir), logId=0)
     assert java_meta(jm["metadata"]) == py_meta(el.read_entry_log_metadata(f))
 
@@ -259,10 +251,7 @@ def test_digests_cross_verify(bk: JavaOracle, kind: str) -> None:
         length += len(p)
         java_entries.append({"entry": 5 + i, "lac": lac, "length": length, "payload": p})
         lac = 5 + i
-    theirs = [
-        bytes.fromhex(h)
-        for h in bk.call("digestPack", type=kind, password=pw, ledger=99, entries=java_entries)
-    ]
+    theirs = [bytes.fromhex(h) for h in bk.call("digestPack", type=kind, password=pw, ledger=99, entries=java_entries)]
     assert theirs == ours, "pulsarkit packs byte-identical stored entries"
     verdicts = bk.call(
         "digestVerify",
@@ -284,9 +273,7 @@ def test_digests_cross_verify(bk: JavaOracle, kind: str) -> None:
     with pytest.raises(el.DigestMismatchError):
         digest.unpack_entry(bytes(bad), kind, pw)
     if kind == "MAC":
-        v = bk.call(
-            "digestVerify", type=kind, password=b"wrong", ledger=99, items=[{"entry": 5, "data": ours[0]}]
-        )
+        v = bk.call("digestVerify", type=kind, password=b"wrong", ledger=99, items=[{"entry": 5, "data": ours[0]}])
         assert not v[0]["ok"]
 
 

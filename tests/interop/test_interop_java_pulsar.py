@@ -25,9 +25,7 @@ CODECS = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
 CODEC_NUMBER = {name: i for i, name in enumerate(CODECS)}
 
 # Every example makes JVM round trips; keep counts bounded and drop the per-example deadline.
-FEW = settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
-)
+FEW = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SOME = settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
@@ -287,9 +285,7 @@ def test_worked_example_matches_java(pulsar_oracle):
 @SOME
 @given(desc=METADATA, payload=st.binary(max_size=200), checksum=st.booleans())
 def test_serialize_metadata_and_payload_byte_identical(pulsar_oracle, desc, payload, checksum):
-    java = H(
-        pulsar_oracle.call("serializeMetadataAndPayload", metadata=desc, payload=payload, checksum=checksum)
-    )
+    java = H(pulsar_oracle.call("serializeMetadataAndPayload", metadata=desc, payload=payload, checksum=checksum))
     ours = pk.encode_entry(md_from_json(desc), payload, checksum=checksum)
     assert ours == java
     want = md_json(md_from_json(desc))
@@ -324,10 +320,7 @@ def test_uint32_above_2_31(pulsar_oracle):
     ours = pk.encode_entry(md_from_json(desc), b"", checksum=False)
     assert ours.endswith(bytes.fromhex("48 80 80 80 80 08"))
     assert pk.Entry.parse(java).metadata.uncompressed_size == 2**31
-    assert (
-        pulsar_oracle.call("decodeEntry", data=ours, metadata_only=True)["metadata"]["uncompressed_size"]
-        == 2**31
-    )
+    assert pulsar_oracle.call("decodeEntry", data=ours, metadata_only=True)["metadata"]["uncompressed_size"] == 2**31
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -383,9 +376,7 @@ def test_java_single_message_decodes_in_pulsarkit(pulsar_oracle, codec, desc, pa
     desc = {**desc, "uncompressed_size": len(payload), **({"compression": codec} if codec != "NONE" else {})}
     entry = H(pulsar_oracle.call("serializeMetadataAndPayload", metadata=desc, payload=body))
     if bem:
-        entry = H(
-            pulsar_oracle.call("addBrokerEntryMetadata", data=entry, broker_timestamp=bem[0], index=bem[1])
-        )
+        entry = H(pulsar_oracle.call("addBrokerEntryMetadata", data=entry, broker_timestamp=bem[0], index=bem[1]))
     e = pk.Entry.parse(entry)
     assert not e.is_batch and e.compression == codec
     assert e.broker_entry_metadata == (pk.BrokerEntryMetadata(*bem) if bem else None)
@@ -421,9 +412,7 @@ def test_pulsarkit_single_message_decodes_in_java(pulsar_oracle, codec, desc, pa
 @given(batch=BATCH, checksum=st.booleans(), bem=BEM)
 def test_java_batch_decodes_in_pulsarkit(pulsar_oracle, codec, with_bem, batch, checksum, bem):
     md_desc, msgs = batch
-    r = pulsar_oracle.call(
-        "encodeBatch", metadata=md_desc, messages=msgs, compression=codec, checksum=checksum
-    )
+    r = pulsar_oracle.call("encodeBatch", metadata=md_desc, messages=msgs, compression=codec, checksum=checksum)
     entry = H(r["entry"])
     if with_bem:
         entry = H(
@@ -447,9 +436,7 @@ def test_java_batch_decodes_in_pulsarkit(pulsar_oracle, codec, with_bem, batch, 
         assert e.broker_entry_metadata == pk.BrokerEntryMetadata(*bem)
         if bem[1] is not None:
             n = len(msgs)
-            assert [m.index for m in e.messages(include_compacted_out=True)] == [
-                bem[1] - n + i + 1 for i in range(n)
-            ]
+            assert [m.index for m in e.messages(include_compacted_out=True)] == [bem[1] - n + i + 1 for i in range(n)]
     else:
         assert e.broker_entry_metadata is None
     # Java reading the same bytes agrees with pulsarkit.
@@ -529,10 +516,7 @@ def test_codec_large_and_empty(pulsar_oracle, codec):
     for data in (b"", big):
         java_z = H(pulsar_oracle.call("compress", codec=codec, data=data))
         assert pk.decompress(codec, java_z, len(data)) == data
-        assert (
-            H(pulsar_oracle.call("decompress", codec=codec, data=pk.compress(codec, data), size=len(data)))
-            == data
-        )
+        assert H(pulsar_oracle.call("decompress", codec=codec, data=pk.compress(codec, data), size=len(data))) == data
 
 
 def test_java_zlib_stream_is_sync_flushed_and_accepted(pulsar_oracle):
@@ -596,8 +580,7 @@ def test_index_interceptor_over_a_topic(pulsar_oracle):
         for n in sizes
     ]
     stored = [
-        H(x)
-        for x in pulsar_oracle.call("appendIndex", entries=entries, num_messages=sizes, broker_timestamp=1234)
+        H(x) for x in pulsar_oracle.call("appendIndex", entries=entries, num_messages=sizes, broker_timestamp=1234)
     ]
     last = -1
     indexes = []

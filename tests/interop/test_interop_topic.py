@@ -21,9 +21,12 @@ def wire(topic, names):
         md = pk.Entry.parse(hp, verify_checksum=False).metadata
         names.append(md.producer_name)
         r = topic.publish(
-            hp, md.producer_name, send.sequence_id,
+            hp,
+            md.producer_name,
+            send.sequence_id,
             send.highest_sequence_id if send.HasField("highest_sequence_id") else None,
-            send.num_messages if send.HasField("num_messages") else 1, send.is_chunk,
+            send.num_messages if send.HasField("num_messages") else 1,
+            send.is_chunk,
         )
         if r.status == "OK":
             stored = topic.ml.read_entry((r.message_id.ledger_id, r.message_id.entry_id))
@@ -38,12 +41,18 @@ def wire(topic, names):
 @pytest.mark.timeout(90)
 def test_resend_gets_duplicate_receipt_and_consumer_sees_each_message_once(tmp_path):
     store = Store.open(tmp_path / "data", sync=False)
-    topic = PersistentTopic(store.managed_ledger("public/default/persistent/dedup-e2e"),
-                            interceptors=[INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR], deduplication=True,
-                            exposing_broker_entry_metadata_to_client=True)
+    topic = PersistentTopic(
+        store.managed_ledger("public/default/persistent/dedup-e2e"),
+        interceptors=[INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR],
+        deduplication=True,
+        exposing_broker_entry_metadata_to_client=True,
+    )
     names = []
-    with FakeBroker(on_send=wire(topic, names), last_sequence_id=lambda t, p: topic.last_sequence_id(p),
-                    expose_broker_entry_metadata=True) as broker:
+    with FakeBroker(
+        on_send=wire(topic, names),
+        last_sequence_id=lambda t, p: topic.last_sequence_id(p),
+        expose_broker_entry_metadata=True,
+    ) as broker:
         client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
         try:
             producer = client.create_producer(TOPIC, producer_name="e2e-producer", batching_enabled=False)
@@ -78,8 +87,11 @@ def test_resend_gets_duplicate_receipt_and_consumer_sees_each_message_once(tmp_p
             client.close()
     topic.close()
     # The topic holds each message once, and recovers the producer's state from storage.
-    t2 = PersistentTopic(store.managed_ledger("public/default/persistent/dedup-e2e"),
-                         interceptors=[INDEX_INTERCEPTOR], deduplication=True)
+    t2 = PersistentTopic(
+        store.managed_ledger("public/default/persistent/dedup-e2e"),
+        interceptors=[INDEX_INTERCEPTOR],
+        deduplication=True,
+    )
     assert t2.last_sequence_id("e2e-producer") == 10 and t2.index == 10
     payloads = [pk.Entry.parse(d).messages()[0].payload for _, d in t2.ml.read(t2.ml.first_position, 100)]
     assert payloads == [b"msg-%d" % i for i in range(11)]

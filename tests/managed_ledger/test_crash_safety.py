@@ -22,7 +22,8 @@ NAME = "public/default/persistent/crash"
 KILLS = 54
 LOG_SIZE_LIMIT = 512 * 1024
 
-CHILD = r"""
+CHILD = (
+    r"""
 import hashlib, random, sys, time
 import pulsarkit as pk
 from pulsarkit.managed_ledger import ManagedLedgerConfig
@@ -51,14 +52,18 @@ while True:
     if big:
         time.sleep(0.05)  # lets the test note the log's size before the write starts
     ml.flush()
-    out.write("".join("ack %%d %%d %%s\n" %% (p.ledger_id, p.entry_id, hashlib.sha1(d).hexdigest()) for p, d in pending))
+    out.write("".join("ack %%d %%d %%s\n" %% (p.ledger_id, p.entry_id, hashlib.sha1(d).hexdigest())
+                      for p, d in pending))
     out.flush()
     if rnd.random() < 0.3:
         last = pending[-1][0]
         cursor.mark_delete(last)
         out.write("md %%d %%d\n" %% (last.ledger_id, last.entry_id))
         out.flush()
-""".replace("%(limit)d", str(LOG_SIZE_LIMIT)).replace("%(name)r", repr(NAME)).replace("%%", "%")
+""".replace("%(limit)d", str(LOG_SIZE_LIMIT))
+    .replace("%(name)r", repr(NAME))
+    .replace("%%", "%")
+)
 
 
 class Child:
@@ -67,7 +72,8 @@ class Child:
     def __init__(self, path: Path, seed: int, mode: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(path), str(seed), mode],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.lines: list[str] = []
         self._cv = threading.Condition()

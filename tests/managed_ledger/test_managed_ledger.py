@@ -42,12 +42,26 @@ def test_add_read_and_metadata_layout(store, clock, tmp_path) -> None:
     ml = store.managed_ledger(NAME, cfg(max_entries_per_ledger=3))
     positions = [ml.add_entry(b"m%d" % i) for i in range(7)]
     first = positions[0].ledger_id
-    assert positions == [Position(first, 0), Position(first, 1), Position(first, 2),
-                         Position(first + 1, 0), Position(first + 1, 1), Position(first + 1, 2), Position(first + 2, 0)]
+    assert positions == [
+        Position(first, 0),
+        Position(first, 1),
+        Position(first, 2),
+        Position(first + 1, 0),
+        Position(first + 1, 1),
+        Position(first + 1, 2),
+        Position(first + 2, 0),
+    ]
     assert ml.read(positions[0], 100) == [(p, b"m%d" % i) for i, p in enumerate(positions)]
-    assert ml.read(Position(first, 3), 2) == [(positions[3], b"m3"), (positions[4], b"m4")]  # past a ledger's end
+    assert ml.read(Position(first, 3), 2) == [
+        (positions[3], b"m3"),
+        (positions[4], b"m4"),
+    ]  # past a ledger's end
     assert ml.read_entry(positions[5]) == b"m5"
-    assert [(li.ledger_id, li.entries, li.size) for li in ml.ledgers()] == [(first, 3, 6), (first + 1, 3, 6), (first + 2, 1, 2)]
+    assert [(li.ledger_id, li.entries, li.size) for li in ml.ledgers()] == [
+        (first, 3, 6),
+        (first + 1, 3, 6),
+        (first + 2, 1, 2),
+    ]
     assert [li.timestamp for li in ml.ledgers()] == [clock.t, clock.t, 0]
     assert ml.number_of_entries == 7 and ml.total_size == 14
 
@@ -56,17 +70,26 @@ def test_add_read_and_metadata_layout(store, clock, tmp_path) -> None:
     hsize, fmt, version, owner, _ctime, _mtime, eph = struct.unpack_from(">iiqqqqb", raw)
     assert (hsize, fmt, eph) == (41, 1, 0) and version >= 2 and owner == store.metadata.instance_id
     info = ManagedLedgerInfo.FromString(raw[41:])
-    assert [(li.ledgerId, li.entries, li.size) for li in info.ledgerInfo] == [(first, 3, 6), (first + 1, 3, 6), (first + 2, 0, 0)]
+    assert [(li.ledgerId, li.entries, li.size) for li in info.ledgerInfo] == [
+        (first, 3, 6),
+        (first + 1, 3, 6),
+        (first + 2, 0, 0),
+    ]
 
     # every data ledger has BookKeeper metadata v3 with Pulsar's custom metadata
     raw = store.metadata.get_data(mdmod.ledger_path(first))
     assert raw.startswith(b"BookieMetadataFormatVersion\t3\n")
     lmd, _ = store.metadata.ledger_metadata(first)
     assert lmd.state == LedgerMetadataFormat.CLOSED and lmd.lastEntryId == 2 and lmd.length == 6
-    assert lmd.digestType == LedgerMetadataFormat.CRC32C and lmd.ensembleSize == lmd.quorumSize == lmd.ackQuorumSize == 1
+    assert (
+        lmd.digestType == LedgerMetadataFormat.CRC32C and lmd.ensembleSize == lmd.quorumSize == lmd.ackQuorumSize == 1
+    )
     assert list(lmd.segment[0].ensembleMember) == ["127.0.0.1:3181"]
     assert {e.key: e.value for e in lmd.customMetadata} == {
-        "application": b"pulsar", "component": b"managed-ledger", "pulsar/managed-ledger": NAME.encode()}
+        "application": b"pulsar",
+        "component": b"managed-ledger",
+        "pulsar/managed-ledger": NAME.encode(),
+    }
     assert store.ledger_owner(first + 2) == NAME
     assert store.metadata.ledger_metadata(first + 2)[0].state == LedgerMetadataFormat.OPEN
 
@@ -190,9 +213,16 @@ def test_concurrent_metadata_change_fences_the_writer(store) -> None:
 
 def test_broker_entry_metadata_index_survives_reopen(tmp_path, clock) -> None:
     def c() -> ManagedLedgerConfig:  # a new interceptor per open, as the broker makes one per topic
-        return cfg(managed_ledger_interceptor=managed_ledger_interceptor((
-            "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor",
-            "org.apache.pulsar.common.intercept.AppendBrokerTimestampMetadataInterceptor"), clock))
+        return cfg(
+            managed_ledger_interceptor=managed_ledger_interceptor(
+                (
+                    "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor",
+                    "org.apache.pulsar.common.intercept.AppendBrokerTimestampMetadataInterceptor",
+                ),
+                clock,
+            )
+        )
+
     s = pk.Store.open(tmp_path / "d", clock=clock)
     ml = s.managed_ledger(NAME, c())
     entry = pk.encode_entry(pk.message_metadata("p", 0, 1), b"x")
@@ -292,8 +322,13 @@ def test_individual_deletes_are_persisted_as_message_ranges(tmp_path, clock) -> 
     c = ml.open_cursor("sub", "earliest")
     c.delete([ps[2], ps[3], ps[5]])
     info, _ = s.metadata.cursor_info(NAME, "sub")
-    ranges = [((r.lowerEndpoint.ledgerId, r.lowerEndpoint.entryId), (r.upperEndpoint.ledgerId, r.upperEndpoint.entryId))
-              for r in info.individualDeletedMessages]
+    ranges = [
+        (
+            (r.lowerEndpoint.ledgerId, r.lowerEndpoint.entryId),
+            (r.upperEndpoint.ledgerId, r.upperEndpoint.entryId),
+        )
+        for r in info.individualDeletedMessages
+    ]
     assert ranges == [(ps[1], ps[3]), (ps[4], ps[5])]
     s.close()
     s = pk.Store.open(tmp_path / "d", clock=clock)
@@ -367,8 +402,14 @@ def test_cursor_recovered_from_a_pulsar_cursor_ledger(tmp_path, clock) -> None:
     ps = [ml.add_entry(b"%d" % i) for i in range(5)]
     ml.close()
     cursor_ledger = s.metadata.generate_ledger_id()
-    lmd = LedgerMetadataFormat(quorumSize=1, ensembleSize=1, length=0, state=LedgerMetadataFormat.OPEN,
-                               digestType=LedgerMetadataFormat.CRC32C, password=b"")
+    lmd = LedgerMetadataFormat(
+        quorumSize=1,
+        ensembleSize=1,
+        length=0,
+        state=LedgerMetadataFormat.OPEN,
+        digestType=LedgerMetadataFormat.CRC32C,
+        password=b"",
+    )
     s.metadata.put_ledger_metadata(cursor_ledger, lmd, expected_version=-1)
     s.bookie.create_ledger(cursor_ledger)
     total = 0
@@ -461,9 +502,14 @@ def test_ledger_metadata_serde() -> None:
     assert mdmod.parse_ledger_metadata(raw) == md
     v2 = b"BookieMetadataFormatVersion\t2\nquorumSize: 2\nensembleSize: 3\nlength: 10\nlastEntryId: 4\nstate: CLOSED\n"
     assert mdmod.parse_ledger_metadata(v2) == md
-    for bad in (b"junk", b"BookieMetadataFormatVersion\t9\n", b"BookieMetadataFormatVersion\t3\n\xff\xff",
-                b"BookieMetadataFormatVersion\t3\n" + bytes([50]) + body, b"BookieMetadataFormatVersion\tx\n",
-                b"BookieMetadataFormatVersion\t3\n\x00"):
+    for bad in (
+        b"junk",
+        b"BookieMetadataFormatVersion\t9\n",
+        b"BookieMetadataFormatVersion\t3\n\xff\xff",
+        b"BookieMetadataFormatVersion\t3\n" + bytes([50]) + body,
+        b"BookieMetadataFormatVersion\tx\n",
+        b"BookieMetadataFormatVersion\t3\n\x00",
+    ):
         with pytest.raises(pk.MetadataStoreError):
             mdmod.parse_ledger_metadata(bad)
 

@@ -141,8 +141,15 @@ def test_dry_run_plans_exactly_what_the_run_does(store, clock) -> None:
     plan = trim.trim_ledgers(ml, dry_run=True)
     assert store.metadata.managed_ledger_info(NAME) == before and len(ml.ledgers()) == 5
     done = trim.trim_ledgers(ml)
-    assert plan.deleted == done.deleted and plan.deleted_ids == [ps[0].ledger_id, ps[2].ledger_id, ps[4].ledger_id]
-    assert (plan.total_size_after, plan.slowest_reader_ledger_id) == (done.total_size_after, done.slowest_reader_ledger_id)
+    assert plan.deleted == done.deleted and plan.deleted_ids == [
+        ps[0].ledger_id,
+        ps[2].ledger_id,
+        ps[4].ledger_id,
+    ]
+    assert (plan.total_size_after, plan.slowest_reader_ledger_id) == (
+        done.total_size_after,
+        done.slowest_reader_ledger_id,
+    )
 
 
 def test_trim_on_rollover_like_the_broker(store, clock) -> None:

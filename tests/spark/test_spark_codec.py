@@ -17,20 +17,41 @@ N_COPIES = 3  # every entry appears once per ledger, so each Spark partition see
 def _entries():
     """(name, bytes or None): every codec, batches and single messages, PIP-70 headers, bad rows."""
     md = pk.message_metadata
-    single = pk.encode_entry(md("p-single", 7, 1_700_000_000_000, partition_key="pk", event_time=42, properties={"a": "1"}), b"hello")
+    single = pk.encode_entry(
+        md("p-single", 7, 1_700_000_000_000, partition_key="pk", event_time=42, properties={"a": "1"}),
+        b"hello",
+    )
     lz4 = pk.encode_batch(
         md("p-lz4", 100, 1_700_000_000_001),
-        [{"payload": b"m0" * 50, "key": "k0", "properties": {"x": "y"}}, {"payload": b"m1", "ordering_key": b"\x00ok"}, b"m2"],
+        [
+            {"payload": b"m0" * 50, "key": "k0", "properties": {"x": "y"}},
+            {"payload": b"m1", "ordering_key": b"\x00ok"},
+            b"m2",
+        ],
         "LZ4",
     )
-    zlib = pk.encode_batch(md("p-zlib", 200, 1_700_000_000_002), [b"z" * 300, {"payload": b"", "null_value": True, "key": "gone"}], "ZLIB")
-    zstd = pk.encode_batch(md("p-zstd", 2**62 + 1, 1_700_000_000_003), [{"payload": b"big-seq", "event_time": 9}, b"second"], "ZSTD")
+    zlib = pk.encode_batch(
+        md("p-zlib", 200, 1_700_000_000_002),
+        [b"z" * 300, {"payload": b"", "null_value": True, "key": "gone"}],
+        "ZLIB",
+    )
+    zstd = pk.encode_batch(
+        md("p-zstd", 2**62 + 1, 1_700_000_000_003),
+        [{"payload": b"big-seq", "event_time": 9}, b"second"],
+        "ZSTD",
+    )
     snappy = pk.encode_batch(
         md("p-snappy", 300, 1_700_000_000_004),
-        [{"payload": b"kept"}, {"payload": b"compacted", "compacted_out": True}, {"payload": b"s" * 70, "key": "ks"}],
+        [
+            {"payload": b"kept"},
+            {"payload": b"compacted", "compacted_out": True},
+            {"payload": b"s" * 70, "key": "ks"},
+        ],
         "SNAPPY",
     )
-    nocrc = pk.encode_entry(md("p-nocrc", 400, 1_700_000_000_005), b"no checksum " * 10, checksum=False, compression="ZSTD")
+    nocrc = pk.encode_entry(
+        md("p-nocrc", 400, 1_700_000_000_005), b"no checksum " * 10, checksum=False, compression="ZSTD"
+    )
     bad_crc = bytearray(pk.encode_entry(md("p-bad", 500, 1_700_000_000_006), b"flipped"))
     bad_crc[-1] ^= 0x01
     return [
@@ -53,7 +74,11 @@ GOOD = {"single", "lz4", "zlib_bem", "zstd_bem", "snappy_bem_index_only", "nocrc
 
 
 def _table():
-    rows = [(ledger, entry_id, name, raw) for ledger in range(10, 10 + N_COPIES) for entry_id, (name, raw) in enumerate(ENTRIES)]
+    rows = [
+        (ledger, entry_id, name, raw)
+        for ledger in range(10, 10 + N_COPIES)
+        for entry_id, (name, raw) in enumerate(ENTRIES)
+    ]
     cols = list(zip(*rows))
     return pa.table(
         {
@@ -125,7 +150,9 @@ def test_import_without_pyspark():
         "assert callable(s.explode_messages) and callable(udfs.publish_time)\n"
         "try:\n    udfs.publish_time('entry')\nexcept ImportError:\n    print('lazy')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ.copy())
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ.copy()
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "lazy"
 
@@ -149,7 +176,11 @@ def test_decode_metadata(df, verify):
             e.metadata.sequence_id,
             e.metadata.publish_time,
         )
-        assert (row["num_messages"], row["is_batch"], row["compression"]) == (e.num_messages, e.is_batch, e.compression)
+        assert (row["num_messages"], row["is_batch"], row["compression"]) == (
+            e.num_messages,
+            e.is_batch,
+            e.compression,
+        )
         bem = e.broker_entry_metadata
         assert (row["broker_timestamp"], row["index"]) == ((bem.broker_timestamp, bem.index) if bem else (None, None))
         assert row["checksum_ok"] == (True if verify and e.checksum is not None else None)
@@ -244,10 +275,13 @@ def test_explode_messages_matches_entry_parse(df, include_compacted_out):
     assert n_snappy == (3 if include_compacted_out else 2)
 
     # Row for row the same as the local kernel (entry_index becomes the kept ids).
-    local = pk.bulk.explode_messages(TABLE.column("entry").combine_chunks(), include_compacted_out=include_compacted_out)
+    local = pk.bulk.explode_messages(
+        TABLE.column("entry").combine_chunks(), include_compacted_out=include_compacted_out
+    )
     ids = TABLE.select(list(KEY)).take(local.column("entry_index"))
     local_rows_ = [
-        {**i, **{k: v for k, v in m.items() if k != "entry_index"}} for i, m in zip(ids.to_pylist(), norm(local.to_pylist()))
+        {**i, **{k: v for k, v in m.items() if k != "entry_index"}}
+        for i, m in zip(ids.to_pylist(), norm(local.to_pylist()))
     ]
     assert got == collect_sorted_local(local_rows_, extra=("batch_index",))
 

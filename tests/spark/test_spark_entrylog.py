@@ -15,7 +15,11 @@ def bookie_dir(tmp_path_factory):
         for t, codec in enumerate(pk.COMPRESSION_TYPES):
             ml = store.managed_ledger(f"public/default/persistent/t{t}")
             for i in range(40):
-                e = pk.encode_batch(pk.message_metadata(f"p{t}", i * 3, 1000 + i), [b"%d-%d-%d|" % (t, i, j) + bytes(range(256)) * 2 for j in range(3)], codec)
+                e = pk.encode_batch(
+                    pk.message_metadata(f"p{t}", i * 3, 1000 + i),
+                    [b"%d-%d-%d|" % (t, i, j) + bytes(range(256)) * 2 for j in range(3)],
+                    codec,
+                )
                 pos = ml.add_entry(e, num_messages=3)
                 expected[(pos.ledger_id, pos.entry_id)] = e
             ml.close()
@@ -44,7 +48,8 @@ def test_read_messages_end_to_end(spark, bookie_dir):
     assert len(msgs) == 3 * len(expected)
     assert all(m.error is None for m in msgs)
     assert sorted(bytes(m.payload) for m in msgs) == sorted(
-        m.payload for e in expected.values() for m in pk.Entry.parse(e).messages())
+        m.payload for e in expected.values() for m in pk.Entry.parse(e).messages()
+    )
 
 
 def test_missing_path_is_an_error(spark):

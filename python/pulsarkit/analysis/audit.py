@@ -22,29 +22,33 @@ import pyarrow.compute as pc
 from .. import bulk
 from ..broker.finder import EntrySpace, LedgerSpan, find_newest_matching
 
-AUDIT_SCHEMA = pa.schema([
-    ("producer_name", pa.string()),
-    ("kind", pa.string()),  # "duplicate" | "gap"
-    ("first_sequence_id", pa.int64()),
-    ("last_sequence_id", pa.int64()),
-    ("messages", pa.int64()),
-    ("ledger_id", pa.int64()),
-    ("entry_id", pa.int64()),
-    ("previous_ledger_id", pa.int64()),
-    ("previous_entry_id", pa.int64()),
-])
+AUDIT_SCHEMA = pa.schema(
+    [
+        ("producer_name", pa.string()),
+        ("kind", pa.string()),  # "duplicate" | "gap"
+        ("first_sequence_id", pa.int64()),
+        ("last_sequence_id", pa.int64()),
+        ("messages", pa.int64()),
+        ("ledger_id", pa.int64()),
+        ("entry_id", pa.int64()),
+        ("previous_ledger_id", pa.int64()),
+        ("previous_entry_id", pa.int64()),
+    ]
+)
 
-SUMMARY_SCHEMA = pa.schema([
-    ("producer_name", pa.string()),
-    ("entries", pa.int64()),
-    ("messages", pa.int64()),
-    ("first_sequence_id", pa.int64()),
-    ("last_sequence_id", pa.int64()),
-    ("duplicate_entries", pa.int64()),
-    ("duplicate_messages", pa.int64()),
-    ("gaps", pa.int64()),
-    ("missing_messages", pa.int64()),
-])
+SUMMARY_SCHEMA = pa.schema(
+    [
+        ("producer_name", pa.string()),
+        ("entries", pa.int64()),
+        ("messages", pa.int64()),
+        ("first_sequence_id", pa.int64()),
+        ("last_sequence_id", pa.int64()),
+        ("duplicate_entries", pa.int64()),
+        ("duplicate_messages", pa.int64()),
+        ("gaps", pa.int64()),
+        ("missing_messages", pa.int64()),
+    ]
+)
 
 
 def _decoded(table: Any) -> pa.Table:
@@ -86,19 +90,47 @@ def audit_producer(t: pa.Table) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             overlap = min(e, high) - s + 1
             dup_entries += 1
             dup_msgs += overlap
-            findings.append(dict(producer_name=name, kind="duplicate", first_sequence_id=s, last_sequence_id=min(e, high),
-                                 messages=overlap, ledger_id=int(lid[i]), entry_id=int(eid[i]),
-                                 previous_ledger_id=prev[0], previous_entry_id=prev[1]))
+            findings.append(
+                dict(
+                    producer_name=name,
+                    kind="duplicate",
+                    first_sequence_id=s,
+                    last_sequence_id=min(e, high),
+                    messages=overlap,
+                    ledger_id=int(lid[i]),
+                    entry_id=int(eid[i]),
+                    previous_ledger_id=prev[0],
+                    previous_entry_id=prev[1],
+                )
+            )
         elif high is not None and s > high + 1:
             gaps += 1
             missing += s - high - 1
-            findings.append(dict(producer_name=name, kind="gap", first_sequence_id=high + 1, last_sequence_id=s - 1,
-                                 messages=s - high - 1, ledger_id=int(lid[i]), entry_id=int(eid[i]),
-                                 previous_ledger_id=prev[0], previous_entry_id=prev[1]))
+            findings.append(
+                dict(
+                    producer_name=name,
+                    kind="gap",
+                    first_sequence_id=high + 1,
+                    last_sequence_id=s - 1,
+                    messages=s - high - 1,
+                    ledger_id=int(lid[i]),
+                    entry_id=int(eid[i]),
+                    previous_ledger_id=prev[0],
+                    previous_entry_id=prev[1],
+                )
+            )
         high = e if high is None else max(high, e)
-    summary = dict(producer_name=name, entries=t.num_rows, messages=int((end - seq + 1).sum()) if t.num_rows else 0,
-                   first_sequence_id=int(seq.min()) if t.num_rows else None, last_sequence_id=high,
-                   duplicate_entries=dup_entries, duplicate_messages=dup_msgs, gaps=gaps, missing_messages=missing)
+    summary = dict(
+        producer_name=name,
+        entries=t.num_rows,
+        messages=int((end - seq + 1).sum()) if t.num_rows else 0,
+        first_sequence_id=int(seq.min()) if t.num_rows else None,
+        last_sequence_id=high,
+        duplicate_entries=dup_entries,
+        duplicate_messages=dup_msgs,
+        gaps=gaps,
+        missing_messages=missing,
+    )
     return findings, summary
 
 
@@ -110,9 +142,19 @@ def dedup_audit(table: Any) -> tuple[pa.Table, pa.Table]:
     findings: list[dict[str, Any]] = []
     if bad is not None and pc.any(bad).as_py():
         for r in t.filter(bad).select(["ledger_id", "entry_id"]).to_pylist():
-            findings.append(dict(producer_name=None, kind="unreadable", first_sequence_id=None, last_sequence_id=None,
-                                 messages=None, ledger_id=r["ledger_id"], entry_id=r["entry_id"],
-                                 previous_ledger_id=None, previous_entry_id=None))
+            findings.append(
+                dict(
+                    producer_name=None,
+                    kind="unreadable",
+                    first_sequence_id=None,
+                    last_sequence_id=None,
+                    messages=None,
+                    ledger_id=r["ledger_id"],
+                    entry_id=r["entry_id"],
+                    previous_ledger_id=None,
+                    previous_entry_id=None,
+                )
+            )
         t = t.filter(pc.invert(bad))
     summaries = []
     for name in sorted(set(t.column("producer_name").to_pylist())):
@@ -123,10 +165,14 @@ def dedup_audit(table: Any) -> tuple[pa.Table, pa.Table]:
 
 
 def render_audit(summary: pa.Table) -> str:
-    lines = [f"{'producer':<30}{'entries':>9}{'messages':>10}{'dup entries':>13}{'dup msgs':>10}{'gaps':>6}{'missing':>9}"]
+    lines = [
+        f"{'producer':<30}{'entries':>9}{'messages':>10}{'dup entries':>13}{'dup msgs':>10}{'gaps':>6}{'missing':>9}"
+    ]
     for r in summary.to_pylist():
-        lines.append(f"{r['producer_name']!s:<30}{r['entries']:>9}{r['messages']:>10}{r['duplicate_entries']:>13}"
-                     f"{r['duplicate_messages']:>10}{r['gaps']:>6}{r['missing_messages']:>9}")
+        lines.append(
+            f"{r['producer_name']!s:<30}{r['entries']:>9}{r['messages']:>10}{r['duplicate_entries']:>13}"
+            f"{r['duplicate_messages']:>10}{r['gaps']:>6}{r['missing_messages']:>9}"
+        )
     return "\n".join(lines)
 
 
@@ -137,14 +183,30 @@ def time_index(table: Any) -> tuple[pa.Table, pa.Table]:
     t = _decoded(table)
     bt = t.column("broker_timestamp")
     et = pc.coalesce(bt, t.column("publish_time"))
-    entries = pa.table({
-        "ledger_id": t.column("ledger_id"), "entry_id": t.column("entry_id"),
-        "broker_timestamp": bt, "publish_time": t.column("publish_time"), "entry_timestamp": et,
-    }).sort_by([("ledger_id", "ascending"), ("entry_id", "ascending")])
-    per_ledger = entries.group_by("ledger_id").aggregate([
-        ("entry_id", "count"), ("broker_timestamp", "min"), ("broker_timestamp", "max"),
-        ("publish_time", "min"), ("publish_time", "max"), ("entry_timestamp", "min"), ("entry_timestamp", "max"),
-    ]).sort_by("ledger_id")
+    entries = pa.table(
+        {
+            "ledger_id": t.column("ledger_id"),
+            "entry_id": t.column("entry_id"),
+            "broker_timestamp": bt,
+            "publish_time": t.column("publish_time"),
+            "entry_timestamp": et,
+        }
+    ).sort_by([("ledger_id", "ascending"), ("entry_id", "ascending")])
+    per_ledger = (
+        entries.group_by("ledger_id")
+        .aggregate(
+            [
+                ("entry_id", "count"),
+                ("broker_timestamp", "min"),
+                ("broker_timestamp", "max"),
+                ("publish_time", "min"),
+                ("publish_time", "max"),
+                ("entry_timestamp", "min"),
+                ("entry_timestamp", "max"),
+            ]
+        )
+        .sort_by("ledger_id")
+    )
     return entries, per_ledger
 
 
@@ -158,8 +220,15 @@ def clock_skew_report(table: Any, threshold_ms: int = 60_000, max_seek_samples: 
     bt = t.column("broker_timestamp")
     has_bt = pc.is_valid(bt)
     if not pc.any(has_bt).as_py():
-        return {"entries": t.num_rows, "with_broker_timestamp": 0, "skewed_entries": 0, "by_producer": [],
-                "seek_samples": 0, "seek_disagreements": 0, "examples": []}
+        return {
+            "entries": t.num_rows,
+            "with_broker_timestamp": 0,
+            "skewed_entries": 0,
+            "by_producer": [],
+            "seek_samples": 0,
+            "seek_disagreements": 0,
+            "examples": [],
+        }
     skew = pc.subtract(t.column("publish_time"), bt)
     skewed = pc.and_(has_bt, pc.greater(pc.abs(skew), threshold_ms))
     sk = t.filter(skewed)
@@ -189,7 +258,13 @@ def clock_skew_report(table: Any, threshold_ms: int = 60_000, max_seek_samples: 
             disagreements += 1
             if len(examples) < 10:
                 pos = lambda k: None if k >= n else (int(lids[k]), int(eids[k]))  # noqa: E731
-                examples.append({"target_time": int(target), "by_broker_time": pos(land_b), "by_publish_time": pos(land_p)})
+                examples.append(
+                    {
+                        "target_time": int(target),
+                        "by_broker_time": pos(land_b),
+                        "by_publish_time": pos(land_p),
+                    }
+                )
     return {
         "entries": n,
         "with_broker_timestamp": int(pc.sum(has_bt.cast(pa.int64())).as_py()),

@@ -63,8 +63,9 @@ def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
         return out
     state = next((x for x in dd.cursors(ml) if x.name == "__pending_ack_state"), None)
     pending: dict[tuple[int, int], list[tuple[Position, list[int], bool]]] = {}
-    for pos, records in dd.ml_records(ml, decode_pending_ack_entry, "bad_pending_ack_entry",
-                                      state.mark_delete if state else None):
+    for pos, records in dd.ml_records(
+        ml, decode_pending_ack_entry, "bad_pending_ack_entry", state.mark_delete if state else None
+    ):
         for r in records:
             key = (r["most_bits"], r["least_bits"])
             if r["op"] == _ACK:
@@ -84,19 +85,13 @@ def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
     return out
 
 
-def iter_backlog(
-    dd: DataDir, topic: str, subscription: str, *, txn: str = "committed"
-) -> Iterator[dict[str, Any]]:
+def iter_backlog(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Iterator[dict[str, Any]]:
     """Records (as :func:`pulsarkit.analysis.messages.iter_messages`) of the subscription's backlog."""
     c: Cursor = dd.cursor(topic, subscription)
     extra = pending_acks(dd, c)
 
     def skip(pos: Position) -> bool:
-        return (
-            c.is_deleted(pos)
-            or pos in extra.entries
-            or (extra.cumulative is not None and pos <= extra.cumulative)
-        )
+        return c.is_deleted(pos) or pos in extra.entries or (extra.cumulative is not None and pos <= extra.cumulative)
 
     def keep(pos: Position, batch_size: int) -> set[int] | None:
         if pos not in c.batch_ack_sets and pos not in extra.batches:
@@ -106,9 +101,7 @@ def iter_backlog(
             left = {i for i in left if extra.batches[pos] >> i & 1}
         return left
 
-    yield from iter_messages(
-        dd, c.managed_ledger, txn=txn, start=c.mark_delete, skip_entry=skip, batch_filter=keep
-    )
+    yield from iter_messages(dd, c.managed_ledger, txn=txn, start=c.mark_delete, skip_entry=skip, batch_filter=keep)
 
 
 def backlog_table(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Any:

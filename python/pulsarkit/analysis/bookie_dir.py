@@ -25,9 +25,7 @@ def find_layout(root: Path) -> tuple[Path, list[Path]]:
     """(metadata dir, bookie dirs holding ``current/``) of a standalone or pulsarkit directory."""
     md = next((c for c in (root / "metadata", root) if is_rocksdb(c)), None)
     if md is None:
-        raise DataDirError(
-            f"{root}: no RocksDB metadata store (expected {root / 'metadata'}/CURRENT)", str(root)
-        )
+        raise DataDirError(f"{root}: no RocksDB metadata store (expected {root / 'metadata'}/CURRENT)", str(root))
     bks = [
         c
         for c in (
@@ -82,9 +80,7 @@ class BookieDir:
                     continue
                 self.ledger_data[lid] = ld
         else:
-            issues.append(
-                Issue("missing_index", str(led), None, "no readable ledgers/ RocksDB; ledger flags unknown")
-            )
+            issues.append(Issue("missing_index", str(led), None, "no readable ledgers/ RocksDB; ledger flags unknown"))
         loc = index_current / "locations"
         self.log_ids = self.reader.log_ids()
         pairs = self._index(loc, "locations index", issues)
@@ -115,9 +111,7 @@ class BookieDir:
             empty = self.reader.file_size(log_id) == 0  # the preallocated next log (lastId names it)
             for issue in md.issues:
                 if issue.kind != "zero_tail" and not empty:
-                    issues.append(
-                        Issue(issue.kind, str(self.reader.path_of(log_id)), issue.offset, issue.message)
-                    )
+                    issues.append(Issue(issue.kind, str(self.reader.path_of(log_id)), issue.offset, issue.message))
             for lid, size in md.ledgers.items():
                 self.log_ledger_bytes[lid] = self.log_ledger_bytes.get(lid, 0) + size
 

@@ -66,6 +66,7 @@ def _digest_name(md: Any) -> str:
     except PulsarkitError:
         return "CRC32C"
 
+
 PathLike = str | os.PathLike[str]
 
 _STATES = {1: "OPEN", 2: "IN_RECOVERY", 3: "CLOSED"}
@@ -152,9 +153,7 @@ class DataDir:
                 try:
                     self.ledger_metadata[lid] = parse_ledger_metadata(data, lid)
                 except MetadataStoreError as e:
-                    self._issue(
-                        Issue("bad_ledger_metadata", str(self.metadata_dir), None, f"{path}: {e}", lid)
-                    )
+                    self._issue(Issue("bad_ledger_metadata", str(self.metadata_dir), None, f"{path}: {e}", lid))
             elif path.startswith(root):
                 parts = path[len(root) :].split("/")
                 try:
@@ -172,9 +171,7 @@ class DataDir:
                         n = int(json.loads(data or b"{}").get("partitions", 0))
                     except (ValueError, AttributeError):
                         n = 0
-                    self.partitioned[
-                        f"{parts[2]}://{parts[0]}/{parts[1]}/{urllib.parse.unquote_plus(parts[3])}"
-                    ] = n
+                    self.partitioned[f"{parts[2]}://{parts[0]}/{parts[1]}/{urllib.parse.unquote_plus(parts[3])}"] = n
             elif path.startswith("/schemas/"):
                 self.schemas[path[len("/schemas/") :]] = data
         # cursor nodes whose managed ledger node is gone belong to a deleted topic
@@ -255,9 +252,7 @@ class DataDir:
                 led.custom_metadata = cm
                 led.state = _STATES.get(md.state, str(md.state))
                 led.metadata_last_entry_id = md.lastEntryId if md.HasField("lastEntryId") else None
-                led.digest_type = (
-                    _digest_name(md)
-                )
+                led.digest_type = _digest_name(md)
                 led.password = bytes(md.password)
                 led.ctime = md.ctime if md.HasField("ctime") else None
                 led.kind, led.managed_ledger, led.cursor = self._kind(cm)
@@ -289,9 +284,7 @@ class DataDir:
     @staticmethod
     def _kind(cm: dict[str, bytes]) -> tuple[str, str | None, str | None]:
         comp = cm.get("component", b"").decode("utf-8", "replace")
-        ml = (cm.get("pulsar/managed-ledger") or cm.get("psr/managed-ledger") or b"").decode(
-            "utf-8", "replace"
-        ) or None
+        ml = (cm.get("pulsar/managed-ledger") or cm.get("psr/managed-ledger") or b"").decode("utf-8", "replace") or None
         cur = (cm.get("pulsar/cursor") or cm.get("psr/cursor") or b"").decode("utf-8", "replace") or None
         if comp == "compacted-ledger":
             return "compacted", None, None
@@ -383,16 +376,12 @@ class DataDir:
         else:
             j = self.journal.get(ledger_id, {}).get(entry_id)
             if j is None:
-                raise DataDirError(
-                    f"ledger {ledger_id} entry {entry_id} is on no bookie and in no journal", None, None
-                )
+                raise DataDirError(f"ledger {ledger_id} entry {entry_id} is on no bookie and in no journal", None, None)
             raw, path, pos = j.data, j.path, j.offset + 4
         try:
             if digest is None:
                 digest = bookie_digest.detect_digest_type(raw, password) or "CRC32C"
-            return bookie_digest.unpack_entry(
-                raw, digest, password, ledger_id=ledger_id, entry_id=entry_id
-            ).payload
+            return bookie_digest.unpack_entry(raw, digest, password, ledger_id=ledger_id, entry_id=entry_id).payload
         except PulsarkitError as e:
             raise DataDirError(
                 f"{path} at offset {pos - 4}: ledger {ledger_id} entry {entry_id}: {e}", path, pos - 4, str(e)
@@ -518,9 +507,7 @@ class DataDir:
                 e += 1
         for bi in state.batchedEntryDeletionIndexInfo:
             if len(bi.deleteSet):
-                c.stored_batch_ack_sets[Position(bi.position.ledgerId, bi.position.entryId)] = list(
-                    bi.deleteSet
-                )
+                c.stored_batch_ack_sets[Position(bi.position.ledgerId, bi.position.entryId)] = list(bi.deleteSet)
         if c.source == "cursor_ledger":  # checked on a real 4.0.7: a snapshot's ack sets are not restored
             c.batch_ack_sets = dict(c.stored_batch_ack_sets)
         # recoveredCursor(): a mark-delete in a ledger that is gone moves to the next one; one past the
@@ -611,9 +598,7 @@ class DataDir:
                 t.compacted_ledger = c.properties.get(COMPACTED_LEDGER_PROPERTY)
         return t
 
-    def ml_entries(
-        self, ml: str, start: Position | None = None
-    ) -> Iterator[tuple[Position, bytes | DataDirError]]:
+    def ml_entries(self, ml: str, start: Position | None = None) -> Iterator[tuple[Position, bytes | DataDirError]]:
         """Every readable entry of a managed ledger in order, after ``start`` when given."""
         for lid in self.ml_ledgers(ml):
             if start is not None and lid < start.ledger_id:
@@ -661,9 +646,7 @@ class DataDir:
             "deleted_guess": led.deleted_guess,
             "ctime": led.ctime,
             "custom_metadata": {
-                k: v.decode("utf-8", "replace")
-                for k, v in led.custom_metadata.items()
-                if k != "pulsar/compactedTo"
+                k: v.decode("utf-8", "replace") for k, v in led.custom_metadata.items() if k != "pulsar/compactedTo"
             },
         }
 
@@ -685,9 +668,7 @@ def open_data_dir(
     never written). Either ``path`` (a standalone's data dir) or ``metadata_dir`` + ``ledger_dirs``
     (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories)."""
     if not read_only:
-        raise DataDirError(
-            "open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns"
-        )
+        raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
     if path is not None:
         root = Path(path)
         if not root.exists():

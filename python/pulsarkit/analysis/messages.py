@@ -113,9 +113,7 @@ def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
         for _, recs in dd.ml_records(ml, decode_pending_ack_entry, "bad_pending_ack_entry"):
             for r in recs:
                 key = (r["most_bits"], r["least_bits"])
-                out.setdefault(key, Transaction(*key)).pending_acks[ml_to_topic(ml)] = ops.get(
-                    r["op"], str(r["op"])
-                )
+                out.setdefault(key, Transaction(*key)).pending_acks[ml_to_topic(ml)] = ops.get(r["op"], str(r["op"]))
     for ml in dd.managed_ledger_names():
         if ml_kind(ml) != "topic":
             continue
@@ -395,11 +393,7 @@ def read_messages(
     """Records of the given topics (default: every non-system topic), topic after topic."""
     if isinstance(topics, str):
         topics = [topics]
-    names = (
-        [ml for t in topics for ml in dd.expand(t)]
-        if topics is not None
-        else message_topics(dd, include_system)
-    )
+    names = [ml for t in topics for ml in dd.expand(t)] if topics is not None else message_topics(dd, include_system)
     for t in names:
         yield from iter_messages(dd, t, txn=txn, markers=markers)
 

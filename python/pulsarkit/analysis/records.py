@@ -204,4 +204,14 @@ def topic_dict(t: Topic) -> dict[str, Any]:
     }
 
 
-__all__ = ["LEDGERS_SCHEMA", "Cursor", "DataDirError", "Issue", "Ledger", "Position", "Topic", "cursor_dict", "topic_dict"]
+__all__ = [
+    "LEDGERS_SCHEMA",
+    "Cursor",
+    "DataDirError",
+    "Issue",
+    "Ledger",
+    "Position",
+    "Topic",
+    "cursor_dict",
+    "topic_dict",
+]

@@ -65,5 +65,16 @@ def ml_kind(ml_name: str) -> str:
     return "topic"
 
 
-__all__ = ["COMPACTED_LEDGER_PROPERTY", "COMPACTION_CURSOR", "KINDS", "PENDING_ACK_SUFFIX", "SYSTEM_CURSORS",
-           "TXN_LOG_PREFIX", "is_system_topic", "ml_kind", "ml_to_topic", "partition_of", "topic_to_ml"]
+__all__ = [
+    "COMPACTED_LEDGER_PROPERTY",
+    "COMPACTION_CURSOR",
+    "KINDS",
+    "PENDING_ACK_SUFFIX",
+    "SYSTEM_CURSORS",
+    "TXN_LOG_PREFIX",
+    "is_system_topic",
+    "ml_kind",
+    "ml_to_topic",
+    "partition_of",
+    "topic_to_ml",
+]

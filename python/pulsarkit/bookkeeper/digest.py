@@ -72,13 +72,13 @@ def pack_entry(
     if length is None:
         length = len(payload)
     digest_type = digest_type_name(digest_type)
-    return _native.bookie_pack(
-        digest_type, password, ledger_id, entry_id, last_add_confirmed, length, payload
-    )
+    return _native.bookie_pack(digest_type, password, ledger_id, entry_id, last_add_confirmed, length, payload)
 
 
 def _entry(data: Any, h: Any) -> BookieEntry:
-    return BookieEntry(h.ledger_id, h.entry_id, h.last_add_confirmed, h.length, bytes(memoryview(data)[h.payload_offset :]))
+    return BookieEntry(
+        h.ledger_id, h.entry_id, h.last_add_confirmed, h.length, bytes(memoryview(data)[h.payload_offset :])
+    )
 
 
 def _parse_entry(data: bytes, digest_type: str = "CRC32C") -> BookieEntry:

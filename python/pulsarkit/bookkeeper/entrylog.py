@@ -164,8 +164,10 @@ def find_entry_logs(paths: PathLike | Iterable[PathLike | tuple[PathLike, int]])
                 raise BookieError(f"{p}: not a regular file (a FIFO or a device); give an entry log or a directory")
             lid = parse_log_file_name(p.name)
             if lid is None:
-                raise BookieError(f"{p}: not an entry log name (<lowercase hex id>.log, as a bookie names them); "
-                                  "pass (path, log_id) to read it anyway")
+                raise BookieError(
+                    f"{p}: not an entry log name (<lowercase hex id>.log, as a bookie names them); "
+                    "pass (path, log_id) to read it anyway"
+                )
             add(p, lid)
         else:
             raise FileNotFoundError(2, "No such file or directory", str(p))
@@ -473,9 +475,7 @@ class EntryLogReader:
         self._r.evict(log_id)
 
 
-def read_entry_log_metadata(
-    path: PathLike, log_id: int | None = None, *, use_index: bool = True
-) -> EntryLogMetadata:
+def read_entry_log_metadata(path: PathLike, log_id: int | None = None, *, use_index: bool = True) -> EntryLogMetadata:
     """:meth:`EntryLogReader.metadata` for one file."""
     p = Path(path)
     if log_id is None:
@@ -544,7 +544,8 @@ def scan_entry_logs(
     each scan issue (torn tail, corrupt region, bad header...) adds a row whose ``issue`` names its
     kind, ``offset``/``size`` locate it and the entry columns are null.
 
-    ``digest_type`` is one of :data:`~pulsarkit.bookkeeper.digest.DIGEST_TYPES` or ``"AUTO"`` (per ledger, the first of CRC32C,
+    ``digest_type`` is one of :data:`~pulsarkit.bookkeeper.digest.DIGEST_TYPES` or ``"AUTO"`` (per ledger,
+    the first of CRC32C,
     CRC32 and MAC with ``password`` that verifies). Batches hold at most ``batch_rows`` rows and
     are cut once their payloads reach ``batch_bytes``.
 

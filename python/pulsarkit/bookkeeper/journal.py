@@ -73,9 +73,7 @@ def last_mark(dirs: Sequence[Path], name: str = "lastMark") -> tuple[int, int] |
     return max(marks) if marks else None  # LastLogMark.readLog keeps the newest mark of all ledger dirs
 
 
-def scan_journal(
-    path: PathLike, start: int | None = None
-) -> JournalScan:
+def scan_journal(path: PathLike, start: int | None = None) -> JournalScan:
     """Records of one ``<hex>.txn`` journal (from ``start``, a ``lastMark`` offset, when given).
 
     Follows ``Journal.scanJournal``: a zero length ends the journal (preallocated tail), padding
@@ -84,7 +82,11 @@ def scan_journal(
     data = Path(p).read_bytes()
     issues: list[JournalIssue] = []
     if len(data) < 8:
-        return JournalScan([], [JournalIssue("torn_journal_header", p, 0, f"{len(data)} bytes, shorter than the journal header")], 0)
+        return JournalScan(
+            [],
+            [JournalIssue("torn_journal_header", p, 0, f"{len(data)} bytes, shorter than the journal header")],
+            0,
+        )
     if data[:4] == JOURNAL_MAGIC:
         version = struct.unpack_from(">i", data, 4)[0]
         pos = _JOURNAL_HEADER_V5 if version >= 5 else 8
@@ -132,9 +134,7 @@ def scan_journal(
             continue
         if len(rec) < 16:
             issues.append(
-                JournalIssue(
-                    "corrupt_journal_record", p, rec_off, f"record of {len(rec)} bytes has no ledger/entry id"
-                )
+                JournalIssue("corrupt_journal_record", p, rec_off, f"record of {len(rec)} bytes has no ledger/entry id")
             )
             continue
         lid, eid = _IDS.unpack_from(rec)
@@ -156,5 +156,13 @@ def journal_files(dirs: Sequence[Path]) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-__all__ = ["META_ENTRY_IDS", "META_ENTRY_KINDS", "JournalIssue", "JournalRecord", "JournalScan", "journal_files",
-           "last_mark", "scan_journal"]
+__all__ = [
+    "META_ENTRY_IDS",
+    "META_ENTRY_KINDS",
+    "JournalIssue",
+    "JournalRecord",
+    "JournalScan",
+    "journal_files",
+    "last_mark",
+    "scan_journal",
+]

@@ -29,8 +29,13 @@ def _error(error: type[PulsarkitError], path: str, what: str, e: BaseException) 
     return error(f"{what} {path}: not a readable RocksDB database: {text}")
 
 
-def open_writable(path: str, *, sync: bool = True, error: type[PulsarkitError] = PulsarkitError,
-                  what: str = "RocksDB database") -> Any:
+def open_writable(
+    path: str,
+    *,
+    sync: bool = True,
+    error: type[PulsarkitError] = PulsarkitError,
+    what: str = "RocksDB database",
+) -> Any:
     """Opens (creating it) a database pulsarkit owns. A database another process holds open is a
     typed ``error`` saying it is in use."""
     os.makedirs(path, mode=0o700, exist_ok=True)
@@ -57,8 +62,13 @@ def write_batch() -> Any:
 class ReadOnlyCopy:
     """A read-only view of a database through a private copy; ``close()`` removes the copy."""
 
-    def __init__(self, path: str | os.PathLike[str], *, error: type[PulsarkitError] = PulsarkitError,
-                 what: str = "RocksDB database") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        error: type[PulsarkitError] = PulsarkitError,
+        what: str = "RocksDB database",
+    ) -> None:
         self.path = os.fspath(path)
         if not os.path.isfile(os.path.join(self.path, "CURRENT")):
             raise error(f"{what} {self.path}: not a RocksDB database (no CURRENT file)")
@@ -72,8 +82,9 @@ class ReadOnlyCopy:
                     continue
                 shutil.copyfile(src, os.path.join(db_dir, name))
             try:
-                self.db = rocksdict.Rdict(db_dir, rocksdict.Options(raw_mode=True),
-                                          access_type=rocksdict.AccessType.read_only())
+                self.db = rocksdict.Rdict(
+                    db_dir, rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only()
+                )
             except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
                 raise _error(error, self.path, what, e) from None
         except OSError as e:
@@ -110,8 +121,12 @@ class ReadOnlyCopy:
         self.close()
 
 
-def read_all(path: str | os.PathLike[str], *, error: type[PulsarkitError] = PulsarkitError,
-             what: str = "RocksDB database") -> list[tuple[bytes, bytes]]:
+def read_all(
+    path: str | os.PathLike[str],
+    *,
+    error: type[PulsarkitError] = PulsarkitError,
+    what: str = "RocksDB database",
+) -> list[tuple[bytes, bytes]]:
     """Every key/value pair of a database pulsarkit must not touch, in key order."""
     with ReadOnlyCopy(path, error=error, what=what) as db:
         return list(db.items())

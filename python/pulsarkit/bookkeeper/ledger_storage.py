@@ -52,6 +52,8 @@ _KEY = struct.Struct(">qq")
 _LONG = struct.Struct(">q")
 _ULONG = struct.Struct(">Q")
 _HEADER = struct.Struct(">qqqq")
+
+
 @dataclass
 class _ScanResult:
     records: list[tuple[int, int, int]]  # (ledger_id, entry_id, location)
@@ -134,8 +136,14 @@ class RecoveryReport:
 class SingleDirectoryDbLedgerStorage:
     """``SingleDirectoryDbLedgerStorage``: one ledger directory, its entry logs and indexes."""
 
-    def __init__(self, ledger_dir: str, log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT, read_only: bool = False,
-                 sync: bool = True, recover: bool = True) -> None:
+    def __init__(
+        self,
+        ledger_dir: str,
+        log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT,
+        read_only: bool = False,
+        sync: bool = True,
+        recover: bool = True,
+    ) -> None:
         self.ledger_dir = os.fspath(ledger_dir)
         self.current = os.path.join(self.ledger_dir, "current")
         self.read_only = read_only
@@ -146,8 +154,11 @@ class SingleDirectoryDbLedgerStorage:
                 raise BookieError(f"no bookie ledger directory at {self.ledger_dir} (missing current/)")
             try:
                 for sub in ("ledgers", "locations"):
-                    self._copies.append(key_value_storage.ReadOnlyCopy(
-                        os.path.join(self.current, sub), error=BookieError, what="bookie index"))
+                    self._copies.append(
+                        key_value_storage.ReadOnlyCopy(
+                            os.path.join(self.current, sub), error=BookieError, what="bookie index"
+                        )
+                    )
             except BaseException:
                 for c in self._copies:
                     c.close()
@@ -156,10 +167,12 @@ class SingleDirectoryDbLedgerStorage:
         else:
             os.makedirs(self.current, mode=0o700, exist_ok=True)
             self.ledgers_db = key_value_storage.open_writable(
-                os.path.join(self.current, "ledgers"), sync=sync, error=BookieError, what="bookie index")
+                os.path.join(self.current, "ledgers"), sync=sync, error=BookieError, what="bookie index"
+            )
             try:
                 self.locations_db = key_value_storage.open_writable(
-                    os.path.join(self.current, "locations"), sync=sync, error=BookieError, what="bookie index")
+                    os.path.join(self.current, "locations"), sync=sync, error=BookieError, what="bookie index"
+                )
             except BaseException:
                 self.ledgers_db.close()
                 raise
@@ -212,8 +225,15 @@ class SingleDirectoryDbLedgerStorage:
                 batch.put(key, _ULONG.pack(location))
                 pending.append((lid, eid))
             if scan.torn_offset is not None:
-                rep.torn_tails.append(TornTail(self.ledger_dir, log_id, scan.torn_offset,
-                                               scan.file_size - scan.torn_offset, scan.torn_reason))
+                rep.torn_tails.append(
+                    TornTail(
+                        self.ledger_dir,
+                        log_id,
+                        scan.torn_offset,
+                        scan.file_size - scan.torn_offset,
+                        scan.torn_reason,
+                    )
+                )
             if pending:
                 self.locations_db.write(batch)
                 rep.reindexed.extend(pending)
@@ -279,7 +299,7 @@ class SingleDirectoryDbLedgerStorage:
         """Highest entry id stored for the ledger (-1 if none)."""
         self._ledger(lid)
         best = -1
-        for (l, e) in self.write_cache:
+        for l, e in self.write_cache:
             if l == lid and e > best:
                 best = e
         it = self.locations_db.iter()
@@ -327,7 +347,7 @@ class SingleDirectoryDbLedgerStorage:
             if self.writer is None:
                 self.writer = entrylog.EntryLogWriter(self.current, log_size_limit=self.log_size_limit)
             batch = key_value_storage.write_batch()
-            for (lid, eid) in sorted(self.write_cache):
+            for lid, eid in sorted(self.write_cache):
                 loc = self.writer.append(lid, self.write_cache[(lid, eid)])
                 batch.put(_KEY.pack(lid, eid), _ULONG.pack(loc))
             self.writer.flush()
@@ -374,9 +394,16 @@ class DbLedgerStorage:
     and entry ids, as ``LedgerStorage.addEntry`` does. Not thread-safe beyond one lock per call.
     """
 
-    def __init__(self, ledger_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
-                 log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT, write_cache_size: int = DEFAULT_WRITE_CACHE_SIZE,
-                 read_only: bool = False, sync: bool = True, bookie_id: str = DEFAULT_BOOKIE_ID) -> None:
+    def __init__(
+        self,
+        ledger_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT,
+        write_cache_size: int = DEFAULT_WRITE_CACHE_SIZE,
+        read_only: bool = False,
+        sync: bool = True,
+        bookie_id: str = DEFAULT_BOOKIE_ID,
+    ) -> None:
         dirs = [ledger_dirs] if isinstance(ledger_dirs, (str, os.PathLike)) else list(ledger_dirs)
         if not dirs:
             raise BookieError("a bookie needs at least one ledger directory")

@@ -159,8 +159,13 @@ class MessageDeduplication:
         return MessageDupStatus.NotDup
 
     def record_message_persisted(
-        self, producer_name: str, sequence_id: int, highest_sequence_id: int, position: Any,
-        is_chunk: bool = False, is_last_chunk: bool = True,
+        self,
+        producer_name: str,
+        sequence_id: int,
+        highest_sequence_id: int,
+        position: Any,
+        is_chunk: bool = False,
+        is_last_chunk: bool = True,
     ) -> None:
         if not self.is_enabled or (is_chunk and not is_last_chunk):
             return

@@ -117,8 +117,9 @@ def _plan_cursor(cursor: ManagedCursor, ttl_seconds: int, now: int) -> ExpiryRes
     return ExpiryResult(cursor.name, ttl_seconds, before, target, by_close, by_time, expired_entries, True)
 
 
-def plan(ml: ManagedLedger, ttl_seconds: int, now_ms: int | None = None,
-         cursors: list[ManagedCursor] | None = None) -> ExpiryPlan:
+def plan(
+    ml: ManagedLedger, ttl_seconds: int, now_ms: int | None = None, cursors: list[ManagedCursor] | None = None
+) -> ExpiryPlan:
     """TTL planned for ``cursors`` (default: every subscription; the deduplication cursor
     ``pulsar.dedup`` is not one, TTL never moves it). Changes nothing."""
     _check_ttl(ttl_seconds)
@@ -140,28 +141,50 @@ def execute(ml: ManagedLedger, p: ExpiryPlan) -> list[ExpiryResult]:
         if c.mark_delete_position != r.previous_mark_delete:
             raise LifecycleError(
                 f"cursor {r.cursor!r} of {ml.name!r} moved to {c.mark_delete_position} since the TTL plan "
-                f"(made at {r.previous_mark_delete}); plan again")
+                f"(made at {r.previous_mark_delete}); plan again"
+            )
     done = []
     for r in p.cursors:
         if r.mark_delete > r.previous_mark_delete:
             c = ml.cursor(r.cursor)
             c.mark_delete(r.mark_delete, c.properties)
-        done.append(ExpiryResult(r.cursor, r.ttl_seconds, r.previous_mark_delete, r.mark_delete,
-                                 r.by_ledger_close_time, r.by_entry_time, r.expired_entries, False))
+        done.append(
+            ExpiryResult(
+                r.cursor,
+                r.ttl_seconds,
+                r.previous_mark_delete,
+                r.mark_delete,
+                r.by_ledger_close_time,
+                r.by_entry_time,
+                r.expired_entries,
+                False,
+            )
+        )
     return done
 
 
-def expire_messages(cursor: ManagedCursor, ttl_seconds: int, now_ms: int | None = None,
-                    dry_run: bool = False) -> ExpiryResult:
+def expire_messages(
+    cursor: ManagedCursor, ttl_seconds: int, now_ms: int | None = None, dry_run: bool = False
+) -> ExpiryResult:
     """Applies message TTL to one durable cursor (both steps above)."""
     p = plan(cursor.ml, ttl_seconds, now_ms, [cursor])
     return p.cursors[0] if dry_run else execute(cursor.ml, p)[0]
 
 
-def apply_ttl(ml: ManagedLedger, ttl_seconds: int, now_ms: int | None = None, dry_run: bool = False) -> list[ExpiryResult]:
+def apply_ttl(
+    ml: ManagedLedger, ttl_seconds: int, now_ms: int | None = None, dry_run: bool = False
+) -> list[ExpiryResult]:
     """TTL on every subscription of a managed ledger, as the broker checks each one."""
     p = plan(ml, ttl_seconds, now_ms)
     return p.cursors if dry_run else execute(ml, p)
 
 
-__all__ = ["ExpiryPlan", "ExpiryResult", "apply_ttl", "execute", "expire_messages", "is_entry_expired", "plan"]
+__all__ = [
+    "ExpiryPlan",
+    "ExpiryResult",
+    "apply_ttl",
+    "execute",
+    "expire_messages",
+    "is_entry_expired",
+    "plan",
+]

@@ -137,7 +137,9 @@ def find_position_by_time(
     lo_pos, hi_pos = find_position_range(ledgers, publish_time_ms, max_clock_skew_ms)
     start = space.index_of(*lo_pos) if lo_pos else 0
     end = space.index_of(*hi_pos) if hi_pos else space.size - 1
-    found = find_newest_matching(space, start, end, lambda k: entry_timestamp(read_entry(*space.at(k))) < publish_time_ms)
+    found = find_newest_matching(
+        space, start, end, lambda k: entry_timestamp(read_entry(*space.at(k))) < publish_time_ms
+    )
     return space.first_position() if found is None else space.next_position(found)
 
 

@@ -93,7 +93,9 @@ def create_interceptors(
             continue
         factory = _REGISTRY.get(n.strip())
         if factory is None:
-            raise PulsarkitError(f"unknown broker entry metadata interceptor {n!r}; known: {TIMESTAMP_INTERCEPTOR}, {INDEX_INTERCEPTOR}")
+            raise PulsarkitError(
+                f"unknown broker entry metadata interceptor {n!r}; known: {TIMESTAMP_INTERCEPTOR}, {INDEX_INTERCEPTOR}"
+            )
         out.append(factory(clock) if factory is AppendBrokerTimestampMetadataInterceptor else factory())
     return out
 
@@ -104,7 +106,9 @@ class ManagedLedgerInterceptorImpl:
 
     def __init__(self, interceptors: Iterable[BrokerEntryMetadataInterceptor]) -> None:
         self.interceptors = list(interceptors)
-        self.index_interceptor = next((i for i in self.interceptors if isinstance(i, AppendIndexMetadataInterceptor)), None)
+        self.index_interceptor = next(
+            (i for i in self.interceptors if isinstance(i, AppendIndexMetadataInterceptor)), None
+        )
 
     def before_add_entry(self, data: Buffer, number_of_messages: int) -> bytes:
         """Prefixes broker entry metadata; nothing is added when ``number_of_messages <= 0``."""

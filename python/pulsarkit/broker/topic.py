@@ -54,7 +54,11 @@ class PublishResult:
     @property
     def server_error(self) -> str | None:
         """The ServerError name the broker puts in CommandSendError, None for a receipt."""
-        return {"CHECKSUM_ERROR": "ChecksumError", "UNKNOWN": "PersistenceError", "ERROR": "PersistenceError"}.get(self.status)
+        return {
+            "CHECKSUM_ERROR": "ChecksumError",
+            "UNKNOWN": "PersistenceError",
+            "ERROR": "PersistenceError",
+        }.get(self.status)
 
 
 class PersistentTopic:
@@ -142,7 +146,12 @@ class PersistentTopic:
             return result("ERROR", error="a client's SEND must not carry broker entry metadata")
         is_last_chunk = (not is_chunk) or (fields.chunk_id or 0) == (fields.num_chunks_from_msg or 0) - 1
         status = self.deduplication.is_duplicate(
-            producer_name, sequence_id, highest, is_chunk=is_chunk, is_last_chunk=is_last_chunk, is_marker=fields.is_marker,
+            producer_name,
+            sequence_id,
+            highest,
+            is_chunk=is_chunk,
+            is_last_chunk=is_last_chunk,
+            is_marker=fields.is_marker,
         )
         if status is MessageDupStatus.Dup:
             return result("DUPLICATE")
@@ -203,7 +212,11 @@ class PersistentTopic:
         """Resets a subscription's cursor to a publish time or a broker index; returns the position."""
         if (publish_time_ms is None) == (index is None):
             raise PulsarkitError("give exactly one of publish_time_ms and index")
-        pos = self.find_position_by_time(publish_time_ms) if publish_time_ms is not None else self.find_position_by_index(index)  # type: ignore[arg-type]
+        pos = (
+            self.find_position_by_time(publish_time_ms)
+            if publish_time_ms is not None
+            else self.find_position_by_index(index)
+        )  # type: ignore[arg-type]
         if pos is not None:
             cursor = self.ml.open_cursor(cursor_name)
             (cursor.reset if hasattr(cursor, "reset") else cursor.seek)(pos)

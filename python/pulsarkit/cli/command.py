@@ -12,7 +12,6 @@ Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage,
 when the data has problems (scan issues, digest mismatches).
 """
 
-
 from __future__ import annotations
 
 import argparse
@@ -65,8 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"pulsarkit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text, configure in _COMMANDS:
-        sp = sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_CODES_HELP,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=EXIT_CODES_HELP,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         sp.set_defaults(_run=configure(sp))
     return p
 
@@ -109,9 +113,7 @@ class Progress:
 
     ``enabled=None`` shows it only when stderr is a terminal."""
 
-    def __init__(
-        self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None
-    ) -> None:
+    def __init__(self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         if enabled is None:
             enabled = self.stream.isatty()
@@ -146,9 +148,7 @@ class Progress:
         if not self.enabled:
             return
         if self._rich is not None:
-            self._rich.update(
-                self._task, completed=min(done, self.total), description=f"{self.label} {note}".strip()
-            )
+            self._rich.update(self._task, completed=min(done, self.total), description=f"{self.label} {note}".strip())
             return
         now = time.monotonic()
         if now - self._last < 0.2 and done < self.total:
@@ -204,8 +204,10 @@ def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = (
     for i in inputs:
         ri = os.path.realpath(i)
         if real == ri or _inside(real, ri):
-            raise OutputRefused(f"{path} is {'one of' if real == ri else 'inside'} this command's inputs ({i}); "
-                                "write the output elsewhere")
+            raise OutputRefused(
+                f"{path} is {'one of' if real == ri else 'inside'} this command's inputs ({i}); "
+                "write the output elsewhere"
+            )
     if os.path.lexists(path):
         if os.path.isdir(path) or not os.path.isfile(path):
             raise OutputRefused(f"{path} exists and is not a regular file")
@@ -236,4 +238,3 @@ def output_args(p: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------------------------------------
 # readlog
-

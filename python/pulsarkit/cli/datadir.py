@@ -94,8 +94,17 @@ def _table(rows: list[dict[str, Any]], cols: list[str], out: Any = None) -> None
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:
-    return [x for x in [args.data_dir, args.metadata_dir, *(args.ledger_dir or []), *(args.journal_dir or []),
-                        *(args.index_dir or [])] if x]
+    return [
+        x
+        for x in [
+            args.data_dir,
+            args.metadata_dir,
+            *(args.ledger_dir or []),
+            *(args.journal_dir or []),
+            *(args.index_dir or []),
+        ]
+        if x
+    ]
 
 
 def _with_output(run: Runner) -> Runner:
@@ -138,9 +147,7 @@ def _ledgers(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("-o", "--output", help="output file (parquet)")
     overwrite_arg(p)
     p.add_argument("--kind", action="append", help="only ledgers of this kind (repeatable)")
-    p.add_argument(
-        "--ledger", type=int, help="print this ledger's entries, each decoded by the ledger's format (JSON)"
-    )
+    p.add_argument("--ledger", type=int, help="print this ledger's entries, each decoded by the ledger's format (JSON)")
 
     def run(args: argparse.Namespace) -> int:
         dd = _open(args)
@@ -291,9 +298,7 @@ def _preview(b64: str | None, width: int = 40) -> str:
 )
 def _messages(p: argparse.ArgumentParser) -> Runner:
     _dir_args(p)
-    p.add_argument(
-        "--topic", action="append", help="only this topic (repeatable; default: every non-system topic)"
-    )
+    p.add_argument("--topic", action="append", help="only this topic (repeatable; default: every non-system topic)")
     p.add_argument("--format", choices=_FORMATS_MSG, default="table")
     p.add_argument("-o", "--output", help="output file (required for parquet)")
     overwrite_arg(p)
@@ -348,17 +353,14 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
         n = _print_records(iter_backlog(dd, args.topic, args.subscription), args, total)
         if args.format == "table":
             print(
-                f"{n} message(s) in the backlog of {args.subscription} "
-                f"(mark-delete {c.mark_delete}, from {c.source})"
+                f"{n} message(s) in the backlog of {args.subscription} (mark-delete {c.mark_delete}, from {c.source})"
             )
         return _finish(dd, args)
 
     return _with_output(run)
 
 
-@command(
-    "transactions", help="transactions of a data directory: the coordinator's log and the markers in topics"
-)
+@command("transactions", help="transactions of a data directory: the coordinator's log and the markers in topics")
 def _transactions(p: argparse.ArgumentParser) -> Runner:
     _dir_args(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -387,9 +389,7 @@ def _transactions(p: argparse.ArgumentParser) -> Runner:
         else:
             for r in rows:
                 r["topics"] = ",".join(
-                    sorted(
-                        set(r["topics"]) | set(r["partitions"]) | set(r["markers"]) | set(r["pending_acks"])
-                    )
+                    sorted(set(r["topics"]) | set(r["partitions"]) | set(r["markers"]) | set(r["pending_acks"]))
                 )
                 r["coordinator_state"] = r["coordinator_state"] or "(trimmed)"
             _table(rows, ["txn", "state", "coordinator_state", "timeout_ms", "topics"])
@@ -400,9 +400,7 @@ def _transactions(p: argparse.ArgumentParser) -> Runner:
 
 @command("readjournal", help="entries of BookKeeper journal files (*.txn), as 'bookkeeper shell readjournal'")
 def _readjournal(p: argparse.ArgumentParser) -> Runner:
-    p.add_argument(
-        "paths", nargs="+", metavar="PATH", help="a journal file or a directory holding *.txn files"
-    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a journal file or a directory holding *.txn files")
     p.add_argument("--json", action="store_true", help="one JSON object per record")
     p.add_argument("-l", "--ledger", type=int, help="only this ledger")
     p.add_argument("-m", "--msg", action="store_true", help="print the entry data (hex)")
@@ -427,17 +425,12 @@ def _readjournal(p: argparse.ArgumentParser) -> Runner:
             records, issues, version = scan_journal(f)
             if not args.json:
                 print(
-                    f"Scan journal {int(f.stem, 16) if _hex(f.stem) else f.stem} ({f.name}), "
-                    f"journal version {version}"
+                    f"Scan journal {int(f.stem, 16) if _hex(f.stem) else f.stem} ({f.name}), journal version {version}"
                 )
             for _, off, lid, eid, rec in records:
                 if args.ledger is not None and lid != args.ledger:
                     continue
-                kind = (
-                    "DATA"
-                    if eid >= 0
-                    else META_ENTRY_KINDS.get(eid, "META")
-                )
+                kind = "DATA" if eid >= 0 else META_ENTRY_KINDS.get(eid, "META")
                 lac = int.from_bytes(rec[16:24], "big", signed=True) if eid >= 0 and len(rec) >= 24 else None
                 if args.json:
                     d = {

@@ -58,9 +58,7 @@ def _filter(batch: Any, args: argparse.Namespace) -> Any:
         conds.append(pc.equal(batch.column("entry_id"), args.entry_id))
     # Records overlapping [start_pos, end_pos], as BookKeeper's -sp/-ep: a record spans offset..offset+size+3.
     if args.start_pos is not None:
-        conds.append(
-            pc.greater_equal(pc.add(batch.column("offset"), pc.add(batch.column("size"), 3)), args.start_pos)
-        )
+        conds.append(pc.greater_equal(pc.add(batch.column("offset"), pc.add(batch.column("size"), 3)), args.start_pos))
     if args.end_pos is not None:
         conds.append(pc.less_equal(batch.column("offset"), args.end_pos))
     for c in conds:
@@ -109,13 +107,13 @@ def _readlog(p: argparse.ArgumentParser) -> Runner:
         help="bookie digest to verify (default CRC32C, Pulsar's default; AUTO detects per ledger)",
     )
     pw = p.add_mutually_exclusive_group()
-    pw.add_argument("--password", default="", help="ledger password, for MAC digests (visible to ps: prefer the next two)")
+    pw.add_argument(
+        "--password", default="", help="ledger password, for MAC digests (visible to ps: prefer the next two)"
+    )
     pw.add_argument("--password-env", metavar="VAR", help="read the ledger password from this environment variable")
     pw.add_argument("--password-file", metavar="FILE", help="read the ledger password from this file (one line)")
     p.add_argument("--no-payload", action="store_true", help="leave the payload column out of --parquet")
-    p.add_argument(
-        "--strict", action="store_true", help="exit 3 when a log has issues or a digest does not verify"
-    )
+    p.add_argument("--strict", action="store_true", help="exit 3 when a log has issues or a digest does not verify")
     output_args(p)
     progress_arg(p)
     return _with_output(_run_readlog)
@@ -176,11 +174,7 @@ def _run_readlog(args: argparse.Namespace, dest: str | None) -> int:
                     continue
                 extra = _decode(batch) if args.decode else {}
                 if args.parquet:
-                    cols = {
-                        n: batch.column(n)
-                        for n in batch.schema.names
-                        if not (args.no_payload and n == "payload")
-                    }
+                    cols = {n: batch.column(n) for n in batch.schema.names if not (args.no_payload and n == "payload")}
                     cols["path"] = pa.array([str(path)] * batch.num_rows, pa.string())
                     cols.update(extra)
                     t = pa.RecordBatch.from_pydict(cols)
@@ -283,9 +277,7 @@ command("readlog", help="print the records of BookKeeper entry logs (files or di
 def _readlogmetadata(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("paths", nargs="+", metavar="PATH", help="entry-log files or directories")
     p.add_argument("--no-index", action="store_true", help="always scan, ignoring the ledgers map")
-    p.add_argument(
-        "--strict", action="store_true", help="exit 3 when a log needed a fallback scan that found issues"
-    )
+    p.add_argument("--strict", action="store_true", help="exit 3 when a log needed a fallback scan that found issues")
     output_args(p)
     progress_arg(p)
     return _with_output(_run_readlogmetadata)

@@ -61,7 +61,15 @@ class Entry:
     batched entries); :meth:`messages` decodes it.
     """
 
-    __slots__ = ("_data", "_headers_start", "_md_start", "_payload_start", "broker_entry_metadata", "checksum", "metadata")
+    __slots__ = (
+        "_data",
+        "_headers_start",
+        "_md_start",
+        "_payload_start",
+        "broker_entry_metadata",
+        "checksum",
+        "metadata",
+    )
 
     def __init__(self) -> None:  # use Entry.parse
         raise TypeError("use Entry.parse(data)")
@@ -72,7 +80,12 @@ class Entry:
         stored CRC32C does not match, and :class:`CorruptEntryError` (with ``offset``) for bad framing."""
         raw = bytes(data)
         lay = _native.parse_entry_layout(raw, verify_checksum)
-        md_start, md_end, payload_start, has_bem = lay.metadata_start, lay.metadata_end, lay.payload_start, lay.has_broker_entry_metadata
+        md_start, md_end, payload_start, has_bem = (
+            lay.metadata_start,
+            lay.metadata_end,
+            lay.payload_start,
+            lay.has_broker_entry_metadata,
+        )
         self = object.__new__(cls)
         self._data = raw
         self.broker_entry_metadata = BrokerEntryMetadata(lay.broker_timestamp, lay.index) if has_bem else None
@@ -117,7 +130,11 @@ class Entry:
 
     @property
     def compression(self) -> str:
-        return COMPRESSION_TYPES[self.metadata.compression] if self.metadata.compression < 5 else str(self.metadata.compression)
+        return (
+            COMPRESSION_TYPES[self.metadata.compression]
+            if self.metadata.compression < 5
+            else str(self.metadata.compression)
+        )
 
     @property
     def entry_timestamp(self) -> int:
@@ -127,7 +144,9 @@ class Entry:
             return b.broker_timestamp
         return self.metadata.publish_time
 
-    def messages(self, include_compacted_out: bool = False, max_uncompressed_size: int = DEFAULT_DECOMPRESSION_LIMIT) -> list[Message]:
+    def messages(
+        self, include_compacted_out: bool = False, max_uncompressed_size: int = DEFAULT_DECOMPRESSION_LIMIT
+    ) -> list[Message]:
         """The messages a consumer would receive, in batch order."""
         md = self.metadata
         records = _native.entry_messages(self._data, include_compacted_out, False, max_uncompressed_size)
@@ -176,7 +195,9 @@ def _check_strings(md: Any, offset: int) -> None:
     bad += ["replicate_to" for v in md.replicate_to if isinstance(v, bytes)]
     bad += ["properties" for kv in md.properties if isinstance(kv.key, bytes) or isinstance(kv.value, bytes)]
     if bad:
-        err = CorruptEntryError(f"corrupt input at offset {offset}: MessageMetadata {', '.join(sorted(set(bad)))} is not valid UTF-8")
+        err = CorruptEntryError(
+            f"corrupt input at offset {offset}: MessageMetadata {', '.join(sorted(set(bad)))} is not valid UTF-8"
+        )
         err.offset = offset
         raise err
 
@@ -218,7 +239,11 @@ def _require(md: Any) -> None:
 
 def message_metadata(producer_name: str, sequence_id: int, publish_time: int | None = None, **fields: Any) -> Any:
     """Builds a MessageMetadata; ``publish_time`` defaults to now (ms). ``properties`` may be a dict."""
-    d = {"producer_name": producer_name, "sequence_id": sequence_id, "publish_time": publish_time or int(time.time() * 1000)}
+    d = {
+        "producer_name": producer_name,
+        "sequence_id": sequence_id,
+        "publish_time": publish_time or int(time.time() * 1000),
+    }
     d.update(fields)
     return _as_metadata(d)
 
@@ -284,7 +309,9 @@ def _single_metadata(m: MessageLike, default_seq: int) -> tuple[bytes, Buffer]:
     return smm.SerializeToString(), payload
 
 
-def encode_batch(metadata: Any, messages: Iterable[MessageLike], compression: str = "NONE", checksum: bool = True) -> bytes:
+def encode_batch(
+    metadata: Any, messages: Iterable[MessageLike], compression: str = "NONE", checksum: bool = True
+) -> bytes:
     """Encodes a batch entry exactly as a Pulsar producer does.
 
     ``messages`` are bytes payloads, :class:`Message` objects or dicts with ``payload`` and optionally

@@ -59,5 +59,4 @@ def fields(buf: bytes) -> Iterator[tuple[int, Any]]:
         yield fno, v
 
 
-
 __all__ = ["encode_varint", "fields", "read_varint"]

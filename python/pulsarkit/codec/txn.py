@@ -62,9 +62,7 @@ def _txn_metadata_entry(buf: bytes) -> dict[str, Any]:
             d["partitions"].append(bytes(v).decode("utf-8", "replace"))
         elif fno == 7:
             sub = {1: "topic", 2: "subscription"}
-            d["subscriptions"].append(
-                {sub[f]: bytes(x).decode("utf-8", "replace") for f, x in fields(v) if f in sub}
-            )
+            d["subscriptions"].append({sub[f]: bytes(x).decode("utf-8", "replace") for f, x in fields(v) if f in sub})
         elif fno == 12:
             d["owner"] = bytes(v).decode("utf-8", "replace")
     return d
@@ -118,4 +116,11 @@ def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
     return _records(data, one, "pending-ack")
 
 
-__all__ = ["MARKER_TYPES", "TXN_ABORT_MARKER", "TXN_COMMIT_MARKER", "TXN_STATUS", "decode_pending_ack_entry", "decode_txn_log_entry"]
+__all__ = [
+    "MARKER_TYPES",
+    "TXN_ABORT_MARKER",
+    "TXN_COMMIT_MARKER",
+    "TXN_STATUS",
+    "decode_pending_ack_entry",
+    "decode_txn_log_entry",
+]

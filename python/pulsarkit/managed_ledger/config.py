@@ -54,5 +54,4 @@ def ledger_custom_metadata(ml_name: str, extra: Mapping[str, bytes] | None = Non
     return md
 
 
-
 __all__ = ["MB", "ManagedLedgerConfig", "ledger_custom_metadata"]

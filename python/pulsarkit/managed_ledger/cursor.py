@@ -80,8 +80,10 @@ class ManagedCursor:
         c._properties = {p.name: p.value for p in state.properties}
         c._ranges = PositionRangeSet()
         for rg in state.individualDeletedMessages:
-            c._ranges.add(Position(rg.lowerEndpoint.ledgerId, rg.lowerEndpoint.entryId),
-                          Position(rg.upperEndpoint.ledgerId, rg.upperEndpoint.entryId))
+            c._ranges.add(
+                Position(rg.lowerEndpoint.ledgerId, rg.lowerEndpoint.entryId),
+                Position(rg.upperEndpoint.ledgerId, rg.upperEndpoint.entryId),
+            )
         for llm in getattr(state, "individualDeletedMessageRanges", ()):
             bits = bitset_from_words(llm.values)
             e = 0
@@ -125,8 +127,12 @@ class ManagedCursor:
             self._cursor_ledger = -1
 
     def _info(self) -> Any:
-        info = ManagedCursorInfo(cursorsLedgerId=-1, markDeleteLedgerId=self._md.ledger_id,
-                                 markDeleteEntryId=self._md.entry_id, lastActive=self.last_active)
+        info = ManagedCursorInfo(
+            cursorsLedgerId=-1,
+            markDeleteLedgerId=self._md.ledger_id,
+            markDeleteEntryId=self._md.entry_id,
+            lastActive=self.last_active,
+        )
         for lo, hi in self._ranges:
             rg = info.individualDeletedMessages.add()
             rg.lowerEndpoint.ledgerId, rg.lowerEndpoint.entryId = lo
@@ -151,8 +157,9 @@ class ManagedCursor:
             return
         self.last_active = self.ml.now()
         try:
-            stat = self.ml._md.put_cursor_info(self.ml.name, self.name, self._info(),
-                                               expected_version=-1 if create else self._version)
+            stat = self.ml._md.put_cursor_info(
+                self.ml.name, self.name, self._info(), expected_version=-1 if create else self._version
+            )
         except BadVersionError as e:
             raise ManagedLedgerFencedError(f"cursor {self.name!r} was changed by another writer: {e}") from None
         self._version = stat.version
@@ -270,7 +277,8 @@ class ManagedCursor:
         entries that follow it, and drops state at or below it."""
         if new_md < self._md:
             raise InvalidCursorPositionError(
-                f"mark deleting an already mark-deleted position: current {self._md}, attempted {new_md}")
+                f"mark deleting an already mark-deleted position: current {self._md}, attempted {new_md}"
+            )
         new_md = self.acknowledged_position(new_md)
         ml = self.ml
         self._md = new_md
@@ -281,8 +289,9 @@ class ManagedCursor:
             self._read_position = ml.next_valid_position(new_md)
 
     @synchronized
-    def mark_delete(self, position: Any, properties: Mapping[str, int] | None = None,
-                    ack_set: Iterable[int] | None = None) -> None:
+    def mark_delete(
+        self, position: Any, properties: Mapping[str, int] | None = None, ack_set: Iterable[int] | None = None
+    ) -> None:
         """Cumulative acknowledgement up to ``position`` (inclusive). ``properties`` are stored with
         it and replace the previous ones (None clears them, as ``markDelete(position)`` does).
         With ``ack_set`` (batch-index words) only those batch indexes of ``position`` are acknowledged."""
@@ -290,7 +299,9 @@ class ManagedCursor:
         p = as_position(position)
         ml = self.ml
         if p > ml.last_confirmed_entry:
-            raise InvalidCursorPositionError(f"mark-delete position {p} is after the last entry {ml.last_confirmed_entry}")
+            raise InvalidCursorPositionError(
+                f"mark-delete position {p} is after the last entry {ml.last_confirmed_entry}"
+            )
         if ack_set is not None:
             if ml.config.deletion_at_batch_index_level_enabled:
                 given = bitset_from_words(ack_set)
@@ -310,8 +321,12 @@ class ManagedCursor:
         the entry counts as deleted once no bit is left."""
         self._check()
         ml = self.ml
-        plist = [positions] if isinstance(positions, Position) or (
-            isinstance(positions, tuple) and len(positions) == 2 and isinstance(positions[0], int)) else list(positions)
+        plist = (
+            [positions]
+            if isinstance(positions, Position)
+            or (isinstance(positions, tuple) and len(positions) == 2 and isinstance(positions[0], int))
+            else list(positions)
+        )
         lac = ml.last_confirmed_entry
         for raw in plist:
             p = as_position(raw)
@@ -359,7 +374,6 @@ class ManagedCursor:
 
     def __repr__(self) -> str:
         return f"ManagedCursor({self.ml.name!r}/{self.name!r}, mark_delete={self._md}, read={self._read_position})"
-
 
 
 __all__ = ["ManagedCursor"]

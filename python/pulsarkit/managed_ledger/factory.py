@@ -6,7 +6,8 @@ and the embedded Pulsar storage directory they live in.
     <path>/metadata/          RocksDB metadata store (Pulsar's paths and values)
     <path>/bookie/current/    entry logs, lastId, ledgers/ and locations/ (DbLedgerStorage)
 
-``ManagedLedgerFactory(metadata_dir, bookie_dirs)`` (also named ``Store``) opens other layouts, e.g. a Pulsar standalone's
+``ManagedLedgerFactory(metadata_dir, bookie_dirs)`` (also named ``Store``) opens other layouts, e.g. a Pulsar
+standalone's
 ``data/metadata`` and ``data/standalone/bookkeeper`` (read-only is the safe way to look at those).
 """
 
@@ -50,10 +51,18 @@ class ManagedLedgerFactory:
         bookies = (("bookkeeper",), ("standalone", "bookkeeper"))
         return any(os.path.isdir(os.path.join(path, *d, "current")) for d in bookies)
 
-    def __init__(self, metadata_dir: str | os.PathLike[str], bookie_dirs: str | os.PathLike[str] | Sequence[Any], *,
-                 read_only: bool = False, clock: Callable[[], int] | None = None,
-                 log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT, write_cache_size: int = DEFAULT_WRITE_CACHE_SIZE,
-                 bookie_id: str = DEFAULT_BOOKIE_ID, sync: bool = True) -> None:
+    def __init__(
+        self,
+        metadata_dir: str | os.PathLike[str],
+        bookie_dirs: str | os.PathLike[str] | Sequence[Any],
+        *,
+        read_only: bool = False,
+        clock: Callable[[], int] | None = None,
+        log_size_limit: int = DEFAULT_LOG_SIZE_LIMIT,
+        write_cache_size: int = DEFAULT_WRITE_CACHE_SIZE,
+        bookie_id: str = DEFAULT_BOOKIE_ID,
+        sync: bool = True,
+    ) -> None:
         self.read_only = read_only
         self.clock: Callable[[], int] = clock or _now_ms
         self._lock = threading.RLock()
@@ -61,8 +70,14 @@ class ManagedLedgerFactory:
         self._closed = False
         self.metadata = MetadataStore(metadata_dir, read_only=read_only, sync=sync, clock=self.clock)
         try:
-            self.bookie = DbLedgerStorage(bookie_dirs, log_size_limit=log_size_limit, write_cache_size=write_cache_size,
-                                 read_only=read_only, sync=sync, bookie_id=bookie_id)
+            self.bookie = DbLedgerStorage(
+                bookie_dirs,
+                log_size_limit=log_size_limit,
+                write_cache_size=write_cache_size,
+                read_only=read_only,
+                sync=sync,
+                bookie_id=bookie_id,
+            )
         except BaseException:
             self.metadata.close()
             raise
@@ -89,8 +104,15 @@ class ManagedLedgerFactory:
                 if config is not None and config is not ml.config:
                     ml.set_config(config)
                 return ml
-            ml = ManagedLedger(self.metadata, self.bookie, name, config, clock=self.clock,
-                               read_only=self.read_only, on_close=self._forget)
+            ml = ManagedLedger(
+                self.metadata,
+                self.bookie,
+                name,
+                config,
+                clock=self.clock,
+                read_only=self.read_only,
+                on_close=self._forget,
+            )
             self._mls[name] = ml
             return ml
 
@@ -168,7 +190,8 @@ class ManagedLedgerFactory:
         self.close()
 
     def __repr__(self) -> str:
-        return f"ManagedLedgerFactory(metadata={self.metadata.path!r}, bookie={[s.ledger_dir for s in self.bookie.dirs]!r})"
+        dirs = [s.ledger_dir for s in self.bookie.dirs]
+        return f"ManagedLedgerFactory(metadata={self.metadata.path!r}, bookie={dirs!r})"
 
 
 #: The name pulsarkit's first releases used; ``pulsarkit.Store.open(path)`` stays the entry point.

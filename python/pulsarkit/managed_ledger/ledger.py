@@ -68,7 +68,6 @@ class LedgerInfo(NamedTuple):
     offloaded: bool = False
 
 
-
 class _Handle:
     """The ledger being written: id, entries, cumulative length, creation time."""
 
@@ -79,15 +78,24 @@ class _Handle:
 
 
 class ManagedLedger:
-    """A managed ledger; get one from :meth:`ManagedLedgerFactory.open <pulsarkit.managed_ledger.factory.ManagedLedgerFactory.open>`.
+    """A managed ledger; get one from :meth:`ManagedLedgerFactory.managed_ledger
+    <pulsarkit.managed_ledger.factory.ManagedLedgerFactory.managed_ledger>`.
 
     It holds only what it uses: the metadata store, the bookie's ledger storage and a clock;
     ``on_close`` tells its owner (the factory) that it closed.
     """
 
-    def __init__(self, metadata: MetadataStore, bookie: DbLedgerStorage, name: str,
-                 config: ManagedLedgerConfig | None = None, *, clock: Callable[[], int],
-                 read_only: bool = False, on_close: Callable[[ManagedLedger], None] | None = None) -> None:
+    def __init__(
+        self,
+        metadata: MetadataStore,
+        bookie: DbLedgerStorage,
+        name: str,
+        config: ManagedLedgerConfig | None = None,
+        *,
+        clock: Callable[[], int],
+        read_only: bool = False,
+        on_close: Callable[[ManagedLedger], None] | None = None,
+    ) -> None:
         self.name = name
         self.config = config or ManagedLedgerConfig()
         self._md = metadata
@@ -109,7 +117,9 @@ class ManagedLedger:
         self._state = "opening"
         self.number_of_entries = 0
         self.total_size = 0
-        self._max_rollover_ms = int(self.config.maximum_rollover_time_ms * (1 + random.random() * self.config.rollover_jitter))
+        self._max_rollover_ms = int(
+            self.config.maximum_rollover_time_ms * (1 + random.random() * self.config.rollover_jitter)
+        )
         self._interceptor: ManagedLedgerInterceptor | None = self.config.managed_ledger_interceptor
         self._initialize()
 
@@ -240,9 +250,15 @@ class ManagedLedger:
         now = self._clock()
         lid = self._md.generate_ledger_id()
         lmd = LedgerMetadataFormat(
-            quorumSize=cfg.write_quorum_size, ensembleSize=cfg.ensemble_size, ackQuorumSize=cfg.ack_quorum_size,
-            length=0, state=LedgerMetadataFormat.OPEN, digestType=digest_value,
-            password=bytes(cfg.password), ctime=now, cToken=0,
+            quorumSize=cfg.write_quorum_size,
+            ensembleSize=cfg.ensemble_size,
+            ackQuorumSize=cfg.ack_quorum_size,
+            length=0,
+            state=LedgerMetadataFormat.OPEN,
+            digestType=digest_value,
+            password=bytes(cfg.password),
+            ctime=now,
+            cToken=0,
         )
         seg = lmd.segment.add()
         seg.ensembleMember.append(self._bk.bookie_id)
@@ -274,7 +290,8 @@ class ManagedLedger:
         if update_info:
             if h.entries > 0:
                 self._ledgers[h.ledger_id] = _PbLedgerInfo(
-                    ledgerId=h.ledger_id, entries=h.entries, size=h.length, timestamp=self._clock())
+                    ledgerId=h.ledger_id, entries=h.entries, size=h.length, timestamp=self._clock()
+                )
             else:
                 self._remove_ledger(h.ledger_id)
                 self._delete_ledger_quietly(h.ledger_id)
@@ -316,7 +333,11 @@ class ManagedLedger:
             return False
         cfg = self.config
         age = self._clock() - h.created
-        full = h.entries >= cfg.max_entries_per_ledger or h.length >= cfg.max_size_per_ledger_mb * MB or age >= self._max_rollover_ms
+        full = (
+            h.entries >= cfg.max_entries_per_ledger
+            or h.length >= cfg.max_size_per_ledger_mb * MB
+            or age >= self._max_rollover_ms
+        )
         if full and cfg.minimum_rollover_time_ms > 0:
             return age > cfg.minimum_rollover_time_ms
         return full
@@ -358,8 +379,17 @@ class ManagedLedger:
             eid = h.entries
             length = h.length + len(payload)
             digest, password = self._digests[h.ledger_id]
-            self._bk.add_entry(pack_entry(h.ledger_id, eid, payload, last_add_confirmed=eid - 1, length=length,
-                                          digest_type=digest, password=password))
+            self._bk.add_entry(
+                pack_entry(
+                    h.ledger_id,
+                    eid,
+                    payload,
+                    last_add_confirmed=eid - 1,
+                    length=length,
+                    digest_type=digest,
+                    password=password,
+                )
+            )
             h.entries += 1
             h.length = length
             self.number_of_entries += 1
@@ -531,8 +561,14 @@ class ManagedLedger:
     def _read_payload(self, p: Position) -> bytes:
         digest, password = self._digest_of(p.ledger_id)
         stored = self._bk.read_entry(p.ledger_id, p.entry_id)
-        return unpack_entry(stored, digest, password, verify=self.config.verify_digest, ledger_id=p.ledger_id,
-                            entry_id=p.entry_id).payload
+        return unpack_entry(
+            stored,
+            digest,
+            password,
+            verify=self.config.verify_digest,
+            ledger_id=p.ledger_id,
+            entry_id=p.entry_id,
+        ).payload
 
     @synchronized
     def read_entry(self, position: Any) -> bytes:
@@ -574,8 +610,15 @@ class ManagedLedger:
             if h is not None and h.ledger_id == lid:
                 out.append(LedgerInfo(lid, h.entries, h.length, 0))
             else:
-                out.append(LedgerInfo(lid, li.entries, li.size, li.timestamp,
-                                      li.HasField("offloadContext") and li.offloadContext.complete))
+                out.append(
+                    LedgerInfo(
+                        lid,
+                        li.entries,
+                        li.size,
+                        li.timestamp,
+                        li.HasField("offloadContext") and li.offloadContext.complete,
+                    )
+                )
         return out
 
     def now(self) -> int:
@@ -620,7 +663,9 @@ class ManagedLedger:
         return self._state
 
     def __repr__(self) -> str:
-        return f"ManagedLedger({self.name!r}, ledgers={self._ids}, entries={self.number_of_entries}, state={self._state})"
+        return (
+            f"ManagedLedger({self.name!r}, ledgers={self._ids}, entries={self.number_of_entries}, state={self._state})"
+        )
 
     # ------------------------------------------------------------------------------- cursors
 
@@ -671,7 +716,6 @@ class ManagedLedger:
     def slowest_reader_position(self) -> Position | None:
         """The lowest mark-delete position among the durable cursors."""
         return min((c.mark_delete_position for c in self._cursors.values()), default=None)
-
 
 
 __all__ = ["LedgerInfo", "ManagedLedger"]

@@ -103,7 +103,9 @@ def check_cursor(ml: ManagedLedger, cursor: ManagedCursor) -> None:
     lac = ml.last_confirmed_entry
     if cursor.mark_delete_position > lac:
         raise LifecycleError(
-            f"cursor {cursor.name!r} of {ml.name!r}: mark-delete {cursor.mark_delete_position} is past the last entry {lac}")
+            f"cursor {cursor.name!r} of {ml.name!r}: mark-delete {cursor.mark_delete_position} "
+            f"is past the last entry {lac}"
+        )
 
 
 def _state(ml: ManagedLedger) -> dict[str, Any]:
@@ -120,18 +122,32 @@ def _check_ledger_metadata(ml: ManagedLedger, ledger_id: int) -> None:
         lmd = ml.ledger_metadata(ledger_id)
     except LedgerNotFoundError:
         return  # already gone from BookKeeper; dropping it from the list is what Pulsar does
-    owner = next((e.value.decode("utf-8", "replace") for e in lmd.customMetadata if e.key == "pulsar/managed-ledger"), None)
+    owner = next(
+        (e.value.decode("utf-8", "replace") for e in lmd.customMetadata if e.key == "pulsar/managed-ledger"),
+        None,
+    )
     if owner is not None and owner != ml.name:
         raise LifecycleError(f"ledger {ledger_id} is listed by {ml.name!r} but its metadata names {owner!r}")
     if lmd.state != LedgerMetadataFormat.CLOSED:
-        raise LifecycleError(f"ledger {ledger_id} of {ml.name!r} is not the current ledger but is still open in BookKeeper")
+        raise LifecycleError(
+            f"ledger {ledger_id} of {ml.name!r} is not the current ledger but is still open in BookKeeper"
+        )
 
 
-def plan(ml: ManagedLedger, retention_time_ms: int | None = None, retention_size_mb: int | None = None,
-         now_ms: int | None = None, truncate: bool = False) -> TrimPlan:
+def plan(
+    ml: ManagedLedger,
+    retention_time_ms: int | None = None,
+    retention_size_mb: int | None = None,
+    now_ms: int | None = None,
+    truncate: bool = False,
+) -> TrimPlan:
     """One retention pass, planned (nothing changes). Policies default to the managed ledger's config."""
-    time_ms = check_policy("retention time", ml.config.retention_time_ms if retention_time_ms is None else retention_time_ms)
-    size_mb = check_policy("retention size", ml.config.retention_size_mb if retention_size_mb is None else retention_size_mb)
+    time_ms = check_policy(
+        "retention time", ml.config.retention_time_ms if retention_time_ms is None else retention_time_ms
+    )
+    size_mb = check_policy(
+        "retention size", ml.config.retention_size_mb if retention_size_mb is None else retention_size_mb
+    )
     ml.check_open()
     now = ml.now() if now_ms is None else int(now_ms)
     infos = ml.ledgers()
@@ -189,9 +205,18 @@ def plan(ml: ManagedLedger, retention_time_ms: int | None = None, retention_size
 def _result(ml: ManagedLedger, p: TrimPlan, dry_run: bool) -> TrimResult:
     from_ledgers = {li.ledger_id: li for li in ml.ledgers()}
     deleted = [from_ledgers[it.ledger_id] for it in p.items]
-    return TrimResult(p.managed_ledger, deleted, {it.ledger_id: it.reason for it in p.items},
-                      p.slowest_reader_ledger_id, p.total_size_before, p.total_size_after,
-                      p.retention_time_ms, p.retention_size_mb, dry_run, dict(p.cursor_advances))
+    return TrimResult(
+        p.managed_ledger,
+        deleted,
+        {it.ledger_id: it.reason for it in p.items},
+        p.slowest_reader_ledger_id,
+        p.total_size_before,
+        p.total_size_after,
+        p.retention_time_ms,
+        p.retention_size_mb,
+        dry_run,
+        dict(p.cursor_advances),
+    )
 
 
 def execute(ml: ManagedLedger, p: TrimPlan) -> TrimResult:
@@ -214,8 +239,14 @@ def execute(ml: ManagedLedger, p: TrimPlan) -> TrimResult:
     return result
 
 
-def trim_ledgers(ml: ManagedLedger, retention_time_ms: int | None = None, retention_size_mb: int | None = None,
-                 now_ms: int | None = None, dry_run: bool = False, truncate: bool = False) -> TrimResult:
+def trim_ledgers(
+    ml: ManagedLedger,
+    retention_time_ms: int | None = None,
+    retention_size_mb: int | None = None,
+    now_ms: int | None = None,
+    dry_run: bool = False,
+    truncate: bool = False,
+) -> TrimResult:
     """Plans a retention pass and, unless ``dry_run``, executes it."""
     if not dry_run and ml.read_only:
         raise LifecycleError(f"managed ledger {ml.name!r} was opened read-only; use dry_run=True to plan")
@@ -223,8 +254,13 @@ def trim_ledgers(ml: ManagedLedger, retention_time_ms: int | None = None, retent
     return _result(ml, p, dry_run=True) if dry_run else execute(ml, p)
 
 
-def apply_retention(ml: ManagedLedger, retention_time_minutes: int, retention_size_mb: int,
-                    now_ms: int | None = None, dry_run: bool = False) -> TrimResult:
+def apply_retention(
+    ml: ManagedLedger,
+    retention_time_minutes: int,
+    retention_size_mb: int,
+    now_ms: int | None = None,
+    dry_run: bool = False,
+) -> TrimResult:
     """Retention with the units of Pulsar's namespace policy (minutes, MB; -1 unlimited)."""
     check_policy("retention time", retention_time_minutes)
     ms = -1 if retention_time_minutes == -1 else retention_time_minutes * 60_000

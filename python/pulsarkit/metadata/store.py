@@ -79,7 +79,9 @@ def _now_ms() -> int:
 
 def encode_meta_value(data: bytes, version: int, owner: int, ctime: int, mtime: int, ephemeral: bool = False) -> bytes:
     """A value as RocksdbMetadataStore stores it: the 41-byte header, then the data."""
-    return _HEADER.pack(HEADER_SIZE, FORMAT_VERSION_V1, version, owner, ctime, mtime, 1 if ephemeral else 0) + bytes(data)
+    return _HEADER.pack(HEADER_SIZE, FORMAT_VERSION_V1, version, owner, ctime, mtime, 1 if ephemeral else 0) + bytes(
+        data
+    )
 
 
 def decode_meta_value(raw: bytes, path: str = "?") -> tuple[bytes, int, int, int, int, bool]:
@@ -88,7 +90,9 @@ def decode_meta_value(raw: bytes, path: str = "?") -> tuple[bytes, int, int, int
         raise MetadataStoreError(f"metadata value at {path!r} is {len(raw)} bytes, shorter than its header size field")
     header_size = struct.unpack_from(">i", raw)[0]
     if header_size < HEADER_SIZE or header_size > len(raw):
-        raise MetadataStoreError(f"metadata value at {path!r}: header size {header_size} invalid for a {len(raw)}-byte value")
+        raise MetadataStoreError(
+            f"metadata value at {path!r}: header size {header_size} invalid for a {len(raw)}-byte value"
+        )
     _, fmt, version, owner, ctime, mtime, eph = _HEADER.unpack_from(raw)
     if fmt < FORMAT_VERSION_V1:
         raise MetadataStoreError(f"metadata value at {path!r}: unknown format version {fmt}")
@@ -169,7 +173,9 @@ def parse_ledger_metadata(raw: bytes, ledger_id: int | None = None) -> Any:
     if version == 3:
         size, pos = _read_varint(raw, pos, where)
         if size > len(raw) - pos:
-            raise MetadataStoreError(f"{where}: message size {size} exceeds the {len(raw) - pos} bytes left at offset {pos}")
+            raise MetadataStoreError(
+                f"{where}: message size {size} exceeds the {len(raw) - pos} bytes left at offset {pos}"
+            )
         try:
             md.ParseFromString(raw[pos : pos + size])
         except DecodeError as e:
@@ -195,12 +201,16 @@ def _read_varint(raw: bytes, pos: int, where: str) -> tuple[int, int]:
 
 def parse_managed_ledger_info(raw: bytes, name: str = "?") -> Any:
     """``ManagedLedgerInfo``, plain or behind the compression magic 0x4778."""
-    return _parse_maybe_compressed(raw, ManagedLedgerInfo, ManagedLedgerInfoMetadata, _MAGIC_ML_INFO, f"managed ledger {name}")
+    return _parse_maybe_compressed(
+        raw, ManagedLedgerInfo, ManagedLedgerInfoMetadata, _MAGIC_ML_INFO, f"managed ledger {name}"
+    )
 
 
 def parse_managed_cursor_info(raw: bytes, name: str = "?") -> Any:
     """``ManagedCursorInfo``, plain or behind the compression magic 0x4779."""
-    return _parse_maybe_compressed(raw, ManagedCursorInfo, ManagedCursorInfoMetadata, _MAGIC_CURSOR_INFO, f"cursor {name}")
+    return _parse_maybe_compressed(
+        raw, ManagedCursorInfo, ManagedCursorInfoMetadata, _MAGIC_CURSOR_INFO, f"cursor {name}"
+    )
 
 
 def _parse_maybe_compressed(raw: bytes, cls: Any, meta_cls: Any, magic: int, where: str) -> Any:
@@ -240,8 +250,13 @@ class MetadataStore:
     Pulsar's store.
     """
 
-    def __init__(self, path: str | os.PathLike[str], read_only: bool = False, sync: bool = True,
-                 clock: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        read_only: bool = False,
+        sync: bool = True,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         self.path = os.fspath(path)
         self.read_only = read_only
         self._clock = clock or _now_ms
@@ -252,8 +267,9 @@ class MetadataStore:
             self._copy = key_value_storage.ReadOnlyCopy(self.path, error=MetadataStoreError, what="metadata store")
             self._db = self._copy.db
         else:
-            self._db = key_value_storage.open_writable(self.path, sync=sync, error=MetadataStoreError,
-                                                       what="metadata store")
+            self._db = key_value_storage.open_writable(
+                self.path, sync=sync, error=MetadataStoreError, what="metadata store"
+            )
         self._closed = False
         prev = self._db.get(INSTANCE_ID_KEY)
         if read_only:
@@ -323,8 +339,7 @@ class MetadataStore:
         old = self._load(path)
         actual = None if old is None else old[1].version
         if expected_version is not None and actual != (None if expected_version == -1 else expected_version):
-            raise BadVersionError(
-                f"{path}: version mismatch, actual={actual}, expected={expected_version}")
+            raise BadVersionError(f"{path}: version mismatch, actual={actual}, expected={expected_version}")
         now = self._clock()
         if old is None:
             version, ctime = 0, now

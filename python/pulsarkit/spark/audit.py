@@ -12,7 +12,14 @@ from ..analysis import audit as _audit
 from ._schema import spark_fields
 from .transforms import decode_metadata
 
-_AUDIT_INPUT = ["producer_name", "ledger_id", "entry_id", "sequence_id", "highest_sequence_id", "num_messages"]
+_AUDIT_INPUT = [
+    "producer_name",
+    "ledger_id",
+    "entry_id",
+    "sequence_id",
+    "highest_sequence_id",
+    "num_messages",
+]
 
 
 def _struct(schema: pa.Schema) -> Any:
@@ -34,10 +41,13 @@ def dedup_audit(df: Any, entry_col: str = "entry") -> tuple[Any, Any]:
 
     d = _decoded(df, entry_col)
     unreadable = d.where(F.col("error").isNotNull()).select(
-        F.lit(None).cast("string").alias("producer_name"), F.lit("unreadable").alias("kind"),
+        F.lit(None).cast("string").alias("producer_name"),
+        F.lit("unreadable").alias("kind"),
         *[F.lit(None).cast("long").alias(c) for c in ("first_sequence_id", "last_sequence_id", "messages")],
-        F.col("ledger_id").cast("long"), F.col("entry_id").cast("long"),
-        F.lit(None).cast("long").alias("previous_ledger_id"), F.lit(None).cast("long").alias("previous_entry_id"),
+        F.col("ledger_id").cast("long"),
+        F.col("entry_id").cast("long"),
+        F.lit(None).cast("long").alias("previous_ledger_id"),
+        F.lit(None).cast("long").alias("previous_entry_id"),
     )
     good = d.where(F.col("error").isNull()).select(*_AUDIT_INPUT)
 
@@ -61,12 +71,19 @@ def time_index(df: Any, entry_col: str = "entry") -> tuple[Any, Any]:
 
     d = _decoded(df, entry_col)
     entries = d.select(
-        "ledger_id", "entry_id", "broker_timestamp", "publish_time",
+        "ledger_id",
+        "entry_id",
+        "broker_timestamp",
+        "publish_time",
         F.coalesce("broker_timestamp", "publish_time").alias("entry_timestamp"),
     )
     per_ledger = entries.groupBy("ledger_id").agg(
         F.count("entry_id").alias("entries"),
-        *[getattr(F, fn)(c).alias(f"{c}_{fn}") for c in ("broker_timestamp", "publish_time", "entry_timestamp") for fn in ("min", "max")],
+        *[
+            getattr(F, fn)(c).alias(f"{c}_{fn}")
+            for c in ("broker_timestamp", "publish_time", "entry_timestamp")
+            for fn in ("min", "max")
+        ],
     )
     return entries, per_ledger
 
@@ -76,7 +93,15 @@ def clock_skew(df: Any, threshold_ms: int = 60_000, entry_col: str = "entry") ->
     from pyspark.sql import functions as F
 
     d = _decoded(df, entry_col)
-    return d.where(F.col("broker_timestamp").isNotNull()).select(
-        "producer_name", "ledger_id", "entry_id", "publish_time", "broker_timestamp",
-        (F.col("publish_time") - F.col("broker_timestamp")).alias("skew_ms"),
-    ).where(F.abs(F.col("skew_ms")) > threshold_ms)
+    return (
+        d.where(F.col("broker_timestamp").isNotNull())
+        .select(
+            "producer_name",
+            "ledger_id",
+            "entry_id",
+            "publish_time",
+            "broker_timestamp",
+            (F.col("publish_time") - F.col("broker_timestamp")).alias("skew_ms"),
+        )
+        .where(F.abs(F.col("skew_ms")) > threshold_ms)
+    )

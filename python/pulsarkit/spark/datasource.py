@@ -56,8 +56,12 @@ def _make_classes() -> tuple[type, type]:
         def read(self, partition: Any) -> Any:
             # Spark matches the declared (nullable) schema exactly, so relax the native non-null fields.
             schema = _nullable(entry_log_schema())
-            for batch in scan_entry_logs([(partition.path, partition.log_id)], self.digest_type, self.password,
-                                         batch_rows=self.batch_rows):
+            for batch in scan_entry_logs(
+                [(partition.path, partition.log_id)],
+                self.digest_type,
+                self.password,
+                batch_rows=self.batch_rows,
+            ):
                 yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
     class EntryLogDataSource(DataSource):
@@ -79,7 +83,13 @@ def _nullable(schema: pa.Schema) -> pa.Schema:
 
 
 def _ddl(schema: pa.Schema) -> str:
-    names = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.bool_(): "BOOLEAN", pa.string(): "STRING", pa.binary(): "BINARY"}
+    names = {
+        pa.int64(): "BIGINT",
+        pa.int32(): "INT",
+        pa.bool_(): "BOOLEAN",
+        pa.string(): "STRING",
+        pa.binary(): "BINARY",
+    }
     return ", ".join(f"{f.name} {names[f.type]}" for f in schema)
 
 
@@ -104,5 +114,9 @@ def read_messages(spark: Any, paths: str | list[str], digest_type: str = "CRC32C
     broker entry metadata peeked, batches decompressed and exploded, one row per message with its
     ``log_id``, ``ledger_id`` and ``entry_id``."""
     entries = read_entries(spark, paths, digest_type).where("issue IS NULL AND error IS NULL")
-    return explode_messages(entries.select("log_id", "ledger_id", "entry_id", "payload"), "payload",
-                            keep=["log_id", "ledger_id", "entry_id"], **kw)
+    return explode_messages(
+        entries.select("log_id", "ledger_id", "entry_id", "payload"),
+        "payload",
+        keep=["log_id", "ledger_id", "entry_id"],
+        **kw,
+    )

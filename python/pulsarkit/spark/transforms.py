@@ -33,7 +33,13 @@ class BatchKernel:
     """
 
     def __init__(
-        self, kernel: str, kwargs: dict[str, Any], entry_pos: int, layout: Sequence[_Source], names: Sequence[str], explode: bool = False
+        self,
+        kernel: str,
+        kwargs: dict[str, Any],
+        entry_pos: int,
+        layout: Sequence[_Source],
+        names: Sequence[str],
+        explode: bool = False,
     ) -> None:
         if kernel not in KERNELS:
             raise ValueError(f"unknown kernel {kernel!r}")
@@ -115,7 +121,9 @@ def peek_broker_entry_metadata(df: Any, entry_col: str = "entry", prefix: str = 
     return _append(df, entry_col, "peek_broker_entry_metadata", prefix)
 
 
-def strip_broker_entry_metadata(df: Any, entry_col: str = "entry", output_col: str | None = None, error_col: str = "error") -> Any:
+def strip_broker_entry_metadata(
+    df: Any, entry_col: str = "entry", output_col: str | None = None, error_col: str = "error"
+) -> Any:
     """The entries as a consumer receives them (PIP-70 header removed, other entries unchanged).
 
     The stripped bytes replace ``entry_col`` in place, or go to a new ``output_col``; ``error_col``
@@ -165,7 +173,11 @@ def explode_messages(
     missing = [c for c in keep if c not in df.columns]
     if missing:
         raise ValueError(f"keep names unknown columns {missing}; columns are {df.columns}")
-    kwargs = dict(include_compacted_out=include_compacted_out, verify_checksum=verify_checksum, max_uncompressed_size=max_uncompressed_size)
+    kwargs = dict(
+        include_compacted_out=include_compacted_out,
+        verify_checksum=verify_checksum,
+        max_uncompressed_size=max_uncompressed_size,
+    )
     ks = kernel_arrow_schema("explode_messages", **kwargs)
     kcols = [n for n in ks.names if n != "entry_index"]
     kschema = pa.schema([ks.field(n) for n in kcols])
@@ -173,4 +185,4 @@ def explode_messages(
     layout: list[_Source] = [("in", in_fields[c][0]) for c in keep] + [("k", n) for n in kcols]
     names = list(keep) + [prefix + n for n in kcols]
     fn = BatchKernel("explode_messages", kwargs, pos, layout, names, explode=True)
-    return _run(df, fn, [in_fields[c][1] for c in keep] + spark_fields(kschema, names[len(keep):]))
+    return _run(df, fn, [in_fields[c][1] for c in keep] + spark_fields(kschema, names[len(keep) :]))

@@ -161,9 +161,7 @@ class _Consumer:
 
 
 class _Connection:
-    def __init__(
-        self, broker: FakeBroker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    def __init__(self, broker: FakeBroker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.broker = broker
         self.reader = reader
         self.writer = writer
@@ -230,9 +228,7 @@ class _Connection:
             b.pongs_received += 1
         elif t == _T["PARTITIONED_METADATA"]:
             r = cmd.partitionMetadata
-            self.send(
-                command("PARTITIONED_METADATA_RESPONSE", request_id=r.request_id, partitions=0, response=0)
-            )
+            self.send(command("PARTITIONED_METADATA_RESPONSE", request_id=r.request_id, partitions=0, response=0))
         elif t == _T["LOOKUP"]:
             r = cmd.lookupTopic
             self.send(
@@ -294,17 +290,13 @@ class _Connection:
             )
         elif t == _T["GET_OR_CREATE_SCHEMA"]:
             r = cmd.getOrCreateSchema
-            self.send(
-                command("GET_OR_CREATE_SCHEMA_RESPONSE", request_id=r.request_id, schema_version=bytes(8))
-            )
+            self.send(command("GET_OR_CREATE_SCHEMA_RESPONSE", request_id=r.request_id, schema_version=bytes(8)))
         else:
             b.unhandled.append(_copy(cmd))
             field_name = proto.COMMAND_FIELD.get(t)
             sub = getattr(cmd, field_name) if field_name else None
             if sub is not None and "request_id" in sub.DESCRIPTOR.fields_by_name:
-                self.error(
-                    sub.request_id, BrokerError("NotAllowedError", f"fake broker does not handle command {t}")
-                )
+                self.error(sub.request_id, BrokerError("NotAllowedError", f"fake broker does not handle command {t}"))
 
     def _producer(self, r: Any) -> None:
         b = self.broker
@@ -313,13 +305,23 @@ class _Connection:
         self.producers[r.producer_id] = (topic, name)
         b.producers.append(_copy(r))
         self.send(
-            command("PRODUCER_SUCCESS", request_id=r.request_id, producer_name=name,
-                    last_sequence_id=b.last_sequence_id(topic.name, name) if b.last_sequence_id else -1)
+            command(
+                "PRODUCER_SUCCESS",
+                request_id=r.request_id,
+                producer_name=name,
+                last_sequence_id=b.last_sequence_id(topic.name, name) if b.last_sequence_id else -1,
+            )
         )
 
     def _send_error(self, s: Any, err: BrokerError) -> None:
         self.send(
-            command("SEND_ERROR", producer_id=s.producer_id, sequence_id=s.sequence_id, error=err.code, message=str(err))
+            command(
+                "SEND_ERROR",
+                producer_id=s.producer_id,
+                sequence_id=s.sequence_id,
+                error=err.code,
+                message=str(err),
+            )
         )
 
     def _send(self, s: Any, hp: bytes) -> None:
@@ -811,9 +813,7 @@ class FakeBroker:
         )
         if c.epoch is not None:
             cmd.message.consumer_epoch = c.epoch
-        self.dispatched.append(
-            DispatchedMessage(c.sub.topic.name, c.sub.name, c.consumer_id, _copy(cmd.message), data)
-        )
+        self.dispatched.append(DispatchedMessage(c.sub.topic.name, c.sub.name, c.consumer_id, _copy(cmd.message), data))
         c.conn.send(cmd, data)
 
 

@@ -40,10 +40,7 @@ pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent / "datadir_oracle"
 PULSAR_VERSION = "4.0.7"
-CACHE = (
-    Path(os.environ.get("PULSARKIT_TEST_CACHE", Path.home() / ".cache" / "pulsarkit-tests"))
-    / "datadir-oracle"
-)
+CACHE = Path(os.environ.get("PULSARKIT_TEST_CACHE", Path.home() / ".cache" / "pulsarkit-tests")) / "datadir-oracle"
 NS = "persistent://public/default/"
 CODECS = ("none", "lz4", "zlib", "zstd", "snappy")
 USER_TOPICS = [NS + f"codec-{c}" for c in CODECS] + [
@@ -115,10 +112,7 @@ def _lib() -> Path:
     )
     # Pulsar's poms name repositories this machine cannot reach: mirror all of them to Central. The URL is
     # assembled here so that no registry host name is written into the repository.
-    central = (
-        os.environ.get("PULSARKIT_MAVEN_MIRROR")
-        or "https://" + ".".join(("repo1", "maven", "org")) + "/maven2"
-    )
+    central = os.environ.get("PULSARKIT_MAVEN_MIRROR") or "https://" + ".".join(("repo1", "maven", "org")) + "/maven2"
     (work / "settings.xml").write_text(
         f"<settings><mirrors><mirror><id>central</id><mirrorOf>*</mirrorOf><url>{central}</url></mirror>"
         "</mirrors></settings>"
@@ -342,9 +336,7 @@ def _ours(r: dict) -> dict:
 
 def _theirs(e: dict) -> dict:
     return {
-        "id": e["id"].split(";")[
-            -1
-        ],  # a chunked message: Java prints first;last, the record carries the last
+        "id": e["id"].split(";")[-1],  # a chunked message: Java prints first;last, the record carries the last
         "key": e["key"],
         "props": e["props"],
         "data": e["data"],
