@@ -442,7 +442,13 @@ def test_consumer_receives_pulsarkit_entries(codec, bem):
 
 def test_broker_entry_metadata_end_to_end():
     """Producer -> interceptors (timestamp, index) -> exposed to a consumer (BrokerEntryMetadataE2ETest)."""
-    clock = iter(range(5_000, 6_000)).__next__
+    ticks = iter(range(5_000, 6_000))
+    handed_out: list[int] = []
+
+    def clock() -> int:  # the broker's clock; the topic reads it for more than the timestamps
+        handed_out.append(next(ticks))
+        return handed_out[-1]
+
     with FakeBroker(broker_timestamp=True, index=True, expose_broker_entry_metadata=True, clock=clock) as broker:
         c = open_client(broker)
         try:
@@ -457,12 +463,13 @@ def test_broker_entry_metadata_end_to_end():
         finally:
             c.close()
         stored = broker.entries("e2e")
-        assert [pk.peek_broker_entry_metadata(e.data) for e in stored] == [
-            pk.BrokerEntryMetadata(5_000, 4),
-            pk.BrokerEntryMetadata(5_001, 9),
-        ]
+        bems = [pk.peek_broker_entry_metadata(d) for _, d in stored]
+        assert [b.index for b in bems] == [4, 9]
+        # each entry's timestamp is a reading of the broker's clock, taken as it was added
+        assert all(b.broker_timestamp in handed_out for b in bems)
+        assert bems[0].broker_timestamp < bems[1].broker_timestamp
         # the SEND bytes are stored unchanged behind the broker entry metadata
-        assert [pk.strip_broker_entry_metadata(e.data) for e in stored] == [s.headers_and_payload for s in broker.sends]
+        assert [pk.strip_broker_entry_metadata(d) for _, d in stored] == [s.headers_and_payload for s in broker.sends]
         sent = [m for d in broker.dispatched for m in pk.Entry.parse(d.data).messages()]
         assert [m.index for m in sent] == list(range(10))
     assert broker.errors == []
@@ -573,7 +580,7 @@ def test_seek_by_publish_time(broker, client):
     assert broker.sends == []
 
 
-def test_publish_hook_assigns_ids_and_errors(broker, client):
+def test_publish_hook_injects_errors_and_the_topic_assigns_ids(broker, client):
     calls = []
 
     def on_send(topic, send, hp):
@@ -583,22 +590,23 @@ def test_publish_hook_assigns_ids_and_errors(broker, client):
             raise BrokerError("PersistenceError", "bookie unavailable")
         if payload == b"corrupt":
             return BrokerError("ChecksumError", "hook says the checksum is wrong")
-        return (77, 100 + len(calls))
+        return None  # through to the topic's publish path
 
     broker.on_send = on_send
     producer = client.create_producer("hooked", batching_enabled=False, send_timeout_millis=20_000)
-    mid = producer.send(b"hello")
-    assert (mid.ledger_id(), mid.entry_id()) == (77, 101)
+    first = producer.send(b"hello")
+    lid = first.ledger_id()
+    assert first.entry_id() == 0
     # Any SEND_ERROR but ChecksumError makes the client drop the connection and resend
     mid = producer.send(b"transient")
-    assert (mid.ledger_id(), mid.entry_id()) == (77, 103)
+    assert (mid.ledger_id(), mid.entry_id()) == (lid, 1)  # the rejected try took no position
     # ChecksumError fails just that message
     with pytest.raises(pulsar.ChecksumError):
         producer.send(b"corrupt")
     topic = "persistent://public/default/hooked"
     assert [(t, s) for t, s, _ in calls] == [(topic, 0), (topic, 1), (topic, 1), (topic, 2)]
     recs = broker.sends_for("hooked")
-    assert [(r.ledger_id, r.entry_id) for r in recs] == [(77, 101), (None, None), (77, 103), (None, None)]
+    assert [(r.ledger_id, r.entry_id) for r in recs] == [(lid, 0), (None, None), (lid, 1), (None, None)]
     assert [r.error.code if r.error else None for r in recs] == [
         None,
         pk.proto.ServerError["PersistenceError"],
@@ -606,7 +614,9 @@ def test_publish_hook_assigns_ids_and_errors(broker, client):
         pk.proto.ServerError["ChecksumError"],
     ]
     assert recs[1].headers_and_payload == recs[2].headers_and_payload  # resent byte for byte
-    assert [(e.ledger_id, e.entry_id) for e in broker.entries("hooked")] == [(77, 101), (77, 103)]
+    stored = broker.entries("hooked")
+    assert [tuple(p) for p, _ in stored] == [(lid, 0), (lid, 1)]
+    assert [d for _, d in stored] == [recs[0].headers_and_payload, recs[2].headers_and_payload]
     assert len(broker.connects) == 2  # the reconnect after the PersistenceError
 
 

@@ -4,11 +4,9 @@ receipt, and a real consumer receives each message once, with the broker's index
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.broker import PersistentTopic
-from pulsarkit.broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
+from pulsarkit.broker import INDEX_INTERCEPTOR, PersistentTopic
 from pulsarkit.managed_ledger import Store
 from pulsarkit.testing import FakeBroker
-from pulsarkit.testing.fake_broker import BrokerError
 
 pulsar = pytest.importorskip("pulsar", reason="pulsar-client is not installed (pip install pulsar-client)")
 
@@ -16,42 +14,14 @@ pytestmark = pytest.mark.interop
 TOPIC = "persistent://public/default/dedup-e2e"
 
 
-def wire(topic, names):
-    def on_send(topic_name, send, hp):
-        md = pk.Entry.parse(hp, verify_checksum=False).metadata
-        names.append(md.producer_name)
-        r = topic.publish(
-            hp,
-            md.producer_name,
-            send.sequence_id,
-            send.highest_sequence_id if send.HasField("highest_sequence_id") else None,
-            send.num_messages if send.HasField("num_messages") else 1,
-            send.is_chunk,
-        )
-        if r.status == "OK":
-            stored = topic.ml.read_entry((r.message_id.ledger_id, r.message_id.entry_id))
-            return r.message_id.ledger_id, r.message_id.entry_id, stored
-        if r.status == "DUPLICATE":
-            return -1, -1
-        return BrokerError(r.server_error, r.error or r.status)
-
-    return on_send
-
-
 @pytest.mark.timeout(90)
 def test_resend_gets_duplicate_receipt_and_consumer_sees_each_message_once(tmp_path):
-    store = Store.open(tmp_path / "data", sync=False)
-    topic = PersistentTopic(
-        store.managed_ledger("public/default/persistent/dedup-e2e"),
-        interceptors=[INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR],
-        deduplication=True,
-        exposing_broker_entry_metadata_to_client=True,
-    )
-    names = []
     with FakeBroker(
-        on_send=wire(topic, names),
-        last_sequence_id=lambda t, p: topic.last_sequence_id(p),
+        broker_timestamp=True,
+        index=True,
+        deduplication=True,
         expose_broker_entry_metadata=True,
+        data_dir=str(tmp_path / "data"),
     ) as broker:
         client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
         try:
@@ -83,17 +53,21 @@ def test_resend_gets_duplicate_receipt_and_consumer_sees_each_message_once(tmp_p
             assert broker.connects[-1].feature_flags.supports_broker_entry_metadata
             indexes = [pk.peek_broker_entry_metadata(d.data).index for d in broker.dispatched]
             assert indexes == list(range(11))
+            assert broker.topic(TOPIC).last_sequence_id("e2e-producer") == 10
         finally:
             client.close()
-    topic.close()
-    # The topic holds each message once, and recovers the producer's state from storage.
-    t2 = PersistentTopic(
-        store.managed_ledger("public/default/persistent/dedup-e2e"),
-        interceptors=[INDEX_INTERCEPTOR],
-        deduplication=True,
-    )
-    assert t2.last_sequence_id("e2e-producer") == 10 and t2.index == 10
-    payloads = [pk.Entry.parse(d).messages()[0].payload for _, d in t2.ml.read(t2.ml.first_position, 100)]
-    assert payloads == [b"msg-%d" % i for i in range(11)]
-    t2.close()
-    store.close()
+    # What the broker stored is a real managed ledger: reopened from its directory, the topic
+    # recovers the producer's dedup state and the index, holds each message once, and the durable
+    # subscription's cursor is there.
+    with Store.open(tmp_path / "data", sync=False) as store:
+        t2 = PersistentTopic(
+            store.managed_ledger("public/default/persistent/dedup-e2e"),
+            interceptors=[INDEX_INTERCEPTOR],
+            deduplication=True,
+        )
+        assert t2.last_sequence_id("e2e-producer") == 10 and t2.index == 10
+        stored = t2.ml.read(t2.ml.first_position, 100)
+        assert [pk.Entry.parse(d).messages()[0].payload for _, d in stored] == [b"msg-%d" % i for i in range(11)]
+        assert [pk.peek_broker_entry_metadata(d).index for _, d in stored] == list(range(11))
+        assert "sub" in [c.name for c in t2.ml.cursors()]
+        t2.close()

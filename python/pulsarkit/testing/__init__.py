@@ -1,13 +1,8 @@
-"""Test helpers that ship with pulsarkit: an in-process fake Pulsar broker for real clients."""
+"""Test helpers: an in-process fake Pulsar broker for real clients (not part of the wheel)."""
 
-from .fake_broker import (
-    OWN_PROTOCOL_VERSION,
-    BrokerError,
-    DispatchedMessage,
-    FakeBroker,
-    RecordedSend,
-    StoredEntry,
-)
+from .connection import OWN_PROTOCOL_VERSION
+from .fake_broker import FakeBroker
+from .state import BrokerError, DispatchedMessage, RecordedSend
 
 __all__ = [
     "OWN_PROTOCOL_VERSION",
@@ -15,5 +10,4 @@ __all__ = [
     "DispatchedMessage",
     "FakeBroker",
     "RecordedSend",
-    "StoredEntry",
 ]
