@@ -103,6 +103,7 @@ class JavaOracle:
         jvm_args: Sequence[str] = DEFAULT_JVM_ARGS,
         call_timeout: float = 120.0,
         build_timeout: float = 1800.0,
+        classpath: Sequence[str] | None = None,
     ) -> None:
         self.project_dir = Path(project_dir).resolve()
         self.main_class = main_class
@@ -110,6 +111,9 @@ class JavaOracle:
         self.jvm_args = list(jvm_args)
         self.call_timeout = call_timeout
         self.build_timeout = build_timeout
+        #: Run against these jars instead of the harness's own dependencies (e.g. the exact jars a
+        #: Pulsar release bundles); the harness's classes always come first.
+        self.classpath = list(classpath) if classpath else None
         self._proc: subprocess.Popen[bytes] | None = None
         self._responses: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: Any = None
@@ -168,7 +172,8 @@ class JavaOracle:
             return self
         self.build()
         java = require_tool("java", f"runs the Java oracle in {self.project_dir.name}")
-        cp = os.pathsep.join([str(self.build_dir / "classes"), str(self.build_dir / "lib" / "*")])
+        deps = self.classpath or [str(self.build_dir / "lib" / "*")]
+        cp = os.pathsep.join([str(self.build_dir / "classes"), *deps])
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the JVM; closed in stop()
         self._proc = subprocess.Popen(
             [java, *self.jvm_args, "-cp", cp, self.main_class],

@@ -103,6 +103,10 @@ public final class Oracle {
                 return dbIndexDump(r);
             case "ledgerMetadataParse":
                 return ledgerMetadataParse(r);
+            case "journalScan":
+                return journalScan(r);
+            case "defaultScanAll":
+                return defaultScanAll(r);
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
@@ -199,6 +203,77 @@ public final class Oracle {
             el.close();
         }
         return recs;
+    }
+
+    /**
+     * What `bookkeeper shell readjournal` reads: Journal.scanJournal over one journal file of a journal
+     * directory's current/ (`dir`), from its start. Each record as its offset, ids, size and sha256.
+     */
+    private static JsonNode journalScan(JsonNode r) throws Exception {
+        ServerConfiguration c = new ServerConfiguration();
+        File current = new File(r.get("dir").asText());
+        c.setJournalDirName(current.getParent());
+        c.setLedgerDirNames(new String[] {current.getParent()});
+        Journal journal = new Journal(0, current, c, dirs(c));
+        ArrayNode recs = JSON.createArrayNode();
+        ObjectNode o = JSON.createObjectNode();
+        journal.scanJournal(r.get("journalId").asLong(), 0L, new Journal.JournalScanner() {
+            @Override
+            public void process(int journalVersion, long offset, java.nio.ByteBuffer entry) {
+                ObjectNode rec = recs.addObject();
+                rec.put("version", journalVersion);
+                rec.put("offset", offset);
+                java.nio.ByteBuffer b = entry.duplicate();
+                rec.put("size", b.remaining());
+                rec.put("ledger", b.remaining() >= 8 ? b.getLong(b.position()) : -1);
+                rec.put("entry", b.remaining() >= 16 ? b.getLong(b.position() + 8) : -1);
+                byte[] bytes = new byte[b.remaining()];
+                b.get(bytes);
+                try {
+                    rec.put("sha256", ByteBufUtil.hexDump(java.security.MessageDigest.getInstance("SHA-256").digest(bytes)));
+                } catch (java.security.NoSuchAlgorithmException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        }, false);
+        o.set("records", recs);
+        return o;
+    }
+
+    /** readlog over a whole ledger directory: every entry log under `dir`/current, each record's sha256. */
+    private static JsonNode defaultScanAll(JsonNode r) throws Exception {
+        ReadOnlyDefaultEntryLogger el = new ReadOnlyDefaultEntryLogger(conf(r));
+        ObjectNode out = JSON.createObjectNode();
+        try {
+            for (JsonNode idNode : r.get("logIds")) {
+                long id = idNode.asLong();
+                ArrayNode recs = out.putArray(Long.toString(id));
+                el.scanEntryLog(id, new EntryLogScanner() {
+                    @Override
+                    public boolean accept(long ledgerId) {
+                        return true;
+                    }
+
+                    @Override
+                    public void process(long ledgerId, long offset, ByteBuf entry) throws java.io.IOException {
+                        ObjectNode o = recs.addObject();
+                        o.put("ledger", ledgerId);
+                        o.put("offset", offset);
+                        o.put("entry", entry.getLong(entry.readerIndex() + 8));
+                        byte[] bytes = new byte[entry.readableBytes()];
+                        entry.getBytes(entry.readerIndex(), bytes);
+                        try {
+                            o.put("sha256", ByteBufUtil.hexDump(java.security.MessageDigest.getInstance("SHA-256").digest(bytes)));
+                        } catch (java.security.NoSuchAlgorithmException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }
+                });
+            }
+        } finally {
+            el.close();
+        }
+        return out;
     }
 
     private static ObjectNode metaJson(EntryLogMetadata m) {
