@@ -236,3 +236,12 @@ def test_mac_password_from_env_or_file_never_echoed(capsys, tmp_path, monkeypatc
     assert code == 3 and not any(json.loads(line)["digest_ok"] for line in out.splitlines())
     code, out, err = run(capsys, "readlog", str(logs), "--password-env", "PK_NOT_SET_ANYWHERE")
     assert code == 1 and "PK_NOT_SET_ANYWHERE is not set" in err
+
+
+def test_human_output_ends_with_totals_across_files(capsys, bookie) -> None:
+    root, entries = bookie
+    code, out, _ = run(capsys, "readlog", str(root))
+    logs = len(el.find_entry_logs(root))
+    assert code == 0 and out.splitlines()[-1] == f"Total: {logs} entry log(s), {len(entries)} records, 0 issue(s)"
+    code, out, _ = run(capsys, "readlogmetadata", str(root))
+    assert code == 0 and out.splitlines()[-1].startswith(f"Total: {logs} entry log(s), total_size=")

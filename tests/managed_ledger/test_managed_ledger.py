@@ -618,3 +618,14 @@ def test_concurrent_adds_get_distinct_consecutive_positions_and_survive_reopen(t
     with pk.Store.open(tmp_path / "d", clock=clock) as s2:
         ml2 = s2.managed_ledger(NAME)
         assert dict(ml2.read(first, 10_000)) == answered
+
+
+def test_a_store_in_use_is_a_typed_error_naming_it(tmp_path) -> None:
+    """A second writer on the same directory gets a PulsarkitError saying the directory is in use,
+    not RocksDB's raw lock error; the directories pulsarkit creates are private to the user."""
+    with pk.Store.open(tmp_path / "d", sync=False):
+        with pytest.raises(pk.PulsarkitError, match=r"in use") as ei:
+            pk.Store.open(tmp_path / "d", sync=False)
+        assert str(tmp_path / "d") in str(ei.value)
+        for sub in ("d", "d/metadata", "d/bookie", "d/bookie/current"):
+            assert (tmp_path / sub).stat().st_mode & 0o777 == 0o700, sub

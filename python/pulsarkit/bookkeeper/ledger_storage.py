@@ -165,6 +165,7 @@ class SingleDirectoryDbLedgerStorage:
                 raise
             self.ledgers_db, self.locations_db = (c.db for c in self._copies)
         else:
+            os.makedirs(self.ledger_dir, mode=0o700, exist_ok=True)  # message data: private to the user
             os.makedirs(self.current, mode=0o700, exist_ok=True)
             self.ledgers_db = key_value_storage.open_writable(
                 os.path.join(self.current, "ledgers"), sync=sync, error=BookieError, what="bookie index"

@@ -155,6 +155,7 @@ def _run_readlog(args: argparse.Namespace, dest: str | None) -> int:
     password = _password(args)
     logs, progress = _logs_with_progress(args, "readlog")
     out = sys.stdout
+    total_records = total_issues = 0
     writer = None
     problems = 0
     done = 0
@@ -186,6 +187,8 @@ def _run_readlog(args: argparse.Namespace, dest: str | None) -> int:
                 else:
                     _print_human_rows(batch, extra, args.msg, out)
             summary = scan.summaries[0]
+            total_records += summary.records
+            total_issues += len(summary.issues)
             if not args.json and not args.parquet:
                 bad_note = f", {len(summary.issues)} issue(s)" if summary.issues else ""
                 print(f"End of entry log {log_id}: {summary.records} records{bad_note}", file=out)
@@ -194,6 +197,8 @@ def _run_readlog(args: argparse.Namespace, dest: str | None) -> int:
         progress.close()
         if writer is not None:
             writer.close()
+    if not args.json and not args.parquet:
+        print(f"Total: {len(logs)} entry log(s), {total_records} records, {total_issues} issue(s)", file=out)
     if args.parquet and writer is None:
         schema = entry_log_schema().append(pa.field("path", pa.string()))
         pq.write_table(schema.empty_table(), dest)
@@ -285,6 +290,7 @@ def _readlogmetadata(p: argparse.ArgumentParser) -> Runner:
 
 def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
     logs, progress = _logs_with_progress(args, "readlogmetadata")
+    totals = [0, 0]  # total_size, remaining_size over every log
     out = sys.stdout
     rows: dict[str, list[Any]] = {
         k: []
@@ -344,8 +350,12 @@ def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
                     print(f"--------- Lid={lid}, TotalSizeOfEntriesOfLedger={size} ---------", file=out)
                 for i in m.issues:
                     print(f"!!! {i}", file=out)
+            totals[0] += m.total_size
+            totals[1] += m.remaining_size
     finally:
         progress.close()
+    if not args.json and not args.parquet:
+        print(f"Total: {len(logs)} entry log(s), total_size={totals[0]} remaining_size={totals[1]}", file=out)
     if args.parquet:
         schema = pa.schema(
             [
