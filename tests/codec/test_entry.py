@@ -253,3 +253,17 @@ def test_pip70_message_index_is_one_rule_wrapping_like_java_long() -> None:
         assert [m.index for m in pk.Entry.parse(stored).messages()] == want
         bulk = pk.bulk.explode_messages(pa.array([stored]))
         assert bulk.column("index").to_pylist() == want
+
+
+def test_a_raised_decompression_limit_never_allocates_what_the_input_cannot_hold() -> None:
+    """A corrupt or hostile entry declaring a terabyte, read with the limit raised to match, is a
+    DecompressionError: the output grows only as far as the compressed bytes can really inflate."""
+    for codec in ("LZ4", "ZLIB", "ZSTD", "SNAPPY"):
+        md = pk.message_metadata("p", 0, 1)
+        entry = pk.encode_entry(md, b"x" * 100, compression=codec)
+        e = pk.Entry.parse(entry)
+        md.CopyFrom(e.metadata)
+        md.uncompressed_size = 1 << 40
+        forged = pk.encode_entry(md, pk.compress(codec, b"x" * 100))  # metadata as given
+        with pytest.raises(pk.DecompressionError):
+            pk.Entry.parse(forged).messages(max_uncompressed_size=1 << 62)

@@ -97,7 +97,17 @@ pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: us
         });
     }
     let err = |what: String| Error::Decompression { codec: codec.name(), what };
-    let mut out = vec![0u8; uncompressed_size];
+    // The declared size is input, not a fact: no allocation is sized by it beyond what `data` could
+    // really inflate to, and an allocation the system refuses is an error, never an abort (so a
+    // raised `limit` cannot take the process down).
+    let most = max_output(codec, data.len());
+    if uncompressed_size > most {
+        return Err(err(format!(
+            "{} bytes cannot inflate to the declared {uncompressed_size} bytes (at most {most})",
+            data.len()
+        )));
+    }
+    let mut out = zeroed(uncompressed_size, codec)?;
     match codec {
         Codec::None => unreachable!(),
         Codec::Lz4 => {
@@ -111,7 +121,8 @@ pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: us
             // The frame's own content size may be absent; decompress into a buffer one byte larger
             // than declared so "too much output" is detected rather than truncated.
             let mut dec = zstd::bulk::Decompressor::new().map_err(|e| err(e.to_string()))?;
-            let mut buf = Vec::with_capacity(uncompressed_size + 1);
+            let mut buf = Vec::new();
+            buf.try_reserve_exact(uncompressed_size + 1).map_err(|_| alloc_failed(uncompressed_size + 1, codec))?;
             let n = dec.decompress_to_buffer(data, &mut buf).map_err(|e| err(e.to_string()))?;
             if n != uncompressed_size {
                 return Err(err(format!("produced {n} bytes, expected {uncompressed_size}")));
@@ -130,6 +141,32 @@ pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: us
         }
     }
     Ok(out)
+}
+
+/// The most bytes `n` input bytes of `codec` can decode to: LZ4 blocks expand at most ~255x (a
+/// match length byte per 255 bytes), deflate ~1032x, raw Snappy 64 bytes per 2-byte copy, zstd ~32K
+/// per byte (RLE blocks of 128 KiB behind a 3-byte header, plus one block of slack).
+fn max_output(codec: Codec, n: usize) -> usize {
+    let (ratio, slack) = match codec {
+        Codec::None => (1, 0),
+        Codec::Lz4 => (255, 64),
+        Codec::Zlib => (1032, 64),
+        Codec::Snappy => (32, 64),
+        Codec::Zstd => (32_768, 131_072),
+    };
+    n.saturating_mul(ratio).saturating_add(slack)
+}
+
+fn alloc_failed(size: usize, codec: Codec) -> Error {
+    Error::Decompression { codec: codec.name(), what: format!("cannot allocate {size} bytes for the output") }
+}
+
+/// `size` zero bytes, or an error when the allocation is refused.
+fn zeroed(size: usize, codec: Codec) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(size).map_err(|_| alloc_failed(size, codec))?;
+    v.resize(size, 0);
+    Ok(v)
 }
 
 /// Inflates a zlib stream into `out`, which must end up exactly full. Accepts both complete streams
@@ -169,6 +206,27 @@ fn inflate_exact(data: &[u8], out: &mut [u8]) -> std::result::Result<(), String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_declared_size_the_input_cannot_reach_is_an_error_not_an_allocation() {
+        // 12 bytes claiming a terabyte, under a limit raised to match: refused before allocating.
+        for codec in [Codec::Lz4, Codec::Zlib, Codec::Zstd, Codec::Snappy] {
+            let data = compress(codec, b"hello, world").unwrap();
+            match decompress(codec, &data, 1 << 40, usize::MAX) {
+                Err(Error::Decompression { .. }) => {}
+                other => panic!("{codec:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn highly_compressible_data_still_inflates_within_the_bounds() {
+        let big = vec![7u8; 4 << 20];
+        for codec in [Codec::Lz4, Codec::Zlib, Codec::Zstd, Codec::Snappy] {
+            let data = compress(codec, &big).unwrap();
+            assert_eq!(decompress(codec, &data, big.len(), usize::MAX).unwrap(), big, "{codec:?}");
+        }
+    }
 
     #[test]
     fn round_trip_each_codec() {
