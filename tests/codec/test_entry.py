@@ -256,14 +256,15 @@ def test_pip70_message_index_is_one_rule_wrapping_like_java_long() -> None:
 
 
 def test_a_raised_decompression_limit_never_allocates_what_the_input_cannot_hold() -> None:
-    """A corrupt or hostile entry declaring a terabyte, read with the limit raised to match, is a
-    DecompressionError: the output grows only as far as the compressed bytes can really inflate."""
+    """A corrupt or hostile entry declaring 4 GiB (the most the uint32 field holds), read with the limit
+    raised far above it, is a DecompressionError: nothing is allocated beyond what the compressed
+    bytes can really inflate to."""
     for codec in ("LZ4", "ZLIB", "ZSTD", "SNAPPY"):
         md = pk.message_metadata("p", 0, 1)
         entry = pk.encode_entry(md, b"x" * 100, compression=codec)
         e = pk.Entry.parse(entry)
         md.CopyFrom(e.metadata)
-        md.uncompressed_size = 1 << 40
+        md.uncompressed_size = 2**32 - 1
         forged = pk.encode_entry(md, pk.compress(codec, b"x" * 100))  # metadata as given
         with pytest.raises(pk.DecompressionError):
             pk.Entry.parse(forged).messages(max_uncompressed_size=1 << 62)
