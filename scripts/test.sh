@@ -24,5 +24,5 @@ if [ -d bench ]; then
   echo "== benchmarks (smoke: each benchmark once, results checked)"
   python -m pytest bench -q -p no:cacheprovider --timeout=600
 fi
-echo "== pytest (the Java harnesses and the Pulsar standalone build with Maven: the first run downloads about 250 MB)"
+echo "== pytest (the Java harnesses and the Pulsar standalone build with Maven: the first run downloads about 330 MB)"
 exec python -m pytest tests -q -p no:cacheprovider --timeout=900 "$@"
