@@ -245,3 +245,27 @@ def test_human_output_ends_with_totals_across_files(capsys, bookie) -> None:
     assert code == 0 and out.splitlines()[-1] == f"Total: {logs} entry log(s), {len(entries)} records, 0 issue(s)"
     code, out, _ = run(capsys, "readlogmetadata", str(root))
     assert code == 0 and out.splitlines()[-1].startswith(f"Total: {logs} entry log(s), total_size=")
+
+
+def test_readlogmetadata_live_and_dead_bytes_from_the_metadata_store(capsys, tmp_path) -> None:
+    """With --metadata-dir, each log's bytes split into ledgers the metadata still knows (live) and
+    deleted ones (dead: what bookie GC reclaims)."""
+    with pk.Store.open(tmp_path / "d", sync=False) as store:
+        keep = store.managed_ledger("public/default/persistent/keep")
+        drop = store.managed_ledger("public/default/persistent/drop")
+        for i in range(5):
+            keep.add_entry(pk.encode_entry(pk.message_metadata("p", i, 1), b"k" * 100))
+            drop.add_entry(pk.encode_entry(pk.message_metadata("p", i, 1), b"d" * 300))
+        dropped = drop.current_ledger_id
+        store.flush()
+        drop.close()
+        store.delete_ledger(dropped)
+    current, metadata = str(tmp_path / "d" / "bookie" / "current"), str(tmp_path / "d" / "metadata")
+    code, out, _ = run(capsys, "readlogmetadata", current, "--metadata-dir", metadata, "--json")
+    assert code == 0
+    (obj,) = [json.loads(line) for line in out.splitlines()]
+    sizes = {int(k): v for k, v in obj["ledgers"].items()}
+    assert obj["dead_size"] == sizes[dropped] > 0
+    assert obj["live_size"] == sum(v for k, v in sizes.items() if k != dropped) > 0
+    code, out, _ = run(capsys, "readlogmetadata", current, "--metadata-dir", metadata)
+    assert f"live={obj['live_size']} dead={obj['dead_size']}" in out.splitlines()[-1]

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from .. import bulk
 from ..bookkeeper.entrylog import entry_log_schema, find_entry_logs, read_entry_log_metadata, scan_entry_logs
 from ..errors import BookieError
+from ..metadata import MetadataStore
 from .command import (
     EXIT_DATA_PROBLEMS,
     EXIT_OK,
@@ -282,6 +283,12 @@ command("readlog", help="print the records of BookKeeper entry logs (files or di
 def _readlogmetadata(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("paths", nargs="+", metavar="PATH", help="entry-log files or directories")
     p.add_argument("--no-index", action="store_true", help="always scan, ignoring the ledgers map")
+    p.add_argument(
+        "--metadata-dir",
+        metavar="DIR",
+        help="a metadata store (RocksDB, read-only): bytes of ledgers it still knows are live, the rest dead "
+        "(what bookie garbage collection reclaims)",
+    )
     p.add_argument("--strict", action="store_true", help="exit 3 when a log needed a fallback scan that found issues")
     output_args(p)
     progress_arg(p)
@@ -289,8 +296,12 @@ def _readlogmetadata(p: argparse.ArgumentParser) -> Runner:
 
 
 def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
+    live_ledgers: set[int] | None = None
+    if args.metadata_dir:
+        with MetadataStore(args.metadata_dir, read_only=True) as md:
+            live_ledgers = set(md.ledger_ids())
     logs, progress = _logs_with_progress(args, "readlogmetadata")
-    totals = [0, 0]  # total_size, remaining_size over every log
+    totals = [0, 0, 0]  # total_size, remaining_size, live bytes over every log
     out = sys.stdout
     rows: dict[str, list[Any]] = {
         k: []
@@ -322,6 +333,7 @@ def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
                     "remaining_size": m.remaining_size,
                     "usage": m.usage,
                     "ledgers": {str(k): v for k, v in sorted(m.ledgers.items())},
+                    **_live_dead(m, live_ledgers),
                     "from_index": m.from_index,
                     "fallback_reason": m.fallback_reason,
                     "issues": [vars(i) for i in m.issues],
@@ -341,6 +353,9 @@ def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
                     rows["issues"].append(len(m.issues))
             else:
                 source = "ledgers map" if m.from_index else f"scan ({m.fallback_reason or 'requested'})"
+                ld = _live_dead(m, live_ledgers)
+                if ld:
+                    source += f", live={ld['live_size']} dead={ld['dead_size']}"
                 print(
                     f"Entry log {m.log_id} ({m.log_id:x}.log) at {path}: total_size={m.total_size} "
                     f"remaining_size={m.remaining_size} usage={m.usage:.3f} ledgers={len(m.ledgers)} from {source}",
@@ -352,10 +367,12 @@ def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
                     print(f"!!! {i}", file=out)
             totals[0] += m.total_size
             totals[1] += m.remaining_size
+            totals[2] += _live_dead(m, live_ledgers).get("live_size", 0)
     finally:
         progress.close()
     if not args.json and not args.parquet:
-        print(f"Total: {len(logs)} entry log(s), total_size={totals[0]} remaining_size={totals[1]}", file=out)
+        dead = f" live={totals[2]} dead={totals[1] - totals[2]}" if live_ledgers is not None else ""
+        print(f"Total: {len(logs)} entry log(s), total_size={totals[0]} remaining_size={totals[1]}{dead}", file=out)
     if args.parquet:
         schema = pa.schema(
             [
@@ -372,6 +389,14 @@ def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
         )
         pq.write_table(pa.Table.from_pydict(rows, schema=schema), dest)
     return EXIT_DATA_PROBLEMS if (args.strict and problems) else EXIT_OK
+
+
+def _live_dead(m: Any, live_ledgers: set[int] | None) -> dict[str, int]:
+    """Bytes of the log's ledgers the metadata store still knows (live) and of the others (dead)."""
+    if live_ledgers is None:
+        return {}
+    live = sum(size for lid, size in m.ledgers.items() if lid in live_ledgers)
+    return {"live_size": live, "dead_size": m.remaining_size - live}
 
 
 command("readlogmetadata", help="print the ledgers (id → bytes) of BookKeeper entry logs")(_readlogmetadata)
