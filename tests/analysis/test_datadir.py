@@ -35,7 +35,7 @@ from pulsarkit.analysis.messages import (
     transactions,
 )
 from pulsarkit.analysis.records import DataDirError
-from pulsarkit.bookkeeper.journal import scan_journal
+from pulsarkit.bookkeeper.journal import journal_table, scan_journal
 from pulsarkit.codec.txn import decode_txn_log_entry
 from pulsarkit.managed_ledger import Position
 
@@ -322,6 +322,13 @@ def test_torn_journal_tail(synthetic, tmp_path):
     dd = open_data_dir(copy)
     assert any(i.kind == "torn_journal_tail" and i.path == str(j) and i.offset == len(data) for i in dd.issues)
     assert dd.ledgers[facts["journal_ledger"]].journal_only_entries == 2
+    # the same as one Arrow table: every record a row, the torn tail a row with its offset, none dropped
+    t = journal_table([j])
+    assert t.num_rows == len(recs) + 1
+    assert t.column("record").to_pylist()[: len(recs)] == [r.data for r in recs]
+    assert t.column("kind").to_pylist()[: len(recs)] == ["DATA" if r.entry_id >= 0 else "MASTER_KEY" for r in recs]
+    last = t.slice(len(recs)).to_pylist()[0]
+    assert last["offset"] == len(data) and last["issue"].startswith("torn_journal_tail") and last["record"] is None
 
 
 def test_journal_before_last_mark_is_not_replayed(synthetic, tmp_path):

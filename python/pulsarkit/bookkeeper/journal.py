@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Union
 
+import pyarrow as pa
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 JOURNAL_MAGIC = b"BKLG"
@@ -156,13 +158,61 @@ def journal_files(dirs: Sequence[Path]) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
+JOURNAL_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("version", pa.int32()),
+        ("offset", pa.int64()),
+        ("ledger_id", pa.int64()),
+        ("entry_id", pa.int64()),
+        ("kind", pa.string()),
+        ("size", pa.int64()),
+        ("record", pa.binary()),
+        ("issue", pa.string()),
+    ]
+)
+
+
+def journal_table(paths: Sequence[PathLike]) -> pa.Table:
+    """Every record of the given journal files as one Arrow table, in file order; what a journal
+    could not give (a torn tail, a corrupt length) is a row with ``issue`` set and its offset, never
+    dropped. ``kind`` is ``DATA`` or the meta entry's name (``MASTER_KEY``, ``FENCE``, ...)."""
+    cols: dict[str, list] = {f.name: [] for f in JOURNAL_SCHEMA}
+
+    def row(
+        path: str,
+        version: int,
+        offset: int | None,
+        lid: int | None,
+        eid: int | None,
+        kind: str | None,
+        data: bytes | None,
+        issue: str | None,
+    ) -> None:
+        for k, v in zip(
+            cols, (path, version, offset, lid, eid, kind, None if data is None else len(data), data, issue)
+        ):
+            cols[k].append(v)
+
+    for p in paths:
+        scan = scan_journal(p)
+        for r in scan.records:
+            kind = "DATA" if r.entry_id >= 0 else META_ENTRY_KINDS.get(r.entry_id, "META")
+            row(r.path, scan.version, r.offset, r.ledger_id, r.entry_id, kind, r.data, None)
+        for i in scan.issues:
+            row(i.path, scan.version, i.offset, None, None, None, None, f"{i.kind}: {i.message}")
+    return pa.Table.from_pydict(cols, schema=JOURNAL_SCHEMA)
+
+
 __all__ = [
+    "JOURNAL_SCHEMA",
     "META_ENTRY_IDS",
     "META_ENTRY_KINDS",
     "JournalIssue",
     "JournalRecord",
     "JournalScan",
     "journal_files",
+    "journal_table",
     "last_mark",
     "scan_journal",
 ]

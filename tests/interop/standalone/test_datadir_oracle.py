@@ -37,7 +37,7 @@ from pulsarkit.analysis.backlog import iter_backlog
 from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import iter_messages, read_messages, transactions
 from pulsarkit.bookkeeper import EntryLogReader
-from pulsarkit.bookkeeper.journal import scan_journal
+from pulsarkit.bookkeeper.journal import journal_table, scan_journal
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -518,5 +518,8 @@ def test_bookkeeper_readlog_and_readjournal_agree_with_pulsarkit_on_every_entry(
         # both report each record at the offset of its length field
         assert [r.offset for r in scan.records] == [t["offset"] for t in theirs], j.name
         assert {t["version"] for t in theirs} == {scan.version}
+        table = journal_table([j])  # the Arrow scan: the same records, nothing else
+        assert table.column("record").to_pylist() == [r.data for r in scan.records]
+        assert table.num_rows == len(theirs)
         records += len(ours)
     assert entries > 100 and records > 10, (entries, records)
