@@ -229,15 +229,19 @@ public final class Oracle {
                 rec.put("entry", b.remaining() >= 16 ? b.getLong(b.position() + 8) : -1);
                 byte[] bytes = new byte[b.remaining()];
                 b.get(bytes);
-                try {
-                    rec.put("sha256", ByteBufUtil.hexDump(java.security.MessageDigest.getInstance("SHA-256").digest(bytes)));
-                } catch (java.security.NoSuchAlgorithmException e) {
-                    throw new IllegalStateException(e);
-                }
+                rec.put("sha256", sha256(bytes));
             }
         }, false);
         o.set("records", recs);
         return o;
+    }
+
+    private static String sha256(byte[] bytes) {
+        try {
+            return ByteBufUtil.hexDump(java.security.MessageDigest.getInstance("SHA-256").digest(bytes));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** readlog over a whole ledger directory: every entry log under `dir`/current, each record's sha256. */
@@ -262,11 +266,7 @@ public final class Oracle {
                         o.put("entry", entry.getLong(entry.readerIndex() + 8));
                         byte[] bytes = new byte[entry.readableBytes()];
                         entry.getBytes(entry.readerIndex(), bytes);
-                        try {
-                            o.put("sha256", ByteBufUtil.hexDump(java.security.MessageDigest.getInstance("SHA-256").digest(bytes)));
-                        } catch (java.security.NoSuchAlgorithmException e) {
-                            throw new IllegalStateException(e);
-                        }
+                        o.put("sha256", sha256(bytes));
                     }
                 });
             }
