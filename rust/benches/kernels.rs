@@ -3,14 +3,16 @@
 use arrow_array::BinaryArray;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use prost::Message as _;
-use pulsarkit::codec::batch::{decode_batch, decode_message_metadata, encode_batch};
 use pulsarkit::bulk::{self, EntryColumn};
+use pulsarkit::codec::batch::{decode_batch, decode_message_metadata, encode_batch};
 use pulsarkit::codec::command::{encode_frame, FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 use pulsarkit::codec::compression::{compress, decompress, Codec, DEFAULT_DECOMPRESSION_LIMIT};
 use pulsarkit::codec::crc::crc32c;
 use pulsarkit::codec::entry::{add_broker_entry_metadata, parse_layout};
 use pulsarkit::codec::metascan::scan_metadata;
-use pulsarkit::codec::proto::{base_command, BaseCommand, CommandSend, KeyValue, MessageMetadata, SingleMessageMetadata};
+use pulsarkit::codec::proto::{
+    base_command, BaseCommand, CommandSend, KeyValue, MessageMetadata, SingleMessageMetadata,
+};
 use std::hint::black_box;
 use std::time::Duration;
 

@@ -15,7 +15,11 @@ pub enum Error {
     ChecksumMismatch { offset: u64, stored: u32, computed: u32 },
     /// A bookie entry whose stored digest does not match its header and payload
     /// (`DigestManager.verifyDigestAndReturnData`).
-    #[error("{digest} digest mismatch for ledger {ledger_id} entry {entry_id}: stored {}, computed {}", hex(stored), hex(computed))]
+    #[error(
+        "{digest} digest mismatch for ledger {ledger_id} entry {entry_id}: stored {}, computed {}",
+        hex(stored),
+        hex(computed)
+    )]
     DigestMismatch {
         digest: &'static str,
         ledger_id: i64,
@@ -69,7 +73,9 @@ impl Error {
     /// The same I/O error, naming `path` (other errors are returned unchanged).
     pub fn with_path(self, path: &Path) -> Self {
         match self {
-            Error::Io { kind, errno, message, .. } => Error::Io { path: Some(path.to_path_buf()), kind, errno, message },
+            Error::Io { kind, errno, message, .. } => {
+                Error::Io { path: Some(path.to_path_buf()), kind, errno, message }
+            }
             other => other,
         }
     }
@@ -77,9 +83,9 @@ impl Error {
     /// The byte offset the error refers to, when it has one.
     pub fn offset(&self) -> Option<u64> {
         match self {
-            Error::Corrupt { offset, .. } | Error::ChecksumMismatch { offset, .. } | Error::DigestMismatch { offset, .. } => {
-                Some(*offset)
-            }
+            Error::Corrupt { offset, .. }
+            | Error::ChecksumMismatch { offset, .. }
+            | Error::DigestMismatch { offset, .. } => Some(*offset),
             _ => None,
         }
     }

@@ -5,8 +5,8 @@
 //! against the other parsers and encoders. Parser errors are fine; a panic (a parser bug or a broken
 //! invariant, reported through `assert!`) is the failure a fuzzer looks for. Every target returns
 //! whether the input was accepted, so a feedback-less driver can keep inputs that got deep.
-use crate::codec::batch::{append_record, decode_batch, entry_messages, parse_entry};
 use crate::bulk::{self, EntryColumn};
+use crate::codec::batch::{append_record, decode_batch, entry_messages, parse_entry};
 use crate::codec::command::{encode_frame, Frame, FrameDecoder};
 use crate::codec::compression::{compress, decompress, Codec};
 use crate::codec::crc::crc32c;
@@ -14,9 +14,9 @@ use crate::codec::entry::{
     add_broker_entry_metadata, decode_broker_entry_metadata, encode_metadata_and_payload, parse_layout,
     peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
 };
-use crate::error::Error;
 use crate::codec::metascan::scan_metadata;
 use crate::codec::proto::{BaseCommand, CommandPing, CommandSend, KeyValue, MessageMetadata, SingleMessageMetadata};
+use crate::error::Error;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, BinaryArray, BinaryViewArray, LargeBinaryArray, RecordBatch};
@@ -597,7 +597,8 @@ pub fn sample_entries() -> Vec<Vec<u8>> {
     let pairs: Vec<(SingleMessageMetadata, &[u8])> = smms.iter().map(|(s, p)| (s.clone(), &p[..])).collect();
     for (ci, codec) in Codec::ALL.into_iter().enumerate() {
         let md = sample_metadata(ci as u64);
-        let single = crate::codec::batch::encode_single(&md, &b"hello pulsar ".repeat(ci + 1), codec, ci % 2 == 0).unwrap();
+        let single =
+            crate::codec::batch::encode_single(&md, &b"hello pulsar ".repeat(ci + 1), codec, ci % 2 == 0).unwrap();
         let batch = crate::codec::batch::encode_batch(&md, &pairs, codec, ci % 2 == 1).unwrap();
         out.push(add_broker_entry_metadata(&batch, Some(1_700_000_000_123), Some(ci as u64 * 4 + 3)).unwrap());
         out.push(add_broker_entry_metadata(&single, None, Some(ci as u64)).unwrap());

@@ -5,17 +5,17 @@ use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, BinaryArray};
 use proptest::prelude::*;
 use prost::Message as _;
-use pulsarkit::codec::batch::{append_record, decode_batch, encode_batch, encode_single, entry_messages, parse_entry};
 use pulsarkit::bulk::{self, EntryColumn};
+use pulsarkit::codec::batch::{append_record, decode_batch, encode_batch, encode_single, entry_messages, parse_entry};
 use pulsarkit::codec::command::{encode_frame, FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 use pulsarkit::codec::compression::{compress, decompress, Codec, DEFAULT_DECOMPRESSION_LIMIT};
 use pulsarkit::codec::crc::{crc32c, crc32c_resume};
 use pulsarkit::codec::entry::{
     add_broker_entry_metadata, peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
 };
+use pulsarkit::codec::proto::{BrokerEntryMetadata, KeyValue, MessageMetadata, SingleMessageMetadata};
 use pulsarkit::error::Error;
 use pulsarkit::fuzz;
-use pulsarkit::codec::proto::{BrokerEntryMetadata, KeyValue, MessageMetadata, SingleMessageMetadata};
 
 fn codec() -> impl Strategy<Value = Codec> {
     prop::sample::select(Codec::ALL.to_vec())

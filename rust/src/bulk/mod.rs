@@ -2,9 +2,11 @@
 //! `explode`). A corrupt entry yields nulls plus a message in the `error` column, never a dropped row.
 use crate::codec::batch::{entry_messages, parse_entry, DecodedMessage};
 use crate::codec::compression::Codec;
-use crate::codec::entry::{decode_broker_entry_metadata, locate_broker_entry_metadata, message_index, parse_layout, EntryLayout};
-use crate::error::{Error, Result};
+use crate::codec::entry::{
+    decode_broker_entry_metadata, locate_broker_entry_metadata, message_index, parse_layout, EntryLayout,
+};
 use crate::codec::metascan::{scan_metadata, MetaFields};
+use crate::error::{Error, Result};
 use arrow_array::builder::*;
 use arrow_array::types::{ArrowPrimitiveType, ByteArrayType, GenericBinaryType, Int32Type, Int64Type};
 use arrow_array::{

@@ -2,9 +2,9 @@
 //! the whole concatenation compressed together. Also the entry-to-messages decoding of a consumer.
 use crate::codec::compression::{self, Codec};
 use crate::codec::entry::{parse_layout, EntryLayout};
-use crate::error::{Error, Result};
 use crate::codec::proto::{KeyValue, MessageMetadata, SingleMessageMetadata};
 use crate::codec::wire::Reader;
+use crate::error::{Error, Result};
 use prost::Message as _;
 use std::ops::Range;
 

@@ -7,9 +7,9 @@
 //! [u32 metadata_size][MessageMetadata][payload]
 //! ```
 use crate::codec::crc::{crc32c, crc32c_resume};
-use crate::error::{Error, Result};
 use crate::codec::proto::BrokerEntryMetadata;
 use crate::codec::wire::{walk_fields, Reader, Value};
+use crate::error::{Error, Result};
 use prost::Message as _;
 use std::ops::Range;
 
@@ -40,7 +40,11 @@ impl EntryLayout {
         let Some(stored) = self.checksum else { return Ok(None) };
         let computed = crc32c(&data[self.checksummed_start..]);
         if computed != stored {
-            return Err(Error::ChecksumMismatch { offset: (self.checksummed_start - CHECKSUM_SIZE) as u64, stored, computed });
+            return Err(Error::ChecksumMismatch {
+                offset: (self.checksummed_start - CHECKSUM_SIZE) as u64,
+                stored,
+                computed,
+            });
         }
         Ok(Some(stored))
     }
@@ -105,7 +109,8 @@ pub struct PublishFields {
 pub fn publish_fields(d: &[u8]) -> Result<PublishFields> {
     let layout = parse_layout(d)?;
     layout.verify_checksum(d)?;
-    let m = crate::codec::metascan::scan_metadata(&d[layout.metadata.clone()]).map_err(|e| e.shifted(layout.metadata.start))?;
+    let m = crate::codec::metascan::scan_metadata(&d[layout.metadata.clone()])
+        .map_err(|e| e.shifted(layout.metadata.start))?;
     Ok(PublishFields {
         has_broker_entry_metadata: layout.broker_entry_metadata.is_some(),
         chunk_id: m.chunk_id,

@@ -1,7 +1,7 @@
 //! Lazy MessageMetadata reading for bulk work: one pass over the wire fields, keeping only the
 //! columns bulk jobs ask for, with strings left as borrowed byte ranges.
-use crate::error::{Error, Result};
 use crate::codec::wire::{walk_fields, Value};
+use crate::error::{Error, Result};
 use std::ops::Range;
 
 #[derive(Debug, Clone, Default)]

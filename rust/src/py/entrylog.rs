@@ -121,11 +121,7 @@ impl RawLogRecord {
 
 /// The header fields without checking the digest.
 #[pyfunction]
-fn bookie_parse(
-    py: Python<'_>,
-    data: &Bound<'_, PyAny>,
-    digest_type_name: &str,
-) -> PyResult<BookieEntryHeader> {
+fn bookie_parse(py: Python<'_>, data: &Bound<'_, PyAny>, digest_type_name: &str) -> PyResult<BookieEntryHeader> {
     let t = digest_type(py, digest_type_name)?;
     let d = ByteInput::new(data)?;
     let e = digest::parse_bookie_entry(d.as_slice(), t.digest_len()).map_err(|e| to_py(py, e))?;
@@ -146,8 +142,12 @@ fn bookie_verify(
     let g = Digester::new(digest_type(py, digest_type_name)?, password);
     let input = ByteInput::new(data)?;
     let s = input.as_slice();
-    let e = if s.len() >= 1 << 16 { py.detach(|| g.verify(s, ledger_id, entry_id)) } else { g.verify(s, ledger_id, entry_id) }
-        .py_err(py)?;
+    let e = if s.len() >= 1 << 16 {
+        py.detach(|| g.verify(s, ledger_id, entry_id))
+    } else {
+        g.verify(s, ledger_id, entry_id)
+    }
+    .py_err(py)?;
     Ok(e.into())
 }
 
@@ -169,7 +169,6 @@ fn bookie_mac_key<'py>(py: Python<'py>, password: &[u8]) -> Bound<'py, PyBytes> 
 fn bookie_master_key<'py>(py: Python<'py>, password: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &digest::master_key(password))
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Dicts for headers, issues, summaries, metadata
@@ -465,7 +464,12 @@ impl RawRecordScan {
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<RawLogRecord> {
         match self.inner.next_record().py_err(py)? {
-            Some(r) => Ok(RawLogRecord { offset: r.offset, ledger_id: r.ledger_id, entry_id: r.entry_id, data: PyBytes::new(py, r.data).unbind() }),
+            Some(r) => Ok(RawLogRecord {
+                offset: r.offset,
+                ledger_id: r.ledger_id,
+                entry_id: r.entry_id,
+                data: PyBytes::new(py, r.data).unbind(),
+            }),
             None => Err(PyStopIteration::new_err(())),
         }
     }
@@ -587,7 +591,11 @@ fn entry_log_schema<'py>(py: Python<'py>, payload_type: &str) -> PyResult<Bound<
     PySchema::new(logarrow::schema_for(payload_type_of(payload_type)?)).into_pyarrow(py)
 }
 
-fn metadata_of(f: &EntryLogFile, opts: ScanOptions, use_index: bool) -> crate::bookkeeper::entrylog::LogResult<MetadataReport> {
+fn metadata_of(
+    f: &EntryLogFile,
+    opts: ScanOptions,
+    use_index: bool,
+) -> crate::bookkeeper::entrylog::LogResult<MetadataReport> {
     if use_index {
         return f.metadata(opts);
     }

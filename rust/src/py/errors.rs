@@ -3,8 +3,8 @@
 use crate::error::Error;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
-use pyo3::types::PyBytes;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 create_exception!(pulsarkit, PulsarkitError, PyValueError, "Root of every pulsarkit error.");
 create_exception!(

@@ -136,7 +136,10 @@ pub fn read_entry_at<S: Source>(
         return Err(LogError::corrupt_at(pos, format!("position {pos} lies inside the entry log header")));
     }
     if pos + MIN_SANE_ENTRY_SIZE as u64 > file_len {
-        return Err(LogError::corrupt_at(pos, format!("position {pos} is past the end of the {file_len}-byte entry log")));
+        return Err(LogError::corrupt_at(
+            pos,
+            format!("position {pos} is past the end of the {file_len}-byte entry log"),
+        ));
     }
     let mut hb = [0u8; 20];
     src.read_exact_at(&mut hb, pos - 4)?;

@@ -1,5 +1,4 @@
 //! Entry-log writer, reader and scanner tests, including corruption and a writer→reader proptest.
-use std::path::PathBuf;
 use super::arrow::{ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use super::format::*;
 use super::reader::{list_log_ids, metadata_by_scan, read_metadata};
@@ -12,6 +11,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::Array;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 struct TempDir(PathBuf);
