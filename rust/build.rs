@@ -6,10 +6,16 @@ fn main() {
     let proto_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto");
     let proto_dir =
         if proto_dir.is_dir() { proto_dir } else { PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("proto") };
-    let files: Vec<PathBuf> = ["PulsarApi.proto", "MLDataFormats.proto", "BookKeeperFormats.proto"]
-        .iter()
-        .map(|f| proto_dir.join(f))
-        .collect();
+    let files: Vec<PathBuf> = [
+        "PulsarApi.proto",
+        "MLDataFormats.proto",
+        "BookKeeperFormats.proto",
+        "PulsarTransactionMetadata.proto",
+        "TransactionPendingAck.proto",
+    ]
+    .iter()
+    .map(|f| proto_dir.join(f))
+    .collect();
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
     }

@@ -62,13 +62,34 @@ def explode_messages(
     return _apply(entries, _native.bulk_explode_messages, include_compacted_out, verify_checksum, max_uncompressed_size)
 
 
-def explode_table(table: Any, entry_column: str = "entry", keep: list[str] | None = None, **kw: Any) -> Any:
+def explode_transaction_log(entries: Any) -> Any:
+    """One row per ``TransactionMetadataEntry`` of a column of transaction-coordinator log entries
+    (PIP-160 batches opened): ``entry_index``, ``batched``, ``batch_size``, ``batch_index``,
+    ``record_bytes``, ``op``, ``txnid_most_bits``, ``txnid_least_bits``, ``expected_status``,
+    ``new_status``, ``partitions``, ``subscriptions``, ``timeout_ms``, ``start_time``,
+    ``last_modification_time``, ``max_local_txn_id``, ``owner``, ``is_timeout``, ``error``.
+    An entry that does not decode gives one row with the ``error``."""
+    return _apply(entries, _native.bulk_explode_transaction_log)
+
+
+def explode_pending_ack_log(entries: Any) -> Any:
+    """One row per ``PendingAckMetadataEntry`` of a column of pending-ack store entries: the same
+    position columns as :func:`explode_transaction_log`, then ``op``, ``ack_type``,
+    ``txnid_most_bits``, ``txnid_least_bits``, ``positions`` (ledger_id, entry_id, ack_set,
+    batch_size), ``error``."""
+    return _apply(entries, _native.bulk_explode_pending_ack_log)
+
+
+def explode_table(
+    table: Any, entry_column: str = "entry", keep: list[str] | None = None, kernel: Any = None, **kw: Any
+) -> Any:
     """Explodes the ``entry_column`` of a table or batch, carrying the ``keep`` columns (e.g.
-    ``ledger_id``, ``entry_id``) onto each message row."""
+    ``ledger_id``, ``entry_id``) onto each output row. ``kernel`` is :func:`explode_messages` by
+    default, or :func:`explode_transaction_log` / :func:`explode_pending_ack_log`."""
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     col = table.column(entry_column).combine_chunks()
-    out = explode_messages(col, **kw)
+    out = (kernel or explode_messages)(col, **kw)
     if isinstance(out, pa.Table):
         out = out.combine_chunks().to_batches()[0] if out.num_rows else out
     idx = out.column("entry_index")

@@ -120,3 +120,13 @@ __all__ = [
     "message_class",
     "pool",
 ]
+
+
+# The transaction coordinator's log and the pending-ack stores (proto/PulsarTransactionMetadata.proto,
+# proto/TransactionPendingAck.proto).
+Subscription = message_class("Subscription")
+TransactionMetadataEntry = message_class("TransactionMetadataEntry")
+BatchedTransactionMetadataEntry = message_class("BatchedTransactionMetadataEntry")
+PendingAckMetadata = message_class("PendingAckMetadata", "pulsar.proto.transaction")
+PendingAckMetadataEntry = message_class("PendingAckMetadataEntry", "pulsar.proto.transaction")
+BatchedPendingAckMetadataEntry = message_class("BatchedPendingAckMetadataEntry", "pulsar.proto.transaction")

@@ -177,10 +177,11 @@ def test_transactions_committed_aborted_open(synthetic):
 
 def test_txn_log_entry_codec_batched_and_single():
     recs = decode_txn_log_entry(batched([txn_record(0, 5, 7), txn_record(3, 5, 7, new_status=2)]))
-    assert [(r["op"], r["most_bits"], r["least_bits"], r["new_status"]) for r in recs] == [
-        (0, 5, 7, None),
-        (3, 5, 7, 2),
+    assert [(r["op"], r["txnid_most_bits"], r["txnid_least_bits"], r["new_status"]) for r in recs] == [
+        ("NEW", 5, 7, None),
+        ("UPDATE", 5, 7, "COMMITTED"),
     ]
+    assert [(r["batched"], r["batch_size"], r["batch_index"]) for r in recs] == [(True, 2, 0), (True, 2, 1)]
     (one,) = decode_txn_log_entry(txn_record(1, 1, 2, partitions=["t"]))
     assert one["partitions"] == ["t"]
     with pytest.raises(pk.PulsarkitError):
@@ -381,7 +382,7 @@ def test_each_ledger_decoded_by_its_own_format(synthetic):
     assert c1["kind"] == "cursor" and "position_info" in c1 and "entry" not in c1
     tc = next(led.ledger_id for led in dd.ledger_list(["transaction_log"]))
     first = next(ledger_entries(dd, tc))
-    assert [r["least_bits"] for r in first["transaction_log"]] == [1, 2, 3, 1]
+    assert [r["txnid_least_bits"] for r in first["transaction_log"]] == [1, 2, 3, 1]
     (comp,) = ledger_entries(dd, facts["compacted"])
     assert comp["kind"] == "compacted" and comp["error"].startswith("not a compacted entry")
     data = next(ledger_entries(dd, facts["orders_ledgers"][0]))

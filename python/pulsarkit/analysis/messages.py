@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -30,109 +29,22 @@ from google.protobuf.json_format import MessageToDict
 from ..codec.chunks import ChunkAssembler
 from ..codec.entry import Entry
 from ..codec.raw_message import decode_compacted_entry
-from ..codec.txn import (
-    MARKER_TYPES,
-    TXN_ABORT_MARKER,
-    TXN_COMMIT_MARKER,
-    TXN_STATUS,
-    decode_pending_ack_entry,
-    decode_txn_log_entry,
-)
+from ..codec.txn import MARKER_TYPES, decode_pending_ack_entry, decode_txn_log_entry
 from ..errors import PulsarkitError
 from ..managed_ledger.position import Position
 from ..proto import PositionInfo
 from .datadir import DataDir
 from .records import DataDirError, Issue
 from .topic_name import ml_kind, ml_to_topic, partition_of
+from .transactions import Transaction, entry_txn, topic_markers, transactions
 
 TXN_MODES = ("committed", "all")
 
 
-@dataclass
-class Transaction:
-    most_bits: int
-    least_bits: int
-    #: The coordinator's last recorded status (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED).
-    coordinator_state: str | None = None
-    partitions: list[str] = field(default_factory=list)
-    subscriptions: list[dict[str, str]] = field(default_factory=list)
-    timeout_ms: int | None = None
-    start_time: int | None = None
-    #: topic -> the TXN_COMMIT / TXN_ABORT marker the transaction left in that topic.
-    markers: dict[str, str] = field(default_factory=dict)
-    #: Topics holding messages of the transaction.
-    topics: list[str] = field(default_factory=list)
-    #: pending-ack store topic -> its last op for the transaction (ACK, COMMIT, ABORT).
-    pending_acks: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def id(self) -> str:
-        return f"({self.most_bits},{self.least_bits})"
-
-    @property
-    def state(self) -> str:
-        """The outcome: a finished coordinator status, else the markers the transaction left in its
-        topics (the coordinator trims a finished transaction's records with its log), else the
-        coordinator's open status; UNKNOWN when neither says anything."""
-        if self.coordinator_state in ("COMMITTED", "ABORTED"):
-            return self.coordinator_state
-        seen = set(self.markers.values()) | set(self.pending_acks.values())
-        if "TXN_ABORT" in seen or "ABORT" in seen:
-            return "ABORTED"
-        if "TXN_COMMIT" in seen or "COMMIT" in seen:
-            return "COMMITTED"
-        return self.coordinator_state or ("OPEN" if "ACK" in seen else "UNKNOWN")
-
-
-def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
-    """Every transaction the coordinators' logs record, with its last status."""
-    cache = getattr(dd, "_txns", None)
-    if cache is not None:
-        return cache
-    out: dict[tuple[int, int], Transaction] = {}
-    for ml in dd.managed_ledger_names():
-        if ml_kind(ml) != "transaction_log":
-            continue
-        for _, recs in dd.ml_records(ml, decode_txn_log_entry, "bad_txn_log_entry"):
-            for r in recs:
-                key = (r["most_bits"], r["least_bits"])
-                t = out.setdefault(key, Transaction(*key))
-                if r["op"] == 0:  # NEW
-                    t.coordinator_state = t.coordinator_state or "OPEN"
-                    t.timeout_ms, t.start_time = r["timeout_ms"], r["start_time"]
-                elif r["op"] == 1:
-                    t.partitions.extend(p for p in r["partitions"] if p not in t.partitions)
-                elif r["op"] == 2:
-                    t.subscriptions.extend(r["subscriptions"])
-                elif r["op"] == 3 and r["new_status"] is not None:
-                    t.coordinator_state = TXN_STATUS.get(r["new_status"], str(r["new_status"]))
-    ops = {1: "ACK", 2: "COMMIT", 3: "ABORT"}
-    for ml in dd.managed_ledger_names():
-        if ml_kind(ml) != "pending_ack":
-            continue
-        for _, recs in dd.ml_records(ml, decode_pending_ack_entry, "bad_pending_ack_entry"):
-            for r in recs:
-                key = (r["most_bits"], r["least_bits"])
-                out.setdefault(key, Transaction(*key)).pending_acks[ml_to_topic(ml)] = ops.get(r["op"], str(r["op"]))
-    for ml in dd.managed_ledger_names():
-        if ml_kind(ml) != "topic":
-            continue
-        name = ml_to_topic(ml)
-        marks, used = _markers(dd, ml)
-        for key in used:
-            t = out.setdefault(key, Transaction(*key))
-            if name not in t.topics:
-                t.topics.append(name)
-        for key, m in marks.items():
-            out.setdefault(key, Transaction(*key)).markers[name] = m
-    dd._txns = out  # type: ignore[attr-defined]
-    return out
-
-
 def _txn_state(
-    txns: dict[tuple[int, int], Transaction], key: tuple[int, int], topic_markers: dict[tuple[int, int], str]
+    txns: dict[tuple[int, int], Transaction], key: tuple[int, int], markers: dict[tuple[int, int], str]
 ) -> str:
-    m = topic_markers.get(key)
+    m = markers.get(key)
     if m == "TXN_COMMIT":
         return "COMMITTED"
     if m == "TXN_ABORT":
@@ -142,38 +54,6 @@ def _txn_state(
 
 
 # ------------------------------------------------------------------------------ messages
-
-
-def _entry_txn(md: Any) -> tuple[int, int] | None:
-    if md.HasField("txnid_most_bits") or md.HasField("txnid_least_bits"):
-        return (md.txnid_most_bits, md.txnid_least_bits)
-    return None
-
-
-def _markers(dd: DataDir, ml: str) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], Position]]:
-    """(txn -> TXN_COMMIT/TXN_ABORT marker, txn -> position of its first message) of one topic (cached)."""
-    cache: dict[str, Any] = dd.__dict__.setdefault("_marker_cache", {})
-    if ml in cache:
-        return cache[ml]
-    out: dict[tuple[int, int], str] = {}
-    used: dict[tuple[int, int], Position] = {}
-    for pos, data in dd.ml_entries(ml):
-        if isinstance(data, DataDirError):
-            continue
-        try:
-            e = Entry.parse(data, verify_checksum=False)
-        except PulsarkitError:
-            continue
-        md = e.metadata
-        key = _entry_txn(md)
-        if key is None:
-            continue
-        if md.HasField("marker_type") and md.marker_type in (TXN_COMMIT_MARKER, TXN_ABORT_MARKER):
-            out[key] = MARKER_TYPES[md.marker_type]
-        elif not md.marker_type:
-            used.setdefault(key, pos)
-    cache[ml] = (out, used)
-    return out, used
 
 
 def _bem(e: Entry, index: int | None) -> dict[str, Any] | None:
@@ -210,11 +90,11 @@ def iter_messages(
     if ml_kind(ml) != "topic":
         raise DataDirError(
             f"{name} is a {ml_kind(ml).replace('_', ' ')} topic: its entries are not messages "
-            f"(see pulsarkit.analysis.messages.transactions)"
+            f"(see pulsarkit.analysis.transactions)"
         )
     _, partition = partition_of(name)
     txns = transactions(dd)
-    tmarkers, first_txn_pos = _markers(dd, ml)
+    tmarkers, first_txn_pos = topic_markers(dd, ml)
     # TopicTransactionBuffer's maxReadPosition: a read-committed consumer gets nothing from the first
     # message of a transaction that has no commit/abort marker in this topic yet (still ongoing)
     ongoing = [p for k, p in first_txn_pos.items() if k not in tmarkers]
@@ -237,7 +117,7 @@ def iter_messages(
         marker: str | None = None,
     ) -> dict[str, Any] | None:
         md = e.metadata
-        tkey = _entry_txn(md)
+        tkey = entry_txn(md)
         t = None
         if tkey is not None:
             state = _txn_state(txns, tkey, tmarkers)
@@ -473,38 +353,6 @@ def messages_table(
     return pa.Table.from_batches(batches, schema=schema)
 
 
-def transactions_table(dd: DataDir) -> Any:
-
-    rows = [
-        {
-            "most_bits": t.most_bits,
-            "least_bits": t.least_bits,
-            "state": t.state,
-            "coordinator_state": t.coordinator_state,
-            "partitions": t.partitions,
-            "topics": t.topics,
-            "timeout_ms": t.timeout_ms,
-            "start_time": t.start_time,
-        }
-        for t in transactions(dd).values()
-    ]
-    return pa.Table.from_pylist(
-        rows,
-        schema=pa.schema(
-            [
-                ("most_bits", pa.uint64()),
-                ("least_bits", pa.uint64()),
-                ("state", pa.string()),
-                ("coordinator_state", pa.string()),
-                ("partitions", pa.list_(pa.string())),
-                ("topics", pa.list_(pa.string())),
-                ("timeout_ms", pa.uint64()),
-                ("start_time", pa.uint64()),
-            ]
-        ),
-    )
-
-
 # ------------------------------------------------------------------- any ledger, by its kind
 
 
@@ -521,8 +369,8 @@ def _entry_summary(data: bytes) -> dict[str, Any]:
     }
     if md.HasField("marker_type"):
         d["marker"] = MARKER_TYPES.get(md.marker_type, str(md.marker_type))
-    if _entry_txn(md) is not None:
-        d["txn"] = list(_entry_txn(md))  # type: ignore[arg-type]
+    if entry_txn(md) is not None:
+        d["txn"] = list(entry_txn(md))  # type: ignore[arg-type]
     if e.broker_entry_metadata is not None:
         d["broker_entry_metadata"] = {
             "broker_timestamp": e.broker_entry_metadata.broker_timestamp,

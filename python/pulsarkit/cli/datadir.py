@@ -5,7 +5,8 @@
     pulsarkit messages DATA_DIR      [--topic T]... [--format table|jsonl|parquet] [--txn committed|all]
                                      [--markers]
     pulsarkit backlog DATA_DIR TOPIC SUBSCRIPTION [--format table|jsonl|parquet]
-    pulsarkit transactions DATA_DIR  [--format table|json]
+    pulsarkit transactions DATA_DIR  [--view transactions|pending-acks|logs] [--json | --parquet FILE]
+                                     [--timed-out] [--now MS]
     pulsarkit readjournal PATH...    [--json] [-l LEDGER] [--msg]
 
 DATA_DIR is a Pulsar standalone's data directory (``metadata/`` + ``bookkeeper/``); a bookie with
@@ -29,8 +30,9 @@ import pyarrow.parquet as pq
 
 from ..analysis.backlog import iter_backlog
 from ..analysis.datadir import open_data_dir
-from ..analysis.messages import ledger_entries, message_batches, message_schema, read_messages, transactions
+from ..analysis.messages import ledger_entries, message_batches, message_schema, read_messages
 from ..analysis.records import DataDirError, topic_dict
+from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from .command import (
     EXIT_DATA_PROBLEMS,
@@ -360,42 +362,73 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
     return _with_output(run)
 
 
-@command("transactions", help="transactions of a data directory: the coordinator's log and the markers in topics")
+_TXN_VIEWS = {
+    "transactions": (
+        transactions_table,
+        ["txn", "state", "coordinator_state", "age_ms", "timeout_ms", "timed_out", "log", "where"],
+    ),
+    "pending-acks": (
+        pending_ack_table,
+        ["topic", "subscription", "records", "records_after_mark_delete", "open_transactions", "bytes"],
+    ),
+    "logs": (
+        transaction_log_table,
+        ["topic", "entries", "batched_entries", "records", "live_records", "bytes", "reclaimable_bytes"],
+    ),
+}
+
+
+@command(
+    "transactions",
+    help="the transaction inspector: every transaction with its state, age and timeout (hung ones flagged), "
+    "pending-ack stores per subscription, and the coordinator logs' size; no broker needed",
+)
 def _transactions(p: argparse.ArgumentParser) -> Runner:
     _dir_args(p)
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--view", choices=tuple(_TXN_VIEWS), default="transactions", help="what to list")
+    p.add_argument("--format", choices=_FORMATS_TABLE, default="table")
+    p.add_argument("--json", action="store_const", dest="format", const="json", help="same as --format json")
+    p.add_argument("--parquet", metavar="FILE", help="same as --format parquet -o FILE")
+    p.add_argument("-o", "--output", help="output file (parquet)")
+    p.add_argument("--timed-out", action="store_true", help="only transactions still open past their timeout")
+    p.add_argument("--now", type=int, metavar="MS", help="clock for ages and timeouts (default: now)")
+    overwrite_arg(p)
 
     def run(args: argparse.Namespace) -> int:
-
         dd = _open(args)
-        rows = [
-            {
-                "txn": t.id,
-                "most_bits": t.most_bits,
-                "least_bits": t.least_bits,
-                "state": t.state,
-                "coordinator_state": t.coordinator_state,
-                "markers": t.markers,
-                "pending_acks": t.pending_acks,
-                "topics": t.topics,
-                "partitions": t.partitions,
-                "timeout_ms": t.timeout_ms,
-            }
-            for _, t in sorted(transactions(dd).items())
-        ]
-        if args.format == "json":
-            for r in rows:
-                print(json.dumps(r))
+        make, cols = _TXN_VIEWS[args.view]
+        t = make(dd, args.now) if args.view == "transactions" else make(dd)
+        if args.timed_out and args.view == "transactions":
+            t = t.filter(t["timed_out"])
+        if args.format == "parquet":
+            pq.write_table(t, _out_file(args))
+        elif args.format == "json":
+            for r in t.to_pylist():
+                print(json.dumps(r, default=str))
         else:
+            rows = t.to_pylist()
             for r in rows:
-                r["topics"] = ",".join(
-                    sorted(set(r["topics"]) | set(r["partitions"]) | set(r["markers"]) | set(r["pending_acks"]))
-                )
-                r["coordinator_state"] = r["coordinator_state"] or "(trimmed)"
-            _table(rows, ["txn", "state", "coordinator_state", "timeout_ms", "topics"])
+                where = set(r.get("topics") or ()) | set(r.get("partitions") or ())
+                where |= {k for k, _ in r.get("markers") or ()} | {k for k, _ in r.get("pending_acks") or ()}
+                r["where"] = ",".join(sorted(where))
+                if "log_records" in r:
+                    r["log"] = f"{r['live_log_records']}/{r['log_records']}"
+                r["coordinator_state"] = r.get("coordinator_state") or "(trimmed)"
+                r["open_transactions"] = ",".join(r.get("open_transactions") or ())
+            _table(rows, cols)
+            if args.view == "transactions":
+                hung = sum(r["timed_out"] for r in rows)
+                print(f"{len(rows)} transaction(s), {hung} open past their timeout")
         return _finish(dd, args)
 
-    return run
+    def with_parquet(args: argparse.Namespace) -> int:
+        if args.parquet:
+            if args.output:
+                raise DataDirError("give --parquet FILE or -o FILE, not both")
+            args.format, args.output = "parquet", args.parquet
+        return _with_output(run)(args)
+
+    return with_parquet
 
 
 @command("readjournal", help="entries of BookKeeper journal files (*.txn), as 'bookkeeper shell readjournal'")

@@ -1,20 +1,35 @@
 """Pulsar's transaction records as stored in ledgers: the transaction coordinator's log
-(``TransactionMetadataEntry``) and the pending-ack store (``PendingAckMetadataEntry``), each either
-one record per entry or a PIP-160 batch (``0x0e01`` magic, ``0x0001`` version, then a
-``Batched...Entry`` of records); and the marker types transactions leave in topics.
+(``TransactionMetadataEntry``) and the pending-ack stores (``PendingAckMetadataEntry``), each either
+one record per entry or a PIP-160 batch (``0E 01 00 01`` then a ``Batched...Entry`` of records); and
+the marker types transactions leave in topics.
+
+Decoding is the native record kernel (one implementation for single entries and Arrow columns);
+records are built with the protobuf classes of :mod:`pulsarkit.proto`, which share its ``.proto`` files.
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import pyarrow as pa
+
+from .. import _native
 from ..errors import PulsarkitError
-from .protobuf_wire import fields
+from ..proto import PendingAckMetadata, PendingAckMetadataEntry, Subscription, TransactionMetadataEntry
 
 #: TxnStatus of PulsarTransactionMetadata.proto.
 TXN_STATUS = {0: "OPEN", 1: "COMMITTING", 2: "COMMITTED", 3: "ABORTING", 4: "ABORTED"}
+TXN_STATUS_VALUE = {v: k for k, v in TXN_STATUS.items()}
+#: TransactionMetadataEntry.TransactionMetadataOp.
+TXN_OPS = {0: "NEW", 1: "ADD_PARTITION", 2: "ADD_SUBSCRIPTION", 3: "UPDATE"}
+TXN_OP_VALUE = {v: k for k, v in TXN_OPS.items()}
+#: PendingAckOp of TransactionPendingAck.proto.
+PENDING_ACK_OPS = {1: "ACK", 2: "COMMIT", 3: "ABORT"}
+PENDING_ACK_OP_VALUE = {v: k for k, v in PENDING_ACK_OPS.items()}
+#: CommandAck.AckType.
+ACK_TYPES = {0: "Individual", 1: "Cumulative"}
+ACK_TYPE_VALUE = {v: k for k, v in ACK_TYPES.items()}
 #: MarkerType of PulsarApi.proto.
 MARKER_TYPES = {
     10: "REPLICATED_SUBSCRIPTION_SNAPSHOT_REQUEST",
@@ -27,100 +42,114 @@ MARKER_TYPES = {
 }
 #: The markers that end a transaction in a topic.
 TXN_COMMIT_MARKER, TXN_ABORT_MARKER = 21, 22
-_BATCHED_PREFIX = b"\x0e\x01"
+#: The first four bytes of a PIP-160 batched entry (magic 0x0e01, version 1).
+BATCHED_ENTRY_PREFIX = b"\x0e\x01\x00\x01"
 
 
-def _txn_metadata_entry(buf: bytes) -> dict[str, Any]:
-    """``TransactionMetadataEntry`` (PulsarTransactionMetadata.proto) as a dict."""
-    d: dict[str, Any] = {
-        "op": 0,
-        "least_bits": 0,
-        "most_bits": 0,
-        "expected_status": None,
-        "new_status": None,
-        "partitions": [],
-        "subscriptions": [],
-        "timeout_ms": None,
-        "start_time": None,
-        "last_modification_time": None,
-    }
-    names = {
-        1: "op",
-        2: "least_bits",
-        3: "most_bits",
-        4: "expected_status",
-        5: "new_status",
-        8: "timeout_ms",
-        9: "start_time",
-        10: "last_modification_time",
-        11: "max_local_txn_id",
-    }
-    for fno, v in fields(buf):
-        if fno in names:
-            d[names[fno]] = v
-        elif fno == 6:
-            d["partitions"].append(bytes(v).decode("utf-8", "replace"))
-        elif fno == 7:
-            sub = {1: "topic", 2: "subscription"}
-            d["subscriptions"].append({sub[f]: bytes(x).decode("utf-8", "replace") for f, x in fields(v) if f in sub})
-        elif fno == 12:
-            d["owner"] = bytes(v).decode("utf-8", "replace")
-    return d
+def pack_batched_entry(records: Sequence[bytes]) -> bytes:
+    """One batched entry from serialized records (``TxnLogBufferedWriter.doFlush``)."""
+    return _native.pack_batched_txn_entry(list(records))
 
 
-def _records(data: bytes, one: Callable[[bytes], dict[str, Any]], what: str) -> list[dict[str, Any]]:
-    """The records of a PIP-160 batched entry (``0x0e01 0x0001`` + a message of repeated field 1),
-    or the entry as one record."""
-    try:
-        if data[:2] == _BATCHED_PREFIX and len(data) >= 4:
-            return [one(bytes(v)) for f, v in fields(data[4:]) if f == 1]
-        return [one(data)]
-    except (PulsarkitError, struct.error, IndexError) as e:
-        raise PulsarkitError(f"not a {what} entry: {e}") from None
+def split_entry(data: bytes) -> tuple[bool, list[bytes]]:
+    """``(batched, records)`` of one entry. A first short other than ``0x0e01`` is one plain record;
+    a batched entry of a version other than 1 is reported, not guessed at."""
+    return _native.split_txn_entry(data)
+
+
+def _one_entry(kernel: Any, data: bytes, what: str) -> list[dict[str, Any]]:
+    rows = kernel(pa.array([bytes(data)], pa.binary())).to_pylist()
+    if rows and rows[0]["error"] is not None:
+        raise PulsarkitError(f"not a {what} entry: {rows[0]['error']}")
+    for r in rows:
+        del r["entry_index"], r["error"]
+    return rows
 
 
 def decode_txn_log_entry(data: bytes) -> list[dict[str, Any]]:
-    """The ``TransactionMetadataEntry`` records of one coordinator-log entry: a PIP-160 batch
-    (``BatchedTransactionMetadataEntry``) or a single record."""
-    return _records(data, _txn_metadata_entry, "transaction-log")
+    """The ``TransactionMetadataEntry`` records of one coordinator-log entry, as dicts with the columns
+    of :func:`pulsarkit.bulk.explode_transaction_log` (``op``, ``txnid_most_bits``, ``new_status``, ...)."""
+    return _one_entry(_native.bulk_explode_transaction_log, data, "transaction-log")
 
 
 def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
-    """The ``PendingAckMetadataEntry`` records of one pending-ack store entry (batched or single)."""
+    """The ``PendingAckMetadataEntry`` records of one pending-ack store entry (batched or single), as
+    dicts with the columns of :func:`pulsarkit.bulk.explode_pending_ack_log`."""
+    return _one_entry(_native.bulk_explode_pending_ack_log, data, "pending-ack")
 
-    def one(buf: bytes) -> dict[str, Any]:
-        d: dict[str, Any] = {"op": None, "ack_type": None, "least_bits": 0, "most_bits": 0, "positions": []}
-        for fno, v in fields(buf):
-            if fno == 1:
-                d["op"] = v
-            elif fno == 2:
-                d["ack_type"] = v
-            elif fno == 3:
-                d["least_bits"] = v
-            elif fno == 4:
-                d["most_bits"] = v
-            elif fno == 5:
-                p: dict[str, Any] = {"ack_set": []}
-                for f2, x in fields(v):
-                    if f2 == 1:
-                        p["ledger_id"] = x
-                    elif f2 == 2:
-                        p["entry_id"] = x
-                    elif f2 == 3:
-                        p["ack_set"].append(x - (1 << 64) if x >> 63 else x)
-                    elif f2 == 4:
-                        p["batch_size"] = x
-                d["positions"].append(p)
-        return d
 
-    return _records(data, one, "pending-ack")
+def txn_metadata_record(
+    op: str,
+    txnid: tuple[int, int],
+    *,
+    expected_status: str | None = None,
+    new_status: str | None = None,
+    partitions: Iterable[str] = (),
+    subscriptions: Iterable[tuple[str, str]] = (),
+    timeout_ms: int | None = None,
+    start_time: int | None = None,
+    last_modification_time: int | None = None,
+    max_local_txn_id: int | None = None,
+    owner: str | None = None,
+    is_timeout: bool | None = None,
+) -> bytes:
+    """A serialized ``TransactionMetadataEntry``; ``txnid`` is ``(most_bits, least_bits)``."""
+    m = TransactionMetadataEntry(metadata_op=TXN_OP_VALUE[op], txnid_most_bits=txnid[0], txnid_least_bits=txnid[1])
+    if expected_status is not None:
+        m.expected_status = TXN_STATUS_VALUE[expected_status]
+    if new_status is not None:
+        m.new_status = TXN_STATUS_VALUE[new_status]
+    m.partitions.extend(partitions)
+    m.subscriptions.extend(Subscription(topic=t, subscription=s) for t, s in subscriptions)
+    for name, v in (
+        ("timeout_ms", timeout_ms),
+        ("start_time", start_time),
+        ("last_modification_time", last_modification_time),
+        ("max_local_txn_id", max_local_txn_id),
+        ("owner", owner),
+        ("is_timeout", is_timeout),
+    ):
+        if v is not None:
+            setattr(m, name, v)
+    return m.SerializeToString()
+
+
+def pending_ack_record(
+    op: str,
+    txnid: tuple[int, int],
+    positions: Iterable[tuple[int, int, Sequence[int] | None, int | None]] = (),
+    ack_type: str = "Individual",
+) -> bytes:
+    """A serialized ``PendingAckMetadataEntry``; positions are ``(ledger_id, entry_id, ack_set words or
+    None, batch_size or None)``."""
+    m = PendingAckMetadataEntry(
+        pending_ack_op=PENDING_ACK_OP_VALUE[op],
+        ack_type=ACK_TYPE_VALUE[ack_type],
+        txnid_most_bits=txnid[0],
+        txnid_least_bits=txnid[1],
+    )
+    for lid, eid, ack_set, batch_size in positions:
+        p = PendingAckMetadata(ledgerId=lid, entryId=eid)
+        p.ack_set.extend(ack_set or ())
+        if batch_size is not None:
+            p.batch_size = batch_size
+        m.pending_ack_metadata.append(p)
+    return m.SerializeToString()
 
 
 __all__ = [
+    "ACK_TYPES",
+    "BATCHED_ENTRY_PREFIX",
     "MARKER_TYPES",
+    "PENDING_ACK_OPS",
     "TXN_ABORT_MARKER",
     "TXN_COMMIT_MARKER",
+    "TXN_OPS",
     "TXN_STATUS",
     "decode_pending_ack_entry",
     "decode_txn_log_entry",
+    "pack_batched_entry",
+    "pending_ack_record",
+    "split_entry",
+    "txn_metadata_record",
 ]

@@ -6,4 +6,5 @@ pub mod crc;
 pub mod entry;
 pub mod metascan;
 pub mod proto;
+pub mod txn;
 pub mod wire;

@@ -7,7 +7,7 @@ use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3_arrow::{PyArray, PyRecordBatch};
 
-fn run<'py>(
+pub(super) fn run<'py>(
     py: Python<'py>,
     entries: PyArray,
     f: impl FnOnce(&EntryColumn) -> RecordBatch + Send,

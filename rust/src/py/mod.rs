@@ -3,6 +3,7 @@ mod bulk;
 mod codec;
 mod entrylog;
 mod errors;
+mod txn;
 
 use pyo3::prelude::*;
 
@@ -12,6 +13,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     codec::register(m)?;
     bulk::register(m)?;
     entrylog::register(m)?;
+    txn::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FILE_DESCRIPTOR_SET", pyo3::types::PyBytes::new(m.py(), crate::codec::proto::FILE_DESCRIPTOR_SET))?;
     let info = pyo3::types::PyDict::new(m.py());
