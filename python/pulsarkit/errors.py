@@ -74,9 +74,26 @@ class LifecycleError(PulsarkitError):
     """TTL or retention refused to act on inconsistent inputs."""
 
 
+class TransactionError(PulsarkitError):
+    """A transaction-coordinator or pending-ack operation was refused."""
+
+
+class TransactionNotFoundError(TransactionError, _NotFound):
+    """The coordinator has no such transaction (it may have ended and been removed)."""
+
+
+class InvalidTxnStatusError(TransactionError):
+    """A status change the transaction's current status does not allow (``InvalidTxnStatusException``)."""
+
+
+class BufferedWriterClosedError(ManagedLedgerFencedError):
+    """The transaction-log buffered writer was closed before the record was written."""
+
+
 __all__ = [
     "BadVersionError",
     "BookieError",
+    "BufferedWriterClosedError",
     "ChecksumMismatchError",
     "CorruptEntryError",
     "CorruptFrameError",
@@ -85,6 +102,7 @@ __all__ = [
     "DigestMismatchError",
     "EntryNotFoundError",
     "InvalidCursorPositionError",
+    "InvalidTxnStatusError",
     "LedgerNotFoundError",
     "LifecycleError",
     "LimitExceededError",
@@ -95,5 +113,7 @@ __all__ = [
     "MetadataNotFoundError",
     "MetadataStoreError",
     "PulsarkitError",
+    "TransactionError",
+    "TransactionNotFoundError",
     "UnsupportedCompressionError",
 ]

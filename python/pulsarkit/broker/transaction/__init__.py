@@ -1,0 +1,25 @@
+"""Transactions (PIP-31, batched by PIP-160): the coordinator's log and state, the buffered writer
+that packs records into entries, and the subscriptions' pending-ack stores."""
+
+from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
+from .coordinator import TransactionMetadataStore, TxnMeta
+from .log import TRANSACTION_LOG_CURSOR, TransactionLog, transaction_log_name
+from .metrics import COORDINATOR_PREFIX, PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
+from .pending_ack import PENDING_ACK_CURSOR, PendingAckStore, pending_ack_store_name
+
+__all__ = [
+    "COORDINATOR_PREFIX",
+    "PENDING_ACK_CURSOR",
+    "PENDING_ACK_STORE_PREFIX",
+    "TRANSACTION_LOG_CURSOR",
+    "PendingAckStore",
+    "TransactionLog",
+    "TransactionMetadataStore",
+    "TxnBatchedPosition",
+    "TxnLogBufferedWriter",
+    "TxnLogBufferedWriterConfig",
+    "TxnLogBufferedWriterMetricsStats",
+    "TxnMeta",
+    "pending_ack_store_name",
+    "transaction_log_name",
+]

@@ -1,0 +1,110 @@
+"""The transaction coordinator's log (``MLTransactionLogImpl``): managed ledger
+``pulsar/system/persistent/__transaction_log_<tc id>``, cursor ``transaction.subscription``.
+
+Records go through a :class:`TxnLogBufferedWriter`. A finished transaction's records are deleted
+record by record: a batch-index delete on the cursor (``setAckSetByIndex``), the entry removed once
+every record in it is deleted. Replay reads what the cursor has not deleted, batched and unbatched
+entries mixed, skipping the cleared indexes of partly deleted batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
+from dataclasses import replace
+from typing import Any
+
+from ...codec.txn import decode_txn_log_entry
+from ...managed_ledger.ack_set import bitset_from_words
+from ...managed_ledger.config import ManagedLedgerConfig
+from ...managed_ledger.position import Position
+from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
+from .metrics import COORDINATOR_PREFIX, TxnLogBufferedWriterMetricsStats
+
+TRANSACTION_LOG_CURSOR = "transaction.subscription"
+TRANSACTION_LOG_PREFIX = "pulsar/system/persistent/__transaction_log_"
+
+
+def transaction_log_name(tc_id: int) -> str:
+    """The managed-ledger name of coordinator ``tc_id``'s log."""
+    return f"{TRANSACTION_LOG_PREFIX}{tc_id}"
+
+
+def replay_records(ledger: Any, cursor: Any) -> Iterator[tuple[Position, dict[str, Any]]]:
+    """``(position, record)`` of every record ``cursor`` has not deleted, in log order. Records of a
+    batch carry a :class:`TxnBatchedPosition`; ``decode`` turns an entry into its records."""
+    return _replay(ledger, cursor, decode_txn_log_entry)
+
+
+def _replay(ledger: Any, cursor: Any, decode: Any) -> Iterator[tuple[Position, dict[str, Any]]]:
+    for p, data in ledger.read_after(cursor.mark_delete_position):
+        if cursor.is_deleted(p):
+            continue
+        records = decode(data)
+        words = cursor.deleted_batch_indexes(p) if len(records) > 1 else None
+        live = bitset_from_words(words) if words is not None else -1  # -1: every record live
+        for r in records:
+            if not r["batched"]:
+                yield Position(*p), r
+            elif live >> r["batch_index"] & 1:
+                yield TxnBatchedPosition(p[0], p[1], r["batch_size"], r["batch_index"]), r
+
+
+class TransactionLog:
+    """One coordinator's log over a managed-ledger factory (see the module docstring)."""
+
+    def __init__(
+        self,
+        factory: Any,
+        tc_id: int,
+        config: TxnLogBufferedWriterConfig | None = None,
+        *,
+        managed_ledger_config: ManagedLedgerConfig | None = None,
+        metrics_registry: Any = None,
+        broker: str = "standalone",
+        executor: Any = None,
+        timer: Any = None,
+    ) -> None:
+        self.tc_id = tc_id
+        self.config = config or TxnLogBufferedWriterConfig()
+        mlc = managed_ledger_config or ManagedLedgerConfig()
+        if self.config.batch_enabled:
+            mlc = replace(mlc, deletion_at_batch_index_level_enabled=True)
+        self.managed_ledger = factory.managed_ledger(transaction_log_name(tc_id), mlc)
+        self.cursor = self.managed_ledger.open_cursor(TRANSACTION_LOG_CURSOR, "earliest")
+        metrics = (
+            TxnLogBufferedWriterMetricsStats(COORDINATOR_PREFIX, broker, metrics_registry)
+            if self.config.batch_enabled
+            else None
+        )
+        self.writer = TxnLogBufferedWriter(
+            self.managed_ledger, self.config, metrics=metrics, executor=executor, timer=timer
+        )
+
+    def append(self, record: bytes) -> Future[Position]:
+        """Writes one ``TransactionMetadataEntry``; the future gives its position."""
+        return self.writer.async_add_data(record)
+
+    def delete_positions(self, positions: Iterable[Position]) -> None:
+        """Deletes records: a batched record by clearing its bit, a plain one as a whole entry."""
+        for p in positions:
+            ack_set = p.ack_set() if isinstance(p, TxnBatchedPosition) else None
+            if ack_set is None:
+                self.cursor.delete(Position(*p))
+            else:
+                self.cursor.delete(Position(*p), ack_set=ack_set)
+
+    def replay(self) -> Iterator[tuple[Position, dict[str, Any]]]:
+        """The records not yet deleted, in order (``MLTransactionLogImpl.replayAsync``)."""
+        return replay_records(self.managed_ledger, self.cursor)
+
+    def close(self) -> None:
+        self.writer.close().result()
+
+
+__all__ = [
+    "TRANSACTION_LOG_CURSOR",
+    "TransactionLog",
+    "replay_records",
+    "transaction_log_name",
+]

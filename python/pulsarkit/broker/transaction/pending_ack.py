@@ -1,0 +1,128 @@
+"""A subscription's pending-ack store (``MLPendingAckStore``): managed ledger
+``<topic's managed ledger>-<subscription>__transaction_pending_ack``, cursor ``__pending_ack_state``.
+
+Acknowledgements made in a transaction are logged here (ACK records with their positions and batch
+ack sets) until the transaction commits or aborts (COMMIT / ABORT records). The store does not use
+batch-index deletes: it trims whole log entries, mark-deleting its cursor up to the log position of
+the largest acknowledged position the subscription's own mark-delete has passed
+(``clearUselessLogData`` over the ``pendingAckLogIndex``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from ...codec.txn import decode_pending_ack_entry, pending_ack_record
+from ...managed_ledger.config import ManagedLedgerConfig
+from ...managed_ledger.position import Position
+from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
+from .log import _replay
+from .metrics import PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
+
+PENDING_ACK_CURSOR = "__pending_ack_state"
+PENDING_ACK_SUFFIX = "__transaction_pending_ack"
+
+
+def pending_ack_store_name(topic_managed_ledger: str, subscription: str) -> str:
+    return f"{topic_managed_ledger}-{subscription}{PENDING_ACK_SUFFIX}"
+
+
+class PendingAckStore:
+    """One subscription's pending-ack log (see the module docstring)."""
+
+    def __init__(
+        self,
+        factory: Any,
+        topic_managed_ledger: str,
+        subscription: str,
+        config: TxnLogBufferedWriterConfig | None = None,
+        *,
+        managed_ledger_config: ManagedLedgerConfig | None = None,
+        metrics_registry: Any = None,
+        broker: str = "standalone",
+        executor: Any = None,
+        timer: Any = None,
+    ) -> None:
+        self.config = config or TxnLogBufferedWriterConfig()
+        self.subscription = subscription
+        self.managed_ledger = factory.managed_ledger(
+            pending_ack_store_name(topic_managed_ledger, subscription), managed_ledger_config
+        )
+        self.cursor = self.managed_ledger.open_cursor(PENDING_ACK_CURSOR, "earliest")
+        metrics = (
+            TxnLogBufferedWriterMetricsStats(PENDING_ACK_STORE_PREFIX, broker, metrics_registry)
+            if self.config.batch_enabled
+            else None
+        )
+        self.writer = TxnLogBufferedWriter(
+            self.managed_ledger, self.config, metrics=metrics, executor=executor, timer=timer
+        )
+        #: largest acknowledged position of an ACK record -> the log position of that record
+        self._index: dict[Position, Position] = {}
+        self._lock = threading.Lock()
+
+    def _append(self, record: bytes, acked: Sequence[Position]) -> Future[Position]:
+        f = self.writer.async_add_data(record)
+        if acked:
+            top = max(acked)
+
+            def index(done: Future[Position]) -> None:
+                if done.exception() is None:
+                    with self._lock:
+                        self._index[top] = done.result()
+
+            f.add_done_callback(index)
+        return f
+
+    def append_individual_ack(
+        self, txn_id: tuple[int, int], positions: Iterable[tuple[Position, Sequence[int] | None, int | None]]
+    ) -> Future[Position]:
+        """Logs positions acknowledged in ``txn_id``: ``(position, batch ack set or None, batch size or None)``."""
+        ps = list(positions)
+        rec = pending_ack_record("ACK", txn_id, [(p[0], p[1], a, b) for p, a, b in ps], "Individual")
+        return self._append(rec, [Position(*p) for p, _, _ in ps])
+
+    def append_cumulative_ack(self, txn_id: tuple[int, int], position: Position) -> Future[Position]:
+        rec = pending_ack_record("ACK", txn_id, [(position[0], position[1], None, None)], "Cumulative")
+        return self._append(rec, [Position(*position)])
+
+    def append_commit_mark(self, txn_id: tuple[int, int], ack_type: str = "Individual") -> Future[Position]:
+        return self._append(pending_ack_record("COMMIT", txn_id, (), ack_type), [])
+
+    def append_abort_mark(self, txn_id: tuple[int, int], ack_type: str = "Individual") -> Future[Position]:
+        return self._append(pending_ack_record("ABORT", txn_id, (), ack_type), [])
+
+    def replay(self) -> Iterator[tuple[Position, dict[str, Any]]]:
+        """The records after the store's mark-delete, in order, rebuilding the log index as it goes."""
+        for pos, r in _replay(self.managed_ledger, self.cursor, decode_pending_ack_entry):
+            if r["op"] == "ACK" and r["positions"]:
+                top = max(Position(p["ledger_id"], p["entry_id"]) for p in r["positions"])
+                with self._lock:
+                    self._index[top] = pos
+            yield pos, r
+
+    def clear_useless_log_data(self, subscription_mark_delete: Position) -> Position | None:
+        """Mark-deletes the log up to the records whose acknowledged positions the subscription's
+        mark-delete has passed; returns the new store mark-delete, or None when nothing moved."""
+        with self._lock:
+            done = sorted(k for k in self._index if k <= subscription_mark_delete)
+            if not done:
+                return None
+            log_pos = max(self._index.pop(k) for k in done)
+        target = Position(*log_pos)
+        if isinstance(log_pos, TxnBatchedPosition) and log_pos.batch_index < log_pos.batch_size - 1:
+            # Other records of this entry may still be needed: keep the entry.
+            target = self.managed_ledger.previous_position(target)
+        if target > self.cursor.mark_delete_position:
+            self.cursor.mark_delete(target)
+            return target
+        return None
+
+    def close(self) -> None:
+        self.writer.close().result()
+
+
+__all__ = ["PENDING_ACK_CURSOR", "PENDING_ACK_SUFFIX", "PendingAckStore", "pending_ack_store_name"]
