@@ -221,13 +221,26 @@ class TransactionMetadataStore:
             self.update_txn_status(txn_id, end, mid, is_timeout)
 
     def abort_timed_out(self, now_ms: int | None = None) -> list[tuple[int, int]]:
-        """Aborts the open transactions past their timeout (``TransactionTimeoutTracker``)."""
+        """Aborts the open transactions past their timeout (``TransactionTimeoutTracker``) and returns
+        the ones it aborted. A transaction whose abort fails stays as it is, to be retried next time;
+        the failures are kept in ``timeout_failures``."""
         now = self._clock() if now_ms is None else now_ms
+        aborted: list[tuple[int, int]] = []
+        self.timeout_failures: dict[tuple[int, int], BaseException] = {}
         with self._lock:
-            late = [k for k, m in self._txns.items() if m.status == "OPEN" and m.start_time + m.timeout_ms < now]
+            late = [
+                k
+                for k, m in self._txns.items()
+                if m.status in ("OPEN", "ABORTING") and m.start_time + m.timeout_ms < now
+            ]
             for k in late:
-                self.end_transaction(k, commit=False, is_timeout=True)
-            return late
+                try:
+                    self.end_transaction(k, commit=False, is_timeout=True)
+                except Exception as e:  # one failed abort must not stop the others
+                    self.timeout_failures[k] = e
+                else:
+                    aborted.append(k)
+            return aborted
 
     def transactions(self) -> dict[tuple[int, int], TxnMeta]:
         with self._lock:
