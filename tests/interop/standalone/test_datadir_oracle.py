@@ -30,12 +30,14 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 import rocksdict
 from oracle import JavaOracle
 from pulsarkit.analysis.backlog import iter_backlog
 from pulsarkit.analysis.datadir import open_data_dir
-from pulsarkit.analysis.messages import iter_messages, read_messages, transactions
+from pulsarkit.analysis.messages import iter_messages, read_messages
+from pulsarkit.analysis.transactions import pending_ack_table, transaction_log_table, transactions, transactions_table
 from pulsarkit.bookkeeper import EntryLogReader
 from pulsarkit.bookkeeper.journal import journal_table, scan_journal
 
@@ -420,6 +422,34 @@ def test_transaction_states_equal_what_the_coordinator_reported(oracle, kind):
     with open_data_dir(oracle / kind / "data") as dd:
         states = {k: t.state for k, t in transactions(dd).items()}
     assert {k: states.get(k) for k in reported} == reported
+
+
+def test_transaction_inspector_reports_what_the_broker_did(oracle, kind):
+    """The inspector, broker-less, on the directory a real standalone wrote with batched transaction
+    logs and pending-ack stores: every transaction in the state the broker gave it; the open one is
+    the only one whose log records the coordinator has not deleted; the log entries are PIP-160 batches."""
+    reported = {}
+    for line in (oracle / "txns.txt").read_text().splitlines():
+        txn, state = line.split()
+        reported[txn] = state
+    with open_data_dir(oracle / kind / "data") as dd:
+        rows = {r["txn"]: r for r in transactions_table(dd).to_pylist()}
+        (log,) = transaction_log_table(dd).to_pylist()
+        stores = pending_ack_table(dd).to_pylist()
+    assert {t: rows[t]["state"] for t in reported} == reported
+    (open_txn,) = [t for t, s in reported.items() if s == "OPEN"]
+    live = {t for t, r in rows.items() if r["live_log_records"]}
+    assert live == {open_txn}
+    assert rows[open_txn]["timeout_ms"] == 60 * 60_000  # the workload's 60-minute transaction
+    start = rows[open_txn]["start_time"]
+    with open_data_dir(oracle / kind / "data") as dd:
+        assert not transactions_table(dd, now_ms=start + 1000).to_pylist()[-1]["timed_out"]
+        assert transactions_table(dd, now_ms=start + 61 * 60_000).filter(pc.field("timed_out")).column(
+            "txn"
+        ).to_pylist() == [open_txn]
+    assert log["entries"] == log["batched_entries"] > 0  # transactionLogBatchedWriteEnabled=true
+    assert log["live_records"] == rows[open_txn]["live_log_records"]
+    assert [(s["topic"], s["subscription"]) for s in stores] == [(NS + "txn-topic", "txsub")]
 
 
 def test_not_one_byte_written_also_read_only(oracle, kind, tmp_path):
