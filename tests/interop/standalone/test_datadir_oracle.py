@@ -46,7 +46,12 @@ pytestmark = [pytest.mark.interop, pytest.mark.slow]
 HERE = Path(__file__).resolve().parent / "datadir_oracle"
 # PULSARKIT_PULSAR_VERSION runs the same workload and checks against another release (e.g. the 3.0 LTS line).
 PULSAR_VERSION = os.environ.get("PULSARKIT_PULSAR_VERSION", "4.0.7")
-CACHE = Path(os.environ.get("PULSARKIT_TEST_CACHE", Path.home() / ".cache" / "pulsarkit-tests")) / "datadir-oracle"
+# An unset or empty PULSARKIT_TEST_CACHE means the default; a relative one is taken from the start
+# directory (Maven runs elsewhere, so the path must be absolute).
+CACHE = (
+    Path(os.environ.get("PULSARKIT_TEST_CACHE") or Path.home() / ".cache" / "pulsarkit-tests").resolve()
+    / "datadir-oracle"
+)
 NS = "persistent://public/default/"
 CODECS = ("none", "lz4", "zlib", "zstd", "snappy")
 USER_TOPICS = [NS + f"codec-{c}" for c in CODECS] + [
