@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -152,6 +153,9 @@ class TxnLogBufferedWriter:
         self._bytes = 0
         self._timeout: TimerHandle | None = None
         self._state_lock = threading.Lock()
+        self._inbox: deque[tuple[Callable[..., None], tuple[Any, ...]]] = deque()
+        self._inbox_lock = threading.Lock()
+        self._drain_scheduled = False
         if self._batch_enabled:
             self._next_timing_trigger()
 
@@ -168,8 +172,33 @@ class TxnLogBufferedWriter:
         if self.state != self.OPEN:
             f.set_exception(BufferedWriterClosedError("transaction log buffered writer is closed"))
             return f
-        self._executor.submit(self._internal_add, record, f)
+        self._enqueue(self._internal_add, record, f)
         return f
+
+    def _enqueue(self, fn: Callable[..., None], *args: Any) -> None:
+        # One executor task drains every operation queued meanwhile: submitting a task per record
+        # would cost more than the write itself. Adds, switches and close share the queue, so they
+        # run in the order they were called and callbacks stay in order.
+        with self._inbox_lock:
+            self._inbox.append((fn, args))
+            if self._drain_scheduled:
+                return
+            self._drain_scheduled = True
+        try:
+            self._executor.submit(self._drain)
+        except RuntimeError:  # closed meanwhile, executor shut down: fail what is queued, here
+            self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            with self._inbox_lock:
+                if not self._inbox:
+                    self._drain_scheduled = False
+                    return
+                items = list(self._inbox)
+                self._inbox.clear()
+            for fn, args in items:
+                fn(*args)
 
     def _internal_add(self, record: Any, f: Future[Position]) -> None:
         if self.state != self.OPEN:
@@ -277,7 +306,7 @@ class TxnLogBufferedWriter:
                 self._timeout.cancel()
             done.set_result(None)
 
-        self._executor.submit(switch)
+        self._enqueue(switch)
         return done
 
     def close(self) -> Future[None]:
@@ -300,7 +329,7 @@ class TxnLogBufferedWriter:
                 self.metrics.close()
             done.set_result(None)
 
-        self._executor.submit(finish)
+        self._enqueue(finish)
         if self._own_executor:
             self._executor.shutdown(wait=False)  # type: ignore[attr-defined]
         return done
