@@ -308,26 +308,26 @@ def transaction_log_rows(dd: DataDir) -> Iterator[dict[str, Any]]:
         }
 
 
+TRANSACTION_LOG_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("coordinator_id", pa.int64()),
+        ("ledgers", pa.int64()),
+        ("entries", pa.int64()),
+        ("batched_entries", pa.int64()),
+        ("records", pa.int64()),
+        ("live_records", pa.int64()),
+        ("bytes", pa.int64()),
+        ("mark_delete", pa.string()),
+        ("reclaimable_bytes", pa.int64()),
+    ]
+)
+
+
 def transaction_log_table(dd: DataDir) -> Any:
     """Per coordinator log topic: ledgers, entries, records (and how many are not yet deleted),
     bytes, and the bytes trimming would free."""
-    return pa.Table.from_pylist(
-        list(transaction_log_rows(dd)),
-        schema=pa.schema(
-            [
-                ("topic", pa.string()),
-                ("coordinator_id", pa.int64()),
-                ("ledgers", pa.int64()),
-                ("entries", pa.int64()),
-                ("batched_entries", pa.int64()),
-                ("records", pa.int64()),
-                ("live_records", pa.int64()),
-                ("bytes", pa.int64()),
-                ("mark_delete", pa.string()),
-                ("reclaimable_bytes", pa.int64()),
-            ]
-        ),
-    )
+    return pa.Table.from_pylist(list(transaction_log_rows(dd)), schema=TRANSACTION_LOG_SCHEMA)
 
 
 def pending_ack_rows(dd: DataDir) -> Iterator[dict[str, Any]]:
@@ -382,32 +382,35 @@ def pending_ack_rows(dd: DataDir) -> Iterator[dict[str, Any]]:
         }
 
 
+PENDING_ACK_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("subscription", pa.string()),
+        ("store", pa.string()),
+        ("ledgers", pa.int64()),
+        ("entries", pa.int64()),
+        ("records", pa.int64()),
+        ("records_after_mark_delete", pa.int64()),
+        ("bytes", pa.int64()),
+        ("store_mark_delete", pa.string()),
+        ("subscription_mark_delete", pa.string()),
+        ("max_acked_position", pa.string()),
+        ("open_transactions", pa.list_(pa.string())),
+        ("open_acked_positions", pa.int64()),
+    ]
+)
+
+
 def pending_ack_table(dd: DataDir) -> Any:
     """Per subscription with a pending-ack store (see :func:`pending_ack_rows`)."""
-    return pa.Table.from_pylist(
-        list(pending_ack_rows(dd)),
-        schema=pa.schema(
-            [
-                ("topic", pa.string()),
-                ("subscription", pa.string()),
-                ("store", pa.string()),
-                ("ledgers", pa.int64()),
-                ("entries", pa.int64()),
-                ("records", pa.int64()),
-                ("records_after_mark_delete", pa.int64()),
-                ("bytes", pa.int64()),
-                ("store_mark_delete", pa.string()),
-                ("subscription_mark_delete", pa.string()),
-                ("max_acked_position", pa.string()),
-                ("open_transactions", pa.list_(pa.string())),
-                ("open_acked_positions", pa.int64()),
-            ]
-        ),
-    )
+    return pa.Table.from_pylist(list(pending_ack_rows(dd)), schema=PENDING_ACK_SCHEMA)
 
 
 __all__ = [
     "PENDING_ACK_CURSOR",
+    "PENDING_ACK_SCHEMA",
+    "TRANSACTIONS_SCHEMA",
+    "TRANSACTION_LOG_SCHEMA",
     "TRANSACTION_LOG_CURSOR",
     "Transaction",
     "entry_txn",

@@ -24,10 +24,13 @@ offset. PySpark is imported only when a wrapper is called, so this package impor
 from . import udfs
 from .datasource import FORMAT_NAME, read_entries, read_messages, register
 from .session import local_session
+from .transactions import transactions_dataframe
 from .transforms import (
     BatchKernel,
     decode_metadata,
     explode_messages,
+    explode_pending_ack_log,
+    explode_transaction_log,
     peek_broker_entry_metadata,
     strip_broker_entry_metadata,
     verify_checksums,
@@ -38,7 +41,10 @@ __all__ = [
     "BatchKernel",
     "decode_metadata",
     "explode_messages",
+    "explode_pending_ack_log",
+    "explode_transaction_log",
     "local_session",
+    "transactions_dataframe",
     "peek_broker_entry_metadata",
     "read_entries",
     "read_messages",

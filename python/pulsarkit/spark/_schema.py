@@ -20,6 +20,8 @@ KERNELS = (
     "verify_checksums",
     "peek_broker_entry_metadata",
     "strip_broker_entry_metadata",
+    "explode_transaction_log",
+    "explode_pending_ack_log",
 )
 
 

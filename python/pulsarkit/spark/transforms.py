@@ -168,21 +168,44 @@ def explode_messages(
     ``verify_checksum``, corrupt bytes, payload over ``max_uncompressed_size``) gives one row whose
     ``error`` says why.
     """
-    pos = _entry_position(df, entry_col)
-    keep = [c for c in df.columns if c != entry_col] if keep is None else list(keep)
-    missing = [c for c in keep if c not in df.columns]
-    if missing:
-        raise ValueError(f"keep names unknown columns {missing}; columns are {df.columns}")
     kwargs = dict(
         include_compacted_out=include_compacted_out,
         verify_checksum=verify_checksum,
         max_uncompressed_size=max_uncompressed_size,
     )
-    ks = kernel_arrow_schema("explode_messages", **kwargs)
+    return _explode(df, "explode_messages", entry_col, keep, prefix, kwargs)
+
+
+def _explode(
+    df: Any, kernel: str, entry_col: str, keep: Sequence[str] | None, prefix: str, kwargs: dict[str, Any]
+) -> Any:
+    pos = _entry_position(df, entry_col)
+    keep = [c for c in df.columns if c != entry_col] if keep is None else list(keep)
+    missing = [c for c in keep if c not in df.columns]
+    if missing:
+        raise ValueError(f"keep names unknown columns {missing}; columns are {df.columns}")
+    ks = kernel_arrow_schema(kernel, **kwargs)
     kcols = [n for n in ks.names if n != "entry_index"]
     kschema = pa.schema([ks.field(n) for n in kcols])
     in_fields = {f.name: (i, f) for i, f in enumerate(df.schema.fields)}
     layout: list[_Source] = [("in", in_fields[c][0]) for c in keep] + [("k", n) for n in kcols]
     names = list(keep) + [prefix + n for n in kcols]
-    fn = BatchKernel("explode_messages", kwargs, pos, layout, names, explode=True)
+    fn = BatchKernel(kernel, kwargs, pos, layout, names, explode=True)
     return _run(df, fn, [in_fields[c][1] for c in keep] + spark_fields(kschema, names[len(keep) :]))
+
+
+def explode_transaction_log(
+    df: Any, entry_col: str = "entry", keep: Sequence[str] | None = None, prefix: str = ""
+) -> Any:
+    """One row per transaction-coordinator record (PIP-160 batches opened): the ``keep`` columns,
+    then the columns of :func:`pulsarkit.bulk.explode_transaction_log` (txn ids as decimal(20,0),
+    Spark having no unsigned longs)."""
+    return _explode(df, "explode_transaction_log", entry_col, keep, prefix, {})
+
+
+def explode_pending_ack_log(
+    df: Any, entry_col: str = "entry", keep: Sequence[str] | None = None, prefix: str = ""
+) -> Any:
+    """One row per pending-ack store record: the ``keep`` columns, then the columns of
+    :func:`pulsarkit.bulk.explode_pending_ack_log`."""
+    return _explode(df, "explode_pending_ack_log", entry_col, keep, prefix, {})
