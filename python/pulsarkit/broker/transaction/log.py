@@ -50,6 +50,18 @@ def _replay(ledger: Any, cursor: Any, decode: Any) -> Iterator[tuple[Position, d
                 yield TxnBatchedPosition(p[0], p[1], r["batch_size"], r["batch_index"]), r
 
 
+def open_buffered_log(
+    ml: Any, cursor_name: str, config: TxnLogBufferedWriterConfig, metrics: Any, executor: Any, timer: Any
+) -> tuple[Any, Any, TxnLogBufferedWriter]:
+    """(managed ledger, its cursor, a writer on it): what the coordinator log and a pending-ack store
+    both open. Metrics are kept only with batching on, as Pulsar records nothing otherwise."""
+    cursor = ml.open_cursor(cursor_name, "earliest")
+    writer = TxnLogBufferedWriter(
+        ml, config, metrics=metrics if config.batch_enabled else None, executor=executor, timer=timer
+    )
+    return ml, cursor, writer
+
+
 class TransactionLog:
     """One coordinator's log over a managed-ledger factory (see the module docstring)."""
 
@@ -70,15 +82,13 @@ class TransactionLog:
         mlc = managed_ledger_config or ManagedLedgerConfig()
         if self.config.batch_enabled:
             mlc = replace(mlc, deletion_at_batch_index_level_enabled=True)
-        self.managed_ledger = factory.managed_ledger(transaction_log_name(tc_id), mlc)
-        self.cursor = self.managed_ledger.open_cursor(TRANSACTION_LOG_CURSOR, "earliest")
-        metrics = (
-            TxnLogBufferedWriterMetricsStats(COORDINATOR_PREFIX, broker, metrics_registry)
-            if self.config.batch_enabled
-            else None
-        )
-        self.writer = TxnLogBufferedWriter(
-            self.managed_ledger, self.config, metrics=metrics, executor=executor, timer=timer
+        self.managed_ledger, self.cursor, self.writer = open_buffered_log(
+            factory.managed_ledger(transaction_log_name(tc_id), mlc),
+            TRANSACTION_LOG_CURSOR,
+            self.config,
+            TxnLogBufferedWriterMetricsStats(COORDINATOR_PREFIX, broker, metrics_registry),
+            executor,
+            timer,
         )
 
     def append(self, record: bytes) -> Future[Position]:

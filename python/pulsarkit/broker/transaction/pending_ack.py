@@ -18,8 +18,8 @@ from typing import Any
 from ...codec.txn import decode_pending_ack_entry, pending_ack_record
 from ...managed_ledger.config import ManagedLedgerConfig
 from ...managed_ledger.position import Position
-from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
-from .log import _replay
+from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriterConfig
+from .log import _replay, open_buffered_log
 from .metrics import PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
 
 PENDING_ACK_CURSOR = "__pending_ack_state"
@@ -48,17 +48,13 @@ class PendingAckStore:
     ) -> None:
         self.config = config or TxnLogBufferedWriterConfig()
         self.subscription = subscription
-        self.managed_ledger = factory.managed_ledger(
-            pending_ack_store_name(topic_managed_ledger, subscription), managed_ledger_config
-        )
-        self.cursor = self.managed_ledger.open_cursor(PENDING_ACK_CURSOR, "earliest")
-        metrics = (
-            TxnLogBufferedWriterMetricsStats(PENDING_ACK_STORE_PREFIX, broker, metrics_registry)
-            if self.config.batch_enabled
-            else None
-        )
-        self.writer = TxnLogBufferedWriter(
-            self.managed_ledger, self.config, metrics=metrics, executor=executor, timer=timer
+        self.managed_ledger, self.cursor, self.writer = open_buffered_log(
+            factory.managed_ledger(pending_ack_store_name(topic_managed_ledger, subscription), managed_ledger_config),
+            PENDING_ACK_CURSOR,
+            self.config,
+            TxnLogBufferedWriterMetricsStats(PENDING_ACK_STORE_PREFIX, broker, metrics_registry),
+            executor,
+            timer,
         )
         #: largest acknowledged position of an ACK record -> the log position of that record
         self._index: dict[Position, Position] = {}
