@@ -58,6 +58,35 @@ pub fn decode_batch(batch: &[u8], num_messages: i32) -> Result<Vec<BatchRecord>>
     Ok(out)
 }
 
+/// The records of a batch with their real batch indexes: every record (compacted-out placeholders
+/// included), or, for a PIP-429 batch holding only retained messages, those with the indexes listed
+/// in `compacted_batch_indexes`.
+pub fn indexed_batch_records(body: &[u8], e: &ParsedEntry) -> Result<Vec<(i32, BatchRecord)>> {
+    let md = &e.metadata;
+    let n = md.num_messages_in_batch.unwrap_or(1);
+    let retained = &md.compacted_batch_indexes;
+    if retained.is_empty() || retained.len() as i64 == i64::from(n) {
+        return Ok(decode_batch(body, n)?.into_iter().enumerate().map(|(i, r)| (i as i32, r)).collect());
+    }
+    // Fewer indexes than messages: either every record is still there (placeholders, pulsarkit's
+    // default output) or only the retained ones are (the PIP's smaller format). The bytes decide.
+    match decode_batch(body, n) {
+        Ok(all) => Ok(all.into_iter().enumerate().map(|(i, r)| (i as i32, r)).collect()),
+        Err(_) => {
+            let recs = decode_batch(body, retained.len() as i32)?;
+            for &i in retained {
+                if i < 0 || i >= n {
+                    return Err(Error::corrupt(
+                        e.layout.metadata.start,
+                        format!("compacted_batch_indexes holds {i}, outside a batch of {n}"),
+                    ));
+                }
+            }
+            Ok(retained.iter().copied().zip(recs).collect())
+        }
+    }
+}
+
 fn has_field(buf: &[u8], number: u32) -> bool {
     let mut found = false;
     let _ = crate::codec::wire::walk_fields(buf, |f, _| {
@@ -158,7 +187,7 @@ pub fn entry_messages(
 ) -> Result<Vec<DecodedMessage>> {
     let md = &e.metadata;
     let body = uncompressed_payload(data, e, limit)?;
-    let Some(n) = md.num_messages_in_batch else {
+    if md.num_messages_in_batch.is_none() {
         return Ok(vec![DecodedMessage {
             batch_index: -1,
             payload: body,
@@ -172,8 +201,8 @@ pub fn entry_messages(
             null_partition_key: md.null_partition_key.unwrap_or(false),
             compacted_out: false,
         }]);
-    };
-    let records = decode_batch(&body, n).map_err(|err| match err {
+    }
+    let records = indexed_batch_records(&body, e).map_err(|err| match err {
         Error::Corrupt { offset, what } => Error::Corrupt {
             offset: e.layout.payload.start as u64,
             what: format!("in the uncompressed batch at byte {offset}: {what}"),
@@ -181,14 +210,14 @@ pub fn entry_messages(
         other => other,
     })?;
     let mut out = Vec::with_capacity(records.len());
-    for (i, rec) in records.into_iter().enumerate() {
+    for (i, rec) in records {
         let s = rec.metadata;
         let compacted_out = s.compacted_out.unwrap_or(false);
         if compacted_out && !include_compacted_out {
             continue;
         }
         out.push(DecodedMessage {
-            batch_index: i as i32,
+            batch_index: i,
             payload: body[rec.payload].to_vec(),
             key: s.partition_key,
             partition_key_b64_encoded: s.partition_key_b64_encoded.unwrap_or(false),

@@ -1,6 +1,7 @@
 //! PyO3 bindings: type conversion only. Batch work runs with the GIL released (`py.detach`).
 mod bulk;
 mod codec;
+mod compaction;
 mod entrylog;
 mod errors;
 mod txn;
@@ -14,6 +15,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bulk::register(m)?;
     entrylog::register(m)?;
     txn::register(m)?;
+    compaction::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FILE_DESCRIPTOR_SET", pyo3::types::PyBytes::new(m.py(), crate::codec::proto::FILE_DESCRIPTOR_SET))?;
     let info = pyo3::types::PyDict::new(m.py());
