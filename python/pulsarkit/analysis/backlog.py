@@ -18,12 +18,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..broker.topic_name import PENDING_ACK_SUFFIX
 from ..codec.txn import decode_pending_ack_entry
 from ..managed_ledger.position import Position
 from .datadir import DataDir
 from .messages import iter_messages, message_batches, message_schema
 from .records import Cursor
-from .topic_name import PENDING_ACK_SUFFIX
 
 _MASK64 = (1 << 64) - 1
 

@@ -32,6 +32,16 @@ import pyarrow as pa
 
 from ..bookkeeper import digest as bookie_digest
 from ..bookkeeper.journal import JournalRecord, journal_files, last_mark, scan_journal
+from ..broker.topic_name import (
+    COMPACTED_LEDGER_PROPERTY,
+    COMPACTION_CURSOR,
+    SYSTEM_CURSORS,
+    is_system_topic,
+    ml_kind,
+    ml_to_topic,
+    partition_of,
+    topic_to_ml,
+)
 from ..errors import MetadataStoreError, PulsarkitError
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.factory import Store
@@ -46,16 +56,6 @@ from ..metadata.store import (
 from ..proto import PositionInfo
 from .bookie_dir import BookieDir, find_layout, read_rocksdb
 from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic
-from .topic_name import (
-    COMPACTED_LEDGER_PROPERTY,
-    COMPACTION_CURSOR,
-    SYSTEM_CURSORS,
-    is_system_topic,
-    ml_kind,
-    ml_to_topic,
-    partition_of,
-    topic_to_ml,
-)
 
 
 def _digest_name(md: Any) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 from google.protobuf.json_format import MessageToDict
 
+from ..broker.topic_name import ml_kind, ml_to_topic, partition_of
 from ..codec.chunks import ChunkAssembler
 from ..codec.entry import Entry
 from ..codec.raw_message import decode_compacted_entry
@@ -35,7 +36,6 @@ from ..managed_ledger.position import Position
 from ..proto import PositionInfo
 from .datadir import DataDir
 from .records import DataDirError, Issue
-from .topic_name import ml_kind, ml_to_topic, partition_of
 from .transactions import Transaction, entry_txn, topic_markers, transactions
 
 TXN_MODES = ("committed", "all")

@@ -24,6 +24,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..broker.topic_name import PENDING_ACK_SUFFIX, TXN_LOG_PREFIX, ml_kind, ml_to_topic
+from ..broker.transaction import PENDING_ACK_CURSOR, TRANSACTION_LOG_CURSOR
 from ..codec.entry import Entry
 from ..codec.txn import (
     MARKER_TYPES,
@@ -36,12 +38,7 @@ from ..errors import PulsarkitError
 from ..managed_ledger.position import Position
 from .datadir import DataDir
 from .records import Cursor, DataDirError
-from .topic_name import PENDING_ACK_SUFFIX, TXN_LOG_PREFIX, ml_kind, ml_to_topic
 
-#: The coordinator log's cursor (``MLTransactionLogImpl.TRANSACTION_SUBSCRIPTION_NAME``).
-TRANSACTION_LOG_CURSOR = "transaction.subscription"
-#: The pending-ack store's cursor (``MLPendingAckStore``).
-PENDING_ACK_CURSOR = "__pending_ack_state"
 _UNFINISHED = ("OPEN", "COMMITTING", "ABORTING")
 
 

@@ -40,9 +40,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, Self
 
-from ..analysis.topic_name import topic_to_ml
 from ..broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from ..broker.topic import PersistentTopic
+from ..broker.topic_name import topic_to_ml
 from ..codec.commands import command
 from ..codec.entry import Entry
 from ..errors import PulsarkitError

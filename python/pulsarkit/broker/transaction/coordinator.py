@@ -1,8 +1,8 @@
 """The transaction coordinator's state (``MLTransactionMetadataStore``) over its :class:`TransactionLog`.
 
 Every change is a log record written before it takes effect: NEW, ADD_PARTITION, ADD_SUBSCRIPTION,
-UPDATE (OPEN → COMMITTING → COMMITTED, OPEN → ABORTING → ABORTED; a timeout aborts with
-``is_timeout``). When a transaction ends its records are deleted from the log and it is forgotten,
+UPDATE (OPEN → COMMITTING → COMMITTED, OPEN → ABORTING → ABORTED; a transaction past its timeout
+is aborted). When a transaction ends its records are deleted from the log and it is forgotten,
 so a reopened coordinator recovers exactly the transactions still in flight, and the highest id it
 ever handed out.
 """
@@ -185,9 +185,7 @@ class TransactionMetadataStore:
             meta.subscriptions.extend(s for s in subs if s not in meta.subscriptions)
             meta.last_modification_time = now
 
-    def update_txn_status(
-        self, txn_id: tuple[int, int], new_status: str, expected_status: str, is_timeout: bool = False
-    ) -> None:
+    def update_txn_status(self, txn_id: tuple[int, int], new_status: str, expected_status: str) -> None:
         """Moves a transaction on; a finished one is removed and its log records deleted."""
         with self._lock:
             meta = self.get_txn_meta(txn_id)
@@ -204,7 +202,8 @@ class TransactionMetadataStore:
                     expected_status=expected_status,
                     new_status=new_status,
                     last_modification_time=now,
-                    is_timeout=is_timeout or None,
+                    # is_timeout (field 13) is newer than Pulsar 4.0: not written, so the log stays
+                    # byte-identical to what a 4.0 coordinator writes (its readers skip the field).
                 ),
             )
             meta.status, meta.last_modification_time = new_status, now
@@ -212,13 +211,13 @@ class TransactionMetadataStore:
                 del self._txns[meta.txn_id]
                 self.log.delete_positions(meta.positions)
 
-    def end_transaction(self, txn_id: tuple[int, int], commit: bool, is_timeout: bool = False) -> None:
+    def end_transaction(self, txn_id: tuple[int, int], commit: bool) -> None:
         """OPEN → COMMITTING → COMMITTED, or OPEN → ABORTING → ABORTED (each step a record)."""
         mid, end = ("COMMITTING", "COMMITTED") if commit else ("ABORTING", "ABORTED")
         with self._lock:
             if self.get_txn_meta(txn_id).status == "OPEN":
-                self.update_txn_status(txn_id, mid, "OPEN", is_timeout)
-            self.update_txn_status(txn_id, end, mid, is_timeout)
+                self.update_txn_status(txn_id, mid, "OPEN")
+            self.update_txn_status(txn_id, end, mid)
 
     def abort_timed_out(self, now_ms: int | None = None) -> list[tuple[int, int]]:
         """Aborts the open transactions past their timeout (``TransactionTimeoutTracker``) and returns
@@ -235,7 +234,7 @@ class TransactionMetadataStore:
             ]
             for k in late:
                 try:
-                    self.end_transaction(k, commit=False, is_timeout=True)
+                    self.end_transaction(k, commit=False)
                 except Exception as e:  # one failed abort must not stop the others
                     self.timeout_failures[k] = e
                 else:

@@ -18,16 +18,16 @@ from ...codec.txn import decode_txn_log_entry
 from ...managed_ledger.ack_set import bitset_from_words
 from ...managed_ledger.config import ManagedLedgerConfig
 from ...managed_ledger.position import Position
+from ..topic_name import TXN_LOG_PREFIX
 from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
 from .metrics import COORDINATOR_PREFIX, TxnLogBufferedWriterMetricsStats
 
 TRANSACTION_LOG_CURSOR = "transaction.subscription"
-TRANSACTION_LOG_PREFIX = "pulsar/system/persistent/__transaction_log_"
 
 
 def transaction_log_name(tc_id: int) -> str:
     """The managed-ledger name of coordinator ``tc_id``'s log."""
-    return f"{TRANSACTION_LOG_PREFIX}{tc_id}"
+    return f"{TXN_LOG_PREFIX}{tc_id}"
 
 
 def replay_records(ledger: Any, cursor: Any) -> Iterator[tuple[Position, dict[str, Any]]]:

@@ -18,12 +18,12 @@ from typing import Any
 from ...codec.txn import decode_pending_ack_entry, pending_ack_record
 from ...managed_ledger.config import ManagedLedgerConfig
 from ...managed_ledger.position import Position
+from ..topic_name import PENDING_ACK_SUFFIX
 from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriterConfig
 from .log import _replay, open_buffered_log
 from .metrics import PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
 
 PENDING_ACK_CURSOR = "__pending_ack_state"
-PENDING_ACK_SUFFIX = "__transaction_pending_ack"
 
 
 def pending_ack_store_name(topic_managed_ledger: str, subscription: str) -> str:
@@ -121,4 +121,4 @@ class PendingAckStore:
         self.writer.close().result()
 
 
-__all__ = ["PENDING_ACK_CURSOR", "PENDING_ACK_SUFFIX", "PendingAckStore", "pending_ack_store_name"]
+__all__ = ["PENDING_ACK_CURSOR", "PendingAckStore", "pending_ack_store_name"]
