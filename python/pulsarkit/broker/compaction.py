@@ -1,0 +1,291 @@
+"""Topic compaction as Pulsar's two-phase compactor does it, and the compacted view it serves.
+
+:class:`Compactor` reads the topic as the ``__compaction`` subscription sees it (the previous compacted
+ledger below the horizon, then the topic after it), builds the latest message per key (phase one,
+one native call per batch of entries), then writes a new compacted ledger with only those messages
+(phase two: batches rebatched with placeholders and PIP-429 ``compacted_batch_indexes``). Only then
+does the ``__compaction`` cursor move: its mark-delete is the new horizon, with the ledger id in its
+``CompactedTopicLedger`` property; the previous compacted ledger is deleted last. A run that fails
+deletes the ledger it was writing and leaves the old state as it was.
+
+:class:`CompactedTopic` is ``CompactedTopicImpl`` with ``PulsarTopicCompactionService``'s answers: reads
+through the compacted view (``find_start_point``), seek by publish time and by broker index, and the
+last message id a ``readCompacted`` reader gets (PIP-429).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+
+from .. import _native
+from ..codec.entry import Entry
+from ..errors import CursorNotFoundError
+from ..managed_ledger.ledger_handle import LedgerHandle
+from ..managed_ledger.position import Position
+from ..proto import MessageIdData
+from .topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR, ml_to_topic
+
+#: Entries per native call.
+READ_BATCH = 1000
+
+
+class MessagePosition(NamedTuple):
+    """PIP-429's ``MessagePosition``: a message's entry, its batch index (-1 outside a batch) and the
+    entry's publish time."""
+
+    ledger_id: int
+    entry_id: int
+    batch_index: int
+    publish_time: int
+
+
+EARLIEST = MessagePosition(-1, -1, 0, 0)
+
+
+def compacted_ledger_metadata(topic: str, compacted_to: Position) -> dict[str, bytes]:
+    """``LedgerMetadataUtils.buildMetadataForCompactedLedger``: ``compactedTo`` is the serialized
+    ``MessageIdData`` of the last message read (as ``MessageIdImpl.toByteArray``)."""
+    to = MessageIdData(ledgerId=compacted_to.ledger_id, entryId=compacted_to.entry_id, batch_size=0)
+    return {
+        "application": b"pulsar",
+        "component": b"compacted-ledger",
+        "pulsar/compactedTopic": topic.encode(),
+        "pulsar/compactedTo": to.SerializeToString(),
+    }
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What a run did. ``ledger_id`` is None when there was nothing new to compact."""
+
+    ledger_id: int | None
+    horizon: Position | None
+    previous_ledger_id: int | None
+    keys: int
+    tombstones: int
+    messages_read: int
+    entries_written: int
+
+
+def _chunks(rows: Iterator[tuple[int, int, bytes]]) -> Iterator[tuple[Any, Any, Any]]:
+    buf: list[tuple[int, int, bytes]] = []
+    for r in rows:
+        buf.append(r)
+        if len(buf) >= READ_BATCH:
+            yield _arrays(buf)
+            buf = []
+    if buf:
+        yield _arrays(buf)
+
+
+def _arrays(buf: list[tuple[int, int, bytes]]) -> tuple[Any, Any, Any]:
+    return (
+        pa.array([b for _, _, b in buf], pa.binary()),
+        pa.array([lid for lid, _, _ in buf], pa.int64()),
+        pa.array([eid for _, eid, _ in buf], pa.int64()),
+    )
+
+
+class Compactor:
+    """Compacts one topic's managed ledger on a store (see the module docstring)."""
+
+    def __init__(
+        self,
+        factory: Any,
+        ml: Any,
+        *,
+        retain_null_key: bool = False,
+        event_time_order: bool = False,
+        retained_only: bool = False,
+        partition: int = -1,
+    ) -> None:
+        self.factory = factory
+        self.ml = ml
+        self.topic = ml_to_topic(ml.name)
+        #: ``topicCompactionRetainNullKey`` (false since Pulsar 3.2).
+        self.retain_null_key = retain_null_key
+        #: ``EventTimeOrderCompactor`` instead of the default publishing order.
+        self.event_time_order = event_time_order
+        #: PIP-429's smaller batches (only the retained messages): unreadable by clients that predate it.
+        self.retained_only = retained_only
+        self.partition = partition
+
+    def _cursor(self) -> Any:
+        return self.ml.open_cursor(COMPACTION_CURSOR, "earliest")
+
+    def view(self) -> CompactedTopic:
+        return CompactedTopic(self.factory, self.ml)
+
+    def _source(self, view: CompactedTopic, last: Position) -> Iterator[tuple[int, int, bytes]]:
+        """What the ``__compaction`` reader reads: the compacted view from the start, up to ``last``."""
+        for pos, data in view.read_entries():
+            if pos > last:
+                return
+            yield pos.ledger_id, pos.entry_id, data
+
+    def compact(self) -> CompactionResult:
+        cursor = self._cursor()
+        view = self.view()
+        previous = view.compacted_ledger_id
+        last = self.ml.last_confirmed_entry
+        if last.entry_id < 0 or (view.horizon is not None and last <= view.horizon):
+            return CompactionResult(None, view.horizon, previous, 0, 0, 0, 0)
+        latest = _native.LatestForKey(self.event_time_order)
+        for entries, lids, eids in _chunks(self._source(view, last)):
+            latest.add_entries(entries, lids, eids)
+        handle = LedgerHandle.create(self.factory, compacted_ledger_metadata(self.topic, last), "CRC32", b"")
+        written = 0
+        try:
+            for entries, lids, eids in _chunks(self._source(view, last)):
+                out = latest.compact_entries(
+                    entries,
+                    lids,
+                    eids,
+                    partition=self.partition,
+                    retain_null_key=self.retain_null_key,
+                    retained_only=self.retained_only,
+                )
+                for raw in out.column("raw_message").to_pylist():
+                    handle.add_entry(raw)
+                    written += 1
+            handle.close()
+            props = dict(cursor.properties)
+            props[COMPACTED_LEDGER_PROPERTY] = handle.ledger_id
+            cursor.mark_delete(last, properties=props)
+        except BaseException:
+            self.factory.delete_ledger(handle.ledger_id)  # the old compacted state stays as it was
+            raise
+        if previous is not None and previous != handle.ledger_id:
+            self.factory.delete_ledger(previous)
+        return CompactionResult(
+            handle.ledger_id, last, previous, len(latest), latest.tombstones, latest.messages, written
+        )
+
+
+class CompactedTopic:
+    """The compacted view of a topic on a store: horizon and compacted ledger from the ``__compaction``
+    cursor (``CompactedTopicImpl``)."""
+
+    COMPACT_LEDGER_EMPTY = -1
+    NEWER_THAN_COMPACTED = -2
+
+    def __init__(self, factory: Any, ml: Any) -> None:
+        self.factory = factory
+        self.ml = ml
+        try:
+            cursor = ml.cursor(COMPACTION_CURSOR)
+        except CursorNotFoundError:
+            cursor = None
+        lid = cursor.properties.get(COMPACTED_LEDGER_PROPERTY) if cursor is not None else None
+        #: The ``__compaction`` mark-delete: everything up to it is served from the compacted ledger.
+        self.horizon: Position | None = cursor.mark_delete_position if lid is not None else None
+        self.compacted_ledger_id: int | None = int(lid) if lid is not None else None
+        self._ids: list[Position] = []
+        self._ledger: LedgerHandle | None = None
+        if self.compacted_ledger_id is not None:
+            self._ledger = LedgerHandle.open(factory, self.compacted_ledger_id)
+            self._ids = [Position(*_native.decode_raw_message(d)[:2]) for _, d in self._ledger.entries()]
+
+    # ---------------------------------------------------------------- the compacted ledger
+
+    def compacted_entries(self, first: int = 0) -> Iterator[tuple[Position, bytes]]:
+        """``(original position, entry)`` of the compacted ledger's entries from index ``first``."""
+        if self._ledger is None:
+            return
+        for _, raw in self._ledger.entries(first):
+            lid, eid, _, _, entry = _native.decode_raw_message(raw)
+            yield Position(lid, eid), entry
+
+    def find_start_point(self, p: Position) -> int:
+        """Index of the first compacted entry at or after ``p``; ``COMPACT_LEDGER_EMPTY`` or
+        ``NEWER_THAN_COMPACTED`` as ``CompactedTopicImpl.findStartPoint`` answers."""
+        if not self._ids:
+            return self.COMPACT_LEDGER_EMPTY
+        i = bisect.bisect_left(self._ids, p)
+        return self.NEWER_THAN_COMPACTED if i == len(self._ids) else i
+
+    def read_entries(self, start: Position | None = None) -> Iterator[tuple[Position, bytes]]:
+        """What a ``readCompacted`` cursor at ``start`` (default: the beginning) reads: compacted
+        entries below the horizon, then the topic after it (``asyncReadEntriesOrWait``)."""
+        start = start or Position(-1, -1)
+        if self.horizon is None or start > self.horizon:
+            yield from self.ml.read_after(Position(start.ledger_id, start.entry_id - 1))
+            return
+        i = self.find_start_point(start)
+        if i >= 0:
+            yield from self.compacted_entries(i)
+        yield from self.ml.read_after(self.horizon)
+
+    def _first_match(self, pred: Any) -> Position | None:
+        """Binary search over the compacted entries for the first one ``pred`` accepts (monotone)."""
+        lo, hi = 0, len(self._ids)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            _, entry = next(self.compacted_entries(mid))
+            if pred(Entry.parse(entry, verify_checksum=False)):
+                hi = mid
+            else:
+                lo = mid + 1
+        return self._ids[lo] if lo < len(self._ids) else None
+
+    def find_entry_by_publish_time(self, publish_time: int) -> Position | None:
+        """The first compacted entry published at or after ``publish_time``."""
+        return self._first_match(lambda e: e.metadata.publish_time >= publish_time)
+
+    def find_entry_by_index(self, index: int) -> Position | None:
+        """The first compacted entry whose broker entry metadata index reaches ``index`` (PIP-70)."""
+        return self._first_match(
+            lambda e: e.broker_entry_metadata is not None
+            and e.broker_entry_metadata.index is not None
+            and e.broker_entry_metadata.index >= index
+        )
+
+    def last_message_position(self) -> MessagePosition:
+        """``getLastMessagePosition``: the last message of the compacted ledger, EARLIEST when empty."""
+        if not self._ids:
+            return EARLIEST
+        pos, entry = next(self.compacted_entries(len(self._ids) - 1))
+        batch_index, publish_time = _native.last_message_position(entry)
+        return MessagePosition(pos.ledger_id, pos.entry_id, batch_index, publish_time)
+
+    # ---------------------------------------------------------------- GetLastMessageId
+
+    def last_message_id(self) -> MessagePosition:
+        """The last message id a ``readCompacted`` reader gets: the topic's last entry when it lies past
+        the horizon (its last batch index), else the compacted ledger's last message; EARLIEST for an
+        empty view (a tombstone at the tail or an empty compacted ledger leaves nothing to read)."""
+        last = self.ml.last_confirmed_entry
+        if last.entry_id >= 0 and (self.horizon is None or last > self.horizon):
+            e = Entry.parse(self.ml.read_entry(last), verify_checksum=False)
+            md = e.metadata
+            n = md.num_messages_in_batch if md.HasField("num_messages_in_batch") else 0
+            return MessagePosition(last.ledger_id, last.entry_id, n - 1 if n > 1 else -1, md.publish_time)
+        return self.last_message_position()
+
+    def has_message_available(self, read_position: Position, batch_index: int = -1) -> bool:
+        """``Reader.hasMessageAvailable`` for a ``readCompacted`` reader whose last delivered message is
+        ``(read_position, batch_index)`` (``Position(-1, -1)`` before the first read)."""
+        last = self.last_message_id()
+        if last == EARLIEST:
+            return False
+        return (last.ledger_id, last.entry_id, last.batch_index) > (
+            read_position.ledger_id,
+            read_position.entry_id,
+            batch_index,
+        )
+
+
+__all__ = [
+    "EARLIEST",
+    "READ_BATCH",
+    "CompactedTopic",
+    "CompactionResult",
+    "Compactor",
+    "MessagePosition",
+    "compacted_ledger_metadata",
+]
