@@ -76,7 +76,7 @@ def test_batches_with_mixed_keys_every_codec(store, codec):
     ml = store.managed_ledger("public/default/persistent/mixed")
     read = publish(ml, keyed(300, 25, rng), compression=codec, rng=rng)
     r = Compactor(store, ml).compact()
-    view = CompactedTopic(store, ml)
+    view = CompactedTopic.open(store, ml)
     assert view_messages(view) == model(read)
     assert (r.horizon, view.horizon, view.compacted_ledger_id) == (ml.last_confirmed_entry,) * 2 + (r.ledger_id,)
     # every rewritten batch lists its retained indexes (PIP-429) and keeps its codec
@@ -94,7 +94,7 @@ def test_unbatched_and_the_compacted_ledgers_metadata(store):
     ml = store.managed_ledger("public/default/persistent/plain")
     read = publish(ml, keyed(100, 10, random.Random(1)), batch=False)
     r = Compactor(store, ml).compact()
-    assert view_messages(CompactedTopic(store, ml)) == model(read)
+    assert view_messages(CompactedTopic.open(store, ml)) == model(read)
     h = LedgerHandle.open(store, r.ledger_id)
     cm = h.custom_metadata
     assert (cm["component"], cm["pulsar/compactedTopic"]) == (b"compacted-ledger", b"persistent://public/default/plain")
@@ -109,12 +109,12 @@ def test_all_tombstone_batch_is_dropped_and_keyless_follow_retain(store):
     read += publish(ml, [("a", b""), ("b", b"")], rng=random.Random(5))  # one batch of tombstones
     read += publish(ml, [(None, b"n2"), ("c", b"3")], batch=False)
     Compactor(store, ml).compact()
-    assert view_messages(CompactedTopic(store, ml)) == model(read) == [read[-1]]
+    assert view_messages(CompactedTopic.open(store, ml)) == model(read) == [read[-1]]
     ml2 = store.managed_ledger("public/default/persistent/tomb2")
     read2 = publish(ml2, [("a", b"1"), (None, b"n1"), ("a", b"")], rng=random.Random(5))
     Compactor(store, ml2, retain_null_key=True).compact()
-    assert [m[2:] for m in view_messages(CompactedTopic(store, ml2))] == [(None, b"n1")]
-    assert view_messages(CompactedTopic(store, ml2)) == model(read2, retain_null_key=True)
+    assert [m[2:] for m in view_messages(CompactedTopic.open(store, ml2))] == [(None, b"n1")]
+    assert view_messages(CompactedTopic.open(store, ml2)) == model(read2, retain_null_key=True)
 
 
 def test_encrypted_batches_are_kept_whole_by_the_entry_key(store):
@@ -128,7 +128,7 @@ def test_encrypted_batches_are_kept_whole_by_the_entry_key(store):
     p0 = ml.add_entry(encrypted(0))
     p1 = ml.add_entry(encrypted(1))
     Compactor(store, ml).compact()
-    view = CompactedTopic(store, ml)
+    view = CompactedTopic.open(store, ml)
     assert [pos for pos, _ in view.read_entries()] == [p1] and p0 < p1
     assert view.last_message_position()[:3] == (p1.ledger_id, p1.entry_id, 2)  # batch_size - 1, never opened
 
@@ -143,7 +143,7 @@ def test_incremental_compaction_deletes_the_previous_ledger_only_after(store):
     assert second.previous_ledger_id == first.ledger_id != second.ledger_id
     with pytest.raises(LedgerNotFoundError):
         store.delete_ledger(first.ledger_id)
-    assert view_messages(CompactedTopic(store, ml)) == model(read)
+    assert view_messages(CompactedTopic.open(store, ml)) == model(read)
     assert Compactor(store, ml).compact().ledger_id is None  # nothing new
 
 
@@ -167,7 +167,7 @@ def test_a_failed_run_leaves_the_old_state(store, monkeypatch):
     with pytest.raises(OSError):
         Compactor(store, ml).compact()
     monkeypatch.undo()
-    view = CompactedTopic(store, ml)
+    view = CompactedTopic.open(store, ml)
     assert (view.compacted_ledger_id, view.horizon) == (first.ledger_id, first.horizon)
     assert store.metadata.ledger_ids() == before  # the half-written ledger is gone
     assert [m for m in view_messages(view) if m[0] <= first.horizon] == model(read)
@@ -180,7 +180,7 @@ def test_retained_only_format_reads_the_same_messages_in_fewer_bytes(store):
         ml = store.managed_ledger(f"public/default/persistent/{name}")
         read = publish(ml, msgs, compression="LZ4", rng=random.Random(11))
         Compactor(store, ml, retained_only=retained_only).compact()
-        views.append(CompactedTopic(store, ml))
+        views.append(CompactedTopic.open(store, ml))
         assert view_messages(views[-1]) == model(read)
     sizes = [sum(len(d) for _, d in v.compacted_entries()) for v in views]
     assert sizes[1] < sizes[0]
@@ -208,7 +208,7 @@ def test_last_message_id_batch_index_after_compaction(store):
         num_messages=4,
     )
     Compactor(store, ml).compact()
-    view = CompactedTopic(store, ml)
+    view = CompactedTopic.open(store, ml)
     assert view.last_message_id()[:3] == (pos.ledger_id, pos.entry_id, 2)  # not 3: index 3 was a tombstone
     assert view.has_message_available(Position(-1, -1)) and not view.has_message_available(pos, 2)
 
@@ -219,22 +219,23 @@ def test_tombstone_at_the_tail_and_an_empty_compacted_ledger(store):
     ml.add_entry(pk.encode_entry(md(1, partition_key="b"), b"w"))
     ml.add_entry(pk.encode_entry(md(2, partition_key="b"), b""))  # tombstone at the tail
     Compactor(store, ml).compact()
-    view = CompactedTopic(store, ml)
+    view = CompactedTopic.open(store, ml)
     assert view.last_message_id() == MessagePosition(first.ledger_id, first.entry_id, -1, T0)
     ml.add_entry(pk.encode_entry(md(3, partition_key="a"), b""))
     Compactor(store, ml).compact()
-    view = CompactedTopic(store, ml)
+    view = CompactedTopic.open(store, ml)
     assert view.last_message_id() == EARLIEST and not view.has_message_available(Position(-1, -1))
     assert list(view.read_entries()) == []
     tail = ml.add_entry(pk.encode_batch(md(4), [b"x", b"y"]), num_messages=2)
-    assert CompactedTopic(store, ml).last_message_id()[:3] == (tail.ledger_id, tail.entry_id, 1)  # past the horizon
+    # an entry past the horizon answers with its own last batch index
+    assert CompactedTopic.open(store, ml).last_message_id()[:3] == (tail.ledger_id, tail.entry_id, 1)
 
 
 def test_find_start_point_and_seek_by_publish_time(store):
     ml = store.managed_ledger("public/default/persistent/seek")
     ps = [ml.add_entry(pk.encode_entry(md(i, partition_key=f"k{i}"), b"v")) for i in range(10)]
     Compactor(store, ml).compact()
-    view = CompactedTopic(store, ml)
+    view = CompactedTopic.open(store, ml)
     assert view.find_start_point(ps[3]) == 3 and view.find_start_point(Position(-1, -1)) == 0
     assert view.find_start_point(Position(ps[-1].ledger_id, ps[-1].entry_id + 1)) == view.NEWER_THAN_COMPACTED
     assert view.find_entry_by_publish_time(T0 + 4) == ps[4]

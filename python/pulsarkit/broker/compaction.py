@@ -119,7 +119,7 @@ class Compactor:
         return self.ml.open_cursor(COMPACTION_CURSOR, "earliest")
 
     def view(self) -> CompactedTopic:
-        return CompactedTopic(self.factory, self.ml)
+        return CompactedTopic.open(self.factory, self.ml)
 
     def _source(self, view: CompactedTopic, last: Position) -> Iterator[tuple[int, int, bytes]]:
         """What the ``__compaction`` reader reads: the compacted view from the start, up to ``last``."""
@@ -168,28 +168,35 @@ class Compactor:
 
 
 class CompactedTopic:
-    """The compacted view of a topic on a store: horizon and compacted ledger from the ``__compaction``
-    cursor (``CompactedTopicImpl``)."""
+    """The compacted view of a topic (``CompactedTopicImpl``): ``ml`` gives the topic's entries
+    (``read_after``, ``read_entry``, ``last_confirmed_entry``), ``ledger`` the compacted ledger's
+    (``entries(first)``), and ``horizon`` is the ``__compaction`` mark-delete. :meth:`open` builds it
+    for a store; :mod:`pulsarkit.analysis.compaction` for a data directory."""
 
     COMPACT_LEDGER_EMPTY = -1
     NEWER_THAN_COMPACTED = -2
 
-    def __init__(self, factory: Any, ml: Any) -> None:
-        self.factory = factory
+    def __init__(self, ml: Any, horizon: Position | None, compacted_ledger_id: int | None, ledger: Any) -> None:
         self.ml = ml
+        #: Everything up to the horizon is served from the compacted ledger.
+        self.horizon = horizon
+        self.compacted_ledger_id = compacted_ledger_id
+        self._ledger = ledger
+        self._ids: list[Position] = []
+        if ledger is not None:
+            self._ids = [Position(*_native.decode_raw_message(d)[:2]) for _, d in ledger.entries()]
+
+    @classmethod
+    def open(cls, factory: Any, ml: Any) -> CompactedTopic:
+        """The view of a managed ledger on a store, from its ``__compaction`` cursor."""
         try:
             cursor = ml.cursor(COMPACTION_CURSOR)
         except CursorNotFoundError:
-            cursor = None
-        lid = cursor.properties.get(COMPACTED_LEDGER_PROPERTY) if cursor is not None else None
-        #: The ``__compaction`` mark-delete: everything up to it is served from the compacted ledger.
-        self.horizon: Position | None = cursor.mark_delete_position if lid is not None else None
-        self.compacted_ledger_id: int | None = int(lid) if lid is not None else None
-        self._ids: list[Position] = []
-        self._ledger: LedgerHandle | None = None
-        if self.compacted_ledger_id is not None:
-            self._ledger = LedgerHandle.open(factory, self.compacted_ledger_id)
-            self._ids = [Position(*_native.decode_raw_message(d)[:2]) for _, d in self._ledger.entries()]
+            return cls(ml, None, None, None)
+        lid = cursor.properties.get(COMPACTED_LEDGER_PROPERTY)
+        if lid is None:
+            return cls(ml, None, None, None)
+        return cls(ml, cursor.mark_delete_position, int(lid), LedgerHandle.open(factory, int(lid)))
 
     # ---------------------------------------------------------------- the compacted ledger
 

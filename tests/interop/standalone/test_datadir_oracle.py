@@ -30,16 +30,19 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 import rocksdict
 from oracle import JavaOracle
 from pulsarkit.analysis.backlog import iter_backlog
+from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id, phase_one
 from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import iter_messages, read_messages
 from pulsarkit.analysis.transactions import pending_ack_table, transaction_log_table, transactions, transactions_table
 from pulsarkit.bookkeeper import EntryLogReader
 from pulsarkit.bookkeeper.journal import journal_table, scan_journal
+from pulsarkit.managed_ledger.position import Position
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -64,9 +67,12 @@ USER_TOPICS = [NS + f"codec-{c}" for c in CODECS] + [
         "schema-string",
         "dedup",
         "compact",
+        "compact-batched",
         "txn-topic",
     )
 ]
+#: Topics the workload compacts (one unbatched, one of LZ4 batches with tombstones and keyless messages).
+COMPACTED_TOPICS = [NS + "compact", NS + "compact-batched"]
 SUBSCRIPTIONS = [(NS + f"codec-{c}", s) for c in CODECS for s in ("ind", "cum", "none")] + [
     (NS + "chunked", "ind"),
     (NS + "parts", "ind"),
@@ -293,6 +299,10 @@ def _observe(lib: Path, data: Path, out: Path, topics: list[str], subs: list[tup
         (out / "reader.jsonl").write_text(
             "".join(line[4:] + "\n" for line in dump.splitlines() if line.startswith("REC "))
         )
+        got = s.java("CompactedDump", s.url, *COMPACTED_TOPICS)
+        (out / "compacted.jsonl").write_text(
+            "".join(line + "\n" for line in got.splitlines() if line.startswith(("CMPLAST ", "CMPMSG ")))
+        )
         got = s.java("Reattach", s.url, *[x for pair in subs for x in pair])
         (out / "reattach.txt").write_text(
             "".join(line[4:] + "\n" for line in got.splitlines() if line.startswith("GOT "))
@@ -455,6 +465,68 @@ def test_transaction_inspector_reports_what_the_broker_did(oracle, kind):
     assert log["entries"] == log["batched_entries"] > 0  # transactionLogBatchedWriteEnabled=true
     assert log["live_records"] == rows[open_txn]["live_log_records"]
     assert [(s["topic"], s["subscription"]) for s in stores] == [(NS + "txn-topic", "txsub")]
+
+
+def _read_compacted(oracle: Path, kind: str) -> dict[str, dict]:
+    """What the real readCompacted readers got, per topic: last message ids, availability, messages."""
+    out: dict[str, dict] = {t: {"messages": []} for t in COMPACTED_TOPICS}
+    for line in (oracle / kind / "compacted.jsonl").read_text().splitlines():
+        tag, body = line.split(" ", 1)
+        j = json.loads(body)
+        if tag == "CMPLAST":
+            out[j["topic"]].update(last=j["last"], available=j["available"])
+        else:
+            out[j["topic"]]["messages"].append((j["id"], j["key"], j["data"]))
+    return out
+
+
+def test_compacted_view_and_last_message_id_equal_what_a_read_compacted_reader_got(oracle, kind):
+    """Broker-less, from the real compacted ledger and the topic's tail: the same messages in the same
+    order with the same ids, and the same GetLastMessageId answer, as a real readCompacted Reader."""
+    real = _read_compacted(oracle, kind)
+    with open_data_dir(oracle / kind / "data") as dd:
+        for topic in COMPACTED_TOPICS:
+            ours = [
+                (
+                    f"{m['ledger_id']}:{m['entry_id']}:{m['batch_index']}",
+                    m["key"],
+                    base64.b64decode(m["payload_b64"]).hex(),
+                )
+                for m in compacted_messages(dd, topic)
+            ]
+            assert ours == real[topic]["messages"], topic
+            last = last_message_id(dd, topic)
+            assert [f"{last.ledger_id}:{last.entry_id}:{last.batch_index}"] == real[topic]["last"], topic
+            view = compacted_topic(dd, topic)
+            assert view.has_message_available(Position(-1, -1)) == real[topic]["available"], topic
+    batched = real[NS + "compact-batched"]["messages"]
+    assert len(batched) >= 3 and all(not mid.endswith(":-1") for mid, _, _ in batched)  # batch indexes kept
+
+
+def test_our_compactor_keeps_the_same_key_to_message_id_map(oracle, kind):
+    """pulsarkit's phase one over the topic's own entries, up to the broker's horizon, retains exactly the
+    messages the broker's compactor put in its compacted ledger; phase two rewrites them to the same ids."""
+    with open_data_dir(oracle / kind / "data") as dd:
+        for topic in COMPACTED_TOPICS:
+            view = compacted_topic(dd, topic)
+            theirs = {
+                m["key"]: (m["ledger_id"], m["entry_id"], m["batch_index"])
+                for m in compacted_messages(dd, topic)
+                if m["from_compacted_ledger"]
+            }
+            latest = phase_one(dd, topic, up_to=view.horizon)
+            ours = {r["key"]: (r["ledger_id"], r["entry_id"], r["batch_index"]) for r in latest.retained().to_pylist()}
+            assert ours == theirs, topic
+            t = dd.topic(topic)
+            entries = [(p, d) for p, d in dd.ml_entries(t.managed_ledger) if p <= view.horizon]
+            out = latest.compact_entries(
+                pa.array([d for _, d in entries], pa.binary()),
+                pa.array([p.ledger_id for p, _ in entries], pa.int64()),
+                pa.array([p.entry_id for p, _ in entries], pa.int64()),
+            )
+            assert [Position(r["ledger_id"], r["entry_id"]) for r in out.to_pylist()] == [
+                p for p, _ in view.compacted_entries()
+            ], topic
 
 
 def test_not_one_byte_written_also_read_only(oracle, kind, tmp_path):

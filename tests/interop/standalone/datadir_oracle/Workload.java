@@ -92,6 +92,19 @@ public class Workload {
     kp.close();
     admin("PUT", "persistent/public/default/compact/compaction", null);
     for (int i = 0; i < 60 && !admin("GET", "persistent/public/default/compact/compaction", null).contains("SUCCESS"); i++) Thread.sleep(500);
+    // compaction of batches: mixed keys, keyless messages, tombstones, and a tombstone at the tail
+    Producer<byte[]> bp = c.newProducer().topic(ns + "compact-batched").compressionType(CompressionType.LZ4)
+        .enableBatching(true).batchingMaxMessages(4).batchingMaxPublishDelay(200, TimeUnit.MILLISECONDS).create();
+    for (int i = 0; i < 24; i++) {
+      TypedMessageBuilder<byte[]> m = bp.newMessage();
+      if (i % 11 != 5) m.key("bk" + (i % 5));
+      m.value(i % 7 == 6 ? new byte[0] : ("b" + i).getBytes()).sendAsync();
+    }
+    bp.flush();
+    bp.newMessage().key("bk4").value(null).send();
+    bp.close();
+    admin("PUT", "persistent/public/default/compact-batched/compaction", null);
+    for (int i = 0; i < 60 && !admin("GET", "persistent/public/default/compact-batched/compaction", null).contains("SUCCESS"); i++) Thread.sleep(500);
     // a deleted topic
     Producer<byte[]> dp = c.newProducer().topic(ns + "to-delete").create();
     dp.send("bye".getBytes());
