@@ -53,6 +53,8 @@ COMMANDS = [
     ("messages",),
     ("backlog", "{}", TOPIC, "sub"),
     ("transactions",),
+    ("compacted", "{}", TOPIC),
+    ("last-message-id", "{}", TOPIC),
     ("readjournal",),
 ]
 
