@@ -203,6 +203,16 @@ def rebatch_entry(
     max_uncompressed_size: int = ...,
 ) -> bytes | None: ...
 def bulk_compaction_keys(entries: Any, max_uncompressed_size: int = ...) -> Any: ...
+def bulk_compact_by_indexes(
+    entries: Any,
+    ledger_ids: Any,
+    entry_ids: Any,
+    kept: Any,
+    partition: int = ...,
+    retain_null_key: bool = False,
+    retained_only: bool = False,
+    max_uncompressed_size: int = ...,
+) -> Any: ...
 
 # BookKeeper: entry digests and entry logs
 ENTRY_LOG_DEFAULT_MAX_RECORD_SIZE: int

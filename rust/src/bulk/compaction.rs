@@ -1,12 +1,15 @@
 //! Compaction kernels over Arrow columns: phase one's rows (one per message: key, position, size),
 //! the retained map as a batch, and phase two over a column of topic entries.
 use super::{batch, err_field, EntryColumn};
-use crate::codec::compaction::{compact_entry, compaction_records, BatchFormat, LatestForKey};
+use crate::codec::compaction::{
+    compact_entry, compact_entry_by_indexes, compaction_records, BatchFormat, LatestForKey,
+};
 use crate::codec::proto::MessageIdData;
 use crate::error::{Error, Result};
 use arrow_array::builder::*;
-use arrow_array::types::Int64Type;
-use arrow_array::{Array, PrimitiveArray, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{Array, ListArray, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, Field};
 use std::sync::Arc;
 
@@ -139,5 +142,62 @@ pub fn compact_entries(
             Field::new("raw_message", DataType::Binary, false),
         ],
         vec![Arc::new(l.finish()), Arc::new(e.finish()), Arc::new(raw.finish())],
+    ))
+}
+
+/// Phase two with phase one's answer joined to each row: `kept` lists the retained batch indexes of
+/// each entry (-1 for an entry taken whole; null or empty for none). One output row per input row,
+/// `raw_message` null where nothing is retained, so the caller keeps its own row order and partitioning.
+#[allow(clippy::too_many_arguments)]
+pub fn compact_entries_by_indexes(
+    col: &EntryColumn,
+    ledger_ids: &PrimitiveArray<Int64Type>,
+    entry_ids: &PrimitiveArray<Int64Type>,
+    kept: &ListArray,
+    partition: i32,
+    retain_null_key: bool,
+    format: BatchFormat,
+    limit: usize,
+) -> Result<RecordBatch> {
+    let n = col.len();
+    if kept.len() != n {
+        return Err(Error::invalid(format!("kept has {} rows for {n} entries", kept.len())));
+    }
+    let mut raw = BinaryBuilder::new();
+    let mut err = StringBuilder::new();
+    for i in 0..n {
+        let (li, ei) = (ledger_ids.value(i), entry_ids.value(i));
+        let indexes: Vec<i32> = if kept.is_null(i) {
+            Vec::new()
+        } else {
+            let v = kept.value(i);
+            let a = v
+                .as_primitive_opt::<Int32Type>()
+                .ok_or_else(|| Error::invalid(format!("kept must be a list of int32, not {}", v.data_type())))?;
+            a.iter().flatten().collect()
+        };
+        let res = col.get(i).ok_or_else(|| Error::invalid(format!("entry {li}:{ei} is null"))).and_then(|d| {
+            let id = MessageIdData {
+                ledger_id: li as u64,
+                entry_id: ei as u64,
+                partition: Some(partition),
+                ..Default::default()
+            };
+            compact_entry_by_indexes(&indexes, &id, d, retain_null_key, format, limit)
+        });
+        match res {
+            Ok(r) => {
+                raw.append_option(r);
+                err.append_null();
+            }
+            Err(e) => {
+                raw.append_null();
+                err.append_value(format!("entry {li}:{ei}: {e}"));
+            }
+        }
+    }
+    Ok(batch(
+        vec![Field::new("raw_message", DataType::Binary, true), err_field()],
+        vec![Arc::new(raw.finish()), Arc::new(err.finish())],
     ))
 }

@@ -248,24 +248,46 @@ pub fn compact_entry(
     format: BatchFormat,
     limit: usize,
 ) -> Result<Option<Vec<u8>>> {
+    let (l, e) = (id.ledger_id as i64, id.entry_id as i64);
+    let keep = |i: i32, k: &str| latest.is_latest(k, MessagePosition { ledger_id: l, entry_id: e, batch_index: i });
+    compact_entry_with(keep, id, data, retain_null_key, format, limit)
+}
+
+/// [`compact_entry`] with the retained batch indexes given (-1 for an entry taken whole): phase one
+/// aggregated elsewhere, e.g. on Spark, and joined back to the entries.
+pub fn compact_entry_by_indexes(
+    kept: &[i32],
+    id: &MessageIdData,
+    data: &[u8],
+    retain_null_key: bool,
+    format: BatchFormat,
+    limit: usize,
+) -> Result<Option<Vec<u8>>> {
+    compact_entry_with(|i, _| kept.contains(&i), id, data, retain_null_key, format, limit)
+}
+
+fn compact_entry_with(
+    keep: impl Fn(i32, &str) -> bool,
+    id: &MessageIdData,
+    data: &[u8],
+    retain_null_key: bool,
+    format: BatchFormat,
+    limit: usize,
+) -> Result<Option<Vec<u8>>> {
     let (_, headers_start) = locate_broker_entry_metadata(data)?;
     let e = parse_entry(&data[headers_start..], false).map_err(|x| x.shifted(headers_start))?;
     let md = &e.metadata;
     if md.marker_type.is_some() {
         return Ok(None);
     }
-    let (l, en) = (id.ledger_id as i64, id.entry_id as i64);
     let kept = if md.num_messages_in_batch.is_some() && md.encryption_keys.is_empty() {
-        let keep =
-            |i: i32, k: &str| latest.is_latest(k, MessagePosition { ledger_id: l, entry_id: en, batch_index: i });
         rebatch(data, keep, retain_null_key, format, limit)?
     } else {
-        let whole = MessagePosition { ledger_id: l, entry_id: en, batch_index: -1 };
-        let keep = match md.partition_key.as_deref() {
+        let keep_it = match md.partition_key.as_deref() {
             None => retain_null_key,
-            Some(k) => latest.is_latest(k, whole),
+            Some(k) => keep(-1, k),
         };
-        keep.then(|| data.to_vec())
+        keep_it.then(|| data.to_vec())
     };
     kept.map(|entry| encode_raw_message(id, &entry)).transpose()
 }

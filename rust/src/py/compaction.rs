@@ -213,7 +213,49 @@ fn bulk_compaction_keys<'py>(
     super::bulk::run(py, entries, |c| kernels::compaction_keys(c, max_uncompressed_size))
 }
 
+/// Phase two with the retained batch indexes of each entry given (see `bulk::compaction::compact_entries_by_indexes`).
+#[pyfunction]
+#[pyo3(signature = (entries, ledger_ids, entry_ids, kept, partition=-1, retain_null_key=false, retained_only=false, max_uncompressed_size=DEFAULT_DECOMPRESSION_LIMIT))]
+#[allow(clippy::too_many_arguments)]
+fn bulk_compact_by_indexes<'py>(
+    py: Python<'py>,
+    entries: PyArray,
+    ledger_ids: PyArray,
+    entry_ids: PyArray,
+    kept: PyArray,
+    partition: i32,
+    retain_null_key: bool,
+    retained_only: bool,
+    max_uncompressed_size: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (e, l, n) = columns(entries, ledger_ids, entry_ids).py_err(py)?;
+    let (k, _) = kept.into_inner();
+    let kept = k
+        .as_list_opt::<i32>()
+        .cloned()
+        .ok_or_else(|| Error::invalid(format!("kept must be an Arrow list<int32> array, not {}", k.data_type())))
+        .py_err(py)?;
+    let col = EntryColumn::from_array(e.as_ref()).py_err(py)?;
+    let format = if retained_only { BatchFormat::RetainedOnly } else { BatchFormat::Placeholders };
+    let out = py
+        .detach(|| {
+            kernels::compact_entries_by_indexes(
+                &col,
+                &l,
+                &n,
+                &kept,
+                partition,
+                retain_null_key,
+                format,
+                max_uncompressed_size,
+            )
+        })
+        .py_err(py)?;
+    PyRecordBatch::new(out).into_pyarrow(py)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(bulk_compact_by_indexes, m)?)?;
     m.add_class::<PyLatestForKey>()?;
     m.add_function(wrap_pyfunction!(last_message_position, m)?)?;
     m.add_function(wrap_pyfunction!(encode_raw_message, m)?)?;
