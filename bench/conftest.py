@@ -24,6 +24,7 @@ TARGETS: dict[tuple[str, str], float] = {
     ("verify 1M x 1 KiB", "loop-layout"): 5.0,
     ("verify 1M x 1 KiB", "loop-crc32c-pypi"): 5.0,
     ("decode 256000 transaction records", "python-protobuf-upb"): 10.0,
+    ("compact 1000000 keyed messages", "python-dict-compactor"): 10.0,
 }
 
 

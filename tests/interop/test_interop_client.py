@@ -20,7 +20,9 @@ import crc32c as crc32c_oracle
 import pulsarkit as pk
 import pytest
 from conftest import IN_CI
-from pulsarkit.testing import OWN_PROTOCOL_VERSION, BrokerError, FakeBroker
+from pulsarkit.testing.connection import OWN_PROTOCOL_VERSION
+from pulsarkit.testing.fake_broker import FakeBroker
+from pulsarkit.testing.state import BrokerError
 
 try:
     import pulsar

@@ -6,7 +6,7 @@ import pulsarkit as pk
 import pytest
 from pulsarkit.broker import INDEX_INTERCEPTOR, PersistentTopic
 from pulsarkit.managed_ledger import Store
-from pulsarkit.testing import FakeBroker
+from pulsarkit.testing.fake_broker import FakeBroker
 
 pulsar = pytest.importorskip("pulsar", reason="pulsar-client is not installed (pip install pulsar-client)")
 

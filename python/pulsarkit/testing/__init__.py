@@ -1,13 +1,11 @@
-"""Test helpers: an in-process fake Pulsar broker for real clients (not part of the wheel)."""
+"""Helpers for people who test against Pulsar.
 
-from .connection import OWN_PROTOCOL_VERSION
-from .fake_broker import FakeBroker
-from .state import BrokerError, DispatchedMessage, RecordedSend
+* :mod:`pulsarkit.testing.compaction` (in the wheel): expected ``readCompacted`` answers for any
+  compacted topic you build, also as the ``compacted_topic_oracle`` pytest fixture.
+* :mod:`pulsarkit.testing.fake_broker` (repository only, not in the wheel): an in-process fake broker
+  that real clients talk to, storing through pulsarkit's ``PersistentTopic``.
+"""
 
-__all__ = [
-    "OWN_PROTOCOL_VERSION",
-    "BrokerError",
-    "DispatchedMessage",
-    "FakeBroker",
-    "RecordedSend",
-]
+from .compaction import CompactedTopicOracle, ExpectedMessage
+
+__all__ = ["CompactedTopicOracle", "ExpectedMessage"]
