@@ -235,6 +235,8 @@ class _Connection:
             elif r.initialPosition == 0:  # Latest
                 sub.read_pos = len(topic.entries)
             sub.acked.update(range(sub.read_pos))
+            if r.read_compacted:
+                b._compacted_view(sub)
             if r.durable:
                 sub.cursor = topic.persistent.ml.open_cursor(
                     r.subscription, "latest" if r.initialPosition == 0 else "earliest"
@@ -340,7 +342,14 @@ class _Connection:
         topic = c.sub.topic
         resp = command("GET_LAST_MESSAGE_ID_RESPONSE", request_id=r.request_id)
         last = resp.getLastMessageIdResponse.last_message_id
-        if topic.entries:
+        if c.sub.compacted_view is not None:
+            # A readCompacted consumer gets the compacted view's last message (PIP-429); the fields
+            # are uint64 on the wire, so -1 (nothing to read) travels as all ones.
+            m = c.sub.compacted_view.last_message_id()
+            last.ledgerId, last.entryId = m.ledger_id & _U64, m.entry_id & _U64
+            if m.batch_index >= 0:
+                last.batch_index = m.batch_index
+        elif topic.entries:
             e = topic.entries[-1]
             last.ledgerId, last.entryId = e.position
             if e.is_batch:

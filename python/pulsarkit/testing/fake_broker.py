@@ -40,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, Self
 
+from ..broker.compaction import CompactedTopic, Compactor
 from ..broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from ..broker.topic import PersistentTopic
 from ..broker.topic_name import topic_to_ml
@@ -368,9 +369,33 @@ class FakeBroker:
                 return c
         return None
 
+    def compact(self, topic: str, **options: Any) -> Any:
+        """Compacts ``topic`` now, as the broker's compactor does (``retain_null_key``, ``retained_only``,
+        ``event_time_order``); readers subscribing with ``read_compacted`` then read through it."""
+        t = self._topic(topic)
+        return Compactor(self.store, t.persistent.ml, **options).compact()
+
+    def _compacted_view(self, sub: _Subscription) -> None:
+        """``CompactedTopicImpl`` for a ``read_compacted`` subscription: below the horizon, the compacted
+        ledger's entries replace the topic's, and the entries compaction dropped are skipped."""
+        view = CompactedTopic.open(self.store, sub.topic.persistent.ml)
+        sub.compacted_view = view
+        sub.compacted = {}
+        if view.horizon is None:
+            return
+        kept = {tuple(p): data for p, data in view.compacted_entries()}
+        for i, e in enumerate(sub.topic.entries):
+            if e.position > view.horizon:
+                break
+            data = kept.get(tuple(e.position))
+            if data is None:
+                sub.acked.add(i)
+            else:
+                sub.compacted[i] = data
+
     def _push(self, c: _Consumer, topic: _Topic, i: int, redelivery_count: int) -> None:
         e = topic.entries[i]
-        stored = topic.read(i)
+        stored = c.sub.compacted[i] if c.sub.compacted and i in c.sub.compacted else topic.read(i)
         flags = c.conn.feature_flags
         try:  # the broker's dispatch rule (PIP-70 stripping, the pre-v11 checksum), the topic's own
             data = topic.persistent.dispatch_bytes(

@@ -102,6 +102,10 @@ class _Subscription:
     rr: int = 0
     #: A durable subscription's cursor: acknowledgements move it as the broker's do.
     cursor: Any = None
+    #: For a ``read_compacted`` subscription: entry index -> the compacted ledger's bytes for it
+    #: (entries below the horizon that compaction dropped are skipped), and the view itself.
+    compacted: dict[int, bytes] | None = None
+    compacted_view: Any = None
 
     @property
     def mark_delete(self) -> int:

@@ -503,6 +503,39 @@ def test_compacted_view_and_last_message_id_equal_what_a_read_compacted_reader_g
     assert len(batched) >= 3 and all(not mid.endswith(":-1") for mid, _, _ in batched)  # batch indexes kept
 
 
+def test_the_cpp_client_shows_placeholders_of_pulsars_own_compacted_ledger(oracle, kind):
+    """Pulsar 4.0.7's compacted ledger entries, served as they are to the real C++ client (pulsar-client)
+    through the fake broker: the client returns each compacted_out placeholder as an empty, keyless
+    message, where the Java reader (CompactedDump) skipped it. The C++ client's own behaviour, recorded
+    here so that pulsarkit's interop tests can expect it."""
+    pulsar = pytest.importorskip("pulsar")
+    from pulsarkit.testing.fake_broker import FakeBroker
+
+    with open_data_dir(oracle / kind / "data") as dd:
+        view = compacted_topic(dd, NS + "compact-batched")
+        entries = [(p, d) for p, d in view.compacted_entries()]
+    java = [tuple(m[0].split(":")) for m in _read_compacted(oracle, kind)[NS + "compact-batched"]["messages"]]
+    b = FakeBroker().start()
+    try:
+        t = b._topic(NS + "served")
+        for _, d in entries:
+            b._stored(t, t.persistent.ml.add_entry(d))
+        c = pulsar.Client(b.service_url, operation_timeout_seconds=10)
+        r = c.create_reader(NS + "served", pulsar.MessageId.earliest)
+        got = []
+        while r.has_message_available():
+            m = r.read_next(5000)
+            got.append((m.message_id().entry_id(), m.message_id().batch_index(), m.partition_key() or None, m.data()))
+        c.close()
+    finally:
+        b.stop()
+    real = [(i, int(bi)) for i, (_, _, bi) in enumerate(java)]
+    placeholders = [(e, bi) for e, bi, k, v in got if k is None and v == b""]
+    assert placeholders, "Pulsar's compacted batches hold compacted_out placeholders"
+    assert len(got) == len(real) + len(placeholders)
+    assert sorted({bi for _, bi, k, _ in got if k is not None}) == sorted({bi for _, bi in real})
+
+
 def test_our_compactor_keeps_the_same_key_to_message_id_map(oracle, kind):
     """pulsarkit's phase one over the topic's own entries, up to the broker's horizon, retains exactly the
     messages the broker's compactor put in its compacted ledger; phase two rewrites them to the same ids."""
