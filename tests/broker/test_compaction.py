@@ -241,3 +241,15 @@ def test_find_start_point_and_seek_by_publish_time(store):
     assert view.find_entry_by_publish_time(T0 + 4) == ps[4]
     assert view.find_entry_by_publish_time(T0 + 99) is None
     assert [p for p, _ in view.read_entries(ps[7])] == ps[7:]
+
+
+def test_seek_by_broker_index_in_the_compacted_ledger(store):
+    ml = store.managed_ledger("public/default/persistent/indexed")
+    ps = []
+    for i in range(6):
+        e = pk.add_broker_entry_metadata(pk.encode_entry(md(i, partition_key=f"k{i}"), b"v"), index=i * 10 + 9)
+        ps.append(ml.add_entry(e))
+    Compactor(store, ml).compact()
+    view = CompactedTopic.open(store, ml)
+    assert view.find_entry_by_index(0) == ps[0] and view.find_entry_by_index(25) == ps[2]
+    assert view.find_entry_by_index(59) == ps[5] and view.find_entry_by_index(60) is None
