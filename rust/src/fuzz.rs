@@ -727,6 +727,139 @@ pub struct Target {
     pub seeds: fn() -> Vec<Vec<u8>>,
 }
 
+/// Transaction-log entries: the split against the record decoders and both Arrow kernels, which
+/// must agree on how many records an entry holds and on whether it decodes.
+pub fn fuzz_txn_log(data: &[u8]) -> bool {
+    use crate::codec::txn::{decode_pending_ack, decode_txn_metadata, pack_batched_entry, split_entry};
+    let n = data.len();
+    let arr = BinaryArray::from(vec![data]);
+    let col = EntryColumn::from_array(&arr).unwrap();
+    let tl = bulk::txn::explode_transaction_log(&col);
+    let pa = bulk::txn::explode_pending_ack_log(&col);
+    let split = match split_entry(data) {
+        Ok(s) => s,
+        Err(e) => {
+            check_err(&e, n, "split_entry");
+            assert_eq!(tl.num_rows(), 1);
+            assert_eq!(pa.num_rows(), 1);
+            return false;
+        }
+    };
+    for r in &split.records {
+        assert!(r.end <= n);
+    }
+    let txn_ok = split.records.iter().all(|r| match decode_txn_metadata(&data[r.clone()]) {
+        Ok(_) => true,
+        Err(e) => {
+            check_err(&e, r.len(), "decode_txn_metadata");
+            false
+        }
+    });
+    let pa_ok = split.records.iter().all(|r| decode_pending_ack(&data[r.clone()]).is_ok());
+    let errors = |b: &RecordBatch| b.column_by_name("error").unwrap().null_count() != b.num_rows();
+    assert_eq!(!errors(&tl), txn_ok, "kernel and decoder disagree on a transaction-log entry");
+    assert_eq!(!errors(&pa), pa_ok, "kernel and decoder disagree on a pending-ack entry");
+    if txn_ok {
+        assert_eq!(tl.num_rows(), split.records.len()); // an empty batch has no record rows
+    }
+    if split.batched {
+        // Re-packing the records gives an entry that splits into the same records.
+        let recs: Vec<&[u8]> = split.records.iter().map(|r| &data[r.clone()]).collect();
+        let mut again = Vec::new();
+        pack_batched_entry(recs.iter().copied(), &mut again);
+        let back = split_entry(&again).unwrap();
+        assert_eq!(back.records.len(), recs.len());
+    }
+    txn_ok || pa_ok
+}
+
+/// Compaction over arbitrary entries: phase one's records, rebatching (keep all, keep none, keep
+/// even indexes, both formats) read back with the same retained messages, the last message position,
+/// and raw-message framing round trips.
+pub fn fuzz_compaction(data: &[u8]) -> bool {
+    use crate::codec::compaction::{
+        compaction_records, decode_raw_message, encode_raw_message, last_message_position, rebatch, BatchFormat,
+    };
+    use crate::codec::proto::MessageIdData;
+    let n = data.len();
+    if let Err(e) = decode_raw_message(data) {
+        check_err(&e, n, "decode_raw_message");
+    }
+    let recs = match compaction_records(data, FUZZ_LIMIT) {
+        Ok(r) => r,
+        Err(e) => {
+            check_err(&e, n, "compaction_records");
+            return false;
+        }
+    };
+    let id = MessageIdData { ledger_id: 3, entry_id: 4, partition: Some(-1), ..Default::default() };
+    let raw = encode_raw_message(&id, data).unwrap();
+    let (back, entry) = decode_raw_message(&raw).unwrap();
+    assert_eq!((back.ledger_id, back.entry_id, entry), (3, 4, data));
+    let _ = last_message_position(data, FUZZ_LIMIT);
+    let Some(recs) = recs else { return true };
+    if recs.iter().all(|r| r.batch_index < 0) {
+        return true; // taken whole (not a batch, or an encrypted one): phase two copies it, no rebatch
+    }
+    for format in [BatchFormat::Placeholders, BatchFormat::RetainedOnly] {
+        match rebatch(data, |i, _| i % 2 == 0, false, format, FUZZ_LIMIT) {
+            Ok(Some(out)) => {
+                let again = compaction_records(&out, FUZZ_LIMIT).expect("a rebatched entry decodes").unwrap();
+                let want: Vec<i32> = recs
+                    .iter()
+                    .filter(|r| r.batch_index % 2 == 0 && r.key.is_some() && r.payload_size > 0)
+                    .map(|r| r.batch_index)
+                    .collect();
+                assert_eq!(again.iter().map(|r| r.batch_index).collect::<Vec<_>>(), want);
+                let (last, _) = last_message_position(&out, FUZZ_LIMIT).expect("last position of a rebatched entry");
+                assert!(want.contains(&last) || last == -1);
+            }
+            Ok(None) => {}
+            Err(e) => check_err(&e, n, "rebatch"),
+        }
+    }
+    true
+}
+
+pub fn seeds_txn_log() -> Vec<Vec<u8>> {
+    use crate::codec::proto::{transaction, TransactionMetadataEntry};
+    use crate::codec::txn::pack_batched_entry;
+    let rec = |i: u64| {
+        TransactionMetadataEntry {
+            metadata_op: Some((i % 4) as i32),
+            txnid_least_bits: Some(i),
+            txnid_most_bits: Some(1),
+            partitions: vec![format!("persistent://t/n/p{i}")],
+            timeout_ms: Some(1000),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    let pa = transaction::PendingAckMetadataEntry {
+        pending_ack_op: Some(1),
+        ack_type: Some(0),
+        txnid_least_bits: Some(1),
+        txnid_most_bits: Some(0),
+        pending_ack_metadata: vec![transaction::PendingAckMetadata {
+            ledger_id: 5,
+            entry_id: 6,
+            ack_set: vec![-2, 7],
+            batch_size: Some(70),
+        }],
+    }
+    .encode_to_vec();
+    let recs: Vec<Vec<u8>> = (0..4).map(rec).collect();
+    let mut batched = Vec::new();
+    pack_batched_entry(recs.iter().map(Vec::as_slice), &mut batched);
+    let mut pa_batched = Vec::new();
+    pack_batched_entry([pa.as_slice(), pa.as_slice()], &mut pa_batched);
+    vec![batched, rec(9), pa, pa_batched]
+}
+
+pub fn seeds_compaction() -> Vec<Vec<u8>> {
+    sample_entries()
+}
+
 pub fn targets() -> Vec<Target> {
     vec![
         Target { name: "entry_parse", run: fuzz_entry_parse, seeds: seeds_entry_parse },
@@ -753,6 +886,8 @@ pub fn targets() -> Vec<Target> {
         },
         Target { name: "frame_decoder", run: fuzz_frame_decoder, seeds: seeds_frame_decoder },
         Target { name: "bulk", run: fuzz_bulk, seeds: seeds_bulk },
+        Target { name: "txn_log", run: fuzz_txn_log, seeds: seeds_txn_log },
+        Target { name: "compaction", run: fuzz_compaction, seeds: seeds_compaction },
     ]
 }
 

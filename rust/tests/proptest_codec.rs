@@ -8,12 +8,15 @@ use prost::Message as _;
 use pulsarkit::bulk::{self, EntryColumn};
 use pulsarkit::codec::batch::{append_record, decode_batch, encode_batch, encode_single, entry_messages, parse_entry};
 use pulsarkit::codec::command::{encode_frame, FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
+use pulsarkit::codec::compaction::{last_message_position, rebatch, BatchFormat};
 use pulsarkit::codec::compression::{compress, decompress, Codec, DEFAULT_DECOMPRESSION_LIMIT};
 use pulsarkit::codec::crc::{crc32c, crc32c_resume};
 use pulsarkit::codec::entry::{
     add_broker_entry_metadata, peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
 };
 use pulsarkit::codec::proto::{BrokerEntryMetadata, KeyValue, MessageMetadata, SingleMessageMetadata};
+use pulsarkit::codec::proto::{Subscription, TransactionMetadataEntry};
+use pulsarkit::codec::txn::{batched_entry_size, decode_txn_metadata, pack_batched_entry, split_entry};
 use pulsarkit::error::Error;
 use pulsarkit::fuzz;
 
@@ -90,6 +93,28 @@ fn single_message() -> impl Strategy<Value = (SingleMessageMetadata, Vec<u8>)> {
 }
 
 /// A valid entry: single or batched, any codec, with or without checksum and broker entry metadata.
+fn txn_record() -> impl Strategy<Value = TransactionMetadataEntry> {
+    (
+        prop::option::of(0i32..4),
+        prop::option::of(any::<u64>()),
+        prop::option::of(any::<u64>()),
+        prop::option::of(0i32..5),
+        prop::collection::vec("[a-z:/0-9-]{0,30}", 0..4),
+        prop::collection::vec(("[a-z]{1,8}", "[a-z]{1,8}"), 0..3),
+        prop::option::of(any::<u64>()),
+    )
+        .prop_map(|(op, least, most, status, partitions, subs, timeout)| TransactionMetadataEntry {
+            metadata_op: op,
+            txnid_least_bits: least,
+            txnid_most_bits: most,
+            new_status: status,
+            partitions,
+            subscriptions: subs.into_iter().map(|(topic, subscription)| Subscription { topic, subscription }).collect(),
+            timeout_ms: timeout,
+            ..Default::default()
+        })
+}
+
 fn entry() -> impl Strategy<Value = Vec<u8>> {
     (
         metadata(),
@@ -294,6 +319,54 @@ proptest! {
         for r in 0..n {
             prop_assert_eq!(bi.value(r), r as i32);
             prop_assert_eq!(idx.value(r), (index as i64).wrapping_sub(n as i64).wrapping_add(r as i64 + 1));
+        }
+    }
+
+    /// Transaction-log records: packed into a PIP-160 entry, split and decoded back field by field.
+    #[test]
+    fn txn_records_round_trip(recs in prop::collection::vec(txn_record(), 0..20)) {
+        let enc: Vec<Vec<u8>> = recs.iter().map(|r| r.encode_to_vec()).collect();
+        let mut entry = Vec::new();
+        pack_batched_entry(enc.iter().map(Vec::as_slice), &mut entry);
+        prop_assert_eq!(entry.len(), batched_entry_size(enc.iter().map(Vec::as_slice)));
+        let split = split_entry(&entry).unwrap();
+        prop_assert!(split.batched);
+        prop_assert_eq!(split.records.len(), recs.len());
+        for (r, range) in recs.iter().zip(&split.records) {
+            let d = decode_txn_metadata(&entry[range.clone()]).unwrap();
+            let text = |x: &std::ops::Range<usize>| String::from_utf8(entry[range.start + x.start..range.start + x.end].to_vec()).unwrap();
+            prop_assert_eq!(d.op, r.metadata_op);
+            prop_assert_eq!((d.txnid_most_bits, d.txnid_least_bits), (r.txnid_most_bits.unwrap_or(0), r.txnid_least_bits.unwrap_or(0)));
+            prop_assert_eq!(d.new_status, r.new_status);
+            prop_assert_eq!(d.partitions.iter().map(text).collect::<Vec<_>>(), r.partitions.clone());
+            prop_assert_eq!(d.subscriptions.len(), r.subscriptions.len());
+            prop_assert_eq!(d.timeout_ms, r.timeout_ms);
+        }
+    }
+
+    /// Compaction: rebatching a batch keeps exactly the chosen messages under their own indexes, in
+    /// both formats, and the kept entry's last message position is the last kept index.
+    #[test]
+    fn rebatch_keeps_exactly_the_chosen_messages(
+        md in metadata(), msgs in prop::collection::vec(single_message(), 1..8), c in codec(), keep in any::<u8>(), only in any::<bool>()
+    ) {
+        let pairs: Vec<(SingleMessageMetadata, &[u8])> = msgs.iter().map(|(s, p)| (s.clone(), &p[..])).collect();
+        let b = encode_batch(&md, &pairs, c, true).unwrap();
+        let keep_it = |i: i32| keep >> (i % 8) & 1 == 1;
+        let format = if only { BatchFormat::RetainedOnly } else { BatchFormat::Placeholders };
+        let want: Vec<i32> = msgs.iter().enumerate()
+            .filter(|(i, (s, p))| !s.compacted_out.unwrap_or(false) && s.partition_key.is_some() && !p.is_empty() && keep_it(*i as i32))
+            .map(|(i, _)| i as i32).collect();
+        match rebatch(&b, |i, _| keep_it(i), false, format, DEFAULT_DECOMPRESSION_LIMIT).unwrap() {
+            None => prop_assert!(want.is_empty()),
+            Some(out) => {
+                let e = parse_entry(&out, true).unwrap();
+                prop_assert_eq!(&e.metadata.compacted_batch_indexes, &want);
+                let got: Vec<i32> = entry_messages(&out, &e, false, DEFAULT_DECOMPRESSION_LIMIT).unwrap().iter().map(|m| m.batch_index).collect();
+                prop_assert_eq!(&got, &want);
+                let last = last_message_position(&out, DEFAULT_DECOMPRESSION_LIMIT).unwrap().0;
+                prop_assert_eq!(last, if msgs.len() <= 1 { -1 } else { *want.last().unwrap() });
+            }
         }
     }
 
