@@ -71,13 +71,16 @@ def test_records_round_trip_batched_or_single(recs, batched):
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.integers(0, 2**63), st.integers(0, 2**63), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4)),
+        st.tuples(
+            st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4)
+        ),
         max_size=5,
     ),
     st.sampled_from(["ACK", "COMMIT", "ABORT"]),
     st.sampled_from(["Individual", "Cumulative"]),
 )
 def test_pending_ack_records_round_trip(positions, op, ack_type):
+    """Positions are Java longs: the ids come back as signed 64-bit values, as the broker holds them."""
     rec = pending_ack_record(
         op, (1, 2), [(lid, eid, acks, 64 if acks else None) for lid, eid, acks in positions], ack_type
     )
