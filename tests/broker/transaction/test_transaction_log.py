@@ -171,3 +171,21 @@ def test_pending_ack_store_replay_and_trimming(store):
     md2 = pas.clear_useless_log_data(Position(6, 0))
     assert md2 is not None and md2 >= pas.managed_ledger.previous_position(Position(*b))
     pas.close()
+
+
+def test_metrics_of_both_writers_under_their_prefixes(store):
+    """``TransactionBatchWriterMetricsTest``: the coordinator log and a pending-ack store each record
+    their batches and max-delay flushes under their own prefix."""
+    reg = CollectorRegistry()
+    cfg = TxnLogBufferedWriterConfig(batch_enabled=True, max_records=512, max_size=4 << 20, max_delay_ms=1)
+    tlog = TransactionLog(store, 0, cfg, metrics_registry=reg, broker="b1")
+    pas = PendingAckStore(store, "t/n/persistent/x", "sub", cfg, metrics_registry=reg, broker="b1")
+    fs = [tlog.append(txn_metadata_record("NEW", (0, i), timeout_ms=5)) for i in range(10)]
+    fs += [pas.append_commit_mark((0, i)) for i in range(10)]
+    for f in fs:
+        f.result(timeout=10)
+    for p in ("pulsar_txn_tc", "pulsar_txn_pending_ack_store"):
+        assert reg.get_sample_value(f"{p}_bufferedwriter_batch_records_sum", {"broker": "b1"}) == 10
+        assert reg.get_sample_value(f"{p}_bufferedwriter_flush_trigger_max_delay_total", {"broker": "b1"}) >= 1
+    tlog.close()
+    pas.close()
