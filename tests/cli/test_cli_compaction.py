@@ -38,6 +38,8 @@ def test_compacted_view_table_json_and_parquet(tmp_path, capsys):
         main(["compacted", str(tmp_path / "d"), "table", "--format", "parquet", "-o", str(tmp_path / "c.parquet")]) == 0
     )
     assert pq.read_table(tmp_path / "c.parquet").num_rows == 4
+    assert main(["compacted", str(tmp_path / "d"), "table", "--parquet", str(tmp_path / "d.parquet")]) == 0
+    assert pq.read_table(tmp_path / "d.parquet").num_rows == 4
 
 
 def test_last_message_id_follows_the_tail_past_the_horizon(tmp_path, capsys):

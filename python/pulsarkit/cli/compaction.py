@@ -1,6 +1,6 @@
 """Compacted topics of a data directory, read-only::
 
-    pulsarkit compacted DATA_DIR TOPIC         [--format table|json|parquet] [-o FILE]
+    pulsarkit compacted DATA_DIR TOPIC         [--json | --parquet FILE | --format table|json|parquet -o FILE]
     pulsarkit last-message-id DATA_DIR TOPIC   [--json]
 
 ``compacted`` lists what a ``readCompacted`` reader gets (the compacted ledger below the horizon, the
@@ -16,6 +16,7 @@ import json
 import pyarrow.parquet as pq
 
 from ..analysis.compaction import compacted_messages, compacted_table, compacted_topic
+from ..analysis.records import DataDirError
 from .command import Runner, command, overwrite_arg
 from .datadir import _FORMATS_TABLE, _dir_args, _finish, _open, _out_file, _table, _with_output
 
@@ -34,6 +35,7 @@ def _compacted(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("topic", metavar="TOPIC")
     p.add_argument("--format", choices=_FORMATS_TABLE, default="table")
     p.add_argument("--json", action="store_const", dest="format", const="json", help="same as --format json")
+    p.add_argument("--parquet", metavar="FILE", help="same as --format parquet -o FILE")
     p.add_argument("-o", "--output", help="output file (parquet)")
     overwrite_arg(p)
 
@@ -60,7 +62,14 @@ def _compacted(p: argparse.ArgumentParser) -> Runner:
             )
         return _finish(dd, args)
 
-    return _with_output(run)
+    def with_parquet(args: argparse.Namespace) -> int:
+        if args.parquet:
+            if args.output:
+                raise DataDirError("give --parquet FILE or -o FILE, not both")
+            args.format, args.output = "parquet", args.parquet
+        return _with_output(run)(args)
+
+    return with_parquet
 
 
 @command("last-message-id", help="the last message id a readCompacted reader of a topic gets (PIP-429), broker-less")
