@@ -55,6 +55,8 @@ COMMANDS = [
     ("transactions",),
     ("compacted", "{}", TOPIC),
     ("last-message-id", "{}", TOPIC),
+    ("orphans",),
+    ("du",),
     ("readjournal",),
 ]
 

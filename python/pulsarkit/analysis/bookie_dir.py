@@ -63,6 +63,8 @@ class BookieDir:
         self.ledger_data: dict[int, Any] = {}
         self.locations: dict[int, dict[int, int]] = {}
         self.log_ledger_bytes: dict[int, int] = {}
+        #: log id -> its ``EntryLogMetadata`` (total and remaining size, bytes per ledger)
+        self.log_metadata: dict[int, Any] = {}
         led = index_current / "ledgers"
         pairs = self._index(led, "ledgers index", issues)
         if pairs is not None:
@@ -109,6 +111,8 @@ class BookieDir:
                 issues.append(Issue("unreadable_entry_log", str(self.reader.path_of(log_id)), None, str(e)))
                 continue
             empty = self.reader.file_size(log_id) == 0  # the preallocated next log (lastId names it)
+            if not empty:
+                self.log_metadata[log_id] = md
             for issue in md.issues:
                 if issue.kind != "zero_tail" and not empty:
                     issues.append(Issue(issue.kind, str(self.reader.path_of(log_id)), issue.offset, issue.message))

@@ -109,6 +109,15 @@ class DataDir:
     def _current(d: Path) -> Path:
         return d if d.name == "current" else d / "current"
 
+    def entry_logs(self) -> list[tuple[str, int, Any]]:
+        """``(entry-log path, log id, EntryLogMetadata)`` of every non-empty entry log, bookie by bookie:
+        ``total_size``, ``remaining_size`` and ``ledgers`` (ledger id -> bytes) as BookKeeper accounts them."""
+        out = []
+        for b in self._bookies:
+            for log_id, md in sorted(b.log_metadata.items()):
+                out.append((str(b.reader.path_of(log_id)), log_id, md))
+        return out
+
     def close(self) -> None:
         """Closes the entry-log files (the RocksDB copies were read and removed when it was opened)."""
         for b in self._bookies:

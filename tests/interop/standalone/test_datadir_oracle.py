@@ -39,6 +39,7 @@ from pulsarkit.analysis.backlog import iter_backlog
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id, phase_one
 from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import iter_messages, read_messages
+from pulsarkit.analysis.orphans import disk_usage_rows, find_orphans
 from pulsarkit.analysis.transactions import pending_ack_table, transaction_log_table, transactions, transactions_table
 from pulsarkit.bookkeeper import EntryLogReader
 from pulsarkit.bookkeeper.journal import journal_table, scan_journal
@@ -560,6 +561,22 @@ def test_our_compactor_keeps_the_same_key_to_message_id_map(oracle, kind):
             assert [Position(r["ledger_id"], r["entry_id"]) for r in out.to_pylist()] == [
                 p for p, _ in view.compacted_entries()
             ], topic
+
+
+def test_orphans_and_disk_usage_of_the_real_directory(oracle, kind):
+    """On the real directory: every ledger the bookie holds without metadata is found (the deleted topic's
+    and trimmed ledgers), nothing a topic, cursor, schema locator or compaction still uses is called an
+    orphan, and the per-ledger attribution adds up to BookKeeper's own remaining size of each log."""
+    with open_data_dir(oracle / kind / "data") as dd:
+        found = {f.ledger_id: f for f in find_orphans(dd)}
+        used = {led.ledger_id for led in dd.ledgers.values() if led.referenced}
+        assert not used & set(found)
+        on_disk_only = {lid for lid, led in dd.ledgers.items() if led.state == "DELETED" and led.entries_on_bookie}
+        assert {lid for lid, f in found.items() if f.category == "on_disk_only"} == on_disk_only
+        assert {f.category for f in found.values()} <= {"on_disk_only", "schema_unreferenced"}
+        rows = list(disk_usage_rows(dd))
+        for _, log_id, md in dd.entry_logs():
+            assert sum(r["bytes"] for r in rows if r["log_id"] == log_id) == md.remaining_size
 
 
 def test_not_one_byte_written_also_read_only(oracle, kind, tmp_path):

@@ -1,0 +1,362 @@
+"""Orphan ledgers and where every byte of the entry logs goes, from one snapshot of a data directory.
+
+:func:`find_orphans` joins every ledger the metadata store knows (with its custom metadata: component,
+managed ledger, cursor, schema id, compacted topic), every ledger something still refers to (a managed
+ledger's ledger list, a cursor, a schema locator, a topic's ``__compaction`` cursor) and every ledger
+the bookies hold, and classes what nothing owns:
+
+========================= ============================================================ ===========
+class                     meaning                                                      verdict
+========================= ============================================================ ===========
+``no_owner``              its managed ledger exists but does not list it (Pulsar        review
+                          #13238: metadata kept after a failed delete, or a ledger
+                          still being created when the snapshot was taken)
+``owner_gone``            the managed ledger its metadata names no longer exists        safe
+``deleted_subscription``  a cursor ledger of a subscription its topic no longer has     safe
+``schema_of_deleted``     a schema ledger whose ``/schemas`` node is gone              safe
+``schema_unreferenced``   a schema ledger its topic's schema locator does not list      review
+``old_compacted``         a compacted ledger that is not its topic's current one        safe
+``unknown_owner``         metadata without any custom metadata saying whose it is       review
+``on_disk_only``          entries on a bookie, no metadata (the bookie's GC deletes     safe
+                          its index entries and reclaims the bytes by compaction)
+``missing``               referenced, but neither metadata nor data (data loss, not     inconsistent
+                          an orphan; nothing to clean)
+========================= ============================================================ ===========
+
+``safe`` means nothing in this snapshot refers to the ledger; ``review`` means a person should look
+(a live broker may be mid-operation). :func:`cleanup_plan` turns the findings into a reviewable JSON
+plan; this module never deletes anything.
+
+:func:`disk_usage` attributes the bytes of each entry log to ledgers and owners, live or dead, and
+says why dead bytes are still on disk (a log is only reclaimed when compaction rewrites it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR
+from ..codec.protobuf_wire import fields
+from .datadir import DataDir
+
+#: Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
+MINOR_COMPACTION_THRESHOLD = 0.2
+MAJOR_COMPACTION_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class OrphanFinding:
+    ledger_id: int
+    category: str
+    verdict: str
+    kind: str
+    owner: str | None
+    evidence: str
+    state: str
+    entries: int
+    bytes_on_bookie: int
+
+
+def _schema_ledgers(locator: bytes) -> set[int]:
+    """Ledger ids a ``SchemaLocator`` (``info`` and ``index``: IndexEntry{position{ledgerId}}) refers to."""
+    out: set[int] = set()
+    try:
+        for f, entry in fields(locator):
+            if f not in (1, 2):
+                continue
+            for f2, pos in fields(bytes(entry)):
+                if f2 == 2:
+                    for f3, v in fields(bytes(pos)):
+                        if f3 == 1:
+                            out.add(int(v))
+    except Exception:  # noqa: BLE001 - a damaged locator refers to nothing we can trust
+        return set()
+    return out
+
+
+def _current_compacted(dd: DataDir) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for ml in dd.managed_ledger_names():
+        for c in dd.cursors(ml):
+            if c.name == COMPACTION_CURSOR and COMPACTED_LEDGER_PROPERTY in c.properties:
+                out[int(c.properties[COMPACTED_LEDGER_PROPERTY])] = ml
+    return out
+
+
+def find_orphans(dd: DataDir) -> list[OrphanFinding]:
+    """Every ledger nothing owns, with evidence and a verdict (see the module docstring)."""
+    listed = {li.ledgerId for info in dd.ml_infos.values() for li in info.ledgerInfo}
+    cursor_ledgers = {
+        ci.cursorsLedgerId for curs in dd.cursor_infos.values() for ci in curs.values() if ci.cursorsLedgerId >= 0
+    }
+    compacted = _current_compacted(dd)
+    schema_refs = {sid: _schema_ledgers(loc) for sid, loc in dd.schemas.items()}
+    max_listed = {ml: max((li.ledgerId for li in info.ledgerInfo), default=-1) for ml, info in dd.ml_infos.items()}
+    out: list[OrphanFinding] = []
+    for lid, led in sorted(dd.ledgers.items()):
+        cm = led.custom_metadata
+        row = dict(
+            ledger_id=lid,
+            kind=led.kind,
+            state=led.state,
+            entries=led.entries,
+            bytes_on_bookie=led.bytes_on_bookie,
+        )
+        if led.state == "DELETED":
+            if led.referenced or lid in listed or lid in cursor_ledgers:
+                if led.entries_on_bookie == 0:
+                    out.append(
+                        OrphanFinding(
+                            **row,
+                            category="missing",
+                            verdict="inconsistent",
+                            owner=led.managed_ledger,
+                            evidence=f"listed by {led.managed_ledger or 'a cursor'}, but no metadata and no entries",
+                        )
+                    )
+            elif led.entries_on_bookie:
+                out.append(
+                    OrphanFinding(
+                        **row,
+                        category="on_disk_only",
+                        verdict="safe",
+                        owner=None,
+                        evidence=f"{led.entries_on_bookie} entries on the bookie, no ledger metadata"
+                        + (f" (held {led.deleted_guess} data)" if led.deleted_guess else ""),
+                    )
+                )
+            continue
+        if led.kind == "compacted":
+            topic = cm.get("pulsar/compactedTopic", b"").decode("utf-8", "replace")
+            if lid not in compacted:
+                out.append(
+                    OrphanFinding(
+                        **row,
+                        category="old_compacted",
+                        verdict="safe",
+                        owner=topic or None,
+                        evidence="no topic's __compaction cursor names it"
+                        + (f" ({topic} compacts into another ledger)" if topic else ""),
+                    )
+                )
+            continue
+        if led.kind == "schema":
+            sid = cm.get("pulsar/schemaId", b"").decode("utf-8", "replace")
+            if sid not in schema_refs:
+                out.append(
+                    OrphanFinding(
+                        **row,
+                        category="schema_of_deleted",
+                        verdict="safe",
+                        owner=sid or None,
+                        evidence=f"no /schemas/{sid} node" if sid else "no pulsar/schemaId in its metadata",
+                    )
+                )
+            elif lid not in schema_refs[sid]:
+                out.append(
+                    OrphanFinding(
+                        **row,
+                        category="schema_unreferenced",
+                        verdict="review",
+                        owner=sid,
+                        evidence=f"/schemas/{sid} lists ledgers {sorted(schema_refs[sid])}, not this one",
+                    )
+                )
+            continue
+        ml = led.managed_ledger
+        if led.kind == "cursor":
+            if lid in cursor_ledgers:
+                continue
+            cursor = cm.get("pulsar/cursor", b"").decode("utf-8", "replace") or led.cursor
+            if ml not in dd.ml_infos:
+                cat, ev = "owner_gone", f"cursor {cursor!r} of managed ledger {ml!r}, which no longer exists"
+            elif cursor not in {c.name for c in dd.cursors(ml)}:
+                cat, ev = "deleted_subscription", f"{ml} has no subscription {cursor!r} any more"
+            else:
+                cat, ev = "no_owner", f"subscription {cursor!r} exists but its cursor uses another ledger"
+            out.append(OrphanFinding(**row, category=cat, verdict="safe", owner=ml, evidence=ev))
+            continue
+        if ml is None:
+            if not cm:
+                out.append(
+                    OrphanFinding(
+                        **row,
+                        category="unknown_owner",
+                        verdict="review",
+                        owner=None,
+                        evidence="ledger metadata without custom metadata: not created by a Pulsar broker",
+                    )
+                )
+            continue
+        if lid in listed:
+            continue
+        if ml not in dd.ml_infos:
+            out.append(
+                OrphanFinding(
+                    **row,
+                    category="owner_gone",
+                    verdict="safe",
+                    owner=ml,
+                    evidence=f"managed ledger {ml!r} named by its metadata no longer exists",
+                )
+            )
+            continue
+        newest = lid > max_listed.get(ml, -1) and led.state == "OPEN"
+        out.append(
+            OrphanFinding(
+                **row,
+                category="no_owner",
+                verdict="review",
+                owner=ml,
+                evidence=f"{ml} lists {len(dd.ml_ledgers(ml))} ledgers, not this one"
+                + (
+                    "; it is OPEN and newer than all of them: possibly a ledger being created"
+                    if newest
+                    else "; left behind (Pulsar #13238: metadata kept after its delete failed)"
+                ),
+            )
+        )
+    return out
+
+
+ORPHANS_SCHEMA = pa.schema(
+    [
+        ("ledger_id", pa.int64()),
+        ("category", pa.string()),
+        ("verdict", pa.string()),
+        ("kind", pa.string()),
+        ("owner", pa.string()),
+        ("evidence", pa.string()),
+        ("state", pa.string()),
+        ("entries", pa.int64()),
+        ("bytes_on_bookie", pa.int64()),
+    ]
+)
+
+
+def orphans_table(dd: DataDir) -> Any:
+    return pa.Table.from_pylist([asdict(f) for f in find_orphans(dd)], schema=ORPHANS_SCHEMA)
+
+
+def cleanup_plan(dd: DataDir, include_review: bool = False) -> dict[str, Any]:
+    """A reviewable plan (plain JSON): the ledgers whose deletion is safe by this snapshot, each with
+    its reason and bytes, and the snapshot facts an executor must re-check before deleting."""
+    items = []
+    for f in find_orphans(dd):
+        if f.verdict == "safe" or (include_review and f.verdict == "review"):
+            if f.category == "on_disk_only":
+                action = "none: the bookie's GC reclaims it (no metadata to delete)"
+            else:
+                action = "delete ledger metadata (the bookies then reclaim the entries)"
+            items.append({**asdict(f), "action": action})
+    return {
+        "kind": "orphan-ledger-cleanup",
+        "metadata_dir": str(dd.metadata_dir),
+        "ledgers_in_metadata": len(dd.ledger_metadata),
+        "managed_ledgers": len(dd.ml_infos),
+        "items": items,
+        "bytes": sum(i["bytes_on_bookie"] for i in items),
+    }
+
+
+# ------------------------------------------------------------------------------------ disk usage
+
+
+def _owner_of(dd: DataDir, lid: int, orphan: dict[int, OrphanFinding]) -> tuple[str, str | None]:
+    led = dd.ledgers.get(lid)
+    if led is None or led.state == "DELETED":
+        return "deleted", led.deleted_guess if led is not None else None
+    if lid in orphan:
+        return "orphan", orphan[lid].owner
+    if led.kind == "topic":
+        return "topic", led.topic
+    if led.kind in ("transaction_log", "pending_ack"):
+        return "transactions", led.topic
+    if led.kind == "schema":
+        return "schema", led.custom_metadata.get("pulsar/schemaId", b"").decode("utf-8", "replace") or None
+    return led.kind, led.topic or led.managed_ledger
+
+
+def disk_usage_rows(
+    dd: DataDir,
+    minor_threshold: float = MINOR_COMPACTION_THRESHOLD,
+    major_threshold: float = MAJOR_COMPACTION_THRESHOLD,
+) -> Iterator[dict[str, Any]]:
+    """One row per (entry log, ledger): bytes, live or dead, owner class, and for dead bytes why they
+    are still there."""
+    orphan = {f.ledger_id: f for f in find_orphans(dd)}
+    for path, log_id, md in dd.entry_logs():
+        live_bytes = sum(size for lid, size in md.ledgers.items() if _live(dd, lid))
+        usage = live_bytes / md.total_size if md.total_size else 0.0
+        for lid, size in sorted(md.ledgers.items()):
+            live = _live(dd, lid)
+            owner_class, owner = _owner_of(dd, lid, orphan)
+            if live:
+                reason = "orphan: nothing refers to it (see pulsarkit orphans)" if lid in orphan else "live"
+            elif usage >= major_threshold:
+                reason = (
+                    f"deleted ledger in a log still {usage:.0%} live: at or above the major compaction "
+                    f"threshold {major_threshold:.0%}, so no compaction rewrites it"
+                )
+            elif usage >= minor_threshold:
+                reason = (
+                    f"deleted ledger in a log {usage:.0%} live: only the next major compaction "
+                    f"(threshold {major_threshold:.0%}) rewrites it"
+                )
+            else:
+                reason = f"deleted ledger in a log {usage:.0%} live: the next minor compaction reclaims it"
+            yield {
+                "entry_log": path,
+                "log_id": log_id,
+                "log_total_size": md.total_size,
+                "log_usage": round(usage, 4),
+                "ledger_id": lid,
+                "bytes": size,
+                "live": live,
+                "owner_class": owner_class,
+                "owner": owner,
+                "reason": reason,
+            }
+
+
+def _live(dd: DataDir, lid: int) -> bool:
+    led = dd.ledgers.get(lid)
+    return led is not None and led.state != "DELETED"
+
+
+DISK_USAGE_SCHEMA = pa.schema(
+    [
+        ("entry_log", pa.string()),
+        ("log_id", pa.int64()),
+        ("log_total_size", pa.int64()),
+        ("log_usage", pa.float64()),
+        ("ledger_id", pa.int64()),
+        ("bytes", pa.int64()),
+        ("live", pa.bool_()),
+        ("owner_class", pa.string()),
+        ("owner", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+
+
+def disk_usage_table(dd: DataDir, **thresholds: float) -> Any:
+    return pa.Table.from_pylist(list(disk_usage_rows(dd, **thresholds)), schema=DISK_USAGE_SCHEMA)
+
+
+__all__ = [
+    "DISK_USAGE_SCHEMA",
+    "MAJOR_COMPACTION_THRESHOLD",
+    "MINOR_COMPACTION_THRESHOLD",
+    "ORPHANS_SCHEMA",
+    "OrphanFinding",
+    "cleanup_plan",
+    "disk_usage_rows",
+    "disk_usage_table",
+    "find_orphans",
+    "orphans_table",
+]

@@ -1,0 +1,130 @@
+"""Why the bookies' disks are full, read-only::
+
+    pulsarkit orphans DATA_DIR   [--json | --parquet FILE] [--plan FILE [--include-review]]
+    pulsarkit du DATA_DIR        [--by log|owner|ledger] [--json | --parquet FILE]
+
+``orphans`` lists every ledger nothing owns, with its evidence and whether deleting it is safe by this
+snapshot; ``--plan`` writes the reviewable cleanup plan (JSON). ``du`` attributes every byte of the
+entry logs to its ledger and owner, live or dead, and says why dead bytes are still on disk. Nothing
+is ever deleted by these commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+
+import pyarrow.parquet as pq
+
+from ..analysis.orphans import (
+    MAJOR_COMPACTION_THRESHOLD,
+    MINOR_COMPACTION_THRESHOLD,
+    cleanup_plan,
+    disk_usage_rows,
+    disk_usage_table,
+    orphans_table,
+)
+from ..analysis.records import DataDirError
+from .command import Runner, command, output_file, overwrite_arg
+from .datadir import _dir_args, _finish, _inputs, _open, _table
+
+
+def _parquet_or_json(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="one JSON object per line")
+    g.add_argument("--parquet", metavar="FILE", help="write a Parquet file instead of printing")
+    overwrite_arg(p)
+
+
+@command("orphans", help="ledgers nothing owns (metadata without owner, on disk without metadata, ...), read-only")
+def _orphans(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    _parquet_or_json(p)
+    p.add_argument("--plan", metavar="FILE", help="also write the cleanup plan (JSON) for review")
+    p.add_argument("--include-review", action="store_true", help="put 'review' findings in the plan too")
+
+    def run(args: argparse.Namespace) -> int:
+        dd = _open(args)
+        if args.plan:
+            with output_file(args.plan, overwrite=args.overwrite, inputs=_inputs(args)) as dest:
+                with open(dest, "w") as f:
+                    json.dump(cleanup_plan(dd, include_review=args.include_review), f, indent=1)
+        if args.parquet:
+            with output_file(args.parquet, overwrite=args.overwrite, inputs=_inputs(args)) as dest:
+                pq.write_table(orphans_table(dd), dest)
+        elif args.json:
+            for f in orphans_table(dd).to_pylist():
+                print(json.dumps(f))
+        else:
+            rows = orphans_table(dd).to_pylist()
+            _table(rows, ["ledger_id", "category", "verdict", "owner", "bytes_on_bookie", "evidence"])
+            safe = sum(r["bytes_on_bookie"] for r in rows if r["verdict"] == "safe")
+            print(f"{len(rows)} orphan ledger(s); {safe} bytes held by the ones safe to delete")
+        return _finish(dd, args)
+
+    return run
+
+
+@command("du", help="every byte of the entry logs by ledger and owner, live or dead, and why dead bytes remain")
+def _du(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    p.add_argument("--by", choices=("log", "owner", "ledger"), default="log", help="how the table is grouped")
+    _parquet_or_json(p)
+
+    def run(args: argparse.Namespace) -> int:
+        dd = _open(args)
+        if args.parquet:
+            with output_file(args.parquet, overwrite=args.overwrite, inputs=_inputs(args)) as dest:
+                pq.write_table(disk_usage_table(dd), dest)
+            return _finish(dd, args)
+        rows = list(disk_usage_rows(dd))
+        if args.by == "ledger":
+            out = rows
+            cols = ["log_id", "ledger_id", "bytes", "live", "owner_class", "owner", "reason"]
+        elif args.by == "owner":
+            agg: dict[tuple[str, str | None, bool], int] = defaultdict(int)
+            for r in rows:
+                agg[(r["owner_class"], r["owner"], r["live"])] += r["bytes"]
+            out = [
+                {"owner_class": c, "owner": o, "live": lv, "bytes": b} for (c, o, lv), b in sorted(agg.items(), key=str)
+            ]
+            cols = ["owner_class", "owner", "live", "bytes"]
+        else:
+            logs: dict[int, dict] = {}
+            for r in rows:
+                g = logs.setdefault(
+                    r["log_id"],
+                    {
+                        "log_id": r["log_id"],
+                        "total": r["log_total_size"],
+                        "live": 0,
+                        "dead": 0,
+                        "usage": r["log_usage"],
+                    },
+                )
+                g["live" if r["live"] else "dead"] += r["bytes"]
+            out = list(logs.values())
+            for g in out:
+                if not g["dead"]:
+                    g["next_step"] = "nothing to reclaim"
+                elif g["usage"] < MINOR_COMPACTION_THRESHOLD:
+                    g["next_step"] = "minor compaction reclaims it"
+                elif g["usage"] < MAJOR_COMPACTION_THRESHOLD:
+                    g["next_step"] = "major compaction reclaims it"
+                else:
+                    g["next_step"] = "kept: usage above both thresholds"
+            cols = ["log_id", "total", "live", "dead", "usage", "next_step"]
+        if args.json:
+            for r in out:
+                print(json.dumps(r))
+        else:
+            _table(out, cols)
+            live = sum(r["bytes"] for r in rows if r["live"])
+            dead = sum(r["bytes"] for r in rows if not r["live"])
+            print(f"{len({r['log_id'] for r in rows})} entry log(s): {live} live bytes, {dead} dead bytes")
+        if not rows and not dd.entry_logs():
+            raise DataDirError("no entry logs in this data directory")
+        return _finish(dd, args)
+
+    return run
