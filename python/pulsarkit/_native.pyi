@@ -214,6 +214,17 @@ def bulk_compact_by_indexes(
     max_uncompressed_size: int = ...,
 ) -> Any: ...
 
+# Bookie GC: the transactional entry-log compactor (phases one and two) and its recovery
+def compact_entry_log(
+    directory: str | os.PathLike[str],
+    src_log_id: int,
+    dst_log_id: int,
+    live: dict[int, tuple[str, bytes] | None],
+    fsync: bool = True,
+) -> dict[str, Any]: ...
+def compacted_locations(path: str | os.PathLike[str], dst_log_id: int) -> Any: ...
+def parse_compacted_name(name: str) -> tuple[int, int] | None: ...
+
 # BookKeeper: entry digests and entry logs
 ENTRY_LOG_DEFAULT_MAX_RECORD_SIZE: int
 ENTRY_LOG_DEFAULT_SIZE_LIMIT: int

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import _native
 from ..errors import (
     BookieError,
     CorruptEntryError,
@@ -368,6 +369,76 @@ class SingleDirectoryDbLedgerStorage:
         ids, self._seen_rotations = rotated[self._seen_rotations :], len(rotated)
         cur = getattr(w, "current_log_id", None)
         return ids + ([cur] if cur is not None else [])
+
+    # -- garbage collection (bookkeeper.gc drives these; the index and the files are this class's) ----
+
+    def active_log_id(self) -> int | None:
+        """The log the writer appends to (never garbage-collected or compacted)."""
+        return getattr(self.writer, "current_log_id", None) if self.writer is not None else None
+
+    def entry_log_ids(self) -> list[int]:
+        return _log_ids(self.current)
+
+    def entry_log_metadata(self, log_id: int) -> Any:
+        """``EntryLogMetadata`` of a log: its ledgers map (or a scan), total and remaining size."""
+        return entrylog.EntryLogReader(self.current).metadata(log_id)
+
+    def next_log_id(self) -> int:
+        """An id above every log, compaction leftover and ``lastId`` (``EntryLogger`` allocation)."""
+        ids = list(self.entry_log_ids())
+        for name in os.listdir(self.current):
+            if ".log." in name:
+                head = name.split(".log.", 1)[0]
+                try:
+                    ids.append(int(head, 16))
+                except ValueError:
+                    pass
+                pair = _native.parse_compacted_name(name)
+                if pair is not None:
+                    ids.extend(pair)
+        try:
+            with open(os.path.join(self.current, "lastId")) as f:
+                ids.append(int(f.read().strip(), 16))
+        except (OSError, ValueError):
+            pass
+        active = self.active_log_id()
+        if active is not None:
+            ids.append(active)
+        return max(ids, default=-1) + 1
+
+    def remove_entry_log(self, log_id: int) -> None:
+        """Deletes a log file (``removeEntryLog``), its cached reader first."""
+        self.reader.refresh([log_id])
+        os.remove(os.path.join(self.current, f"{log_id:x}.log"))
+
+    def install_compacted_log(self, compacted_path: str, dst_log_id: int, src_log_id: int, locations: Any) -> int:
+        """Phase three of the transactional compactor: ``<dst>.log.<src>.compacted`` becomes
+        ``<dst>.log`` (hard link), the copied entries' locations move to it (only those still in the
+        source: a ledger deleted meanwhile stays deleted), the index is flushed, then the marker and
+        the source log are removed. Safe to repeat after a crash at any point. Returns entries moved."""
+        dst = os.path.join(self.current, f"{dst_log_id:x}.log")
+        if not os.path.exists(dst):
+            os.link(compacted_path, dst)
+        batch = key_value_storage.write_batch()
+        moved = 0
+        lids = locations.column("ledger_id").to_pylist()
+        eids = locations.column("entry_id").to_pylist()
+        locs = locations.column("location").to_pylist()
+        for lid, eid, loc in zip(lids, eids, locs, strict=True):
+            ld = self.ledger_data.get(lid)
+            if ld is None or not ld.exists:
+                continue
+            cur = self.locations_db.get(_KEY.pack(lid, eid))
+            if cur is not None and _ULONG.unpack(cur)[0] >> 32 == src_log_id:
+                batch.put(_KEY.pack(lid, eid), _ULONG.pack(loc))
+                moved += 1
+        self.locations_db.write(batch)
+        self.locations_db.flush()
+        os.remove(compacted_path)
+        if os.path.exists(os.path.join(self.current, f"{src_log_id:x}.log")):
+            self.remove_entry_log(src_log_id)
+        self.reader.refresh([dst_log_id])
+        return moved
 
     def close(self) -> None:
         try:

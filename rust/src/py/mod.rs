@@ -4,6 +4,7 @@ mod codec;
 mod compaction;
 mod entrylog;
 mod errors;
+mod gc;
 mod txn;
 
 use pyo3::prelude::*;
@@ -16,6 +17,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     entrylog::register(m)?;
     txn::register(m)?;
     compaction::register(m)?;
+    gc::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FILE_DESCRIPTOR_SET", pyo3::types::PyBytes::new(m.py(), crate::codec::proto::FILE_DESCRIPTOR_SET))?;
     let info = pyo3::types::PyDict::new(m.py());

@@ -11,6 +11,7 @@
 //! * [`arrow`]: [`arrow::MultiLogScan`], many logs into bounded Arrow record batches with the bookie
 //!   digest verified in the same pass.
 pub mod arrow;
+pub mod compact;
 pub mod format;
 pub mod reader;
 pub mod scan;

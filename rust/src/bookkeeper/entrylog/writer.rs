@@ -92,13 +92,43 @@ pub struct EntryLogWriter {
     reader: EntryLogReader,
 }
 
+/// Finishes a log whose records end at `pos`: appends the ledgers map (version-1 headers), makes it
+/// durable, then points the header at it. Returns the new end of the file. The compactor's
+/// `.compacting` logs are sealed the same way as rotated ones.
+pub fn seal_log(
+    file: &File,
+    pos: u64,
+    ledgers: &BTreeMap<i64, u64>,
+    header_version: i32,
+    fsync: bool,
+) -> io::Result<u64> {
+    let mut end = pos;
+    if header_version >= HEADER_V1 && !ledgers.is_empty() {
+        let map = encode_ledgers_map(ledgers);
+        file.write_all_at(&map, pos)?;
+        end += map.len() as u64;
+        // The map is durable before the header points at it.
+        if fsync {
+            file.sync_data()?;
+        }
+        let mut patch = [0u8; 12];
+        patch[..8].copy_from_slice(&(pos as i64).to_be_bytes());
+        patch[8..].copy_from_slice(&(ledgers.len() as i32).to_be_bytes());
+        file.write_all_at(&patch, LEDGERS_MAP_OFFSET_POSITION)?;
+    }
+    if fsync {
+        file.sync_data()?;
+    }
+    Ok(end)
+}
+
 /// Reads `lastId` (`hex(id)\n`); `None` when absent or unreadable.
 pub fn read_last_id(dir: &Path) -> Option<u64> {
     let s = std::fs::read_to_string(dir.join(LAST_ID_FILE)).ok()?;
     u64::from_str_radix(s.trim(), 16).ok()
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
@@ -317,24 +347,8 @@ impl EntryLogWriter {
 
     fn seal(&self, a: &mut ActiveLog) -> io::Result<()> {
         a.drain()?;
-        if self.opts.header_version >= HEADER_V1 && !a.ledgers.is_empty() {
-            let map_offset = a.pos;
-            let map = encode_ledgers_map(&a.ledgers);
-            a.file.write_all(&map)?;
-            a.written += map.len() as u64;
-            a.pos += map.len() as u64;
-            // The map is durable before the header points at it.
-            if self.opts.fsync {
-                a.file.sync_data()?;
-            }
-            let mut patch = [0u8; 12];
-            patch[..8].copy_from_slice(&(map_offset as i64).to_be_bytes());
-            patch[8..].copy_from_slice(&(a.ledgers.len() as i32).to_be_bytes());
-            a.file.write_all_at(&patch, LEDGERS_MAP_OFFSET_POSITION)?;
-        }
-        if self.opts.fsync {
-            a.file.sync_data()?;
-        }
+        a.pos = seal_log(&a.file, a.pos, &a.ledgers, self.opts.header_version, self.opts.fsync)?;
+        a.written = a.pos;
         Ok(())
     }
 

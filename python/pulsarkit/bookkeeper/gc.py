@@ -1,0 +1,342 @@
+"""Bookie garbage collection as BookKeeper's ``GarbageCollectorThread`` does it, for one ledger directory
+of pulsarkit's own bookie, in the plan → dry run → execute shape.
+
+:meth:`GarbageCollector.plan` is pure and returns a JSON-serialisable plan with a reason per item:
+
+1. ``doGcLedgers``: ledgers the bookie holds that the metadata store no longer has (with
+   ``verify_metadata_on_gc`` each is re-read before it counts; a ledger whose metadata read fails is
+   never deleted);
+2. ``doGcEntryLogs``: entry logs none of whose ledgers is left;
+3. ``doCompactEntryLogs``: the level that is due (major wins; ``force`` ignores intervals, as the
+   manual trigger does), and the logs under its usage threshold, lowest of the ten usage buckets first.
+
+:meth:`GarbageCollector.execute` re-checks every item against the current state (a ledger the metadata
+has again, a log whose size changed, the active log: skipped, and said so), recovers any compaction a
+crash interrupted, then deletes, removes and compacts. Compaction is the transactional compactor: the
+live records are copied natively, each entry's digest verified, into ``<dst>.log.compacting``, sealed
+and renamed ``<dst>.log.<src>.compacted``; then the index moves to ``<dst>.log`` and the source goes.
+A crash at any point leaves either the old log or the new one fully indexed (see :meth:`recover`).
+``max_time_ms`` stops between logs; throttling keeps copies under ``compaction_rate`` entries or bytes
+per second.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from .. import _native
+from ..errors import BookieError, PulsarkitError
+from .digest import digest_type_name
+from .ledger_storage import SingleDirectoryDbLedgerStorage
+
+
+@dataclass(frozen=True)
+class GcConfig:
+    """``ServerConfiguration``'s GC settings; defaults are Pulsar's ``conf/bookkeeper.conf``."""
+
+    gc_wait_time_ms: int = 900_000
+    minor_compaction_threshold: float = 0.2
+    minor_compaction_interval_s: int = 3600
+    major_compaction_threshold: float = 0.5
+    major_compaction_interval_s: int = 86_400
+    minor_compaction_max_time_ms: int = -1
+    major_compaction_max_time_ms: int = -1
+    #: ``isThrottleByBytes``: throttle by bytes per second instead of entries per second.
+    throttle_by_bytes: bool = False
+    compaction_rate_by_entries: int = 1000
+    compaction_rate_by_bytes: int = 1_000_000
+    force_allow_compaction: bool = True
+    verify_metadata_on_gc: bool = False
+    #: ``logSizeLimit`` for ``useTargetEntryLogSizeForGc`` (off by default, as in BookKeeper).
+    use_target_entry_log_size_for_gc: bool = False
+    log_size_limit: int = 1 << 30
+
+    def minor_enabled(self) -> bool:
+        return self.minor_compaction_interval_s > 0 and self.minor_compaction_threshold > 0
+
+    def major_enabled(self) -> bool:
+        return self.major_compaction_interval_s > 0 and self.major_compaction_threshold > 0
+
+    def validate(self) -> None:
+        """The ``GarbageCollectorThread`` constructor's checks."""
+        for level in ("minor", "major"):
+            if getattr(self, f"{level}_enabled")():
+                t = getattr(self, f"{level}_compaction_threshold")
+                i = getattr(self, f"{level}_compaction_interval_s")
+                if t > 1.0:
+                    raise BookieError(f"{level} compaction threshold {t} is above 1.0")
+                if i * 1000 < self.gc_wait_time_ms:
+                    raise BookieError(f"{level} compaction interval {i}s is shorter than gcWaitTime")
+        if self.minor_enabled() and self.major_enabled():
+            if self.minor_compaction_interval_s >= self.major_compaction_interval_s:
+                raise BookieError("minor compaction interval must be shorter than the major one")
+            if self.minor_compaction_threshold >= self.major_compaction_threshold:
+                raise BookieError("minor compaction threshold must be below the major one")
+
+
+class LedgerManager(Protocol):
+    """What GC asks the metadata store (:class:`pulsarkit.metadata.store.MetadataStore` fits)."""
+
+    def ledger_ids(self) -> list[int]: ...
+
+    def ledger_metadata(self, ledger_id: int) -> Any: ...
+
+
+@dataclass
+class GcState:
+    """When each compaction level last ran (ms), as the GC thread remembers it."""
+
+    last_minor_ms: int = 0
+    last_major_ms: int = 0
+
+
+def _bucket(usage: float) -> int:
+    return min(9, int(usage * 10))
+
+
+@dataclass
+class GcResult:
+    deleted_ledgers: list[int] = field(default_factory=list)
+    removed_logs: list[int] = field(default_factory=list)
+    compacted_logs: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    recovered: list[dict[str, Any]] = field(default_factory=list)
+    reclaimed_bytes: int = 0
+    written_bytes: int = 0
+    stopped_by_max_time: bool = False
+
+
+class GarbageCollector:
+    """GC of one ledger directory against a metadata store (see the module docstring)."""
+
+    def __init__(
+        self,
+        storage: SingleDirectoryDbLedgerStorage,
+        ledger_manager: LedgerManager,
+        config: GcConfig | None = None,
+        *,
+        state: GcState | None = None,
+        clock_ms: Callable[[], int] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        fsync: bool = True,
+    ) -> None:
+        self.storage = storage
+        self.ledger_manager = ledger_manager
+        self.config = config or GcConfig()
+        self.config.validate()
+        self.state = state or GcState()
+        self._clock = clock_ms or (lambda: int(time.time() * 1000))
+        self._sleep = sleep
+        self.fsync = fsync
+
+    # ------------------------------------------------------------------------------ plan
+
+    def _metadata_has(self, lid: int) -> bool | None:
+        """True/False from a fresh metadata read; None when the read failed (never delete then)."""
+        try:
+            self.ledger_manager.ledger_metadata(lid)
+            return True
+        except KeyError:
+            return False
+        except PulsarkitError:
+            return None
+
+    def plan(self, force: bool = False, suspend_major: bool = False, suspend_minor: bool = False) -> dict[str, Any]:
+        cfg = self.config
+        now = self._clock()
+        s = self.storage
+        known = set(self.ledger_manager.ledger_ids())
+        local = {lid for lid, ld in s.ledger_data.items() if ld.exists}
+        delete = []
+        for lid in sorted(local - known):
+            if cfg.verify_metadata_on_gc:
+                has = self._metadata_has(lid)
+                if has is not False:
+                    continue  # present after all, or unknown: never delete on a failed read
+            delete.append({"ledger_id": lid, "reason": "not in the metadata store (doGcLedgers)"})
+        gone = {d["ledger_id"] for d in delete}
+        active = s.active_log_id()
+        logs, remove = [], []
+        for log_id in s.entry_log_ids():
+            if log_id == active:
+                continue
+            md = s.entry_log_metadata(log_id)
+            live = {lid: size for lid, size in md.ledgers.items() if lid in local and lid not in gone}
+            remaining = sum(live.values())
+            total = md.total_size
+            if total == 0:
+                continue
+            if not live:
+                remove.append({"log_id": log_id, "total_size": total, "reason": "no live ledger left (doGcEntryLogs)"})
+                continue
+            usage = remaining / total
+            if cfg.use_target_entry_log_size_for_gc and usage < 1:
+                usage = remaining / max(total, cfg.log_size_limit)
+            logs.append(
+                {
+                    "log_id": log_id,
+                    "total_size": total,
+                    "remaining_size": remaining,
+                    "usage": usage,
+                    "ledgers": sorted(live),
+                }
+            )
+        level, threshold, max_time = None, 0.0, -1
+        major_due = now - self.state.last_major_ms >= cfg.major_compaction_interval_s * 1000
+        minor_due = now - self.state.last_minor_ms >= cfg.minor_compaction_interval_s * 1000
+        can_major = (cfg.major_enabled() or (force and cfg.force_allow_compaction)) and not suspend_major
+        can_minor = (cfg.minor_enabled() or (force and cfg.force_allow_compaction)) and not suspend_minor
+        if can_major and (force or major_due):
+            level, threshold, max_time = "major", cfg.major_compaction_threshold, cfg.major_compaction_max_time_ms
+        elif can_minor and (force or minor_due):
+            level, threshold, max_time = "minor", cfg.minor_compaction_threshold, cfg.minor_compaction_max_time_ms
+        compact = []
+        if level is not None:
+            cands = [lg for lg in logs if lg["usage"] < threshold]
+            cands.sort(key=lambda lg: (_bucket(lg["usage"]), lg["log_id"]))
+            for lg in cands:
+                compact.append(
+                    {
+                        **lg,
+                        "bucket": _bucket(lg["usage"]),
+                        "reason": f"usage {lg['usage']:.1%} below the {level} threshold {threshold:.0%}",
+                    }
+                )
+        return {
+            "kind": "bookie-gc",
+            "ledger_dir": s.ledger_dir,
+            "created_ms": now,
+            "active_log_id": active,
+            "ledgers_to_delete": delete,
+            "logs_to_remove": remove,
+            "compaction": {"level": level, "threshold": threshold, "max_time_ms": max_time, "logs": compact},
+            "bytes_reclaimed_estimate": sum(r["total_size"] for r in remove)
+            + sum(c["total_size"] - c["remaining_size"] for c in compact),
+        }
+
+    # ------------------------------------------------------------------------------ execute
+
+    def recover(self) -> list[dict[str, Any]]:
+        """``cleanUpAndRecover``: ``.compacting`` copies are deleted (phase two never finished: the source
+        is intact); each ``<dst>.log.<src>.compacted`` finishes phase three (its locations rescanned)."""
+        s = self.storage
+        out = []
+        for name in sorted(os.listdir(s.current)):
+            path = os.path.join(s.current, name)
+            if name.endswith(".log.compacting"):
+                os.remove(path)
+                out.append({"file": name, "action": "deleted an unfinished copy"})
+                continue
+            pair = _native.parse_compacted_name(name)
+            if pair is None:
+                continue
+            dst, src = pair
+            locs = _native.compacted_locations(path, dst)
+            moved = s.install_compacted_log(path, dst, src, locs)
+            out.append({"file": name, "action": f"finished: {moved} entries moved to {dst:x}.log"})
+        return out
+
+    def _digests(self, lids: list[int]) -> dict[int, tuple[str, bytes] | None]:
+        out: dict[int, tuple[str, bytes] | None] = {}
+        for lid in lids:
+            try:
+                md, _ = self.ledger_manager.ledger_metadata(lid)
+                out[lid] = (digest_type_name(md.digestType), bytes(md.password))
+            except (KeyError, PulsarkitError):
+                out[lid] = None  # copied, not verified: the bytes are kept as they are
+        return out
+
+    def _throttle(self, started: float, entries: int, nbytes: int) -> None:
+        cfg = self.config
+        rate = cfg.compaction_rate_by_bytes if cfg.throttle_by_bytes else cfg.compaction_rate_by_entries
+        if rate <= 0:
+            return
+        need = (nbytes if cfg.throttle_by_bytes else entries) / rate
+        spent = time.monotonic() - started
+        if need > spent:
+            self._sleep(need - spent)
+
+    def execute(self, plan: dict[str, Any]) -> GcResult:
+        """Applies a plan after re-checking each item against the current state."""
+        if plan.get("kind") != "bookie-gc" or plan.get("ledger_dir") != self.storage.ledger_dir:
+            raise BookieError("not a GC plan for this ledger directory")
+        s = self.storage
+        res = GcResult(recovered=self.recover())
+        known = set(self.ledger_manager.ledger_ids())
+        for item in plan["ledgers_to_delete"]:
+            lid = item["ledger_id"]
+            if lid in known:
+                res.skipped.append({**item, "why": "the metadata store has it again"})
+                continue
+            if s.ledger_data.get(lid) is None or not s.ledger_data[lid].exists:
+                continue
+            s.delete_ledger(lid)
+            res.deleted_ledgers.append(lid)
+        s.flush()  # the deleted ledgers' locations go with the checkpoint
+        local = {lid for lid, ld in s.ledger_data.items() if ld.exists}
+        active = s.active_log_id()
+        for item in plan["logs_to_remove"]:
+            log_id = item["log_id"]
+            if log_id == active or log_id not in s.entry_log_ids():
+                res.skipped.append({**item, "why": "active or already gone"})
+                continue
+            md = s.entry_log_metadata(log_id)
+            if any(lid in local for lid in md.ledgers):
+                res.skipped.append({**item, "why": "a ledger in it is live again"})
+                continue
+            s.remove_entry_log(log_id)
+            res.removed_logs.append(log_id)
+            res.reclaimed_bytes += item["total_size"]
+        comp = plan["compaction"]
+        started_all = time.monotonic()
+        for item in comp["logs"]:
+            if comp["max_time_ms"] > 0 and (time.monotonic() - started_all) * 1000 >= comp["max_time_ms"]:
+                res.stopped_by_max_time = True
+                break
+            log_id = item["log_id"]
+            if log_id == active or log_id not in s.entry_log_ids():
+                res.skipped.append({"log_id": log_id, "why": "active or already gone"})
+                continue
+            md = s.entry_log_metadata(log_id)
+            if md.total_size != item["total_size"]:
+                res.skipped.append({"log_id": log_id, "why": "the log changed since the plan"})
+                continue
+            live = [lid for lid in md.ledgers if lid in local]
+            started = time.monotonic()
+            dst = s.next_log_id()
+            out = _native.compact_entry_log(s.current, log_id, dst, self._digests(live), self.fsync)
+            if out["compacted_path"] is None:
+                s.remove_entry_log(log_id)
+            else:
+                s.install_compacted_log(out["compacted_path"], dst, log_id, out["locations"])
+            self._throttle(started, out["entries"], out["bytes"])
+            res.compacted_logs.append(
+                {
+                    "log_id": log_id,
+                    "into": dst if out["compacted_path"] else None,
+                    **{k: out[k] for k in ("entries", "bytes", "dropped_entries", "dropped_bytes")},
+                }
+            )
+            res.reclaimed_bytes += out["dropped_bytes"]
+            res.written_bytes += out["bytes"]
+        if comp["level"] == "major":
+            self.state.last_major_ms = self.state.last_minor_ms = self._clock()
+        elif comp["level"] == "minor":
+            self.state.last_minor_ms = self._clock()
+        return res
+
+    def run(self, force: bool = False, dry_run: bool = False, **flags: bool) -> dict[str, Any] | GcResult:
+        """One GC pass (``runWithFlags``): the plan alone with ``dry_run``, else plan and execute."""
+        p = self.plan(force=force, **flags)
+        return p if dry_run else self.execute(p)
+
+
+def result_dict(r: GcResult) -> dict[str, Any]:
+    return asdict(r)
+
+
+__all__ = ["GarbageCollector", "GcConfig", "GcResult", "GcState", "LedgerManager", "result_dict"]
