@@ -27,7 +27,10 @@ pub struct CompactionRecord {
     pub event_time: u64,
 }
 
-fn body_records(data: &[u8], e: &ParsedEntry, limit: usize) -> Result<(Vec<u8>, Vec<(i32, BatchRecord)>)> {
+/// A batch's records with their real batch indexes.
+type IndexedRecords = Vec<(i32, BatchRecord)>;
+
+fn body_records(data: &[u8], e: &ParsedEntry, limit: usize) -> Result<(Vec<u8>, IndexedRecords)> {
     let body = uncompressed_payload(data, e, limit)?;
     let recs = indexed_batch_records(&body, e).map_err(|err| match err {
         Error::Corrupt { offset, what } => Error::Corrupt {

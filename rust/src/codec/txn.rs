@@ -26,6 +26,7 @@ pub struct TxnLogEntry {
 /// other than 1 is reported rather than guessed at, since its layout would be unknown.
 pub fn split_entry(data: &[u8]) -> Result<TxnLogEntry> {
     if data.len() < 2 || u16::from_be_bytes([data[0], data[1]]) != BATCHED_ENTRY_MAGIC {
+        #[allow(clippy::single_range_in_vec_init)] // one record spanning the whole entry, not a range of them
         return Ok(TxnLogEntry { batched: false, records: vec![0..data.len()] });
     }
     if data.len() < BATCHED_ENTRY_PREFIX_LEN {
@@ -74,7 +75,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 fn varint_len(v: u64) -> usize {
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// One `TransactionMetadataEntry`; string fields are byte ranges of the record, checked as UTF-8.
