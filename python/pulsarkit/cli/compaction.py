@@ -16,9 +16,8 @@ import json
 import pyarrow.parquet as pq
 
 from ..analysis.compaction import compacted_messages, compacted_table, compacted_topic
-from ..analysis.records import DataDirError
 from .command import Runner, command, overwrite_arg
-from .datadir import _FORMATS_TABLE, _dir_args, _finish, _open, _out_file, _table, _with_output
+from .datadir import _FORMATS_TABLE, _dir_args, _finish, _open, _out_file, _table, _with_parquet_alias
 
 
 def _preview(b64: str | None, width: int = 40) -> str:
@@ -62,14 +61,7 @@ def _compacted(p: argparse.ArgumentParser) -> Runner:
             )
         return _finish(dd, args)
 
-    def with_parquet(args: argparse.Namespace) -> int:
-        if args.parquet:
-            if args.output:
-                raise DataDirError("give --parquet FILE or -o FILE, not both")
-            args.format, args.output = "parquet", args.parquet
-        return _with_output(run)(args)
-
-    return with_parquet
+    return _with_parquet_alias(run)
 
 
 @command("last-message-id", help="the last message id a readCompacted reader of a topic gets (PIP-429), broker-less")

@@ -125,6 +125,19 @@ def _with_output(run: Runner) -> Runner:
     return with_output
 
 
+def _with_parquet_alias(run: Runner) -> Runner:
+    """``--parquet FILE`` as ``--format parquet -o FILE``, then :func:`_with_output`."""
+
+    def with_parquet(args: argparse.Namespace) -> int:
+        if args.parquet:
+            if args.output:
+                raise DataDirError("give --parquet FILE or -o FILE, not both")
+            args.format, args.output = "parquet", args.parquet
+        return _with_output(run)(args)
+
+    return with_parquet
+
+
 def _out_file(args: argparse.Namespace) -> Any:
     """The Parquet destination: ``-o FILE``, else stdout when it is not a terminal (``| duckdb``)."""
     if args.dest:
@@ -421,14 +434,7 @@ def _transactions(p: argparse.ArgumentParser) -> Runner:
                 print(f"{len(rows)} transaction(s), {hung} open past their timeout")
         return _finish(dd, args)
 
-    def with_parquet(args: argparse.Namespace) -> int:
-        if args.parquet:
-            if args.output:
-                raise DataDirError("give --parquet FILE or -o FILE, not both")
-            args.format, args.output = "parquet", args.parquet
-        return _with_output(run)(args)
-
-    return with_parquet
+    return _with_parquet_alias(run)
 
 
 @command("readjournal", help="entries of BookKeeper journal files (*.txn), as 'bookkeeper shell readjournal'")
