@@ -32,6 +32,9 @@ pub struct CompactedLog {
     pub dropped_bytes: u64,
 }
 
+/// Bytes gathered before each write of the copy.
+const WRITE_BUFFER: usize = 4 << 20;
+
 pub fn compacting_name(dst: u64) -> String {
     format!("{dst:x}.log.compacting")
 }
@@ -71,6 +74,8 @@ pub fn compact_log(
     let mut file: Option<File> = None;
     let mut pos = HEADER_SIZE;
     let mut ledgers: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(WRITE_BUFFER + (64 << 10));
+    let mut buf_start = HEADER_SIZE;
     let result: LogResult<()> = (|| {
         while let Some(rec) = scanner.next_record()? {
             let size = 4 + rec.data.len() as u64;
@@ -98,11 +103,14 @@ pub fn compact_log(
                 f.write_all_at(&LogHeader::new_default_bytes(HEADER_V1), 0).map_err(|e| LogError::io(&tmp_path, e))?;
                 file = Some(f);
             }
-            let f = file.as_ref().unwrap();
-            let mut framed = Vec::with_capacity(size as usize);
-            framed.extend_from_slice(&(rec.data.len() as i32).to_be_bytes());
-            framed.extend_from_slice(rec.data);
-            f.write_all_at(&framed, pos).map_err(|e| LogError::io(&tmp_path, e))?;
+            // Records are gathered into large writes: one syscall per record would dominate.
+            buf.extend_from_slice(&(rec.data.len() as i32).to_be_bytes());
+            buf.extend_from_slice(rec.data);
+            if buf.len() >= WRITE_BUFFER {
+                file.as_ref().unwrap().write_all_at(&buf, buf_start).map_err(|e| LogError::io(&tmp_path, e))?;
+                buf_start += buf.len() as u64;
+                buf.clear();
+            }
             out.locations.push((rec.ledger_id, rec.entry_id, make_location(dst, pos + 4)));
             *ledgers.entry(rec.ledger_id).or_insert(0) += size;
             pos += size;
@@ -116,6 +124,7 @@ pub fn compact_log(
             ));
         }
         if let Some(f) = &file {
+            f.write_all_at(&buf, buf_start).map_err(|e| LogError::io(&tmp_path, e))?;
             seal_log(f, pos, &ledgers, HEADER_V1, fsync).map_err(|e| LogError::io(&tmp_path, e))?;
         }
         Ok(())
