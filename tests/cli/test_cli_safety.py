@@ -57,6 +57,7 @@ COMMANDS = [
     ("last-message-id", "{}", TOPIC),
     ("orphans",),
     ("du",),
+    ("fsck",),
     ("readjournal",),
 ]
 

@@ -118,6 +118,17 @@ class DataDir:
                 out.append((str(b.reader.path_of(log_id)), log_id, md))
         return out
 
+    def bookie_current_dirs(self) -> list[str]:
+        """The ``current/`` directory of each bookie ledger directory (entry logs)."""
+        return [str(b.current) for b in self._bookies]
+
+    def entry_locations(self) -> Iterator[tuple[str, int, int, int]]:
+        """``(current dir, ledger id, entry id, location)`` of every entry in the bookies' location indexes."""
+        for b in self._bookies:
+            for lid, entries in b.locations.items():
+                for eid, loc in entries.items():
+                    yield str(b.current), lid, eid, loc
+
     def close(self) -> None:
         """Closes the entry-log files (the RocksDB copies were read and removed when it was opened)."""
         for b in self._bookies:

@@ -2,6 +2,7 @@
 
     pulsarkit orphans DATA_DIR   [--json | --parquet FILE] [--plan FILE [--include-review]]
     pulsarkit du DATA_DIR        [--by log|owner|ledger] [--json | --parquet FILE]
+    pulsarkit fsck DATA_DIR      [--json | --parquet FILE]   (exit 3 when it finds an error)
 
 ``orphans`` lists every ledger nothing owns, with its evidence and whether deleting it is safe by this
 snapshot; ``--plan`` writes the reviewable cleanup plan (JSON). ``du`` attributes every byte of the
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import defaultdict
 
 import pyarrow.parquet as pq
 
+from ..analysis.fsck import fsck_table
 from ..analysis.orphans import (
     MAJOR_COMPACTION_THRESHOLD,
     MINOR_COMPACTION_THRESHOLD,
@@ -26,7 +29,7 @@ from ..analysis.orphans import (
     orphans_table,
 )
 from ..analysis.records import DataDirError
-from .command import Runner, command, output_file, overwrite_arg
+from .command import EXIT_DATA_PROBLEMS, Runner, command, output_file, overwrite_arg
 from .datadir import _dir_args, _finish, _inputs, _open, _table
 
 
@@ -126,5 +129,36 @@ def _du(p: argparse.ArgumentParser) -> Runner:
         if not rows and not dd.entry_logs():
             raise DataDirError("no entry logs in this data directory")
         return _finish(dd, args)
+
+    return run
+
+
+@command("fsck", help="check every entry log (header, ledgers map, framing, digests) against the index and journal")
+def _fsck(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    _parquet_or_json(p)
+
+    def run(args: argparse.Namespace) -> int:
+        dd = _open(args)
+        if args.parquet:
+            with output_file(args.parquet, overwrite=args.overwrite, inputs=_inputs(args)) as dest:
+                t = fsck_table(dd)
+                pq.write_table(t, dest)
+            rows = t.to_pylist()
+        else:
+            rows = fsck_table(dd).to_pylist()
+            if args.json:
+                for r in rows:
+                    print(json.dumps(r))
+            else:
+                shown = [r for r in rows if r["severity"] != "info"]
+                if shown:
+                    _table(shown, ["severity", "check", "path", "offset", "ledger_id", "entry_id", "message"])
+        errors = sum(r["severity"] == "error" for r in rows)
+        warnings = sum(r["severity"] == "warning" for r in rows)
+        if not args.json:
+            print(f"{errors} error(s), {warnings} warning(s), {len(rows) - errors - warnings} note(s)", file=sys.stderr)
+        rc = _finish(dd, args)
+        return EXIT_DATA_PROBLEMS if errors else rc
 
     return run

@@ -38,6 +38,7 @@ from oracle import JavaOracle
 from pulsarkit.analysis.backlog import iter_backlog
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id, phase_one
 from pulsarkit.analysis.datadir import open_data_dir
+from pulsarkit.analysis.fsck import fsck
 from pulsarkit.analysis.messages import iter_messages, read_messages
 from pulsarkit.analysis.orphans import disk_usage_rows, find_orphans
 from pulsarkit.analysis.transactions import pending_ack_table, transaction_log_table, transactions, transactions_table
@@ -580,6 +581,9 @@ def test_orphans_and_disk_usage_of_the_real_directory(oracle, kind):
         rows = list(disk_usage_rows(dd))
         for _, log_id, md in dd.entry_logs():
             assert sum(r["bytes"] for r in rows if r["log_id"] == log_id) == md.remaining_size
+        # fsck: every record's digest verifies and the index names exactly the records there; what is left
+        # is expected state (the active log without a map, the empty preallocated log, journal-only entries)
+        assert [f for f in fsck(dd) if f["severity"] != "info"] == []
 
 
 def test_pulsarkit_gc_on_a_copy_then_real_pulsar_reads_every_live_message(oracle, tmp_path):
