@@ -20,19 +20,11 @@ import pyarrow as pa
 
 from ..broker.topic_name import PENDING_ACK_SUFFIX
 from ..codec.txn import decode_pending_ack_entry
+from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
 from .datadir import DataDir
 from .messages import iter_messages, message_batches, message_schema
 from .records import Cursor
-
-_MASK64 = (1 << 64) - 1
-
-
-def _bits(words: list[int]) -> int:
-    out = 0
-    for i, w in enumerate(words):
-        out |= (int(w) & _MASK64) << (64 * i)
-    return out
 
 
 @dataclass
@@ -48,7 +40,7 @@ class _Acks:
         if cumulative and not ack_set:
             self.cumulative = max(self.cumulative or pos, pos)
         elif ack_set:
-            self.batches[pos] = self.batches.get(pos, -1) & _bits(ack_set)  # -1: every bit set
+            self.batches[pos] = self.batches.get(pos, -1) & bitset_from_words(ack_set)  # -1: every bit set
         else:
             self.entries.add(pos)
 

@@ -35,6 +35,7 @@ from ..codec.txn import (
     decode_txn_log_entry,
 )
 from ..errors import PulsarkitError
+from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
 from .datadir import DataDir
 from .records import Cursor, DataDirError
@@ -111,7 +112,7 @@ def _record_deleted(cursor: Cursor | None, pos: Position, batched: bool, batch_i
     words = cursor.stored_batch_ack_sets.get(pos)
     if not batched or words is None:
         return False
-    return not (sum((int(w) & (2**64 - 1)) << (64 * i) for i, w in enumerate(words)) >> batch_index) & 1
+    return not (bitset_from_words(words) >> batch_index) & 1
 
 
 def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .. import _native
@@ -335,8 +335,4 @@ class GarbageCollector:
         return p if dry_run else self.execute(p)
 
 
-def result_dict(r: GcResult) -> dict[str, Any]:
-    return asdict(r)
-
-
-__all__ = ["GarbageCollector", "GcConfig", "GcResult", "GcState", "LedgerManager", "result_dict"]
+__all__ = ["GarbageCollector", "GcConfig", "GcResult", "GcState", "LedgerManager"]
