@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pulsarkit as pk
+import pytest
 from pulsarkit.analysis.datadir import open_data_dir
+from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError, execute_cleanup, restore_backup
 from pulsarkit.analysis.orphans import cleanup_plan, disk_usage_rows, find_orphans
 from pulsarkit.broker.compaction import Compactor
 from pulsarkit.cli import main
@@ -85,3 +87,101 @@ def test_cli_orphans_plan_and_du(tmp_path, capsys):
     assert {r["owner_class"] for r in rows} >= {"topic", "compacted", "orphan", "deleted"}
     assert main(["du", str(tmp_path / "d")]) == 0
     assert "live bytes" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------- cleanup execute
+
+
+def _plan(root):
+    with open_data_dir(root) as dd:
+        return cleanup_plan(dd)
+
+
+def _metadata_ids(root):
+    with pk.Store.open(root) as store:
+        return set(store.metadata.ledger_ids())
+
+
+def test_cleanup_dry_run_writes_nothing_then_execute_deletes_exactly_the_plan(tmp_path):
+    made = build(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    before = _metadata_ids(tmp_path / "d")
+    dry = execute_cleanup(plan)
+    planned = {i["ledger_id"] for i in dry.to_delete}
+    # on_disk_only has no metadata to delete; no_owner is 'review' and not in a default plan
+    assert planned == set(made.values()) - {made["no_owner"], made["on_disk_only"]}
+    assert dry.deleted == [] and _metadata_ids(tmp_path / "d") == before
+    res = execute_cleanup(plan, dry_run=False, backup_dir=tmp_path / "bak")
+    assert set(res.deleted) == planned == set(res.backed_up)
+    assert _metadata_ids(tmp_path / "d") == before - planned
+    # the topic is untouched: every message still reads, and nothing the plan deleted is an orphan any more
+    with open_data_dir(tmp_path / "d") as dd:
+        assert len([e for _, e in dd.ml_entries(ML) if isinstance(e, bytes)]) == 5
+        left = {f.ledger_id: f.category for f in find_orphans(dd)}
+    assert made["no_owner"] in left and all(left[lid] == "on_disk_only" for lid in planned)
+    # the backup holds each ledger's node and every entry, digest-checked when it was read
+    import pyarrow.ipc as ipc
+
+    for lid in planned:
+        t = ipc.open_file(str(tmp_path / "bak" / f"ledger-{lid}" / "entries.arrow")).read_all()
+        assert t.column("entry_id").to_pylist() == [0, 1] and all(len(d) > 100 for d in t.column("data").to_pylist())
+    # running the same plan again is harmless (a crash mid-way is recovered by rerunning it)
+    again = execute_cleanup(plan, dry_run=False)
+    assert again.deleted == [] and {s["why"] for s in again.skipped} == {"already deleted"}
+    # and the backup restores the metadata
+    assert sorted(restore_backup(tmp_path / "bak", tmp_path / "d" / "metadata")) == sorted(planned)
+    assert _metadata_ids(tmp_path / "d") == before
+
+
+def test_cleanup_rechecks_each_item_against_the_current_state(tmp_path):
+    made = build(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    with pk.Store.open(tmp_path / "d") as store:
+        # after the plan: one orphan's metadata changes, and the deleted subscription comes back
+        lid = made["owner_gone"]
+        md, stat = store.metadata.ledger_metadata(lid)
+        store.metadata.put_ledger_metadata(lid, md, expected_version=stat.version)
+        store.managed_ledger(ML).open_cursor("old-sub", "earliest")
+    res = execute_cleanup(plan, dry_run=False)
+    why = {s["ledger_id"]: s["why"] for s in res.skipped}
+    assert why[made["owner_gone"]] == "its metadata changed since the plan"
+    assert made["owner_gone"] not in res.deleted
+    assert set(res.deleted) == {made["old_compacted"], made["schema_of_deleted"], made["deleted_subscription"]} - {
+        lid for lid in why
+    }
+
+
+def test_cleanup_refuses_inconsistent_inputs_and_foreign_plans(tmp_path):
+    build(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    with pytest.raises(OrphanCleanupError, match="not an orphan cleanup plan"):
+        execute_cleanup({"kind": "bookie-gc"})
+    with open_data_dir(tmp_path / "d") as dd:
+        first = dd.ml_ledgers(ML)[0]
+    with pk.Store.open(tmp_path / "d") as store:
+        # a ledger the topic lists loses its metadata and its entries: data loss, so nothing is deleted
+        store.delete_ledger(first)
+        store.flush()
+    with open_data_dir(tmp_path / "d") as dd:
+        cats = {f.ledger_id: f.category for f in find_orphans(dd)}
+    if cats.get(first) != "missing":
+        pytest.fail(f"setting up a missing ledger failed: {cats.get(first)}")
+    with pytest.raises(OrphanCleanupError, match="inconsistent"):
+        execute_cleanup(plan, dry_run=False)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("mine")
+    with pytest.raises(OrphanCleanupError, match="not empty"):
+        execute_cleanup(plan, dry_run=False, backup_dir=tmp_path / "full")
+
+
+def test_cli_orphans_cleanup_dry_run_then_execute(tmp_path, capsys):
+    build(tmp_path / "d")
+    plan = tmp_path / "plan.json"
+    assert main(["orphans", str(tmp_path / "d"), "--plan", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["orphans-cleanup", str(plan)]) == 0
+    out = capsys.readouterr().out
+    assert "would delete the metadata of 4 ledger(s)" in out and "--execute" in out
+    assert main(["orphans-cleanup", str(plan), "--execute", "--backup", str(tmp_path / "b"), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert len(res["deleted"]) == 4 and sorted(res["backed_up"]) == sorted(res["deleted"])

@@ -150,12 +150,16 @@ class DataDir:
 
     def _load_metadata(self) -> None:
         self.nodes: dict[str, bytes] = {}
+        #: (version, creation time) of every node: what a cleanup plan pins and re-checks
+        self.node_versions: dict[str, tuple[int, int]] = {}
         for k, v in read_rocksdb(self.metadata_dir, "metadata store"):
             if not k.startswith(b"/"):
                 continue  # the store's own counters
             path = k.decode("utf-8", "replace")
             try:
-                self.nodes[path] = decode_meta_value(v, path)[0]
+                data, version, _, ctime, _, _ = decode_meta_value(v, path)
+                self.nodes[path] = data
+                self.node_versions[path] = (version, ctime)
             except MetadataStoreError as e:
                 self._issue(Issue("bad_metadata_value", str(self.metadata_dir), None, str(e)))
         self.ledger_metadata: dict[int, Any] = {}

@@ -25,7 +25,8 @@ class                     meaning                                               
 
 ``safe`` means nothing in this snapshot refers to the ledger; ``review`` means a person should look
 (a live broker may be mid-operation). :func:`cleanup_plan` turns the findings into a reviewable JSON
-plan; this module never deletes anything.
+plan, pinning each ledger's metadata version; this module never deletes anything
+(:mod:`pulsarkit.analysis.orphan_cleanup` executes a plan).
 
 :func:`disk_usage` attributes the bytes of each entry log to ledgers and owners, live or dead, and
 says why dead bytes are still on disk (a log is only reclaimed when compaction rewrites it).
@@ -41,6 +42,7 @@ import pyarrow as pa
 
 from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR
 from ..codec.protobuf_wire import fields
+from ..metadata.store import ledger_path
 from .datadir import DataDir
 
 #: Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
@@ -252,10 +254,14 @@ def cleanup_plan(dd: DataDir, include_review: bool = False) -> dict[str, Any]:
                 action = "none: the bookie's GC reclaims it (no metadata to delete)"
             else:
                 action = "delete ledger metadata (the bookies then reclaim the entries)"
-            items.append({**asdict(f), "action": action})
+            version, ctime = dd.node_versions.get(ledger_path(f.ledger_id), (-1, -1))
+            items.append({**asdict(f), "action": action, "metadata_version": version, "metadata_ctime": ctime})
     return {
         "kind": "orphan-ledger-cleanup",
         "metadata_dir": str(dd.metadata_dir),
+        "ledger_dirs": [str(d) for d in dd.ledger_dirs],
+        "journal_dirs": [str(d) for d in dd.journal_dirs],
+        "index_dirs": [str(d) for d in dd.index_dirs],
         "ledgers_in_metadata": len(dd.ledger_metadata),
         "managed_ledgers": len(dd.ml_infos),
         "items": items,

@@ -3,11 +3,14 @@
     pulsarkit orphans DATA_DIR   [--json | --parquet FILE] [--plan FILE [--include-review]]
     pulsarkit du DATA_DIR        [--by log|owner|ledger] [--json | --parquet FILE]
     pulsarkit fsck DATA_DIR      [--json | --parquet FILE]   (exit 3 when it finds an error)
+    pulsarkit orphans-cleanup PLAN [--execute [--backup DIR]] [--json]
 
 ``orphans`` lists every ledger nothing owns, with its evidence and whether deleting it is safe by this
 snapshot; ``--plan`` writes the reviewable cleanup plan (JSON). ``du`` attributes every byte of the
 entry logs to its ledger and owner, live or dead, and says why dead bytes are still on disk. Nothing
-is ever deleted by these commands.
+is ever deleted by these commands, except ``orphans-cleanup --execute``: it re-checks a reviewed plan
+against the current metadata (dry run without ``--execute``), backs up what it deletes with
+``--backup``, and deletes only ledger metadata (the bookies' GC then reclaims the entries).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections import defaultdict
 import pyarrow.parquet as pq
 
 from ..analysis.fsck import fsck_table
+from ..analysis.orphan_cleanup import execute_cleanup
 from ..analysis.orphans import (
     MAJOR_COMPACTION_THRESHOLD,
     MINOR_COMPACTION_THRESHOLD,
@@ -160,5 +164,40 @@ def _fsck(p: argparse.ArgumentParser) -> Runner:
             print(f"{errors} error(s), {warnings} warning(s), {len(rows) - errors - warnings} note(s)", file=sys.stderr)
         rc = _finish(dd, args)
         return EXIT_DATA_PROBLEMS if errors else rc
+
+    return run
+
+
+@command("orphans-cleanup", help="apply a reviewed orphan cleanup plan (dry run unless --execute), re-checked first")
+def _orphans_cleanup(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("plan", help="the plan written by 'pulsarkit orphans DATA_DIR --plan FILE'")
+    p.add_argument("--execute", action="store_true", help="delete; without it nothing is written")
+    p.add_argument("--backup", metavar="DIR", help="first save each ledger's metadata and entries here (a new dir)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            with open(args.plan) as f:
+                plan = json.load(f)
+        except (OSError, ValueError) as e:
+            raise DataDirError(f"{args.plan}: cannot read the plan: {e}") from None
+        res = execute_cleanup(plan, dry_run=not args.execute, backup_dir=args.backup).to_dict()
+        if args.json:
+            print(json.dumps(res))
+            return 0
+        rows = [
+            {"ledger_id": i["ledger_id"], "category": i["category"], "bytes": i["bytes_on_bookie"]}
+            for i in res["to_delete"]
+        ]
+        _table(rows, ["ledger_id", "category", "bytes"])
+        for s in res["skipped"]:
+            print(f"skipped ledger {s['ledger_id']}: {s['why']}")
+        verb = "would delete" if res["dry_run"] else "deleted"
+        n = len(res["to_delete"]) if res["dry_run"] else len(res["deleted"])
+        print(
+            f"{verb} the metadata of {n} ledger(s), {res['bytes']} bytes on the bookies"
+            + ("" if not res["dry_run"] else "; run again with --execute to delete")
+        )
+        return 0
 
     return run

@@ -358,6 +358,21 @@ class MetadataStore:
             raise BadVersionError(f"{path}: version mismatch, actual={old[1].version}, expected={expected_version}")
         self._db.delete(path.encode())
 
+    def raw_node(self, path: str) -> bytes | None:
+        """A node exactly as stored (header included): what a backup keeps."""
+        _check_path(path)
+        raw = self._db.get(path.encode())
+        return None if raw is None else bytes(raw)
+
+    def restore_raw_node(self, path: str, raw: bytes) -> None:
+        """Puts back a node saved with :meth:`raw_node`, never over an existing one."""
+        _check_path(path)
+        self._writable()
+        decode_meta_value(raw, path)  # a damaged backup is refused, not written
+        if self._db.get(path.encode()) is not None:
+            raise MetadataStoreError(f"{path}: exists; a backup is never restored over a node")
+        self._db.put(path.encode(), raw)
+
     def keys(self, prefix: str = "/") -> Iterator[str]:
         """All stored paths starting with ``prefix``, in key order."""
         start = prefix.encode()

@@ -1,0 +1,210 @@
+"""Executing an orphan-ledger cleanup plan: re-checked, backed up, then deleted one ledger at a time.
+
+:func:`pulsarkit.analysis.orphans.cleanup_plan` writes a reviewable plan from one snapshot; this
+module applies it later, when the state may have moved on. The order is the point:
+
+1. The metadata store is opened for writing first. Its RocksDB lock means no broker or bookie can be
+   running on it, and none can start while the cleanup runs.
+2. A fresh snapshot is taken and every plan item is re-classified. An item is deleted only if it is
+   still an orphan of the same class and its metadata node still has the version and creation time
+   the plan pinned; anything else is skipped with the reason. A snapshot with a ``missing`` ledger
+   (referenced but gone: data loss) or unreadable metadata refuses the whole run: its inputs are
+   inconsistent and deleting on top of them would hide the problem.
+3. With ``backup_dir``, each ledger's metadata node (raw, with its header) and every entry the bookies
+   hold for it (digest-checked) are written and fsynced to ``backup_dir/ledger-<id>/`` before its
+   node is deleted. :func:`restore_backup` puts the metadata back.
+4. Each delete is one compare-and-delete on the node's version. A crash leaves some nodes deleted and
+   some not; running the same plan again finds the deleted ones gone ("already deleted") and carries on.
+
+Only metadata is deleted: the bookies reclaim the entries at their next garbage collection (or run
+``pulsarkit gc``). Ledgers without metadata (``on_disk_only``) need nothing here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from ..errors import BadVersionError, MetadataNotFoundError, PulsarkitError
+from ..metadata.store import MetadataStore, ledger_path
+from .datadir import DataDir, open_data_dir
+from .orphans import find_orphans
+
+PLAN_KIND = "orphan-ledger-cleanup"
+_DELETE = "delete ledger metadata"
+_ENTRIES_SCHEMA = pa.schema([("entry_id", pa.int64()), ("data", pa.binary())])
+
+
+class OrphanCleanupError(PulsarkitError):
+    """The plan cannot be applied: wrong kind, inconsistent inputs, or an unusable backup directory."""
+
+
+@dataclass
+class CleanupResult:
+    dry_run: bool
+    deleted: list[int] = field(default_factory=list)
+    #: would be deleted (dry run) or were: with their bytes
+    to_delete: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    backed_up: list[int] = field(default_factory=list)
+    bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "deleted": self.deleted,
+            "to_delete": self.to_delete,
+            "skipped": self.skipped,
+            "backed_up": self.backed_up,
+            "bytes": self.bytes,
+        }
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _open_snapshot(plan: dict[str, Any]) -> DataDir:
+    return open_data_dir(
+        metadata_dir=plan["metadata_dir"],
+        ledger_dirs=plan["ledger_dirs"],
+        journal_dirs=plan.get("journal_dirs"),
+        index_dirs=plan.get("index_dirs"),
+    )
+
+
+def _raw_node(store: MetadataStore, lid: int) -> bytes:
+    raw = store.raw_node(ledger_path(lid))
+    if raw is None:
+        raise OrphanCleanupError(f"ledger {lid}: metadata vanished while backing it up")
+    return raw
+
+
+def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: dict[str, Any], root: Path) -> None:
+    d = root / f"ledger-{lid}"
+    d.mkdir()
+    _fsync_write(d / "metadata.node", raw_node)
+    led = dd.ledgers.get(lid)
+    last = max(led.last_entry_id if led else -1, -1)
+    ids, datas = [], []
+    for eid, data in dd.entries(lid, 0, last):
+        if isinstance(data, Exception):
+            raise OrphanCleanupError(f"ledger {lid}: cannot back up entry {eid}: {data}; nothing was deleted for it")
+        ids.append(eid)
+        datas.append(data)
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, _ENTRIES_SCHEMA) as w:
+        w.write_table(pa.table({"entry_id": pa.array(ids, pa.int64()), "data": pa.array(datas, pa.binary())}))
+    _fsync_write(d / "entries.arrow", sink.getvalue().to_pybytes())
+    _fsync_write(d / "item.json", json.dumps({**item, "entries_backed_up": len(ids)}, indent=1).encode())
+    _fsync_dir(d)
+    _fsync_dir(root)
+
+
+def execute_cleanup(
+    plan: dict[str, Any],
+    *,
+    dry_run: bool = True,
+    backup_dir: str | os.PathLike[str] | None = None,
+) -> CleanupResult:
+    """Applies (or, by default, only re-checks) an orphan cleanup plan; see the module docstring."""
+    if plan.get("kind") != PLAN_KIND or "ledger_dirs" not in plan:
+        raise OrphanCleanupError(f"not an orphan cleanup plan (kind {plan.get('kind')!r}); write one with --plan")
+    backup = Path(backup_dir) if backup_dir is not None else None
+    if backup is not None and not dry_run:
+        if backup.exists() and any(backup.iterdir()):
+            raise OrphanCleanupError(f"{backup}: backup directory exists and is not empty; give a new one")
+        backup.mkdir(parents=True, exist_ok=True)
+    res = CleanupResult(dry_run=dry_run)
+    # dry run: a read-only snapshot is enough; execute: take the writer's lock before looking
+    store = None if dry_run else MetadataStore(plan["metadata_dir"])
+    try:
+        with _open_snapshot(plan) as dd:
+            bad = [i for i in dd.issues if i.kind in ("bad_metadata_value", "bad_ledger_metadata")]
+            if bad:
+                raise OrphanCleanupError(f"refusing: the metadata store has unreadable nodes ({bad[0].message})")
+            now = {f.ledger_id: f for f in find_orphans(dd)}
+            missing = sorted(lid for lid, f in now.items() if f.category == "missing")
+            if missing:
+                raise OrphanCleanupError(
+                    f"refusing: ledgers {missing[:10]} are referenced but have neither metadata nor data; "
+                    "the inputs are inconsistent (see pulsarkit orphans)"
+                )
+            todo = []
+            for item in plan["items"]:
+                lid = item["ledger_id"]
+                if not item["action"].startswith(_DELETE):
+                    continue
+                path = ledger_path(lid)
+                f = now.get(lid)
+                if path not in dd.node_versions:
+                    res.skipped.append({"ledger_id": lid, "why": "already deleted"})
+                elif f is None:
+                    res.skipped.append({"ledger_id": lid, "why": "no longer an orphan: something refers to it now"})
+                elif f.category != item["category"]:
+                    res.skipped.append(
+                        {"ledger_id": lid, "why": f"now classed {f.category!r}, planned as {item['category']!r}"}
+                    )
+                elif list(dd.node_versions[path]) != [item["metadata_version"], item["metadata_ctime"]]:
+                    res.skipped.append({"ledger_id": lid, "why": "its metadata changed since the plan"})
+                else:
+                    todo.append(item)
+            res.to_delete = todo
+            res.bytes = sum(i["bytes_on_bookie"] for i in todo)
+            if dry_run:
+                return res
+            assert store is not None
+            for item in todo:
+                lid = item["ledger_id"]
+                got = store.get(ledger_path(lid))
+                if got is None:
+                    res.skipped.append({"ledger_id": lid, "why": "already deleted"})
+                    continue
+                if backup is not None:
+                    _backup_ledger(dd, lid, _raw_node(store, lid), item, backup)
+                    res.backed_up.append(lid)
+                try:
+                    store.delete(ledger_path(lid), expected_version=item["metadata_version"])
+                except BadVersionError:
+                    res.skipped.append({"ledger_id": lid, "why": "its metadata changed while cleaning"})
+                    continue
+                except MetadataNotFoundError:
+                    res.skipped.append({"ledger_id": lid, "why": "already deleted"})
+                    continue
+                res.deleted.append(lid)
+    finally:
+        if store is not None:
+            store.close()
+    return res
+
+
+def restore_backup(backup_dir: str | os.PathLike[str], metadata_dir: str | os.PathLike[str]) -> list[int]:
+    """Puts the backed-up ledger metadata nodes back (never over an existing node). The entries are
+    still on the bookies unless their garbage collection ran since; ``entries.arrow`` keeps them."""
+    root = Path(backup_dir)
+    restored = []
+    with MetadataStore(metadata_dir) as store:
+        for d in sorted(root.glob("ledger-*")):
+            lid = int(d.name.split("-", 1)[1])
+            if store.exists(ledger_path(lid)):
+                raise OrphanCleanupError(f"ledger {lid} has metadata again; not overwriting it")
+            store.restore_raw_node(ledger_path(lid), (d / "metadata.node").read_bytes())
+            restored.append(lid)
+    return restored
