@@ -11,10 +11,17 @@ import os
 import pulsarkit as pk
 import pytest
 from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcState
+from pulsarkit.cli import main
 from pulsarkit.errors import BookieError
 
 FAST = dict(
-    compaction_rate_by_entries=0, gc_wait_time_ms=1000, minor_compaction_interval_s=1, major_compaction_interval_s=2
+    compaction_rate_by_entries=0,
+    gc_wait_time_ms=1000,
+    minor_compaction_interval_s=1,
+    major_compaction_interval_s=2,
+    # the machine's real fill level must not change what these tests plan (see the disk pressure test)
+    disk_usage_warn_threshold=1.01,
+    disk_usage_threshold=1.01,
 )
 
 
@@ -119,6 +126,36 @@ def test_levels_intervals_force_and_suspend(small_logs):
     assert g.plan()["compaction"]["level"] == "minor"
 
 
+def test_disk_pressure_suspends_major_then_minor_or_forces_a_run(small_logs):
+    """SingleDirectoryDbLedgerStorage's disk listener: almost full suspends major compaction, full
+    suspends both; with isForceGCAllowWhenNoSpace either one forces a run instead."""
+    store = small_logs
+    mls = fill(store)
+    mls[0].delete()
+    t = [10_000_000]
+    kw = dict(state=GcState(last_minor_ms=t[0] - 1000, last_major_ms=t[0] - 1000), clock_ms=lambda: t[0], fsync=False)
+    cfg = {**FAST, "minor_compaction_interval_s": 3600, "major_compaction_interval_s": 86400}
+    cfg.update(disk_usage_warn_threshold=0.90, disk_usage_threshold=0.95)
+    cfg.update(minor_compaction_threshold=0.8, major_compaction_threshold=0.9)
+    g = GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**cfg), **kw)
+    level = lambda **a: g.plan(**a)["compaction"]["level"]  # noqa: E731
+    assert level(force=True, disk_usage=0.5) == "major"
+    assert level(force=True, disk_usage=0.92) == "minor"  # almost full: major suspended
+    assert level(force=True, disk_usage=0.97) is None  # full: both suspended
+    assert g.plan(disk_usage=0.97)["disk_pressure"] == {
+        "disk_usage": 0.97,
+        "state": "full",
+        "force": False,
+        "suspend_major": True,
+        "suspend_minor": True,
+    }
+    g = GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**cfg, force_gc_allow_when_no_space=True), **kw)
+    assert level(disk_usage=0.5) is None  # no interval has passed, nothing forces a run
+    p = g.plan(disk_usage=0.97)
+    assert p["forced"] and p["compaction"]["level"] == "major" and p["compaction"]["logs"]
+    assert 0.0 <= g.disk_pressure()["disk_usage"] <= 1.0  # measured on the directory when not given
+
+
 def test_config_validation():
     with pytest.raises(BookieError):
         GcConfig(minor_compaction_threshold=0.6, major_compaction_threshold=0.5).validate()
@@ -182,3 +219,31 @@ def test_max_time_stops_between_logs(small_logs):
     assert len(plan["compaction"]["logs"]) >= 2
     res = g.execute(plan)
     assert res.stopped_by_max_time and len(res.compacted_logs) == 1
+
+
+def test_cli_gc_plans_by_default_then_executes_the_reviewed_plan(tmp_path, capsys):
+    """``pulsarkit gc``: the manual trigger, offline. A dry run writes nothing; --execute applies the
+    reviewed plan (re-checked) and every live entry still reads."""
+    root = tmp_path / "d"
+    with pk.Store.open(root, log_size_limit=64 << 10) as store:
+        mls = fill(store)
+        before = live_entries(mls[2:])
+        for ml in mls[:2]:
+            ml.delete()
+        bytes_before = log_bytes(store)
+    snapshot = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+    plan = tmp_path / "plan.json"
+    args = ["gc", str(root), "--force", "--major-threshold", "0.8", "--disk-usage", "0.5"]
+    assert main([*args, "--plan", str(plan)]) == 0
+    out = capsys.readouterr().out
+    assert "major compaction" in out and "dry run: nothing was written" in out
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == snapshot
+    assert json.loads(plan.read_text())["bookies"][0]["compaction"]["logs"]
+    assert main(["gc", str(root), "--execute", "--from-plan", str(plan), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["bookies"][0]["result"]
+    assert run["compacted_logs"] and run["reclaimed_bytes"] > 0
+    with pk.Store.open(root, log_size_limit=64 << 10) as store:
+        assert log_bytes(store) < bytes_before * 0.7
+        mls = [store.managed_ledger(f"public/default/persistent/t{i}") for i in (2, 3)]
+        assert live_entries(mls) == before
+    assert main(["gc", str(root), "--from-plan", str(plan)]) == 1  # applying a plan needs --execute

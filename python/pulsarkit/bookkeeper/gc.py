@@ -23,6 +23,7 @@ per second.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,11 @@ class GcConfig:
     #: ``logSizeLimit`` for ``useTargetEntryLogSizeForGc`` (off by default, as in BookKeeper).
     use_target_entry_log_size_for_gc: bool = False
     log_size_limit: int = 1 << 30
+    #: disk pressure: at ``diskUsageWarnThreshold`` major compaction is suspended, at
+    #: ``diskUsageThreshold`` minor too; with ``isForceGCAllowWhenNoSpace`` both force a run instead
+    disk_usage_warn_threshold: float = 0.90
+    disk_usage_threshold: float = 0.95
+    force_gc_allow_when_no_space: bool = False
 
     def minor_enabled(self) -> bool:
         return self.minor_compaction_interval_s > 0 and self.minor_compaction_threshold > 0
@@ -145,10 +151,44 @@ class GarbageCollector:
         except PulsarkitError:
             return None
 
-    def plan(self, force: bool = False, suspend_major: bool = False, suspend_minor: bool = False) -> dict[str, Any]:
+    def disk_pressure(self, disk_usage: float | None = None) -> dict[str, Any]:
+        """What the ledger directory's fill level does to this run, as ``SingleDirectoryDbLedgerStorage``'s
+        disk listener decides it: ``disk_usage`` is the used fraction (measured when not given)."""
+        cfg = self.config
+        if disk_usage is None:
+            du = shutil.disk_usage(self.storage.current)
+            disk_usage = (du.total - du.free) / du.total if du.total else 0.0
+        state = "ok"
+        if disk_usage >= cfg.disk_usage_threshold:
+            state = "full"
+        elif disk_usage >= cfg.disk_usage_warn_threshold:
+            state = "almost_full"
+        force = state != "ok" and cfg.force_gc_allow_when_no_space
+        return {
+            "disk_usage": round(disk_usage, 4),
+            "state": state,
+            "force": force,
+            "suspend_major": state != "ok" and not force,
+            "suspend_minor": state == "full" and not force,
+        }
+
+    def plan(
+        self,
+        force: bool = False,
+        suspend_major: bool = False,
+        suspend_minor: bool = False,
+        disk_usage: float | None = None,
+    ) -> dict[str, Any]:
+        """The run a GC thread would make now. ``force`` is the manual trigger (``forceGC``); the
+        directory's disk usage (measured unless given) may suspend a level or, with
+        ``force_gc_allow_when_no_space``, force the run, and the plan says which."""
         cfg = self.config
         now = self._clock()
         s = self.storage
+        pressure = self.disk_pressure(disk_usage)
+        force = force or pressure["force"]
+        suspend_major = suspend_major or pressure["suspend_major"]
+        suspend_minor = suspend_minor or pressure["suspend_minor"]
         known = set(self.ledger_manager.ledger_ids())
         local = {lid for lid, ld in s.ledger_data.items() if ld.exists}
         delete = []
@@ -211,6 +251,8 @@ class GarbageCollector:
             "ledger_dir": s.ledger_dir,
             "created_ms": now,
             "active_log_id": active,
+            "disk_pressure": pressure,
+            "forced": force,
             "ledgers_to_delete": delete,
             "logs_to_remove": remove,
             "compaction": {"level": level, "threshold": threshold, "max_time_ms": max_time, "logs": compact},

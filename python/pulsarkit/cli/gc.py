@@ -4,13 +4,17 @@
     pulsarkit du DATA_DIR        [--by log|owner|ledger] [--json | --parquet FILE]
     pulsarkit fsck DATA_DIR      [--json | --parquet FILE]   (exit 3 when it finds an error)
     pulsarkit orphans-cleanup PLAN [--execute [--backup DIR]] [--json]
+    pulsarkit gc DATA_DIR        [--force] [--suspend-major] [--suspend-minor] [--plan FILE]
+                                 [--execute [--from-plan FILE]] [--json]
 
 ``orphans`` lists every ledger nothing owns, with its evidence and whether deleting it is safe by this
 snapshot; ``--plan`` writes the reviewable cleanup plan (JSON). ``du`` attributes every byte of the
 entry logs to its ledger and owner, live or dead, and says why dead bytes are still on disk. Nothing
 is ever deleted by these commands, except ``orphans-cleanup --execute``: it re-checks a reviewed plan
 against the current metadata (dry run without ``--execute``), backs up what it deletes with
-``--backup``, and deletes only ledger metadata (the bookies' GC then reclaims the entries).
+``--backup``, and deletes only ledger metadata (the bookies' GC then reclaims the entries); and
+``gc --execute``, the bookie's own garbage collection and transactional compaction run offline on a
+stopped bookie (a plan, printed or written with ``--plan``, without ``--execute``).
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ..analysis.bookie_dir import find_layout
 from ..analysis.fsck import fsck_table
 from ..analysis.orphan_cleanup import execute_cleanup
 from ..analysis.orphans import (
@@ -33,6 +40,9 @@ from ..analysis.orphans import (
     orphans_table,
 )
 from ..analysis.records import DataDirError
+from ..bookkeeper.gc import GarbageCollector, GcConfig
+from ..bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
+from ..metadata.store import MetadataStore
 from .command import EXIT_DATA_PROBLEMS, Runner, command, output_file, overwrite_arg
 from .datadir import _dir_args, _finish, _inputs, _open, _table
 
@@ -198,6 +208,100 @@ def _orphans_cleanup(p: argparse.ArgumentParser) -> Runner:
             f"{verb} the metadata of {n} ledger(s), {res['bytes']} bytes on the bookies"
             + ("" if not res["dry_run"] else "; run again with --execute to delete")
         )
+        return 0
+
+    return run
+
+
+@command("gc", help="the bookie's garbage collection and compaction, offline: a plan (dry run) unless --execute")
+def _gc(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("data_dir", help="a Pulsar standalone or pulsarkit data directory (metadata store + bookie)")
+    p.add_argument("--force", action="store_true", help="the manual trigger (forceGC): ignore compaction intervals")
+    p.add_argument("--suspend-major", action="store_true", help="no major compaction in this run")
+    p.add_argument("--suspend-minor", action="store_true", help="no minor compaction in this run")
+    p.add_argument("--minor-threshold", type=float, default=GcConfig.minor_compaction_threshold)
+    p.add_argument("--major-threshold", type=float, default=GcConfig.major_compaction_threshold)
+    p.add_argument("--max-time-ms", type=int, default=-1, help="stop compacting after this long (-1: no limit)")
+    p.add_argument(
+        "--rate",
+        type=int,
+        default=0,
+        help="entries per second to copy (a bookie throttles to spare live traffic; offline the default is 0, none)",
+    )
+    p.add_argument("--disk-usage", type=float, help="the fill level to plan for (default: measured)")
+    p.add_argument("--plan", metavar="FILE", help="write the plan (JSON) for review")
+    p.add_argument("--from-plan", metavar="FILE", help="with --execute: apply this reviewed plan, re-checked")
+    p.add_argument("--execute", action="store_true", help="delete and compact; without it nothing is written")
+    p.add_argument("--json", action="store_true", help="print the plan or result as JSON")
+    overwrite_arg(p)
+
+    def run(args: argparse.Namespace) -> int:
+        root = Path(args.data_dir)
+        if not root.is_dir():
+            raise DataDirError(f"{root}: no such directory", str(root))
+        md_dir, bookies = find_layout(root)
+        config = GcConfig(
+            minor_compaction_threshold=args.minor_threshold,
+            major_compaction_threshold=args.major_threshold,
+            minor_compaction_max_time_ms=args.max_time_ms,
+            major_compaction_max_time_ms=args.max_time_ms,
+            compaction_rate_by_entries=args.rate,
+        )
+        reviewed = None
+        if args.from_plan:
+            if not args.execute:
+                raise DataDirError("--from-plan applies a plan: give --execute too")
+            with open(args.from_plan) as f:
+                reviewed = json.load(f)
+        out: list[dict] = []
+        with MetadataStore(md_dir, read_only=True) as metadata:
+            for bk in bookies:
+                # a dry run never opens the bookie for writing (its RocksDB lock also keeps a running bookie out)
+                storage = SingleDirectoryDbLedgerStorage(str(bk), read_only=not args.execute)
+                try:
+                    gc = GarbageCollector(storage, metadata, config)
+                    plan = gc.plan(args.force, args.suspend_major, args.suspend_minor, args.disk_usage)
+                    if reviewed is not None:
+                        plan = next((x for x in reviewed["bookies"] if x["ledger_dir"] == storage.ledger_dir), None)
+                        if plan is None:
+                            raise DataDirError(f"the plan has nothing for {storage.ledger_dir}")
+                    if args.execute:
+                        res = gc.execute(plan)
+                        out.append({"ledger_dir": storage.ledger_dir, "plan": plan, "result": asdict(res)})
+                    else:
+                        out.append(plan)
+                finally:
+                    storage.close()
+        doc = {"kind": "bookie-gc-run" if args.execute else "bookie-gc-plans", "bookies": out}
+        if args.plan and not args.execute:
+            with output_file(args.plan, overwrite=args.overwrite, inputs=[str(root)]) as dest:
+                with open(dest, "w") as f:
+                    json.dump({"kind": "bookie-gc-plans", "bookies": out}, f, indent=1)
+        if args.json:
+            print(json.dumps(doc))
+            return 0
+        for item in out:
+            plan = item["plan"] if args.execute else item
+            comp = plan["compaction"]
+            print(f"{plan['ledger_dir']}: disk {plan['disk_pressure']['state']}, {comp['level'] or 'no'} compaction")
+            rows = [
+                {"log_id": f"{c['log_id']:x}", "usage": f"{c['usage']:.1%}", "reason": c["reason"]}
+                for c in comp["logs"]
+            ]
+            _table(rows, ["log_id", "usage", "reason"])
+            print(
+                f"  {len(plan['ledgers_to_delete'])} ledger(s) to delete, {len(plan['logs_to_remove'])} log(s) to "
+                f"remove, {len(comp['logs'])} to compact: about {plan['bytes_reclaimed_estimate']} bytes"
+            )
+            if args.execute:
+                r = item["result"]
+                print(
+                    f"  done: {len(r['deleted_ledgers'])} ledger(s) deleted, {len(r['removed_logs'])} log(s) removed, "
+                    f"{len(r['compacted_logs'])} compacted, {r['reclaimed_bytes']} bytes reclaimed, "
+                    f"{r['written_bytes']} written, {len(r['skipped'])} skipped"
+                )
+        if not args.execute:
+            print("dry run: nothing was written; run again with --execute (the bookie must be stopped)")
         return 0
 
     return run
