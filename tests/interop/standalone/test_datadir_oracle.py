@@ -27,6 +27,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -230,7 +231,8 @@ class Standalone:
     def java(self, main: str, *args: str, wait: bool = True) -> subprocess.Popen | str:
         cmd = [_tool("java"), "-cp", f"{self.lib}/*", str(HERE / f"{main}.java"), *args]
         if not wait:
-            return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            with open(self.work / f"{main}.stderr", "ab") as err:
+                return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=840)
         if r.returncode != 0:
             raise RuntimeError(f"{main} failed: {r.stderr[-3000:]}")
@@ -283,9 +285,14 @@ def _run_workload(lib: Path, root: Path) -> None:
     _copy(run / "data", root / "clean" / "data")
     s = Standalone(lib, run)  # the same directory goes on: a final burst, then SIGKILL
     burst = s.java("Burst", s.url, wait=False)
+    watchdog = threading.Timer(420, burst.kill)  # a client stuck for good must fail the build, not hang it
+    watchdog.start()
     try:
-        assert any(line.startswith("BURST-DONE") for line in burst.stdout), "the burst did not complete"
+        done = any(line.startswith("BURST-DONE") for line in burst.stdout)
+        err = (run / "Burst.stderr").read_text(errors="replace")[-3000:]
+        assert done, f"the burst did not complete: {err}"
     finally:
+        watchdog.cancel()
         s.stop(signal.SIGKILL)
         burst.kill()
         burst.wait()
