@@ -134,6 +134,38 @@ def _check_ledger_metadata(ml: ManagedLedger, ledger_id: int) -> None:
         )
 
 
+def retention_candidates(
+    infos: list[Any],
+    current: int,
+    slowest: int,
+    total: int,
+    time_ms: int,
+    size_mb: int,
+    now: int,
+    truncate: bool = False,
+) -> list[TrimItem]:
+    """The ledgers one retention pass deletes, oldest first (the rule in the module docstring), from
+    plain facts: ``infos`` (``ledger_id``, ``entries``, ``size``, ``timestamp``, in order), the current
+    ledger, the first ledger a cursor still needs (``slowest``) and the managed ledger's total size.
+    Shared by :func:`plan` and the what-if simulation of a data directory."""
+    items: list[TrimItem] = []
+    size_to_delete = 0
+    for li in infos:
+        if li.ledger_id >= slowest or li.ledger_id == current:
+            break
+        if truncate:
+            items.append(TrimItem(li.ledger_id, li.entries, li.size, li.timestamp, "truncate"))
+            continue
+        size_to_delete += li.size
+        over = size_mb >= 0 and total - size_to_delete >= size_mb * MB
+        expired = time_ms >= 0 and now - li.timestamp > time_ms
+        if not (expired or over):
+            break
+        reason = "+".join(r for r, ok in (("expired", expired), ("over_quota", over)) if ok)
+        items.append(TrimItem(li.ledger_id, li.entries, li.size, li.timestamp, reason))
+    return items
+
+
 def plan(
     ml: ManagedLedger,
     retention_time_ms: int | None = None,
@@ -172,21 +204,7 @@ def plan(
             slowest = pos.ledger_id
 
     total = ml.total_size
-    items: list[TrimItem] = []
-    size_to_delete = 0
-    for li in infos:
-        if li.ledger_id >= slowest or li.ledger_id == current:
-            break
-        if truncate:
-            items.append(TrimItem(li.ledger_id, li.entries, li.size, li.timestamp, "truncate"))
-            continue
-        size_to_delete += li.size
-        over = size_mb >= 0 and total - size_to_delete >= size_mb * MB
-        expired = time_ms >= 0 and now - li.timestamp > time_ms
-        if not (expired or over):
-            break
-        reason = "+".join(r for r, ok in (("expired", expired), ("over_quota", over)) if ok)
-        items.append(TrimItem(li.ledger_id, li.entries, li.size, li.timestamp, reason))
+    items = retention_candidates(infos, current, slowest, total, time_ms, size_mb, now, truncate)
 
     for it in items:
         _check_ledger_metadata(ml, it.ledger_id)

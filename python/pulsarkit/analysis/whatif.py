@@ -1,0 +1,245 @@
+"""What-if: the disk a data directory will free, and when, under given retention, TTL and GC settings.
+
+:func:`simulate` replays, from one snapshot, what the broker and the bookies would do over a horizon:
+
+* every retention check (``retentionCheckIntervalInSeconds``), each managed ledger deletes the ledgers
+  :func:`pulsarkit.managed_ledger.trim.retention_candidates` picks (the broker's own rule). TTL first
+  moves each cursor past every ledger closed more than ``ttl_seconds`` ago; this is ledger-granular,
+  so it never expires a ledger before the broker would;
+* every ``gcWaitTime`` each bookie removes the entry logs left with no live ledger, and when a
+  compaction interval has passed, rewrites the logs under that level's threshold (major wins), as
+  :class:`pulsarkit.bookkeeper.gc.GarbageCollector` plans it: the dead bytes are reclaimed and the live
+  ones written again, into a log that is then fully live.
+
+The result is a timeline (one row per event, with the bytes on each bookie after it) and a summary.
+Topics a broker never loads are never trimmed (Pulsar #9057); ``assume_loaded=False`` models that
+for topics with no active producer or consumer in the snapshot's window.
+
+:func:`compaction_to_target` answers the other question: the fewest logs to compact to bring the
+entry logs under a byte target now, and the free space the transactional compactor needs to do it
+(the largest live part of one log: the copy exists before its source is deleted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from ..bookkeeper.gc import GcConfig
+from ..managed_ledger.trim import retention_candidates
+from .datadir import DataDir
+
+HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The settings to simulate. Pulsar's defaults: retention 0 minutes / 0 MB (consumed ledgers go at
+    once), no TTL, the retention check every 120 s."""
+
+    retention_time_minutes: int = 0
+    retention_size_mb: int = 0
+    ttl_seconds: int = 0
+    retention_check_interval_s: int = 120
+    gc: GcConfig = field(default_factory=GcConfig)
+    horizon_hours: float = 48.0
+    #: When the bookies last compacted (ms before the snapshot); the default assumes they just did.
+    last_minor_ago_ms: int = 0
+    last_major_ago_ms: int = 0
+    #: False: topics with no cursor activity are never loaded, so never trimmed (Pulsar #9057).
+    assume_loaded: bool = True
+    now_ms: int | None = None
+
+
+def _snapshot_now(dd: DataDir) -> int:
+    stamps = [li.timestamp for info in dd.ml_infos.values() for li in info.ledgerInfo if li.timestamp > 0]
+    ctimes = [led.ctime for led in dd.ledgers.values() if led.ctime]
+    return max(stamps + ctimes, default=0)
+
+
+class _Topic:
+    def __init__(self, dd: DataDir, ml: str) -> None:
+        self.name = ml
+        self.infos = [
+            SimpleNamespace(ledger_id=li.ledgerId, entries=li.entries, size=li.size, timestamp=li.timestamp)
+            for li in dd.ml_infos[ml].ledgerInfo
+        ]
+        self.current = self.infos[-1].ledger_id if self.infos else -1
+        cursors = dd.cursors(ml)
+        by_id = {i.ledger_id: i for i in self.infos}
+        if not cursors:
+            self.slowest = self.current + 1
+        else:
+            pos = min(c.mark_delete for c in cursors)
+            li = by_id.get(pos.ledger_id)
+            full = li is not None and li.ledger_id != self.current and li.entries == pos.entry_id + 1
+            self.slowest = pos.ledger_id + 1 if full else pos.ledger_id
+        self.active = any(c.last_active for c in cursors)
+
+    def trim(self, now: int, w: WhatIf) -> list[Any]:
+        slowest = self.slowest
+        if w.ttl_seconds > 0:  # TTL acknowledges whole ledgers closed long enough ago
+            for li in self.infos:
+                if li.ledger_id != self.current and now - li.timestamp > w.ttl_seconds * 1000:
+                    slowest = max(slowest, li.ledger_id + 1)
+        total = sum(li.size for li in self.infos)
+        time_ms = w.retention_time_minutes * 60_000 if w.retention_time_minutes >= 0 else -1
+        items = retention_candidates(self.infos, self.current, slowest, total, time_ms, w.retention_size_mb, now)
+        gone = {it.ledger_id for it in items}
+        self.infos = [li for li in self.infos if li.ledger_id not in gone]
+        return items
+
+
+@dataclass
+class _Log:
+    bookie: str
+    log_id: int
+    total: int
+    ledgers: dict[int, int]
+
+
+def _logs(dd: DataDir) -> list[_Log]:
+    return [
+        _Log(path.rsplit("/", 1)[0], log_id, md.total_size, dict(md.ledgers)) for path, log_id, md in dd.entry_logs()
+    ]
+
+
+def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
+    """The timeline of ledger deletions, log removals and compactions (see the module docstring)."""
+    w = w or WhatIf()
+    w.gc.validate()
+    t0 = w.now_ms if w.now_ms is not None else _snapshot_now(dd)
+    topics = [_Topic(dd, ml) for ml in sorted(dd.ml_infos)]
+    live = {lid for lid, led in dd.ledgers.items() if led.state != "DELETED"}
+    logs = _logs(dd)
+    disk = {lg.bookie: 0 for lg in logs}
+    for lg in logs:
+        disk[lg.bookie] += lg.total
+    rows: list[dict[str, Any]] = []
+    start_disk = dict(disk)
+
+    def emit(t: int, event: str, **kw: Any) -> None:
+        rows.append({"time_ms": t, "hours": round((t - t0) / HOUR_MS, 3), "event": event, **kw})
+
+    last_minor, last_major = t0 - w.last_minor_ago_ms, t0 - w.last_major_ago_ms
+    end = t0 + int(w.horizon_hours * HOUR_MS)
+    next_retention, next_gc = t0, t0 + w.gc.gc_wait_time_ms
+    written = 0
+    while min(next_retention, next_gc) <= end:
+        if next_retention <= next_gc:
+            t = next_retention
+            for tp in topics:
+                if not w.assume_loaded and not tp.active:
+                    continue
+                for it in tp.trim(t, w):
+                    live.discard(it.ledger_id)
+                    emit(
+                        t,
+                        "ledger_deleted",
+                        ledger_id=it.ledger_id,
+                        topic=tp.name,
+                        reason=it.reason,
+                        bytes=it.size,
+                        closed_ms=it.timestamp,
+                    )
+            next_retention += w.retention_check_interval_s * 1000
+            continue
+        t = next_gc
+        next_gc += w.gc.gc_wait_time_ms
+        kept = []
+        for lg in logs:
+            lg.ledgers = {lid: b for lid, b in lg.ledgers.items() if lid in live}
+            if not lg.ledgers:
+                disk[lg.bookie] -= lg.total
+                emit(
+                    t, "log_removed", bookie=lg.bookie, log_id=lg.log_id, bytes_reclaimed=lg.total, disk=disk[lg.bookie]
+                )
+            else:
+                kept.append(lg)
+        logs = kept
+        level, threshold = None, 0.0
+        if w.gc.major_enabled() and t - last_major >= w.gc.major_compaction_interval_s * 1000:
+            level, threshold, last_major, last_minor = "major", w.gc.major_compaction_threshold, t, t
+        elif w.gc.minor_enabled() and t - last_minor >= w.gc.minor_compaction_interval_s * 1000:
+            level, threshold, last_minor = "minor", w.gc.minor_compaction_threshold, t
+        if level is None:
+            continue
+        for lg in sorted(logs, key=lambda x: (sum(x.ledgers.values()) / x.total if x.total else 1.0, x.log_id)):
+            remaining = sum(lg.ledgers.values())
+            if not lg.total or remaining / lg.total >= threshold:
+                continue
+            reclaimed = lg.total - remaining
+            disk[lg.bookie] -= reclaimed
+            written += remaining
+            emit(
+                t,
+                f"{level}_compaction",
+                bookie=lg.bookie,
+                log_id=lg.log_id,
+                usage=round(remaining / lg.total, 4),
+                bytes_reclaimed=reclaimed,
+                bytes_written=remaining,
+                disk=disk[lg.bookie],
+            )
+            lg.total = remaining  # the copy: every byte in it is live
+    reclaimed_total = sum(start_disk.values()) - sum(disk.values())
+    return {
+        "now_ms": t0,
+        "settings": {
+            "retention_time_minutes": w.retention_time_minutes,
+            "retention_size_mb": w.retention_size_mb,
+            "ttl_seconds": w.ttl_seconds,
+            "horizon_hours": w.horizon_hours,
+            "gc": {k: getattr(w.gc, k) for k in w.gc.__dataclass_fields__},
+            "assume_loaded": w.assume_loaded,
+        },
+        "timeline": rows,
+        "summary": {
+            "bookies": {b: {"bytes_before": start_disk[b], "bytes_after": disk[b]} for b in sorted(disk)},
+            "bytes_reclaimed": reclaimed_total,
+            "bytes_written_by_compaction": written,
+            "ledgers_deleted": sum(r["event"] == "ledger_deleted" for r in rows),
+            "logs_removed": sum(r["event"] == "log_removed" for r in rows),
+            "logs_compacted": sum(r["event"].endswith("_compaction") for r in rows),
+        },
+    }
+
+
+def compaction_to_target(dd: DataDir, target_bytes: int) -> dict[str, Any]:
+    """The fewest entry logs to compact now to get the logs under ``target_bytes``: most dead bytes
+    first. Says if the target cannot be reached by compaction alone, and the headroom needed."""
+    live = {lid for lid, led in dd.ledgers.items() if led.state != "DELETED"}
+    logs = _logs(dd)
+    total = sum(lg.total for lg in logs)
+    scored = []
+    for lg in logs:
+        remaining = sum(b for lid, b in lg.ledgers.items() if lid in live)
+        if lg.total and remaining < lg.total:
+            scored.append((lg.total - remaining, lg, remaining))
+    scored.sort(key=lambda x: (-x[0], x[2], x[1].log_id))
+    chosen, after = [], total
+    for dead, lg, remaining in scored:
+        if after <= target_bytes:
+            break
+        after -= dead
+        chosen.append(
+            {
+                "bookie": lg.bookie,
+                "log_id": lg.log_id,
+                "total": lg.total,
+                "live": remaining,
+                "dead": dead,
+                "usage": round(remaining / lg.total, 4),
+            }
+        )
+    return {
+        "bytes_now": total,
+        "target_bytes": target_bytes,
+        "bytes_after": after,
+        "reachable": after <= target_bytes,
+        "logs": chosen,
+        "headroom_bytes": max((c["live"] for c in chosen), default=0),
+        #: a major compaction threshold just above the fullest chosen log picks all of them
+        "major_threshold_needed": round(max((c["usage"] for c in chosen), default=0.0) + 0.0001, 4),
+    }

@@ -1,0 +1,93 @@
+"""What-if simulation and compaction-to-target, on a store whose history is known exactly."""
+
+from __future__ import annotations
+
+import pulsarkit as pk
+import pytest
+from pulsarkit.analysis.datadir import open_data_dir
+from pulsarkit.analysis.whatif import HOUR_MS, WhatIf, compaction_to_target, simulate
+from pulsarkit.bookkeeper.gc import GcConfig
+
+T0 = 1_700_000_000_000
+GC = GcConfig(gc_wait_time_ms=600_000, minor_compaction_interval_s=3600, major_compaction_interval_s=86_400)
+
+
+def build(root):
+    """Two topics, four 10-entry ledgers each, closed an hour apart; 'a' is consumed up to its third
+    ledger, 'b' has no cursor (so retention alone decides); small logs, so several logs hold both."""
+    t = [T0 - 10 * HOUR_MS]
+    store = pk.Store.open(root, log_size_limit=64 << 10, sync=False, clock=lambda: t[0])
+    cfg = pk.ManagedLedgerConfig(max_entries_per_ledger=10, minimum_rollover_time_ms=0)
+    mls = {n: store.managed_ledger(f"public/default/persistent/{n}", cfg) for n in ("a", "b")}
+    cur = mls["a"].open_cursor("sub", "earliest")
+    for i in range(40):
+        for ml in mls.values():
+            ml.add_entry(pk.encode_entry(pk.message_metadata("p", i, t[0]), bytes([i]) * 2000))
+        if i % 10 == 9:
+            t[0] += HOUR_MS
+    first_a = mls["a"].ledgers()[0].ledger_id
+    cur.mark_delete(pk.Position(mls["a"].ledgers()[2].ledger_id, 9))
+    store.close()
+    return first_a
+
+
+def test_retention_zero_deletes_consumed_ledgers_then_gc_reclaims(tmp_path):
+    build(tmp_path / "d")
+    with open_data_dir(tmp_path / "d") as dd:
+        before = sum(md.total_size for _, _, md in dd.entry_logs())
+        b_ledgers = dd.ml_ledgers("public/default/persistent/b")
+        out = simulate(dd, WhatIf(gc=GC, horizon_hours=2))
+    rows = out["timeline"]
+    deleted = [r for r in rows if r["event"] == "ledger_deleted"]
+    # 'a': its first three ledgers are consumed; 'b' has no cursor, so every ledger but the current goes
+    assert {r["topic"].rsplit("/", 1)[1] for r in deleted} == {"a", "b"}
+    assert sum(r["topic"].endswith("/a") for r in deleted) == 3
+    assert [r["ledger_id"] for r in deleted if r["topic"].endswith("/b")] == b_ledgers[:-1]
+    assert all(r["hours"] == 0 for r in deleted)  # retention 0: at the first check
+    # the bookie frees nothing before its first GC run, and the minor compaction waits for its interval
+    first_gc = [r for r in rows if r["event"] != "ledger_deleted"]
+    assert first_gc and min(r["hours"] for r in first_gc) >= GC.gc_wait_time_ms / HOUR_MS
+    assert all(r["hours"] >= 1 for r in first_gc if r["event"] == "minor_compaction")
+    s = out["summary"]
+    assert 0 < s["bytes_reclaimed"] <= before
+    (bk,) = s["bookies"].values()
+    assert bk["bytes_before"] == before and bk["bytes_after"] == before - s["bytes_reclaimed"]
+    assert s["bytes_written_by_compaction"] == sum(r.get("bytes_written", 0) for r in rows)
+
+
+def test_retention_time_and_ttl_decide_when(tmp_path):
+    build(tmp_path / "d")
+    with open_data_dir(tmp_path / "d") as dd:
+        # a 10-hour retention keeps consumed ledgers until they are 10 hours old, then they go at the next check
+        # (size -1: with a 0 MB quota every consumed ledger is over quota at once, as in the broker)
+        out = simulate(dd, WhatIf(retention_time_minutes=600, retention_size_mb=-1, gc=GC, horizon_hours=12))
+        deleted = [r for r in out["timeline"] if r["event"] == "ledger_deleted"]
+        assert deleted and min(r["hours"] for r in deleted) > 0
+        assert all(10 * HOUR_MS < r["time_ms"] - r["closed_ms"] <= 10 * HOUR_MS + 120_000 for r in deleted)
+        # nothing is ever deleted with unlimited retention
+        out = simulate(dd, WhatIf(retention_time_minutes=-1, retention_size_mb=-1, gc=GC, horizon_hours=12))
+        assert out["summary"]["ledgers_deleted"] == 0
+        # TTL expires the fourth ledger, which the cursor had not consumed; never the current one
+        out = simulate(dd, WhatIf(ttl_seconds=1, gc=GC, horizon_hours=1))
+        a = [r["ledger_id"] for r in out["timeline"] if r["event"] == "ledger_deleted" and r["topic"].endswith("/a")]
+        assert a == dd.ml_ledgers("public/default/persistent/a")[:-1] and len(a) == 4
+        # topics never loaded are never trimmed (Pulsar #9057)
+        out = simulate(dd, WhatIf(gc=GC, horizon_hours=1, assume_loaded=False))
+        assert {r["topic"].rsplit("/", 1)[1] for r in out["timeline"] if r["event"] == "ledger_deleted"} <= {"a"}
+
+
+def test_compaction_to_target(tmp_path):
+    build(tmp_path / "d")
+    with pk.Store.open(tmp_path / "d") as store:
+        store.managed_ledger("public/default/persistent/b").delete()  # half the bytes die
+    with open_data_dir(tmp_path / "d") as dd:
+        now = sum(md.total_size for _, _, md in dd.entry_logs())
+        plan = compaction_to_target(dd, int(now * 0.75))
+        assert plan["reachable"] and plan["bytes_after"] <= now * 0.75 and plan["logs"]
+        deads = [lg["dead"] for lg in plan["logs"]]
+        assert deads == sorted(deads, reverse=True)  # the most dead bytes first: the fewest logs
+        assert plan["headroom_bytes"] == max(lg["live"] for lg in plan["logs"])
+        assert not compaction_to_target(dd, 10)["reachable"]  # live bytes cannot be compacted away
+    with pytest.raises(pk.PulsarkitError):
+        with open_data_dir(tmp_path / "d") as dd:
+            simulate(dd, WhatIf(gc=GcConfig(gc_wait_time_ms=600_000, minor_compaction_interval_s=1)))
