@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pulsarkit as pk
 import pytest
 from pulsarkit.analysis.datadir import open_data_dir
@@ -91,3 +93,24 @@ def test_compaction_to_target(tmp_path):
     with pytest.raises(pk.PulsarkitError):
         with open_data_dir(tmp_path / "d") as dd:
             simulate(dd, WhatIf(gc=GcConfig(gc_wait_time_ms=600_000, minor_compaction_interval_s=1)))
+
+
+def test_cli_whatif_and_html_report(tmp_path, capsys):
+    from pulsarkit.cli import main
+
+    build(tmp_path / "d")
+    d = str(tmp_path / "d")
+    assert main(["whatif", d, "--horizon-hours", "2", "--gc-wait-ms", "600000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["ledgers_deleted"] == 7 and out["summary"]["bytes_reclaimed"] > 0
+    assert main(["whatif", d, "--horizon-hours", "2", "--target-bytes", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "7 ledger(s) deleted" in text and "NOT reachable" in text
+    page = tmp_path / "r.html"
+    assert main(["report", d, "-o", str(page), "--target-bytes", "100000"]) == 0
+    doc = page.read_text()
+    # self-contained: inline SVG plots, no script, nothing fetched
+    assert doc.count("<svg") >= 3 and "<script" not in doc and "http" not in doc.split("</title>", 1)[1]
+    for heading in ("Entry logs", "By owner", "Orphan ledgers", "What if", "Compacting to", "fsck"):
+        assert f"<h2>{heading}" in doc
+    assert main(["report", d, "-o", str(page)]) == 1  # never over an existing file without --overwrite
