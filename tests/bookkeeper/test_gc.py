@@ -247,3 +247,23 @@ def test_cli_gc_plans_by_default_then_executes_the_reviewed_plan(tmp_path, capsy
         mls = [store.managed_ledger(f"public/default/persistent/t{i}") for i in (2, 3)]
         assert live_entries(mls) == before
     assert main(["gc", str(root), "--from-plan", str(plan)]) == 1  # applying a plan needs --execute
+
+
+def test_the_embedded_store_reclaims_space_after_retention_deletes_ledgers(small_logs):
+    """Store.garbage_collect: pulsarkit's own bookie, after retention trimmed consumed ledgers."""
+    store = small_logs
+    cfg = pk.ManagedLedgerConfig(max_entries_per_ledger=20, minimum_rollover_time_ms=0, retention_time_ms=0)
+    ml = store.managed_ledger("public/default/persistent/retained", cfg)
+    other = fill(store, topics=2)
+    cur = ml.open_cursor("sub", "earliest")
+    for e in range(120):
+        ml.add_entry(pk.encode_entry(pk.message_metadata("p", e, 1_700_000_000_000 + e), bytes([e % 256]) * 2000))
+    cur.mark_delete(pk.Position(ml.ledgers()[-2].ledger_id, 19))
+    assert len(ml.trim_consumed_ledgers().deleted) == 6  # retention 0: all six full, consumed ledgers go
+    left = live_entries([ml, *other])
+    before = log_bytes(store)
+    dry = store.garbage_collect(GcConfig(**{**FAST, "major_compaction_threshold": 0.9}), force=True, dry_run=True)
+    assert dry[0]["result"] is None and dry[0]["plan"]["compaction"]["logs"] and log_bytes(store) == before
+    (run,) = store.garbage_collect(GcConfig(**{**FAST, "major_compaction_threshold": 0.9}), force=True)
+    assert run["result"]["reclaimed_bytes"] > 0 and log_bytes(store) < before
+    assert live_entries([ml, *other]) == left

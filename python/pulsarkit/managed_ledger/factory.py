@@ -17,8 +17,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
+from ..bookkeeper.gc import GarbageCollector, GcConfig, GcState
 from ..bookkeeper.ledger_storage import (
     DEFAULT_BOOKIE_ID,
     DEFAULT_LOG_SIZE_LIMIT,
@@ -66,6 +68,7 @@ class ManagedLedgerFactory:
         self.read_only = read_only
         self.clock: Callable[[], int] = clock or _now_ms
         self._lock = threading.RLock()
+        self._gc_state: dict[str, GcState] = {}
         self._mls: dict[str, ManagedLedger] = {}
         self._closed = False
         self.metadata = MetadataStore(metadata_dir, read_only=read_only, sync=sync, clock=self.clock)
@@ -168,6 +171,25 @@ class ManagedLedgerFactory:
         """Makes every entry added so far durable."""
         self._check()
         self.bookie.flush()
+
+    def garbage_collect(
+        self, config: GcConfig | None = None, *, force: bool = False, dry_run: bool = False
+    ) -> list[dict[str, Any]]:
+        """One run of the bookie's garbage collector on each of this store's ledger directories, as its
+        GC thread would make it now (``force``: the manual trigger, intervals ignored): ledgers retention
+        deleted leave the index, emptied logs go, logs under a threshold are compacted. Returns per
+        directory the plan and, unless ``dry_run``, the result. Call it between writes, not during."""
+        self._check(write=not dry_run)
+        with self._lock:
+            self.bookie.flush()
+            out = []
+            for storage in self.bookie.dirs:
+                state = self._gc_state.setdefault(storage.ledger_dir, GcState())
+                gc = GarbageCollector(storage, self.metadata, config, state=state, clock_ms=self.clock)
+                plan = gc.plan(force=force)
+                result = None if dry_run else asdict(gc.execute(plan))
+                out.append({"ledger_dir": storage.ledger_dir, "plan": plan, "result": result})
+            return out
 
     def close(self) -> None:
         with self._lock:
