@@ -7,10 +7,16 @@ DataFrame transforms (``mapInArrow``), each taking a DataFrame with a binary ent
     msgs = pks.explode_messages(df, "entry", keep=["ledger_id", "entry_id"])  # one row per message
     pks.strip_broker_entry_metadata(df); pks.verify_checksums(df); pks.peek_broker_entry_metadata(df)
 
-A local session with the data source registered, PYSPARK_PYTHON and a loopback driver set for you::
+A local session with the data sources registered, PYSPARK_PYTHON and a loopback driver set for you::
 
     spark = pks.local_session()          # local[2]
     pks.read_messages(spark, "data/bookie/current").groupBy("producer_name").count().show()
+
+Messages of whole data directories, topic-aware, as consumers received them (what ``pulsarkit
+messages`` prints, flattened; filters on topic, ledger_id and publish_time pushed down)::
+
+    spark.read.format("pulsarkit").load("/pulsar/data").where("topic LIKE '%orders%'")
+    spark.read.format("pulsarkit-entries").load("/pulsar/data")      # raw entries per managed ledger
 
 Column UDFs (``arrow_udf`` on Spark >= 4.1, ``pandas_udf`` otherwise) live in :mod:`pulsarkit.spark.udfs`::
 
@@ -22,7 +28,9 @@ offset. PySpark is imported only when a wrapper is called, so this package impor
 """
 
 from . import udfs
-from .datasource import FORMAT_NAME, read_entries, read_messages, register
+from .datasource import FORMAT_NAME, read_entries, read_messages
+from .messages_source import ENTRIES_FORMAT_NAME, read_data_dirs, register
+from .messages_source import FORMAT_NAME as MESSAGES_FORMAT_NAME
 from .session import local_session
 from .transactions import transactions_dataframe
 from .transforms import (
@@ -37,7 +45,9 @@ from .transforms import (
 )
 
 __all__ = [
+    "ENTRIES_FORMAT_NAME",
     "FORMAT_NAME",
+    "MESSAGES_FORMAT_NAME",
     "BatchKernel",
     "decode_metadata",
     "explode_messages",
@@ -46,6 +56,7 @@ __all__ = [
     "local_session",
     "transactions_dataframe",
     "peek_broker_entry_metadata",
+    "read_data_dirs",
     "read_entries",
     "read_messages",
     "register",

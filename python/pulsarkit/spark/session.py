@@ -4,7 +4,8 @@ Spark in local mode needs three things people otherwise set by hand: the Python 
 (this interpreter, the one pulsarkit is installed in), a driver bound to the loopback address (no
 LAN exposure, no failing hostname lookups on laptops and containers), and enough driver memory for
 Arrow batches. :func:`local_session` sets each only where the caller has not (an environment
-variable already set, or a ``conf`` key given, wins), and registers pulsarkit's data source. On a
+variable already set, or a ``conf`` key given, wins), and registers pulsarkit's data sources
+(``pulsarkit``, ``pulsarkit-entries``, ``pulsarkit-entrylog``; with filter pushdown on). On a
 cluster, build the session as the cluster wants and call :func:`pulsarkit.spark.register`.
 """
 
@@ -14,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from .datasource import register
+from .messages_source import register
 
 #: Defaults for a local session; the caller's ``conf`` wins.
 LOCAL_DEFAULTS = {
@@ -27,7 +28,7 @@ LOCAL_DEFAULTS = {
 
 
 def local_session(cores: int | str = 2, app_name: str = "pulsarkit", conf: dict[str, str] | None = None) -> Any:
-    """A ``local[cores]`` SparkSession with the pulsarkit data source registered."""
+    """A ``local[cores]`` SparkSession with the pulsarkit data sources registered."""
     from pyspark.sql import SparkSession
 
     for var in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):

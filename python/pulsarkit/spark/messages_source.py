@@ -1,0 +1,264 @@
+"""``spark.read.format("pulsarkit")``: the messages of Pulsar data directories, topic-aware, as a
+consumer received them; ``format("pulsarkit-entries")``: their managed ledgers' raw entries.
+
+::
+
+    from pulsarkit import spark as pks
+    spark = pks.local_session()                       # or pks.register(spark) on a cluster
+    msgs = spark.read.format("pulsarkit").load("/pulsar/data")          # path: comma-separated dirs
+    msgs.where("topic = 'persistent://public/default/orders' AND publish_time >= 1700000000000")
+    raw = spark.read.format("pulsarkit-entries").load("/pulsar/data")   # topic, kind, ids, payload, error
+
+Rows and columns equal :func:`pulsarkit.analysis.messages.read_messages` (``pulsarkit messages``),
+flattened for Spark (:data:`~pulsarkit.spark.message_scan.MESSAGE_FIELDS`): ``topic, partition,
+ledger_id, entry_id, batch_index, key, properties, payload (binary), publish_time, event_time,
+sequence_id, producer_name, null_value, encrypted, broker_timestamp, broker_index, txn_most_bits,
+txn_least_bits, txn_state`` (``marker`` with ``markers=true``). Batches are split and codecs undone
+in each task by the native kernels, one call per Arrow batch; the source yields Arrow batches, so
+rows cross into the JVM once.
+
+Partitions follow the data: (topic, ledger range) of about ``max_partition_bytes`` (default 64 MiB)
+and at least ``min_partitions`` overall, planned on the driver from the metadata, the bookie's
+location index and one native pass over the entry logs for transactions and chunked messages (see
+:mod:`~pulsarkit.spark.message_scan`). An empty data directory gives an empty DataFrame.
+
+Options: ``path`` (comma-separated data directories), ``txn`` (``committed``, the default, or
+``all``), ``markers``, ``system`` (also system topics), ``include_deleted`` (ledgers no longer in
+their managed ledger whose entries the bookie still holds), ``max_partition_bytes``,
+``min_partitions``, ``on_error`` (``skip`` an unreadable entry as ``pulsarkit messages`` does, or
+``fail``), ``after``/``until`` (JSON ``{data_dir: {topic: [ledger, entry]}}``: exclusive/inclusive
+bounds per topic, what ``pulsarkit export`` uses for its high-water marks).
+
+Pushed down (Spark 4.1+ ``pushFilters``; :func:`register` turns on
+``spark.sql.python.filterPushdown.enabled``, which Spark requires for it): on ``topic`` ``=``,
+``IN``, ``LIKE 'prefix%'`` (topics not matching are never planned); on ``ledger_id`` ``= IN < <= >
+>=`` (ledgers not matching are not read, except those holding earlier chunks of a message whose id
+is in a matching one); on ``publish_time`` ``= IN < <= > >=`` (applied per entry before batches are
+decompressed; ledgers cannot be pruned by it, since producers set it). Each pushed filter is applied
+exactly to the rows in the task, so Spark does not re-check it. Everything else (``OR``, ``NOT``,
+other columns, nested expressions) stays with Spark. Column pruning: the Python Data Source API of
+PySpark 4.3 does not pass the columns a query needs; give a schema with the columns you want
+(``.schema("topic string, ledger_id long, publish_time long")``, any subset of the columns, any
+order) and only those are built and sent to the JVM (the kernels still split every batch).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from . import datasource as _entrylog
+from .message_scan import ENTRY_FIELDS, Filter, message_fields, plan, read_partition
+
+FORMAT_NAME = "pulsarkit"
+ENTRIES_FORMAT_NAME = "pulsarkit-entries"
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+_SPARK_DDL = {
+    pa.string(): "STRING",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.binary(): "BINARY",
+    pa.bool_(): "BOOLEAN",
+    pa.map_(pa.string(), pa.string()): "MAP<STRING, STRING>",
+}
+
+
+def _ddl(fields: list[tuple[str, Any]]) -> str:
+    return ", ".join(f"{n} {_SPARK_DDL[t]}" for n, t in fields)
+
+
+def _bool(v: Any) -> bool:
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _marks(raw: str | None) -> dict[str, dict[str, tuple[int, int]]] | None:
+    if not raw:
+        return None
+    return {d: {t: (int(p[0]), int(p[1])) for t, p in ts.items()} for d, ts in json.loads(raw).items()}
+
+
+def _paths(options: Any) -> list[str]:
+    raw = options.get("path") or options.get("paths") or ""
+    return [p.strip() for p in str(raw).split(",") if p.strip()]
+
+
+#: (column, Spark filter class name) -> our operator
+_OPS = {
+    "EqualTo": "=",
+    "In": "in",
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
+    "StringStartsWith": "startswith",
+}
+_PUSHABLE = {
+    "messages": {"topic": ("=", "in", "startswith"), "ledger_id": ("=", "in", ">", ">=", "<", "<="),
+                 "publish_time": ("=", "in", ">", ">=", "<", "<=")},
+    "entries": {"topic": ("=", "in", "startswith"), "ledger_id": ("=", "in", ">", ">=", "<", "<=")},
+}  # fmt: skip
+
+
+def convert_filter(f: Any, kind: str, columns: list[str]) -> Filter | None:
+    """Our form of a Spark data source filter, or None when it is not pushed."""
+    op = _OPS.get(type(f).__name__)
+    attr = getattr(f, "attribute", None)
+    if op is None or attr is None or len(attr) != 1:
+        return None
+    col = attr[0]
+    if col not in columns or op not in _PUSHABLE[kind].get(col, ()):
+        return None
+    value = f.value
+    if op == "in":
+        if any(v is None for v in value):
+            return None
+        value = frozenset(value)
+    elif value is None:
+        return None
+    return (col, op, value)
+
+
+def _make_classes(pushdown: bool = True) -> tuple[type, type]:
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class ScanInputPartition(InputPartition):
+        def __init__(self, scan: Any) -> None:
+            super().__init__(None)
+            self.scan = scan
+
+    class _Reader(DataSourceReader):
+        def __init__(self, kind: str, options: Any, schema: Any) -> None:
+            self.kind = kind
+            self.paths = _paths(options)
+            if not self.paths:
+                raise ValueError(f"{FORMAT_NAME} needs a path: .load(DATA_DIR) or option('path', 'dir1,dir2')")
+            self.txn = options.get("txn", "committed")
+            self.markers = _bool(options.get("markers", "false"))
+            self.system = _bool(options.get("system", "false"))
+            self.include_deleted = _bool(options.get("include_deleted", "false"))
+            self.max_partition_bytes = int(options.get("max_partition_bytes", str(64 << 20)))
+            self.min_partitions = int(options.get("min_partitions", "2"))
+            self.on_error = options.get("on_error", "skip")
+            if self.on_error not in ("skip", "fail"):
+                raise ValueError(f"on_error must be skip or fail, not {self.on_error!r}")
+            self.batch_entries = int(options.get("batch_entries", "2048"))
+            self.after = _marks(options.get("after"))
+            self.until = _marks(options.get("until"))
+            fields = message_fields(self.markers) if kind == "messages" else ENTRY_FIELDS
+            known = [n for n, _ in fields]
+            self.columns = [f.name for f in schema.fields]
+            unknown = [c for c in self.columns if c not in known]
+            if unknown:
+                raise ValueError(f"unknown columns {unknown} in the schema; {kind} has {known}")
+            self.schema = schema
+            self.filters: list[Filter] = []
+
+        def partitions(self) -> list[Any]:
+            p = plan(
+                self.paths,
+                kind=self.kind,
+                txn=self.txn,
+                include_system=self.system or self.kind == "entries",
+                include_deleted=self.include_deleted,
+                filters=self.filters,
+                after=self.after,
+                until=self.until,
+                max_partition_bytes=self.max_partition_bytes,
+                min_partitions=self.min_partitions,
+            )
+            return [ScanInputPartition(t) for t in p.tasks()]
+
+        def read(self, partition: Any) -> Any:
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            target = to_arrow_schema(self.schema, timezone="UTC")
+            for b in read_partition(
+                getattr(partition, "scan", None),
+                kind=self.kind,
+                columns=self.columns,
+                txn=self.txn,
+                markers=self.markers,
+                filters=self.filters,
+                on_error=self.on_error,
+                batch_entries=self.batch_entries,
+            ):
+                yield pa.RecordBatch.from_arrays(
+                    [c if c.type == f.type else c.cast(f.type) for c, f in zip(b.columns, target, strict=True)],
+                    schema=target,
+                )
+
+    class _PushdownReader(_Reader):
+        def pushFilters(self, filters: list[Any]) -> Any:
+            for f in filters:
+                ours = convert_filter(f, self.kind, self.columns)
+                if ours is None:
+                    yield f
+                else:
+                    self.filters.append(ours)
+
+    reader_cls = _PushdownReader if pushdown else _Reader
+
+    class PulsarkitMessages(DataSource):
+        """Messages of Pulsar data directories (see :mod:`pulsarkit.spark.messages_source`)."""
+
+        @classmethod
+        def name(cls) -> str:
+            return FORMAT_NAME
+
+        def schema(self) -> str:
+            return _ddl(message_fields(_bool(self.options.get("markers", "false"))))
+
+        def reader(self, schema: Any) -> Any:
+            return reader_cls("messages", self.options, schema)
+
+    class PulsarkitEntries(DataSource):
+        """Raw entries of the managed ledgers of Pulsar data directories."""
+
+        @classmethod
+        def name(cls) -> str:
+            return ENTRIES_FORMAT_NAME
+
+        def schema(self) -> str:
+            return _ddl(ENTRY_FIELDS)
+
+        def reader(self, schema: Any) -> Any:
+            return reader_cls("entries", self.options, schema)
+
+    return PulsarkitMessages, PulsarkitEntries
+
+
+def register(spark: Any, pushdown: bool = True) -> None:
+    """Registers ``pulsarkit``, ``pulsarkit-entries`` and ``pulsarkit-entrylog`` with a session.
+
+    With ``pushdown`` (the default) it also sets ``spark.sql.python.filterPushdown.enabled`` for the
+    session, without which Spark refuses a Python source that pushes filters; ``pushdown=False``
+    registers the sources without filter pushdown and leaves the setting alone."""
+    _entrylog.register(spark)
+    if pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+    for source in _make_classes(pushdown):
+        spark.dataSource.register(source)
+
+
+def read_data_dirs(spark: Any, paths: str | list[str], **options: Any) -> Any:
+    """``spark.read.format("pulsarkit")`` over ``paths`` with ``options`` (values turned to strings;
+    dicts to JSON); ``min_partitions`` defaults to the session's default parallelism."""
+    register(spark)
+    options.setdefault("min_partitions", spark.sparkContext.defaultParallelism)
+    r = spark.read.format(FORMAT_NAME)
+    for k, v in options.items():
+        r = r.option(k, json.dumps(v) if isinstance(v, dict) else str(v).lower() if isinstance(v, bool) else str(v))
+    return r.load(",".join([paths] if isinstance(paths, str) else [str(p) for p in paths]))
+
+
+__all__ = [
+    "ENTRIES_FORMAT_NAME",
+    "FORMAT_NAME",
+    "PUSHDOWN_CONF",
+    "convert_filter",
+    "read_data_dirs",
+    "register",
+]
