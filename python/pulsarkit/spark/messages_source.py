@@ -22,24 +22,33 @@ and at least ``min_partitions`` overall, planned on the driver from the metadata
 location index and one native pass over the entry logs for transactions and chunked messages (see
 :mod:`~pulsarkit.spark.message_scan`). An empty data directory gives an empty DataFrame.
 
-Options: ``path`` (comma-separated data directories), ``txn`` (``committed``, the default, or
+Options: ``path`` (comma-separated data directories), ``pushdown`` (below), ``txn`` (``committed``, the default, or
 ``all``), ``markers``, ``system`` (also system topics), ``include_deleted`` (ledgers no longer in
 their managed ledger whose entries the bookie still holds), ``max_partition_bytes``,
 ``min_partitions``, ``on_error`` (``skip`` an unreadable entry as ``pulsarkit messages`` does, or
 ``fail``), ``after``/``until`` (JSON ``{data_dir: {topic: [ledger, entry]}}``: exclusive/inclusive
 bounds per topic, what ``pulsarkit export`` uses for its high-water marks).
 
-Pushed down (Spark 4.1+ ``pushFilters``; :func:`register` turns on
-``spark.sql.python.filterPushdown.enabled``, which Spark requires for it): on ``topic`` ``=``,
+Pushed down with ``.option("pushdown", "true")`` (Spark 4.1+ ``pushFilters``; :func:`register`
+turns on ``spark.sql.python.filterPushdown.enabled``, which Spark requires of a source that can
+push): on ``topic`` ``=``,
 ``IN``, ``LIKE 'prefix%'`` (topics not matching are never planned); on ``ledger_id`` ``= IN < <= >
 >=`` (ledgers not matching are not read, except those holding earlier chunks of a message whose id
 is in a matching one); on ``publish_time`` ``= IN < <= > >=`` (applied per entry before batches are
 decompressed; ledgers cannot be pruned by it, since producers set it). Each pushed filter is applied
 exactly to the rows in the task, so Spark does not re-check it. Everything else (``OR``, ``NOT``,
-other columns, nested expressions) stays with Spark. Column pruning: the Python Data Source API of
-PySpark 4.3 does not pass the columns a query needs; give a schema with the columns you want
-(``.schema("topic string, ledger_id long, publish_time long")``, any subset of the columns, any
-order) and only those are built and sent to the JVM (the kernels still split every batch).
+other columns, nested expressions) stays with Spark.
+
+Why opt-in: PySpark 4.3 keeps the plan of the last pushdown on the DataFrame's source
+(``PythonDataSourceV2.readInfo``, set by ``PythonScanBuilder.pushFilters``) and reuses it for a later
+query on the same DataFrame that has no filter Spark can hand to Python: ``df.where("ledger_id >=
+5").count()`` then ``df.count()`` counts only ledgers >= 5. Without the option nothing is pruned, so
+every query is right; with it, build a fresh ``spark.read...load()`` for each filtered query.
+
+Column pruning: the Python Data Source API of PySpark 4.3 does not pass the columns a query needs;
+give a schema with the columns you want (``.schema("topic string, ledger_id long, publish_time
+long")``, any subset of the columns, any order) and only those are built and sent to the JVM (the
+kernels still split every batch).
 """
 
 from __future__ import annotations
@@ -145,6 +154,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             if self.on_error not in ("skip", "fail"):
                 raise ValueError(f"on_error must be skip or fail, not {self.on_error!r}")
             self.batch_entries = int(options.get("batch_entries", "2048"))
+            self.pushdown = _bool(options.get("pushdown", "false"))
             self.after = _marks(options.get("after"))
             self.until = _marks(options.get("until"))
             fields = message_fields(self.markers) if kind == "messages" else ENTRY_FIELDS
@@ -193,7 +203,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
     class _PushdownReader(_Reader):
         def pushFilters(self, filters: list[Any]) -> Any:
             for f in filters:
-                ours = convert_filter(f, self.kind, self.columns)
+                ours = convert_filter(f, self.kind, self.columns) if self.pushdown else None
                 if ours is None:
                     yield f
                 else:
