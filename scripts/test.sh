@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 . .venv/bin/activate
 echo "== cargo test"
-mkdir -p target
+mkdir -p target/bench
 if ! cargo test --manifest-path rust/Cargo.toml --features fuzzing --quiet > target/cargo-test.log 2>&1; then
   cat target/cargo-test.log
   exit 1
@@ -23,6 +23,10 @@ fi
 if [ -d bench ]; then
   echo "== benchmarks (smoke: each benchmark once, results checked)"
   python -m pytest bench -q -p no:cacheprovider --timeout=600
+  echo "== benchmark regression check (a quick measured subset; warns on a ratio drop > 30%, never fails)"
+  python -m pytest bench/test_bench_codec.py bench/test_bench_bulk.py -q -p no:cacheprovider --timeout=600 \
+    --benchmark-enable --bench-summary=target/bench/ci-ratios.json > target/bench-ci.log 2>&1 || { cat target/bench-ci.log; exit 1; }
+  python bench/regression.py target/bench/ci-ratios.json --baseline bench/baseline-ratios.json
 fi
 echo "== pytest (the Java harnesses and the Pulsar standalone build with Maven: the first run downloads about 330 MB)"
 exec python -m pytest tests -q -p no:cacheprovider --timeout=900 "$@"
