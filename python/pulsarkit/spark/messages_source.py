@@ -22,12 +22,13 @@ and at least ``min_partitions`` overall, planned on the driver from the metadata
 location index and one native pass over the entry logs for transactions and chunked messages (see
 :mod:`~pulsarkit.spark.message_scan`). An empty data directory gives an empty DataFrame.
 
-Options: ``path`` (comma-separated data directories), ``pushdown`` (below), ``txn`` (``committed``, the default, or
-``all``), ``markers``, ``system`` (also system topics), ``include_deleted`` (ledgers no longer in
-their managed ledger whose entries the bookie still holds), ``max_partition_bytes``,
+Options: ``path`` (comma-separated data directories), ``pushdown`` (below), ``txn`` (``committed``,
+the default, or ``all``), ``markers``, ``system`` (also system topics), ``include_deleted`` (ledgers
+no longer in their managed ledger whose entries the bookie still holds), ``max_partition_bytes``,
 ``min_partitions``, ``on_error`` (``skip`` an unreadable entry as ``pulsarkit messages`` does, or
-``fail``), ``after``/``until`` (JSON ``{data_dir: {topic: [ledger, entry]}}``: exclusive/inclusive
-bounds per topic, what ``pulsarkit export`` uses for its high-water marks).
+``fail``), ``topics`` (a JSON list: only these), ``after``/``until`` (JSON ``{data_dir: {topic:
+[ledger, entry]}}``: exclusive/inclusive bounds per topic, what ``pulsarkit export`` uses for its
+high-water marks).
 
 Pushed down with ``.option("pushdown", "true")`` (Spark 4.1+ ``pushFilters``; :func:`register`
 turns on ``spark.sql.python.filterPushdown.enabled``, which Spark requires of a source that can
@@ -155,6 +156,8 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
                 raise ValueError(f"on_error must be skip or fail, not {self.on_error!r}")
             self.batch_entries = int(options.get("batch_entries", "2048"))
             self.pushdown = _bool(options.get("pushdown", "false"))
+            topics = options.get("topics")
+            self.topics = frozenset(json.loads(topics)) if topics else None
             self.after = _marks(options.get("after"))
             self.until = _marks(options.get("until"))
             fields = message_fields(self.markers) if kind == "messages" else ENTRY_FIELDS
@@ -173,7 +176,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
                 txn=self.txn,
                 include_system=self.system or self.kind == "entries",
                 include_deleted=self.include_deleted,
-                filters=self.filters,
+                filters=self.filters + ([("topic", "in", self.topics)] if self.topics is not None else []),
                 after=self.after,
                 until=self.until,
                 max_partition_bytes=self.max_partition_bytes,

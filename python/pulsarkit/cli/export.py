@@ -1,0 +1,478 @@
+"""``pulsarkit export``: the messages of a data directory into a Parquet dataset or a Delta table,
+incrementally::
+
+    pulsarkit export DATA_DIR --to parquet OUT [--engine local|spark] [--master URL] [--topic T]...
+                              [--json] [--force] [--skip-unreadable] [--progress | --no-progress]
+    pulsarkit export DATA_DIR --to delta OUT ...          (needs the deltalake package: pip install pulsarkit[delta])
+
+The rows are those of ``pulsarkit messages`` (read-committed, as consumers received them), in the
+flattened columns of the ``pulsarkit`` Spark data source, partitioned by ``topic`` and ``date`` (UTC
+day of ``publish_time``): ``OUT/topic=persistent%3A%2F%2Ft%2Fns%2Fx/date=2024-05-01/part-<run>-<n>.parquet``,
+the directory names escaped as Spark escapes them, so ``spark.read.parquet(OUT)``,
+``pyarrow.dataset(OUT, partitioning="hive")``, DuckDB and Polars read it as is.
+
+Incremental: every topic's high-water mark (the last position considered: ledger and entry) is kept
+with the output, in ``OUT/_pulsarkit_export.json`` for Parquet (with the list of the data files it
+commits) or in the Delta commit's metadata. A run reads only positions after the marks (and the
+earlier chunks of a message that ends after one) up to each topic's current end, or up to the first
+message of a transaction still open (read-committed: those messages come out with a later run once
+the transaction ends). Parquet commits by writing the data files first, then the marks file by an
+atomic rename: a run that dies in between leaves files the marks file does not list, and the next
+run deletes them before it starts, so no message is exported twice or lost. Delta commits data and
+marks in one transaction.
+
+``--engine local`` (the default) plans and decodes in this process with the native kernels;
+``--engine spark`` reads through the ``pulsarkit`` data source (``--master``, default ``local[2]``)
+and writes with Spark's Parquet writer, then the files are committed the same way (Delta: the driver
+appends the staged files through deltalake). Both give the same rows in the same layout.
+
+An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, a
+Delta table without pulsarkit marks) is refused without ``--force``; a marks file from another data
+directory is refused without ``--other-source``. An unreadable entry stops the export (exit 1) unless
+``--skip-unreadable``, so that a mark never moves past a message that was not exported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import importlib
+import json
+import os
+import secrets
+import shutil
+import sys
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from ..analysis.records import DataDirError
+from ..spark import local_session, register
+from ..spark.message_scan import MESSAGE_FIELDS, arrow_schema, plan, read_partition
+from .command import EXIT_OK, Progress, Runner, command, progress_arg
+
+MARKS_FILE = "_pulsarkit_export.json"
+LOCK_FILE = "_pulsarkit_export.lock"
+STAGING = "_staging"
+FORMAT = "pulsarkit-export"
+DELTA_MARKS_KEY = "pulsarkit.export"
+PARTITION_COLUMNS = ("topic", "date")
+#: the columns of the data files (the partition columns are in the directory names)
+FILE_FIELDS = [(n, t) for n, t in MESSAGE_FIELDS if n != "topic"]
+_DAY_MS = 86_400_000
+
+# Spark's ExternalCatalogUtils.escapePathName: these characters become %XX in partition directories.
+_ESCAPE = {chr(c) for c in range(1, 0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
+
+
+def escape_path_name(value: str) -> str:
+    """A partition value as Spark writes it in a directory name (``topic=persistent%3A%2F%2F...``)."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in value)
+
+
+class ExportRefused(DataDirError):
+    """The output is not a pulsarkit export of this data directory (or is in use)."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json_atomically(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _data_files(out: Path) -> list[str]:
+    """Relative paths of the data files under the partition directories."""
+    found = []
+    for t in out.glob("topic=*"):
+        for f in t.glob("date=*/part-*.parquet"):
+            found.append(str(f.relative_to(out)))
+    return sorted(found)
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    with open(out / LOCK_FILE, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExportRefused(f"{out}: another pulsarkit export is writing it") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# ----------------------------------------------------------------------------------- the state
+
+
+class ParquetState:
+    """The marks file of a Parquet export: marks per topic, the committed files, the runs."""
+
+    def __init__(self, out: Path, source: str, *, force: bool, other_source: bool) -> None:
+        self.out = out
+        self.path = out / MARKS_FILE
+        self.removed_leftovers: list[str] = []
+        if self.path.exists():
+            doc = json.loads(self.path.read_text())
+            if doc.get("format") != FORMAT:
+                raise ExportRefused(f"{self.path} is not a pulsarkit export marks file")
+            if doc.get("to") != "parquet":
+                raise ExportRefused(f"{out} is a pulsarkit export to {doc.get('to')}, not parquet")
+            if doc.get("source") != source and not other_source:
+                raise ExportRefused(
+                    f"{out} holds an export of {doc.get('source')}, not {source}; "
+                    "pass --other-source if this is the same data moved (ledger ids must be the same)"
+                )
+            self.doc = doc
+        else:
+            if out.exists() and any(p.name not in (LOCK_FILE,) for p in out.iterdir()) and not force:
+                raise ExportRefused(f"{out} exists and is not a pulsarkit export; pass --force to write into it")
+            self.doc = {"format": FORMAT, "version": 1, "to": "parquet", "source": source, "marks": {}, "files": []}
+            self.doc["runs"] = []
+
+    def marks(self) -> dict[str, tuple[int, int]]:
+        return {t: (p[0], p[1]) for t, p in self.doc["marks"].items()}
+
+    def clean(self) -> None:
+        """Removes what a run that did not commit left: staging, data files the marks file does not list."""
+        shutil.rmtree(self.out / STAGING, ignore_errors=True)
+        committed = set(self.doc["files"])
+        for rel in _data_files(self.out):
+            if rel not in committed:
+                (self.out / rel).unlink()
+                self.removed_leftovers.append(rel)
+
+    def commit(self, run: dict[str, Any], files: list[str], marks: dict[str, tuple[int, int]]) -> None:
+        self.doc["files"] = sorted(set(self.doc["files"]) | set(files))
+        self.doc["marks"].update({t: list(p) for t, p in marks.items()})
+        self.doc["runs"].append(run)
+        _write_json_atomically(self.path, self.doc)
+
+
+class DeltaState:
+    """Marks of a Delta export: the custom metadata of the table's last pulsarkit commit."""
+
+    def __init__(self, out: Path, source: str, *, force: bool, other_source: bool) -> None:
+        try:  # optional, and imported only here: the other commands start without it
+            deltalake = importlib.import_module("deltalake")
+        except ImportError as e:
+            raise ExportRefused("--to delta needs the deltalake package (pip install 'pulsarkit[delta]')") from e
+        self.deltalake = deltalake
+        self.out = out
+        self.removed_leftovers: list[str] = []
+        self.doc: dict[str, Any] = {"marks": {}, "source": source}
+        if (out / "_delta_log").is_dir():
+            table = deltalake.DeltaTable(str(out))
+            found = None
+            for h in table.history():
+                if DELTA_MARKS_KEY in h:
+                    found = json.loads(h[DELTA_MARKS_KEY])
+                    break
+            if found is None and not force:
+                raise ExportRefused(f"{out} is a Delta table pulsarkit did not write; pass --force to append to it")
+            if found is not None:
+                if found.get("source") != source and not other_source:
+                    raise ExportRefused(f"{out} holds an export of {found.get('source')}, not {source}")
+                self.doc = found
+        elif out.exists() and any(p.name != LOCK_FILE for p in out.iterdir()) and not force:
+            raise ExportRefused(f"{out} exists and is not a pulsarkit export; pass --force to write into it")
+
+    def marks(self) -> dict[str, tuple[int, int]]:
+        return {t: (p[0], p[1]) for t, p in self.doc["marks"].items()}
+
+    def clean(self) -> None:
+        shutil.rmtree(self.out / STAGING, ignore_errors=True)
+
+    def commit_table(self, data: Any, marks: dict[str, tuple[int, int]], run: dict[str, Any]) -> None:
+        doc = {
+            "format": FORMAT,
+            "version": 1,
+            "source": self.doc["source"],
+            "marks": {**self.doc["marks"], **{t: list(p) for t, p in marks.items()}},
+            "run": run,
+        }
+        self.deltalake.write_deltalake(
+            str(self.out),
+            data,
+            partition_by=list(PARTITION_COLUMNS),
+            mode="append",
+            commit_properties=self.deltalake.CommitProperties(custom_metadata={DELTA_MARKS_KEY: json.dumps(doc)}),
+        )
+
+
+# ----------------------------------------------------------------------------------- engines
+
+
+def _with_date(b: pa.RecordBatch) -> pa.RecordBatch:
+    days = pc.floor(pc.divide(b.column("publish_time").cast(pa.float64()), float(_DAY_MS)))
+    date = pc.strftime(pc.multiply(days.cast(pa.int64()), _DAY_MS).cast(pa.timestamp("ms")), format="%Y-%m-%d")
+    return b.append_column("date", date)
+
+
+def _local_batches(p: Any, on_error: str, progress: Progress) -> Iterator[pa.RecordBatch]:
+    done = 0
+    for task in p.tasks():
+        for part in task:
+            for b in read_partition(part, on_error=on_error):
+                yield _with_date(b)
+            done += part.bytes
+            progress.update(done, part.topic or "")
+
+
+def _stage_local(p: Any, staging: Path, on_error: str, progress: Progress) -> None:
+    """Decodes every partition here, one Parquet file per (topic, date) under ``staging``."""
+    writers: dict[tuple[str, str], pq.ParquetWriter] = {}
+    schema = arrow_schema(FILE_FIELDS)
+    try:
+        for b in _local_batches(p, on_error, progress):
+            t = pa.Table.from_batches([b])
+            keys = pa.Table.from_arrays([t.column("topic"), t.column("date")], names=["t", "d"])
+            for g in keys.group_by(["t", "d"]).aggregate([]).to_pylist():
+                m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
+                part = t.filter(m).select(schema.names)
+                w = writers.get((g["t"], g["d"]))
+                if w is None:
+                    d = staging / f"topic={escape_path_name(g['t'])}" / f"date={escape_path_name(g['d'])}"
+                    d.mkdir(parents=True, exist_ok=True)
+                    w = writers[(g["t"], g["d"])] = pq.ParquetWriter(d / "part-00000.parquet", schema)
+                w.write_table(part.cast(schema))
+    finally:
+        for w in writers.values():
+            w.close()
+
+
+def spark_session(master: str | None) -> Any:
+    if master is None or master.startswith("local"):
+        cores = master[len("local[") : -1] if master and master.startswith("local[") else 2
+        return local_session(cores, "pulsarkit-export")
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.master(master).appName("pulsarkit-export").getOrCreate()
+    register(spark)
+    return spark
+
+
+def _stage_spark(
+    spark: Any, source: str, after: dict[str, Any], until: dict[str, Any], staging: Path, on_error: str, kw: Any
+) -> None:
+    """The same rows through the ``pulsarkit`` data source, written by Spark under ``staging``."""
+    from pyspark.sql import functions as F
+
+    r = spark.read.format("pulsarkit").option("on_error", on_error).option("topics", json.dumps(sorted(until)))
+    r = r.option("after", json.dumps({source: after})).option("until", json.dumps({source: until}))
+    for k, v in kw.items():
+        r = r.option(k, str(v))
+    df = r.load(source)
+    day = F.floor(F.col("publish_time") / F.lit(_DAY_MS)).cast("int")
+    df = df.withColumn("date", F.date_from_unix_date(day).cast("string"))
+    df.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(staging))
+
+
+def _staged_files(staging: Path) -> list[Path]:
+    return sorted(f for f in staging.glob("topic=*/date=*/*.parquet") if not f.name.startswith((".", "_")))
+
+
+def _unescape(s: str) -> str:
+    return urllib.parse.unquote(s)
+
+
+def _summary_rows(files: list[Path], root: Path) -> dict[str, int]:
+    rows: dict[str, int] = {}
+    for f in files:
+        topic = _unescape(f.relative_to(root).parts[0][len("topic=") :])
+        rows[topic] = rows.get(topic, 0) + pq.read_metadata(f).num_rows
+    return rows
+
+
+# ----------------------------------------------------------------------------------- command
+
+
+def export(
+    data_dir: str,
+    to: str,
+    out: str,
+    *,
+    engine: str = "local",
+    master: str | None = None,
+    topics: list[str] | None = None,
+    force: bool = False,
+    other_source: bool = False,
+    skip_unreadable: bool = False,
+    progress: bool | None = None,
+    max_partition_bytes: int = 64 << 20,
+    spark: Any = None,
+    log: Any = None,
+) -> dict[str, Any]:
+    """Exports the messages added since the last run (see the module doc); returns the summary."""
+    if to not in ("parquet", "delta"):
+        raise DataDirError(f"--to must be parquet or delta, not {to!r}")
+    if engine not in ("local", "spark"):
+        raise DataDirError(f"--engine must be local or spark, not {engine!r}")
+    t0 = time.perf_counter()
+    log = log or (lambda msg: print(f"pulsarkit export: {msg}", file=sys.stderr))
+    source = os.path.realpath(data_dir)
+    root = Path(out).absolute()
+    if not Path(source).is_dir():
+        raise DataDirError(f"{data_dir}: no such directory", data_dir)
+    real_out = os.path.realpath(root)
+    if real_out == source or os.path.commonpath([real_out, source]) == source:
+        raise ExportRefused(f"{out} is inside the data directory {data_dir}; export elsewhere")
+    if root.is_symlink():
+        raise ExportRefused(f"{out} is a symbolic link; pulsarkit never writes through one")
+    if root.exists() and not root.is_dir():
+        raise ExportRefused(f"{out} exists and is not a directory")
+    state_cls = ParquetState if to == "parquet" else DeltaState
+    state = state_cls(root, source, force=force, other_source=other_source)
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root):
+        state.clean()
+        if state.removed_leftovers:
+            log(f"removed {len(state.removed_leftovers)} file(s) of a run that did not commit")
+        before = state.marks()
+        filters = [("topic", "in", frozenset(topics))] if topics else []
+        p = plan([source], after={source: before}, filters=filters, max_partition_bytes=max_partition_bytes)
+        for i in p.issues:
+            log(f"warning: {i}")
+        marks = p.marks.get(source, {})
+        new_marks = {t: m for t, m in marks.items() if before.get(t) != m}
+        total = sum(x.bytes for x in p.partitions)
+        log(f"{len(p.partitions)} partition(s), about {total} bytes, {len(new_marks)} topic(s) with new entries")
+        run_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+        staging = root / STAGING / run_id
+        on_error = "skip" if skip_unreadable else "fail"
+        prog = Progress(total, "exporting", enabled=progress)
+        try:
+            if engine == "local":
+                _stage_local(p, staging, on_error, prog)
+            else:
+                session = spark or spark_session(master)
+                _stage_spark(
+                    session,
+                    source,
+                    {t: list(v) for t, v in before.items()},
+                    {t: list(v) for t, v in marks.items()},
+                    staging,
+                    on_error,
+                    {"max_partition_bytes": max_partition_bytes, "min_partitions": 2},
+                )
+        finally:
+            prog.close()
+        staged = _staged_files(staging) if staging.exists() else []
+        rows = _summary_rows(staged, staging)
+        run = {"run": run_id, "time": _now_ms(), "engine": engine, "rows": sum(rows.values()), "files": len(staged)}
+        files: list[str] = []
+        if to == "parquet":
+            for i, f in enumerate(staged):
+                rel_dir = f.parent.relative_to(staging)
+                dest = root / rel_dir / f"part-{run_id}-{i:05d}.parquet"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(f, dest)
+                files.append(str(dest.relative_to(root)))
+            state.commit(run, files, marks)  # the commit point: the marks file, renamed into place
+        else:
+            if staged:
+                data = ds.dataset(
+                    [str(f) for f in staged],
+                    format="parquet",
+                    partitioning=ds.partitioning(
+                        pa.schema([("topic", pa.string()), ("date", pa.string())]), flavor="hive"
+                    ),
+                    partition_base_dir=str(staging),
+                ).to_table()
+                data = data.select(["topic", *[n for n, _ in FILE_FIELDS], "date"])
+                data = data.cast(arrow_schema([*MESSAGE_FIELDS, ("date", pa.string())]))
+            else:
+                data = arrow_schema([*MESSAGE_FIELDS, ("date", pa.string())]).empty_table()
+            state.commit_table(data, marks, run)
+        shutil.rmtree(root / STAGING, ignore_errors=True)
+    return {
+        "data_dir": source,
+        "output": str(root),
+        "to": to,
+        "engine": engine,
+        "run": run_id,
+        "rows": run["rows"],
+        "files": files if to == "parquet" else len(staged),
+        "topics": {
+            t: {"rows": rows.get(t, 0), "after": list(before[t]) if t in before else None, "until": list(m)}
+            for t, m in sorted(marks.items())
+            if t in new_marks or rows.get(t)
+        },
+        "removed_leftovers": state.removed_leftovers,
+        "issues": p.issues,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+@command(
+    "export",
+    help="export the messages of a data directory to a Parquet dataset or a Delta table, partitioned by "
+    "topic and date, incrementally (a rerun exports only what was added since)",
+)
+def _export(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("data_dir", metavar="DATA_DIR", help="a standalone's data directory (metadata/ + bookkeeper/)")
+    p.add_argument(
+        "--to", nargs=2, metavar=("FORMAT", "PATH"), required=True, help="parquet PATH, or delta PATH (deltalake)"
+    )
+    p.add_argument("--engine", choices=("local", "spark"), default="local", help="decode here, or on Spark")
+    p.add_argument("--master", help="Spark master URL for --engine spark (default local[2])")
+    p.add_argument("--topic", action="append", help="only this topic (repeatable; its own marks are kept)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    p.add_argument("--force", action="store_true", help="write into an existing directory that is not an export")
+    p.add_argument("--other-source", action="store_true", help="continue an export made from another path")
+    p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
+    p.add_argument("--max-partition-bytes", type=int, default=64 << 20, help="size of a read task (bytes)")
+    progress_arg(p)
+
+    def run(args: argparse.Namespace) -> int:
+        fmt, path = args.to
+        summary = export(
+            args.data_dir,
+            fmt,
+            path,
+            engine=args.engine,
+            master=args.master,
+            topics=args.topic,
+            force=args.force,
+            other_source=args.other_source,
+            skip_unreadable=args.skip_unreadable,
+            progress=args.progress,
+            max_partition_bytes=args.max_partition_bytes,
+        )
+        if args.json:
+            print(json.dumps(summary))
+        else:
+            print(
+                f"exported {summary['rows']} message(s) of {len(summary['topics'])} topic(s) to {summary['output']} "
+                f"({fmt}, run {summary['run']}, {summary['seconds']} s)"
+            )
+        return EXIT_OK
+
+    return run
+
+
+__all__ = ["FILE_FIELDS", "MARKS_FILE", "ExportRefused", "escape_path_name", "export", "spark_session"]

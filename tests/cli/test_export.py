@@ -1,0 +1,203 @@
+"""``pulsarkit export``: incremental Parquet and Delta exports of a data directory pulsarkit's own
+writer (the embedded managed-ledger factory) keeps appending to; the local and Spark engines agree."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pulsarkit as pk
+import pyarrow.dataset as ds
+import pytest
+from pulsarkit.analysis.datadir import open_data_dir
+from pulsarkit.analysis.messages import read_messages
+from pulsarkit.cli import export as export_mod
+from pulsarkit.cli import main
+from pulsarkit.spark.message_scan import flat_record
+
+ORDERS = "public/default/persistent/orders"
+EVENTS = "public/default/persistent/events-partition-0"
+T0 = 1_700_000_000_000
+HALF_DAY = 43_200_000
+WHOLE = b"chunked-" * 300
+
+
+def _md(seq: int, **kw):
+    return pk.message_metadata("prod", seq, T0 + seq * HALF_DAY, **kw)
+
+
+def _chunk(seq: int, cid: int):
+    part = [WHOLE[:800], WHOLE[800:1600], WHOLE[1600:]][cid]
+    md = _md(seq, uuid="prod-c", chunk_id=cid, num_chunks_from_msg=3, total_chunk_msg_size=len(WHOLE))
+    md.uncompressed_size = len(WHOLE)
+    return pk.encode_entry(md, part)
+
+
+def _cfg():
+    return pk.ManagedLedgerConfig(max_entries_per_ledger=3, minimum_rollover_time_ms=0)
+
+
+def _append(root, step: int) -> None:
+    """Step 0: plain, batched (LZ4, keys, properties), the first two chunks of a message, an open
+    transaction and messages behind it. Step 1: the last chunk, the commit marker, more messages."""
+    store = pk.Store.open(root, sync=False)
+    orders = store.managed_ledger(ORDERS, _cfg())
+    events = store.managed_ledger(EVENTS, _cfg())
+    if step == 0:
+        for i in range(4):
+            orders.add_entry(pk.encode_entry(_md(i, partition_key=f"k{i}", properties=[("n", str(i))]), b"o%d" % i))
+        orders.add_entry(
+            pk.encode_batch(_md(4), [b"b0", {"payload": b"b1", "key": "bk"}, b"b2"], compression="LZ4"), num_messages=3
+        )
+        orders.add_entry(_chunk(5, 0))
+        orders.add_entry(_chunk(5, 1))
+        for i in range(3):
+            events.add_entry(pk.encode_entry(_md(10 + i), b"e%d" % i))
+        events.add_entry(pk.encode_entry(_md(13, txnid_most_bits=0, txnid_least_bits=7), b"in-txn"))
+        events.add_entry(pk.encode_entry(_md(14), b"behind-the-open-txn"))
+    else:
+        orders.add_entry(_chunk(5, 2))
+        orders.add_entry(pk.encode_batch(_md(6), [b"late0", b"late1"], compression="ZSTD"), num_messages=2)
+        events.add_entry(pk.encode_entry(_md(15, txnid_most_bits=0, txnid_least_bits=7, marker_type=21), b""))
+        events.add_entry(pk.encode_entry(_md(16), b"e-after"))
+    store.close()
+
+
+def _key(r):
+    return (r["topic"], r["ledger_id"], r["entry_id"], r["batch_index"])
+
+
+def _single(root):
+    with open_data_dir(root) as dd:
+        return [flat_record(r) for r in read_messages(dd)]
+
+
+def _exported(out, to="parquet"):
+    if to == "delta":
+        from deltalake import DeltaTable
+
+        rows = DeltaTable(str(out)).to_pyarrow_table().to_pylist()
+    else:
+        rows = ds.dataset(str(out), format="parquet", partitioning="hive").to_table().to_pylist()
+    for r in rows:
+        r["properties"] = sorted(r["properties"] or [])
+    return sorted(rows, key=_key)
+
+
+def _norm(rows):
+    out = []
+    for r in rows:
+        r = {k: v for k, v in r.items() if k != "date"}
+        r["properties"] = sorted(tuple(kv) for kv in r["properties"] or [])
+        out.append(r)
+    return sorted(out, key=_key)
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def test_incremental_parquet_exports_only_new_messages(tmp_path, capsys):
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    first_want = _single(root)
+    code, stdout, err = _run(["export", str(root), "--to", "parquet", str(out), "--json", "--progress"], capsys)
+    assert code == 0 and "partition(s)" in err and "exporting" in err
+    first = json.loads(stdout)
+    assert first["rows"] == len(first_want) == _norm(_exported(out)).__len__()
+    assert _norm(_exported(out)) == _norm(first_want)
+    # the open transaction hides its message and everything after it; the chunked message is incomplete
+    assert not any(r["payload"] in (b"in-txn", b"behind-the-open-txn", WHOLE) for r in first_want)
+    dates = {r["date"] for r in _exported(out)}
+    assert len(dates) > 3  # a message every twelve hours
+
+    code, stdout, _ = _run(["export", str(root), "--to", "parquet", str(out), "--json"], capsys)
+    assert code == 0 and json.loads(stdout)["rows"] == 0  # nothing new
+
+    _append(root, 1)
+    final = _single(root)
+    code, stdout, _ = _run(["export", str(root), "--to", "parquet", str(out), "--json"], capsys)
+    second = json.loads(stdout)
+    new = {_key(r) for r in final} - {_key(r) for r in first_want}
+    assert second["rows"] == len(new) > 0
+    got = _exported(out)
+    assert len({_key(r) for r in got}) == len(got)  # nothing twice
+    assert _norm(got) == _norm(final)  # nothing lost
+    payloads = {r["payload"] for r in got}
+    assert {WHOLE, b"in-txn", b"behind-the-open-txn", b"late1", b"e-after"} <= payloads
+    marks = json.loads((out / export_mod.MARKS_FILE).read_text())
+    assert set(marks["files"]) == set(export_mod._data_files(out)) and len(marks["runs"]) == 3
+
+
+def test_a_run_that_dies_before_its_marks_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    export_mod.export(str(root), "parquet", str(out), log=lambda m: None)
+    _append(root, 1)
+
+    def die(self, run, files, marks):
+        raise KeyboardInterrupt("killed between the data files and the marks file")
+
+    monkeypatch.setattr(export_mod.ParquetState, "commit", die)
+    with pytest.raises(KeyboardInterrupt):
+        export_mod.export(str(root), "parquet", str(out), log=lambda m: None)
+    assert len(export_mod._data_files(out)) > len(json.loads((out / export_mod.MARKS_FILE).read_text())["files"])
+    monkeypatch.undo()
+    summary = export_mod.export(str(root), "parquet", str(out), log=lambda m: None)
+    assert summary["removed_leftovers"]
+    got = _exported(out)
+    assert len({_key(r) for r in got}) == len(got) and _norm(got) == _norm(_single(root))
+
+
+def test_refuses_a_directory_that_is_not_an_export(tmp_path, capsys):
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    out.mkdir()
+    (out / "precious.txt").write_text("mine")
+    code, _, err = _run(["export", str(root), "--to", "parquet", str(out)], capsys)
+    assert code == 1 and "not a pulsarkit export" in err and "--force" in err
+    code, _, err = _run(["export", str(root), "--to", "parquet", str(root / "inside")], capsys)
+    assert code == 1 and "inside the data directory" in err
+    code, _, _ = _run(["export", str(root), "--to", "parquet", str(out), "--force"], capsys)
+    assert code == 0 and (out / "precious.txt").read_text() == "mine"
+    other = tmp_path / "other"
+    os.rename(root, other)
+    code, _, err = _run(["export", str(other), "--to", "parquet", str(out)], capsys)
+    assert code == 1 and "--other-source" in err
+
+
+def test_delta_export_is_incremental_with_marks_in_the_commit(tmp_path, capsys):
+    pytest.importorskip("deltalake")
+    root, out = tmp_path / "data", tmp_path / "delta"
+    _append(root, 0)
+    code, stdout, _ = _run(["export", str(root), "--to", "delta", str(out), "--json"], capsys)
+    assert code == 0 and json.loads(stdout)["rows"] == len(_single(root))
+    _append(root, 1)
+    code, stdout, _ = _run(["export", str(root), "--to", "delta", str(out), "--json"], capsys)
+    got = _exported(out, "delta")
+    assert len({_key(r) for r in got}) == len(got) and _norm(got) == _norm(_single(root))
+    from deltalake import DeltaTable
+
+    (last,) = DeltaTable(str(out)).history(1)
+    assert json.loads(last[export_mod.DELTA_MARKS_KEY])["marks"]
+
+
+@pytest.mark.spark
+def test_local_and_spark_engines_give_the_same_export(tmp_path, spark, capsys):
+    root = tmp_path / "data"
+    _append(root, 0)
+    local, sparked = tmp_path / "local", tmp_path / "spark"
+    export_mod.export(str(root), "parquet", str(local), log=lambda m: None)
+    export_mod.export(str(root), "parquet", str(sparked), engine="spark", spark=spark, log=lambda m: None)
+    _append(root, 1)
+    export_mod.export(str(root), "parquet", str(local), log=lambda m: None)
+    s = export_mod.export(str(root), "parquet", str(sparked), engine="spark", spark=spark, log=lambda m: None)
+    assert s["rows"] > 0
+    assert _exported(local) == _exported(sparked) and _norm(_exported(local)) == _norm(_single(root))
+
+    def layout(p):
+        return sorted(os.path.relpath(d, p) for d, _, files in os.walk(p) if any(f.endswith(".parquet") for f in files))
+
+    assert layout(local) == layout(sparked) and layout(local)
