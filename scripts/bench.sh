@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every benchmark and regenerates the figures in bench/RESULTS.md:
 #   1. pytest-benchmark (bench/): pulsarkit against Python baselines, timed in the same session;
-#   2. criterion (rust/benches/kernels.rs): the Rust kernels on their own.
+#   2. criterion (rust/benches/kernels.rs): the Rust kernels on their own;
+#   3. pulsarkit against the Java implementations (bench/java_compare.py, JMH in bench/java): its table goes to
+#      target/bench/java_compare.md (figures quoted by hand in RESULTS.md); skipped without java and mvn, or with
+#      BENCH_JAVA=0. BENCH_JAVA_ARGS passes options (e.g. "--rounds 3").
 # Usage: scripts/bench.sh [--no-criterion] [extra pytest args...]   (BENCH_PATHS="bench/test_x.py ..." to narrow)
 # BENCH_TIMER picks the pytest timer (default: process CPU time, so other jobs on a shared machine do
 # not count against either side; use time.perf_counter for wall clock).
@@ -39,4 +42,16 @@ CRIT_DIR="$TARGET/criterion"
 [ "$CRITERION" = 1 ] || CRIT_DIR="$OUT/criterion-skipped"  # never report an older run's figures
 python bench/report.py --summary "$OUT/ratios.json" --criterion "$CRIT_DIR" \
   --command "${PYTEST[*]} ; ${CARGO[*]}" --load "$LOAD" --out bench/RESULTS.md
+
+echo
+echo "== pulsarkit vs the Java implementations (bench/java_compare.py)"
+if [ "${BENCH_JAVA:-1}" = 0 ]; then
+  echo "SKIPPED: BENCH_JAVA=0"
+elif ! command -v java > /dev/null || ! command -v mvn > /dev/null; then
+  echo "SKIPPED: java and mvn are needed (a JDK 17+ and Maven) to compare with Pulsar's and BookKeeper's Java code"
+else
+  read -r -a JAVA_ARGS <<< "${BENCH_JAVA_ARGS:-}"
+  echo "+ python bench/java_compare.py ${JAVA_ARGS[*]}"
+  python bench/java_compare.py "${JAVA_ARGS[@]}" || STATUS=$?
+fi
 exit "$STATUS"
