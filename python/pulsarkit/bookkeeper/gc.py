@@ -208,10 +208,17 @@ class GarbageCollector:
             live = {lid: size for lid, size in md.ledgers.items() if lid in local and lid not in gone}
             remaining = sum(live.values())
             total = md.total_size
-            if total == 0:
-                continue
             if not live:
-                remove.append({"log_id": log_id, "total_size": total, "reason": "no live ledger left (doGcEntryLogs)"})
+                # an empty log too (a preallocated one the bookie never wrote): extractMetaFromEntryLogs
+                # finds no ledger in it and deletes it
+                why = (
+                    "no ledger in it (extractMetaFromEntryLogs)"
+                    if not md.ledgers
+                    else "no live ledger left (doGcEntryLogs)"
+                )
+                remove.append(
+                    {"log_id": log_id, "total_size": total, "file_size": s.entry_log_size(log_id), "reason": why}
+                )
                 continue
             usage = remaining / total
             if cfg.use_target_entry_log_size_for_gc and usage < 1:
@@ -256,7 +263,7 @@ class GarbageCollector:
             "ledgers_to_delete": delete,
             "logs_to_remove": remove,
             "compaction": {"level": level, "threshold": threshold, "max_time_ms": max_time, "logs": compact},
-            "bytes_reclaimed_estimate": sum(r["total_size"] for r in remove)
+            "bytes_reclaimed_estimate": sum(r["file_size"] for r in remove)
             + sum(c["total_size"] - c["remaining_size"] for c in compact),
         }
 
@@ -332,7 +339,7 @@ class GarbageCollector:
                 continue
             s.remove_entry_log(log_id)
             res.removed_logs.append(log_id)
-            res.reclaimed_bytes += item["total_size"]
+            res.reclaimed_bytes += item.get("file_size", item["total_size"])
         comp = plan["compaction"]
         started_all = time.monotonic()
         for item in comp["logs"]:

@@ -379,6 +379,10 @@ class SingleDirectoryDbLedgerStorage:
     def entry_log_ids(self) -> list[int]:
         return _log_ids(self.current)
 
+    def entry_log_size(self, log_id: int) -> int:
+        """The log file's size on disk (header and ledgers map included)."""
+        return os.path.getsize(os.path.join(self.current, f"{log_id:x}.log"))
+
     def entry_log_metadata(self, log_id: int) -> Any:
         """``EntryLogMetadata`` of a log: its ledgers map (or a scan), total and remaining size."""
         return entrylog.EntryLogReader(self.current).metadata(log_id)
