@@ -1,17 +1,29 @@
 """The bookie side of a data directory, read-only: where a standalone or a bookie keeps its
-directories, and each ledger directory's entry logs and ``ledgers``/``locations`` indexes (read
-through private copies; a missing or unreadable index is rebuilt by scanning the entry logs)."""
+directories, which bookie a directory belongs to (its cookie), and each ledger directory's entry logs
+and ``ledgers``/``locations`` indexes (read through private copies; a missing or unreadable index is
+rebuilt by scanning the entry logs)."""
 
 from __future__ import annotations
 
+import os
 import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import text_encoding
+
+from ..bookkeeper import digest as bookie_digest
 from ..bookkeeper import entrylog, key_value_storage
+from ..bookkeeper.journal import JournalRecord
 from ..errors import PulsarkitError
 from ..proto import LedgerData
 from .records import DataDirError, Issue
+
+PathLike = str | os.PathLike[str]
+#: Bookie id -> its directories (a ledger directory, or a standalone's data dir holding one).
+BookieMapping = Mapping[str, Sequence[PathLike] | PathLike]
 
 _KEY = struct.Struct(">qq")
 _LONG = struct.Struct(">q")
@@ -21,21 +33,20 @@ def is_rocksdb(d: Path) -> bool:
     return d.is_dir() and (d / "CURRENT").exists()
 
 
+#: Where a standalone (or pulsarkit's own store) keeps its bookie's ledger directory, under its root.
+_BOOKIE_SUBDIRS = (("bookkeeper",), ("standalone", "bookkeeper"), ("bookie",), ("data", "standalone", "bookkeeper"))
+
+
+def _bookie_candidates(root: Path) -> list[Path]:
+    return [c for c in (root.joinpath(*sub) for sub in _BOOKIE_SUBDIRS) if (c / "current").is_dir()]
+
+
 def find_layout(root: Path) -> tuple[Path, list[Path]]:
     """(metadata dir, bookie dirs holding ``current/``) of a standalone or pulsarkit directory."""
     md = next((c for c in (root / "metadata", root) if is_rocksdb(c)), None)
     if md is None:
         raise DataDirError(f"{root}: no RocksDB metadata store (expected {root / 'metadata'}/CURRENT)", str(root))
-    bks = [
-        c
-        for c in (
-            root / "bookkeeper",
-            root / "standalone" / "bookkeeper",
-            root / "bookie",
-            root / "data" / "standalone" / "bookkeeper",
-        )
-        if (c / "current").is_dir()
-    ]
+    bks = _bookie_candidates(root)
     if not bks:
         raise DataDirError(
             f"{root}: no bookie directory (looked for bookkeeper/current, standalone/bookkeeper/current, "
@@ -43,6 +54,85 @@ def find_layout(root: Path) -> tuple[Path, list[Path]]:
             str(root),
         )
     return md, bks[:1]
+
+
+def bookie_ledger_dir(path: Path) -> Path:
+    """The ledger directory (the one holding ``current/``) that ``path`` names: the directory itself,
+    its parent when it is a ``current/``, or a standalone's bookie directory under it."""
+    if path.name == "current" and path.is_dir():
+        return path.parent
+    if (path / "current").is_dir():
+        return path
+    found = _bookie_candidates(path)
+    if not found:
+        raise DataDirError(
+            f"{path}: no bookie ledger directory (no current/ in it or in a standalone layout)", str(path)
+        )
+    return found[0]
+
+
+# ---------------------------------------------------------------------------------- the cookie
+
+
+@dataclass(frozen=True)
+class Cookie:
+    """A bookie's cookie (``current/VERSION`` of each of its ledger and journal directories): the
+    bookie a directory belongs to. ``bookie_id`` is the cookie's ``bookieHost``, the name ledger
+    metadata puts in its ensembles (a ``host:port`` or a custom ``bookieId``)."""
+
+    layout_version: int
+    bookie_id: str
+    journal_dirs: str
+    ledger_dirs: str
+    instance_id: str | None
+    path: str
+
+
+def read_cookie(directory: Path) -> Cookie | None:
+    """The cookie of a ledger or journal directory, or None when it has no ``current/VERSION``.
+
+    BookKeeper's ``Cookie.parse``: the first line is the layout version; version 3 has the bookie
+    host, journal dirs and ledger dirs on the next three lines; version 4 and later (real bookies
+    write 4 or 5) have a ``CookieFormat`` protobuf in text format, each string C-escaped
+    (``ledgerDirs: "1\\tdata/bookkeeper"``). :class:`DataDirError` when the file is not a cookie."""
+    cur = directory if directory.name == "current" else directory / "current"
+    f = cur / "VERSION"
+    try:
+        text = f.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataDirError(f"{f}: unreadable cookie: {e}", str(f)) from None
+    lines = text.splitlines()
+    try:
+        version = int(lines[0].strip()) if lines else -1
+    except ValueError:
+        version = -1
+    if version < 3:
+        raise DataDirError(f"{f}: not a bookie cookie (layout version line {lines[:1]!r})", str(f))
+    if version == 3:
+        if len(lines) < 4:
+            raise DataDirError(f"{f}: cookie of layout version 3 has {len(lines) - 1} of its 3 lines", str(f))
+        return Cookie(3, lines[1], lines[2], lines[3], None, str(f))
+    fields: dict[str, str] = {}
+    for n, line in enumerate(lines[1:], 2):
+        key, sep, value = line.strip().partition(":")
+        value = value.strip()
+        if not line.strip():
+            continue
+        if not sep or len(value) < 2 or value[0] != value[-1] or value[0] not in "\"'":
+            raise DataDirError(f"{f}: line {n} of the cookie is not a text-format string field: {line!r}", str(f))
+        fields[key.strip()] = text_encoding.CUnescape(value[1:-1]).decode("utf-8", "replace")
+    if not fields.get("bookieHost"):
+        raise DataDirError(f"{f}: the cookie names no bookieHost", str(f))
+    return Cookie(
+        version,
+        fields["bookieHost"],
+        fields.get("journalDir", ""),
+        fields.get("ledgerDirs", ""),
+        fields.get("instanceId") or None,
+        str(f),
+    )
 
 
 def read_rocksdb(src: Path, what: str) -> list[tuple[bytes, bytes]]:
@@ -119,6 +209,32 @@ class BookieDir:
             for lid, size in md.ledgers.items():
                 self.log_ledger_bytes[lid] = self.log_ledger_bytes.get(lid, 0) + size
 
+    def read_raw(self, ledger_id: int, entry_id: int) -> tuple[bytes, str, int] | None:
+        """``(stored bytes, entry log, offset of the record)`` of an entry the index names; None when
+        it names none. :class:`DataDirError` (file and offset) when the log is missing or the record
+        there is not that entry."""
+        loc = self.locations.get(ledger_id, {}).get(entry_id)
+        if loc is None:
+            return None
+        log_id, pos = loc >> 32, loc & 0xFFFFFFFF
+        path = str(self.reader.path_of(log_id))
+        try:
+            return self.reader.read(loc, ledger_id, entry_id), path, pos - 4
+        except OSError as e:
+            raise DataDirError(
+                f"{path}: entry log missing or unreadable for ledger {ledger_id} entry {entry_id}: {e}",
+                path,
+                pos - 4,
+                f"entry log missing or unreadable: {e}",
+            ) from None
+        except PulsarkitError as e:
+            raise DataDirError(
+                f"{path} at offset {pos - 4}: ledger {ledger_id} entry {entry_id}: {e}",
+                path,
+                pos - 4,
+                str(e),
+            ) from None
+
     @staticmethod
     def _index(path: Path, what: str, issues: list[Issue]) -> list[tuple[bytes, bytes]] | None:
         """A RocksDB index's pairs, or None (with an issue) when it is missing or unreadable."""
@@ -139,4 +255,141 @@ class BookieDir:
                     self.locations.setdefault(r.ledger_id, {})[r.entry_id] = r.location
 
 
-__all__ = ["BookieDir", "find_layout", "is_rocksdb", "read_rocksdb"]
+# ------------------------------------------------------------------------ several bookies
+
+
+@dataclass(eq=False)
+class Bookie:
+    """One bookie: its id, its ledger directories and the entries its journal would replay."""
+
+    bookie_id: str
+    dirs: list[BookieDir]
+    ledger_dirs: list[Path]
+    journal_dirs: list[Path] = field(default_factory=list)
+    #: Journal records after the bookie's ``lastMark`` (ledger -> entry -> record).
+    journal: dict[int, dict[int, JournalRecord]] = field(default_factory=dict)
+    _held: dict[int, frozenset[int]] = field(default_factory=dict, repr=False)
+
+    def entry_ids(self, ledger_id: int) -> frozenset[int]:
+        """Entries of a ledger this bookie holds: in a location index or only in its journal."""
+        got = self._held.get(ledger_id)
+        if got is None:
+            ids: set[int] = set(self.journal.get(ledger_id, ()))
+            for d in self.dirs:
+                ids.update(d.locations.get(ledger_id, ()))
+            got = self._held[ledger_id] = frozenset(ids)
+        return got
+
+    def indexed(self, ledger_id: int) -> set[int]:
+        return {e for d in self.dirs for e in d.locations.get(ledger_id, ())}
+
+    def read_raw(self, ledger_id: int, entry_id: int) -> tuple[bytes, str, int | None] | None:
+        """``(stored bytes, file, offset of the record)`` of this bookie's copy; None when it has none."""
+        for d in self.dirs:
+            got = d.read_raw(ledger_id, entry_id)
+            if got is not None:
+                return got
+        j = self.journal.get(ledger_id, {}).get(entry_id)
+        return (j.data, j.path, j.offset) if j is not None else None
+
+
+def _dir_key(d: Path) -> Path:
+    return (d.parent if d.name == "current" else d).resolve()
+
+
+def bookie_ids(dirs: Sequence[Path], mapping: BookieMapping | None) -> tuple[list[str | None], list[str]]:
+    """The bookie id of each directory (``mapping`` names it, else its cookie), None when neither does;
+    and why a cookie could not be read, per unreadable cookie."""
+    named: dict[Path, str] = {}
+    for bid, ds in (mapping or {}).items():
+        for d in [ds] if isinstance(ds, (str, os.PathLike)) else ds:
+            named[_dir_key(bookie_ledger_dir(Path(d)))] = bid
+    ids: list[str | None] = []
+    bad: list[str] = []
+    for d in dirs:
+        bid = named.get(_dir_key(d))
+        if bid is None:
+            try:
+                cookie = read_cookie(d)
+            except DataDirError as e:
+                bad.append(str(e))
+                cookie = None
+            bid = cookie.bookie_id if cookie is not None else None
+        ids.append(bid)
+    return ids, bad
+
+
+def mapping_dirs(mapping: BookieMapping) -> list[Path]:
+    """The ledger directories a ``bookies`` mapping names, in its order."""
+    out = []
+    for ds in mapping.values():
+        out += [bookie_ledger_dir(Path(d)) for d in ([ds] if isinstance(ds, (str, os.PathLike)) else ds)]
+    return out
+
+
+def group_bookies(
+    dirs: Sequence[BookieDir],
+    ledger_dirs: Sequence[Path],
+    ids: Sequence[str | None],
+    journal_dirs: Sequence[Path],
+    journal_ids: Sequence[str | None],
+    cookie_errors: Sequence[str] = (),
+) -> list[Bookie] | None:
+    """The bookies the directories belong to, or None when they are one bookie's (fewer than two
+    distinct ids: the directories are read as one bookie, as before cookies were read)."""
+    if len({i for i in ids if i}) < 2:
+        return None
+    why = f" ({'; '.join(cookie_errors)})" if cookie_errors else ""
+    for what, paths, pids in (("ledger", ledger_dirs, ids), ("journal", journal_dirs, journal_ids)):
+        unknown = [str(p) for p, i in zip(paths, pids, strict=True) if i is None]
+        if unknown:
+            raise DataDirError(
+                f"{what} directories of several bookies, and no cookie (current/VERSION) says whose "
+                f"{', '.join(unknown)} is{why}: name each bookie's directories with bookies={{id: [dir, ...]}}"
+            )
+    bookies = {
+        bid: Bookie(bid, [], [])
+        for bid in dict.fromkeys(i for i in ids if i is not None)  # first-seen order
+    }
+    for d, p, bid in zip(dirs, ledger_dirs, ids, strict=False):
+        bookies[bid].dirs.append(d)  # type: ignore[index]
+        bookies[bid].ledger_dirs.append(p)  # type: ignore[index]
+    for p, bid in zip(journal_dirs, journal_ids, strict=True):
+        if bid not in bookies:
+            raise DataDirError(
+                f"journal directory {p} belongs to bookie {bid}, whose ledger directories were not given"
+            )
+        bookies[bid].journal_dirs.append(p)
+    return list(bookies.values())
+
+
+def entry_payload(
+    raw: bytes, digest: str | None, password: bytes, ledger_id: int, entry_id: int, path: str, offset: int | None
+) -> bytes:
+    """What the client wrote, from a stored entry whose digest verifies (``digest`` None: the type
+    the bytes verify with, else CRC32C); :class:`DataDirError` naming the record's file and offset."""
+    try:
+        if digest is None:
+            digest = bookie_digest.detect_digest_type(raw, password) or "CRC32C"
+        return bookie_digest.unpack_entry(raw, digest, password, ledger_id=ledger_id, entry_id=entry_id).payload
+    except PulsarkitError as e:
+        raise DataDirError(
+            f"{path} at offset {offset}: ledger {ledger_id} entry {entry_id}: {e}", path, offset, str(e)
+        ) from None
+
+
+__all__ = [
+    "Bookie",
+    "BookieDir",
+    "BookieMapping",
+    "Cookie",
+    "bookie_ids",
+    "bookie_ledger_dir",
+    "entry_payload",
+    "find_layout",
+    "group_bookies",
+    "is_rocksdb",
+    "mapping_dirs",
+    "read_cookie",
+    "read_rocksdb",
+]
