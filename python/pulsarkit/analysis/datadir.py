@@ -5,7 +5,10 @@
 * a Pulsar standalone's directory (``metadata/`` RocksDB metadata store + ``bookkeeper/current/``, or
   Pulsar's default ``data/standalone/bookkeeper``), and pulsarkit's own ``metadata/`` + ``bookie/``;
 * a bookie with separate directories: ``open_data_dir(metadata_dir=..., ledger_dirs=[...],
-  journal_dirs=[...], index_dirs=[...])``.
+  journal_dirs=[...], index_dirs=[...])``;
+* several bookies sharing one metadata store: their ledger directories (each bookie known by its
+  cookie, ``current/VERSION``), or ``bookies={"host:3181": [dir, ...], ...}``. Each entry is then read
+  once, from one replica its ledger's ensembles choose (:mod:`pulsarkit.analysis.replicas`).
 
 Nothing under those paths is ever written (no ``LOCK``/``LOG`` file, no RocksDB compaction): each
 RocksDB (the metadata store, ``ledgers/``, ``locations/``) is copied into a temporary directory, opened
@@ -54,8 +57,18 @@ from ..metadata.store import (
     parse_managed_ledger_info,
 )
 from ..proto import PositionInfo
-from .bookie_dir import BookieDir, find_layout, read_rocksdb
+from .bookie_dir import (
+    BookieDir,
+    BookieMapping,
+    bookie_ids,
+    entry_payload,
+    find_layout,
+    group_bookies,
+    mapping_dirs,
+    read_rocksdb,
+)
 from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic
+from .replicas import ReplicaSet
 
 
 def _digest_name(md: Any) -> str:
@@ -81,13 +94,16 @@ class DataDir:
     def __init__(
         self,
         metadata_dir: PathLike,
-        ledger_dirs: Sequence[PathLike],
+        ledger_dirs: Sequence[PathLike] = (),
         *,
         journal_dirs: Sequence[PathLike] | None = None,
         index_dirs: Sequence[PathLike] | None = None,
         strict: bool = False,
+        bookies: BookieMapping | None = None,
     ) -> None:
         self.metadata_dir = Path(metadata_dir)
+        if not ledger_dirs and bookies:
+            ledger_dirs = mapping_dirs(bookies)
         self.ledger_dirs = [Path(d) for d in ledger_dirs]
         self.journal_dirs = [Path(d) for d in (journal_dirs if journal_dirs is not None else ledger_dirs)]
         self.index_dirs = [Path(d) for d in (index_dirs if index_dirs is not None else ledger_dirs)]
@@ -99,6 +115,15 @@ class DataDir:
             BookieDir(self._current(d), self._current(i), self.issues)
             for d, i in zip(self.ledger_dirs, self.index_dirs, strict=False)
         ]
+        #: The bookie each ledger directory belongs to (``bookies`` names it, else its cookie), or None.
+        self.bookie_ids, bad_cookies = bookie_ids(self.ledger_dirs, bookies)
+        jids, bad_j = (self.bookie_ids, []) if journal_dirs is None else bookie_ids(self.journal_dirs, bookies)
+        grouped = group_bookies(
+            self._bookies, self.ledger_dirs, self.bookie_ids, self.journal_dirs, jids, bad_cookies + bad_j
+        )
+        #: Several bookies (two or more distinct ids): entries are read from one replica each, chosen
+        #: by the ledgers' ensembles. None for one bookie, whose directories are read as before.
+        self.replicas = ReplicaSet(grouped, self.ledger_metadata) if grouped is not None else None
         self._cursor_cache: dict[str, list[Cursor]] = {}
         self._load_journal()
         self._build_ledgers()
@@ -206,11 +231,22 @@ class DataDir:
     # -- journal ---------------------------------------------------------------------------
 
     def _load_journal(self) -> None:
-        """Entries the bookie would replay from its journal (after ``lastMark``) that ledger storage lacks."""
-        self.journal: dict[int, dict[int, JournalRecord]] = {}
-        currents = [self._current(d) for d in self.ledger_dirs]
-        jdirs = [self._current(d) for d in self.journal_dirs]
-        self.journal_files = []
+        """Entries the bookie would replay from its journal (after ``lastMark``) that ledger storage lacks;
+        with several bookies, each bookie's own (:attr:`journal` then merges them, for the listings)."""
+        self.journal_files: list[str] = []
+        if self.replicas is None:
+            self.journal = self._read_journals(self.ledger_dirs, self.journal_dirs)
+            return
+        self.journal = {}
+        for b in self.replicas.bookies:
+            b.journal = self._read_journals(b.ledger_dirs, b.journal_dirs)
+            for lid, recs in b.journal.items():
+                self.journal.setdefault(lid, {}).update(recs)
+
+    def _read_journals(self, ledger_dirs: list[Path], journal_dirs: list[Path]) -> dict[int, dict[int, JournalRecord]]:
+        journal: dict[int, dict[int, JournalRecord]] = {}
+        currents = [self._current(d) for d in ledger_dirs]
+        jdirs = [self._current(d) for d in journal_dirs]
         work = []
         for i, jd in enumerate(jdirs):
             mark = last_mark(currents, "lastMark" if len(jdirs) == 1 else f"lastMark.{i}")
@@ -230,7 +266,8 @@ class DataDir:
                 self._issue(Issue(*i))
             for r in records:
                 if r.entry_id >= 0:
-                    self.journal.setdefault(r.ledger_id, {})[r.entry_id] = r
+                    journal.setdefault(r.ledger_id, {})[r.entry_id] = r
+        return journal
 
     # -- ledgers ---------------------------------------------------------------------------
 
@@ -322,21 +359,25 @@ class DataDir:
 
     def _bookie_stats(self, led: Ledger) -> None:
         lid = led.ledger_id
-        b = self._bookie_of(lid)
-        present = set(b.locations.get(lid, {})) if b else set()
-        jr = self.journal.get(lid, {})
-        jonly = set(jr) - present
+        if self.replicas is not None:  # entries any bookie holds; bytes of every copy on disk
+            present, jonly, jbytes = self.replicas.holdings(lid)
+        else:
+            b = self._bookie_of(lid)
+            present = set(b.locations.get(lid, {})) if b else set()
+            jr = self.journal.get(lid, {})
+            jonly = set(jr) - present
+            jbytes = sum(len(jr[e].data) + 4 for e in jonly)
         present |= jonly
         led.entries_on_bookie = len(present)
         led.journal_only_entries = len(jonly)
-        led.bytes_on_bookie = sum(bd.log_ledger_bytes.get(lid, 0) for bd in self._bookies)
-        led.bytes_on_bookie += sum(len(jr[e].data) + 4 for e in jonly)
+        led.bytes_on_bookie = sum(bd.log_ledger_bytes.get(lid, 0) for bd in self._bookies) + jbytes
         if led.state == "CLOSED" and led.metadata_last_entry_id is not None:
             led.last_entry_id = led.metadata_last_entry_id
         elif led.state == "DELETED":
             led.last_entry_id = max(present) if present else -1
         else:
-            # an open ledger is recovered up to the first entry the bookie lacks (ensemble of one)
+            # an open ledger is recovered up to the first entry the bookie lacks (ensemble of one), or,
+            # with several bookies, that no bookie holds
             e = -1
             while e + 1 in present:
                 e += 1
@@ -372,47 +413,30 @@ class DataDir:
 
     def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
         """The data of one entry (what the BookKeeper client wrote: for Pulsar, the entry bytes),
-        digest verified. :class:`DataDirError` names the file and offset when it cannot be read."""
+        digest verified. :class:`DataDirError` names the file and offset when it cannot be read. With
+        several bookies, from the first copy of its write set that verifies (a copy skipped is an issue)."""
         led = self.ledgers.get(ledger_id)
-        b = self._bookie_of(ledger_id)
-        loc = b.locations.get(ledger_id, {}).get(entry_id) if b else None
         digest = led.digest_type if led and led.digest_type else None
         password = led.password if led else b""
-        if loc is not None:
-            log_id, pos = loc >> 32, loc & 0xFFFFFFFF
-            path = str(b.reader.path_of(log_id)) if b else "?"
-            try:
-                raw = b.reader.read(loc, ledger_id, entry_id)  # type: ignore[union-attr]
-            except OSError as e:
-                raise DataDirError(
-                    f"{path}: entry log missing or unreadable for ledger {ledger_id} entry {entry_id}: {e}",
-                    path,
-                    pos - 4,
-                    f"entry log missing or unreadable: {e}",
-                ) from None
-            except PulsarkitError as e:
-                raise DataDirError(
-                    f"{path} at offset {pos - 4}: ledger {ledger_id} entry {entry_id}: {e}",
-                    path,
-                    pos - 4,
-                    str(e),
-                ) from None
-        else:
+        if self.replicas is not None:
+            return self.replicas.read(ledger_id, entry_id, digest, password, self._issue)
+        b = self._bookie_of(ledger_id)
+        got = b.read_raw(ledger_id, entry_id) if b else None
+        if got is None:
             j = self.journal.get(ledger_id, {}).get(entry_id)
             if j is None:
                 raise DataDirError(f"ledger {ledger_id} entry {entry_id} is on no bookie and in no journal", None, None)
-            raw, path, pos = j.data, j.path, j.offset + 4
-        try:
-            if digest is None:
-                digest = bookie_digest.detect_digest_type(raw, password) or "CRC32C"
-            return bookie_digest.unpack_entry(raw, digest, password, ledger_id=ledger_id, entry_id=entry_id).payload
-        except PulsarkitError as e:
-            raise DataDirError(
-                f"{path} at offset {pos - 4}: ledger {ledger_id} entry {entry_id}: {e}", path, pos - 4, str(e)
-            ) from None
+            got = j.data, j.path, j.offset
+        raw, path, offset = got
+        return entry_payload(raw, digest, password, ledger_id, entry_id, path, offset)
 
     def where(self, ledger_id: int, entry_id: int) -> tuple[str, int | None]:
         """(file, offset of the record) holding an entry: its entry log, else its journal."""
+        if self.replicas is not None:
+            led = self.ledgers.get(ledger_id)
+            return self.replicas.where(
+                ledger_id, entry_id, led.digest_type if led else None, led.password if led else b""
+            )
         b = self._bookie_of(ledger_id)
         loc = b.locations.get(ledger_id, {}).get(entry_id) if b else None
         if b is not None and loc is not None:
@@ -687,10 +711,13 @@ def open_data_dir(
     journal_dirs: Sequence[PathLike] | None = None,
     index_dirs: Sequence[PathLike] | None = None,
     strict: bool = False,
+    bookies: BookieMapping | None = None,
 ) -> DataDir:
     """Opens a Pulsar data directory read-only (the only mode: a directory pulsarkit did not create is
     never written). Either ``path`` (a standalone's data dir) or ``metadata_dir`` + ``ledger_dirs``
-    (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories)."""
+    (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories). ``bookies`` names the
+    bookie of directories without a cookie (``{"host:3181": [dir, ...]}``) and, without ``ledger_dirs``,
+    gives them (a standalone's data dir is accepted for its bookie directory)."""
     if not read_only:
         raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
     if path is not None:
@@ -700,14 +727,22 @@ def open_data_dir(
         md, bks = find_layout(root)
         return DataDir(
             metadata_dir or md,
-            ledger_dirs or bks,
+            ledger_dirs or ([] if bookies else bks),
             journal_dirs=journal_dirs,
             index_dirs=index_dirs,
             strict=strict,
+            bookies=bookies,
         )
-    if metadata_dir is None or not ledger_dirs:
-        raise DataDirError("open_data_dir needs a path, or metadata_dir and ledger_dirs")
-    return DataDir(metadata_dir, ledger_dirs, journal_dirs=journal_dirs, index_dirs=index_dirs, strict=strict)
+    if metadata_dir is None or not (ledger_dirs or bookies):
+        raise DataDirError("open_data_dir needs a path, or metadata_dir and ledger_dirs (or bookies)")
+    return DataDir(
+        metadata_dir,
+        ledger_dirs or (),
+        journal_dirs=journal_dirs,
+        index_dirs=index_dirs,
+        strict=strict,
+        bookies=bookies,
+    )
 
 
 def _register_store_hook() -> None:

@@ -1,0 +1,338 @@
+"""Many bookies (issue 14): one metadata store and three bookie directories written with pulsarkit's own
+writers (ensemble 3, write quorum 2, ack quorum 2; one ledger with an ensemble change), then each
+entry read once from the replica its write set chooses, and the problems made on purpose reported:
+a flipped byte (divergent), a missing copy (under-replicated), an extra copy (unexpected replica), an
+entry on no bookie (unreadable). A single bookie reads as before."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+
+import pulsarkit as pk
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pulsarkit.analysis.bookie_dir import read_cookie
+from pulsarkit.analysis.datadir import open_data_dir
+from pulsarkit.analysis.messages import read_messages
+from pulsarkit.analysis.records import DataDirError
+from pulsarkit.analysis.replicas import Layout, replica_report, write_set
+from pulsarkit.bookkeeper.ledger_storage import DbLedgerStorage, SingleDirectoryDbLedgerStorage
+from pulsarkit.cli import main
+from pulsarkit.metadata.store import MetadataStore
+from pulsarkit.proto import LedgerMetadataFormat
+
+TOPIC = "public/default/persistent/orders"
+A, B, C = "10.0.0.1:3181", "10.0.0.2:3181", "10.0.0.3:3181"
+IDS = (A, B, C)
+
+
+def _direct_write_set(segments: list[tuple[int, list[str]]], qw: int, e: int) -> list[str]:
+    """BookKeeper's rule, spelled out: the last segment starting at or before ``e``; its members
+    ``(e + k) % E`` for ``k < Qw``."""
+    ens = segments[0][1]
+    for first, members in segments:
+        if first <= e:
+            ens = members
+    return [ens[(e + k) % len(ens)] for k in range(qw)]
+
+
+# ------------------------------------------------------------------------------ the cluster
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> dict:
+    """A topic written by pulsarkit's managed ledger on one bookie; a pristine copy of it; and the
+    metadata store rewritten as a three-bookie cluster would have it."""
+    root = tmp_path_factory.mktemp("replicas")
+    store = pk.Store.open(root / "src", sync=False)
+    ml = store.managed_ledger(TOPIC, pk.ManagedLedgerConfig(max_entries_per_ledger=5, minimum_rollover_time_ms=0))
+    sent = []
+    for i in range(13):
+        payload = b"order-%d-" % i + bytes([i]) * (i * 7)
+        md = pk.message_metadata("prod-1", i, 1_700_000_000_000 + i)
+        ml.add_entry(pk.encode_entry(md, payload))
+        sent.append(payload)
+    ml.close()
+    store.close()
+    shutil.copytree(root / "src", root / "single")
+    segments: dict[int, list[tuple[int, list[str]]]] = {}
+    with MetadataStore(root / "src" / "metadata") as ms:
+        for n, lid in enumerate(ms.ledger_ids()):
+            md, stat = ms.ledger_metadata(lid)
+            md.ensembleSize, md.quorumSize, md.ackQuorumSize = 3, 2, 2
+            del md.segment[:]
+            # the second ledger had an ensemble change at entry 2 (members swapped, so its write sets move)
+            segs = [(0, [A, B, C])] + ([(2, [A, C, B])] if n == 1 else [])
+            for first, members in segs:
+                s = md.segment.add()
+                s.firstEntryId = first
+                s.ensembleMember.extend(members)
+            ms.put_ledger_metadata(lid, md, expected_version=stat.version)
+            segments[lid] = segs
+    return {"root": root, "sent": sent, "segments": segments, "ledgers": sorted(segments)}
+
+
+def _cookie(d: Path, bookie_id: str) -> None:
+    (d / "current" / "VERSION").write_text(
+        f'5\nbookieHost: "{bookie_id}"\njournalDir: "{d}"\nledgerDirs: "1\\t{d}"\n'
+        'instanceId: "817f8adb-dbf6-414f-a6df-a08796f47e30"\n'
+    )
+
+
+def build_bookies(
+    source: dict,
+    dest: Path,
+    *,
+    skip: set[tuple[str, int, int | None]] = frozenset(),
+    extra: set[tuple[str, int, int]] = frozenset(),
+    cookies: bool = True,
+) -> tuple[list[Path], dict]:
+    """Three bookie directories holding each entry on its write set; ``skip`` leaves out (bookie,
+    ledger, entry or None for all), ``extra`` adds a copy outside the write set. Returns the dirs and
+    each copy's location."""
+    src = DbLedgerStorage([source["root"] / "src" / "bookie"], read_only=True)
+    dirs = [dest / f"bk{i}" for i in range(3)]
+    stores = {b: SingleDirectoryDbLedgerStorage(str(d), sync=False) for b, d in zip(IDS, dirs, strict=True)}
+    put: list[tuple[str, int, int]] = []
+    for lid, segs in source["segments"].items():
+        for eid in src.entry_ids(lid):
+            raw = src.read_entry(lid, eid)
+            for b in _direct_write_set(segs, 2, eid) + [x for x, lx, ex in extra if (lx, ex) == (lid, eid)]:
+                if (b, lid, eid) in skip or (b, lid, None) in skip:
+                    continue
+                stores[b].set_master_key(lid, src.ledger_data(lid).masterKey)
+                stores[b].add_entry(lid, eid, raw)
+                put.append((b, lid, eid))
+    locs = {}
+    for b, s in stores.items():
+        s.flush()
+    for b, lid, eid in put:
+        locs[(b, lid, eid)] = stores[b].location(lid, eid)
+    for b, s in stores.items():
+        s.close()
+    src.close()
+    if cookies:
+        for b, d in zip(IDS, dirs, strict=True):
+            _cookie(d, b)
+    return dirs, locs
+
+
+def _flip(d: Path, loc: int) -> None:
+    """Flips the last byte of the record at ``loc`` (its payload's last byte)."""
+    path = d / "current" / f"{loc >> 32:x}.log"
+    pos = loc & 0xFFFFFFFF
+    with open(path, "r+b") as f:
+        f.seek(pos - 4)
+        size = int.from_bytes(f.read(4), "big")
+        f.seek(pos + size - 1)
+        b = f.read(1)
+        f.seek(pos + size - 1)
+        f.write(bytes([b[0] ^ 0x5A]))
+
+
+def _payloads(dd) -> list[bytes]:
+    return [base64.b64decode(r["payload_b64"]) for r in read_messages(dd, TOPIC)]
+
+
+def _open(source: dict, dirs: list[Path], **kw):
+    return open_data_dir(metadata_dir=source["root"] / "src" / "metadata", ledger_dirs=dirs, **kw)
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+def test_every_message_read_once_from_its_write_set(source, tmp_path):
+    dirs, _ = build_bookies(source, tmp_path)
+    dd = _open(source, dirs)
+    assert dd.replicas is not None and [b.bookie_id for b in dd.replicas.bookies] == list(IDS)
+    assert _payloads(dd) == source["sent"]
+    assert dd.issues == []
+    for lid in source["ledgers"]:
+        led = dd.ledgers[lid]
+        assert led.entries_on_bookie == led.entries == led.metadata_last_entry_id + 1  # not doubled
+    rep = replica_report(dd)
+    assert rep.problems == [] and rep.ok
+    two_segments = source["ledgers"][1]
+    for s in rep.ledgers:
+        segs = source["segments"][s["ledger_id"]]
+        expect: dict[str, int] = {}
+        for e in range(s["entries"]):
+            first = _direct_write_set(segs, 2, e)[0]
+            expect[first] = expect.get(first, 0) + 1
+        assert s["read_from"] == dict(sorted(expect.items()))
+        assert s["copies"] == 2 * s["entries"] and s["below_ack_quorum"] == 0
+        assert (s["ensemble_size"], s["write_quorum"], s["ack_quorum"]) == (3, 2, 2)
+        assert len(s["ensembles"]) == (2 if s["ledger_id"] == two_segments else 1)
+    assert rep.problems_table().num_rows == 0 and rep.ledgers_table().num_rows == len(rep.ledgers)
+
+
+def test_flipped_byte_is_read_from_the_other_replica_and_reported_divergent(source, tmp_path):
+    dirs, locs = build_bookies(source, tmp_path)
+    lid = source["ledgers"][1]  # after its ensemble change, entry 4's write set is [C, B]
+    eid = 4
+    ws = _direct_write_set(source["segments"][lid], 2, eid)
+    assert ws == [C, B]
+    _flip(dirs[IDS.index(ws[0])], locs[(ws[0], lid, eid)])
+    dd = _open(source, dirs)
+    assert _payloads(dd) == source["sent"]
+    bad = [i for i in dd.issues if i.kind == "bad_replica"]
+    assert [(i.ledger_id, i.entry_id) for i in bad] == [(lid, eid)] and f"read from bookie {B}" in bad[0].message
+    assert dd.where(lid, eid)[0].startswith(str(dirs[IDS.index(B)]))  # the copy read, not the damaged one
+    rep = replica_report(dd)
+    assert [(p["ledger_id"], p["entry_id"], p["kind"]) for p in rep.problems] == [(lid, eid, "divergent")]
+    p = rep.problems[0]
+    assert p["bookies"] == ws and p["verifies"] == [B] and p["read_from"] == B
+    assert "digest" in p["evidence"].lower() and f"{B}: verifies" in p["evidence"]
+    s = next(s for s in rep.ledgers if s["ledger_id"] == lid)
+    assert s["divergent"] == 1 and s["below_ack_quorum"] == 1
+
+
+def test_missing_copy_is_under_replicated(source, tmp_path):
+    lid = source["ledgers"][0]
+    dirs, _ = build_bookies(source, tmp_path, skip={(B, lid, None)})
+    dd = _open(source, dirs)
+    assert _payloads(dd) == source["sent"]
+    rep = replica_report(dd)
+    entries = dd.ledgers[lid].entries
+    expect = [e for e in range(entries) if B in _direct_write_set(source["segments"][lid], 2, e)]
+    assert {p["kind"] for p in rep.problems} == {"under_replicated"}
+    assert [(p["ledger_id"], p["entry_id"]) for p in rep.problems] == [(lid, e) for e in expect]
+    assert all(p["bookies"] == [B] and p["read_from"] != B for p in rep.problems)
+    s = next(s for s in rep.ledgers if s["ledger_id"] == lid)
+    assert s["under_replicated"] == len(expect) == s["below_ack_quorum"]
+
+
+def test_extra_copy_is_an_unexpected_replica(source, tmp_path):
+    lid = source["ledgers"][2]
+    dirs, _ = build_bookies(source, tmp_path, extra={(C, lid, 0)})  # entry 0's write set is [A, B]
+    dd = _open(source, dirs)
+    assert _payloads(dd) == source["sent"]  # read once, not twice
+    assert dd.ledgers[lid].entries_on_bookie == dd.ledgers[lid].entries
+    rep = replica_report(dd)
+    assert [(p["ledger_id"], p["entry_id"], p["kind"], p["bookies"]) for p in rep.problems] == [
+        (lid, 0, "unexpected_replica", [C])
+    ]
+    assert rep.problems[0]["read_from"] == A and "segment(s) [0]" in rep.problems[0]["evidence"]
+
+
+def test_entry_on_no_bookie_is_unreadable_and_reported(source, tmp_path):
+    lid = source["ledgers"][0]
+    dirs, _ = build_bookies(source, tmp_path, skip={(A, lid, 1), (B, lid, 1), (C, lid, 1)})
+    dd = _open(source, dirs)
+    got = dict(dd.entries(lid))
+    assert isinstance(got[1], DataDirError) and "on no given bookie" in str(got[1])
+    assert [(i.kind, i.entry_id) for i in dd.issues] == [("unreadable_entry", 1)]
+    rep = replica_report(dd)
+    kinds = {(p["entry_id"], p["kind"]) for p in rep.problems}
+    assert kinds == {(1, "under_replicated"), (1, "unreadable")}
+    assert next(p for p in rep.problems if p["kind"] == "under_replicated")["bookies"] == [B, C]
+
+
+def test_single_bookie_reads_as_before(source):
+    single = source["root"] / "single"
+    dd = open_data_dir(single)
+    assert dd.replicas is None and dd.bookie_ids == [None]
+    assert _payloads(dd) == source["sent"]
+    with pytest.raises(DataDirError, match="no cookie"):
+        replica_report(dd)
+    named = open_data_dir(single, bookies={"127.0.0.1:3181": [single / "bookie"]})
+    assert named.replicas is None  # one bookie: the single-bookie path
+    assert named.ledgers_table().equals(dd.ledgers_table())
+    rep = replica_report(named)
+    assert rep.ok and all(s["read_from"] == {"127.0.0.1:3181": s["entries"]} for s in rep.ledgers)
+
+
+def test_directories_without_cookies_are_named_by_a_mapping(source, tmp_path):
+    dirs, _ = build_bookies(source, tmp_path, cookies=False)
+    mapping = {b: [d] for b, d in zip(IDS, dirs, strict=True)}
+    dd = open_data_dir(metadata_dir=source["root"] / "src" / "metadata", bookies=mapping)
+    assert dd.replicas is not None and _payloads(dd) == source["sent"] and replica_report(dd).ok
+    _cookie(dirs[0], A)
+    _cookie(dirs[1], B)
+    with pytest.raises(DataDirError, match=f"{dirs[2]}.*bookies="):
+        _open(source, dirs)
+
+
+def test_cookie_formats(tmp_path):
+    d = tmp_path / "bk"
+    (d / "current").mkdir(parents=True)
+    assert read_cookie(d) is None
+    _cookie(d, A)
+    c = read_cookie(d)
+    assert (c.layout_version, c.bookie_id, c.ledger_dirs) == (5, A, f"1\t{d}")
+    (d / "current" / "VERSION").write_text("3\nhost-b:3181\n/j\n1\t/l\n")
+    assert read_cookie(d / "current").bookie_id == "host-b:3181"
+    (d / "current" / "VERSION").write_text("hello\n")
+    with pytest.raises(DataDirError, match="not a bookie cookie"):
+        read_cookie(d)
+
+
+def test_cli(source, tmp_path, capsys):
+    dirs, locs = build_bookies(source, tmp_path)
+    lid = source["ledgers"][0]
+    _flip(dirs[0], locs[(A, lid, 0)])
+    md = str(source["root"] / "src" / "metadata")
+    args = ["replicas", "--metadata-dir", md, *(x for d in dirs for x in ("--bookie", str(d)))]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "divergent" in out and "3 bookie(s)" in out and "1 problem(s)" in out
+    assert main([*args, "--strict"]) == 3
+    capsys.readouterr()
+    assert main([*args, "--json"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(r["ledger_id"], r["entry_id"], r["kind"], r["read_from"]) for r in rows] == [(lid, 0, "divergent", B)]
+    assert main([*args, "--json", "--view", "ledgers"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert sum(r["divergent"] for r in rows) == 1 and all(isinstance(r["read_from"], dict) for r in rows)
+    out = tmp_path / "p.parquet"
+    assert main([*args, "--parquet", str(out)]) == 0
+    assert pq.read_table(out).num_rows == 1
+    named = [
+        "replicas",
+        "--metadata-dir",
+        md,
+        *(x for b, d in zip(IDS, dirs, strict=True) for x in ("--bookie", f"{b}={d}")),
+    ]
+    capsys.readouterr()
+    assert main(named) == 0 and "1 problem(s)" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ write sets
+
+
+@given(
+    st.integers(1, 12).flatmap(
+        lambda e: st.tuples(
+            st.just(e),
+            st.integers(1, e),
+            st.lists(st.integers(0, 2**40), min_size=0, max_size=4),
+            st.integers(0, 2**40 + 10),
+        )
+    )
+)
+def test_write_set_is_the_round_robin_rule(args):
+    e, qw, firsts, entry = args
+    firsts = [0] + sorted(firsts)  # equal first ids allowed: the later segment replaces the earlier
+    segments = [(f, [f"b{i}-{k}" for k in range(e)]) for i, f in enumerate(firsts)]
+    md = LedgerMetadataFormat(ensembleSize=e, quorumSize=qw, ackQuorumSize=1, length=0, state=3)
+    for f, members in segments:
+        s = md.segment.add()
+        s.firstEntryId = f
+        s.ensembleMember.extend(members)
+    lay = Layout.of(md)
+    ws = lay.write_set(entry)
+    assert ws == _direct_write_set(segments, qw, entry)
+    assert write_set(entry, e, qw) == [(entry + k) % e for k in range(qw)]
+    assert len(set(ws)) == qw
+
+
+def test_layout_refuses_metadata_that_cannot_place_entries():
+    md = LedgerMetadataFormat(ensembleSize=2, quorumSize=3, ackQuorumSize=2, length=0, state=3)
+    md.segment.add(firstEntryId=0, ensembleMember=[A, B])
+    with pytest.raises(DataDirError, match="cannot be placed"):
+        Layout.of(md)
