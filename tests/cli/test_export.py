@@ -201,3 +201,16 @@ def test_local_and_spark_engines_give_the_same_export(tmp_path, spark, capsys):
         return sorted(os.path.relpath(d, p) for d, _, files in os.walk(p) if any(f.endswith(".parquet") for f in files))
 
     assert layout(local) == layout(sparked) and layout(local)
+
+
+def test_a_topic_at_a_time_keeps_each_topics_marks(tmp_path, capsys):
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    code, stdout, _ = _run(["export", str(root), "--to", "parquet", str(out), "--topic", "orders", "--json"], capsys)
+    orders = [r for r in _single(root) if r["topic"].endswith("/orders")]
+    assert code == 0 and json.loads(stdout)["rows"] == len(orders) > 0
+    code, stdout, _ = _run(["export", str(root), "--to", "parquet", str(out), "--json"], capsys)
+    assert json.loads(stdout)["rows"] == len(_single(root)) - len(orders)
+    assert _norm(_exported(out)) == _norm(_single(root))
+    code, _, err = _run(["export", str(root), "--to", "parquet", str(out), "--topic", "nope"], capsys)
+    assert code == 1 and "no topic" in err

@@ -54,7 +54,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from ..analysis.datadir import open_data_dir
 from ..analysis.records import DataDirError
+from ..broker.topic_name import ml_to_topic
 from ..spark import local_session, register
 from ..spark.message_scan import MESSAGE_FIELDS, arrow_schema, plan, read_partition
 from .command import EXIT_OK, Progress, Runner, command, progress_arg
@@ -228,9 +230,11 @@ class DeltaState:
 
 
 def _with_date(b: pa.RecordBatch) -> pa.RecordBatch:
-    days = pc.floor(pc.divide(b.column("publish_time").cast(pa.float64()), float(_DAY_MS)))
-    date = pc.strftime(pc.multiply(days.cast(pa.int64()), _DAY_MS).cast(pa.timestamp("ms")), format="%Y-%m-%d")
-    return b.append_column("date", date)
+    """``date``: the UTC day of ``publish_time`` as ``YYYY-MM-DD`` (formatted once per distinct day)."""
+    days = pc.floor(pc.divide(b.column("publish_time").cast(pa.float64()), float(_DAY_MS))).cast(pa.int64())
+    uniq = pc.unique(days)
+    labels = pc.strftime(pc.multiply(uniq, _DAY_MS).cast(pa.timestamp("ms")), format="%Y-%m-%d")
+    return b.append_column("date", labels.take(pc.index_in(days, value_set=uniq)))
 
 
 def _local_batches(p: Any, on_error: str, progress: Progress) -> Iterator[pa.RecordBatch]:
@@ -251,9 +255,13 @@ def _stage_local(p: Any, staging: Path, on_error: str, progress: Progress) -> No
         for b in _local_batches(p, on_error, progress):
             t = pa.Table.from_batches([b])
             keys = pa.Table.from_arrays([t.column("topic"), t.column("date")], names=["t", "d"])
-            for g in keys.group_by(["t", "d"]).aggregate([]).to_pylist():
-                m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
-                part = t.filter(m).select(schema.names)
+            groups = keys.group_by(["t", "d"]).aggregate([]).to_pylist()
+            for g in groups:
+                if len(groups) == 1:  # the usual case: one topic and day per batch, nothing to copy
+                    part = t.select(schema.names)
+                else:
+                    m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
+                    part = t.filter(m).select(schema.names)
                 w = writers.get((g["t"], g["d"]))
                 if w is None:
                     d = staging / f"topic={escape_path_name(g['t'])}" / f"date={escape_path_name(g['d'])}"
@@ -311,6 +319,13 @@ def _summary_rows(files: list[Path], root: Path) -> dict[str, int]:
 # ----------------------------------------------------------------------------------- command
 
 
+def _resolve(source: str, topics: list[str]) -> list[str]:
+    """Full topic names (``orders`` -> ``persistent://public/default/orders``, a partitioned topic -> its
+    partitions); an unknown topic is an error before anything is written."""
+    with open_data_dir(source) as dd:
+        return sorted({ml_to_topic(ml) for t in topics for ml in dd.expand(t)})
+
+
 def export(
     data_dir: str,
     to: str,
@@ -353,7 +368,7 @@ def export(
         if state.removed_leftovers:
             log(f"removed {len(state.removed_leftovers)} file(s) of a run that did not commit")
         before = state.marks()
-        filters = [("topic", "in", frozenset(topics))] if topics else []
+        filters = [("topic", "in", frozenset(_resolve(source, topics)))] if topics else []
         p = plan([source], after={source: before}, filters=filters, max_partition_bytes=max_partition_bytes)
         for i in p.issues:
             log(f"warning: {i}")

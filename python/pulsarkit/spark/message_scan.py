@@ -810,7 +810,11 @@ class _MessageState:
             "batch_index": out.column("batch_index"),
             "key": out.column("key"),
             "properties": out.column("properties"),
-            "payload": pc.if_else(null_value, pa.scalar(None, out.column("payload").type), out.column("payload")),
+            "payload": (  # Java's getData() is null for a null value; no copy when there is none
+                pc.if_else(null_value, pa.scalar(None, out.column("payload").type), out.column("payload"))
+                if pc.any(null_value).as_py()
+                else out.column("payload")
+            ),
             "publish_time": out.column("publish_time"),
             "event_time": pc.if_else(pc.equal(ev, 0), pa.scalar(None, pa.int64()), ev),
             "sequence_id": out.column("sequence_id"),
