@@ -1,5 +1,6 @@
-"""``pulsarkit export`` (issue 14): the local engine vs Spark local[2] vs a plain read of the same
-files, on a data directory of real-shaped traffic written by pulsarkit's own managed ledgers.
+"""``pulsarkit export`` (issue 14): the local engine vs Spark local[2] (``spark``: tasks writing Parquet
+themselves; ``spark-sql``: the ``pulsarkit`` data source and Spark's writer) vs a plain read of the
+same files, on a data directory of real-shaped traffic written by pulsarkit's own managed ledgers.
 
 The directory: six topics (two are the partitions of one), producers batching up to 100 messages or 128 KiB
 (Pulsar's defaults are 1000 messages / 128 KiB), JSON-like messages of 0.2-2 KiB with keys and
@@ -156,25 +157,31 @@ def main() -> None:
         spark = export_mod.spark_session("local[2]")
         result["spark_session_start_seconds"] = round(time.perf_counter() - t, 1)
 
-        def on_spark() -> dict:
-            out = work / "out-spark"
-            shutil.rmtree(out, ignore_errors=True)
-            return export_mod.export(str(root), "parquet", str(out), engine="spark", spark=spark, log=quiet)
+        summaries = {"local": s_local}
+        for engine in ("spark", "spark-sql"):
 
-        result["spark_seconds"], s_spark = timed(on_spark)
+            def on_spark(engine: str = engine) -> dict:
+                out = work / f"out-{engine}"
+                shutil.rmtree(out, ignore_errors=True)
+                return export_mod.export(str(root), "parquet", str(out), engine=engine, spark=spark, log=quiet)
+
+            result[f"{engine}_seconds"], summaries[engine] = timed(on_spark)
         spark.stop()
-        rows_local = ds.dataset(str(work / "out-local"), format="parquet", partitioning="hive").count_rows()
-        rows_spark = ds.dataset(str(work / "out-spark"), format="parquet", partitioning="hive").count_rows()
-        assert s_local["rows"] == s_spark["rows"] == rows_local == rows_spark, (s_local["rows"], s_spark["rows"])
-        result["rows"] = rows_local
-        result["parquet_bytes_local"] = sum(f.stat().st_size for f in (work / "out-local").rglob("*.parquet"))
-        result["parquet_bytes_spark"] = sum(f.stat().st_size for f in (work / "out-spark").rglob("*.parquet"))
+        counts = {
+            e: ds.dataset(str(work / f"out-{e}"), format="parquet", partitioning="hive").count_rows() for e in summaries
+        }
+        assert len({*counts.values(), *(s["rows"] for s in summaries.values())}) == 1, (counts, summaries)
+        result["rows"] = counts["local"]
+        for e in summaries:
+            result[f"parquet_bytes_{e}"] = sum(f.stat().st_size for f in (work / f"out-{e}").rglob("*.parquet"))
         d = result.get("data") or {}
         mb = (d.get("entry_log_bytes") or sum(f.stat().st_size for f in root.rglob("*.log"))) / 1e6
-        for k in ("plain_read", "local", "spark"):
+        for k in ("plain_read", "local", "spark", "spark-sql"):
             result[f"{k}_MBps"] = round(mb / result[f"{k}_seconds"], 1)
         result["local_vs_plain_read"] = round(result["local_seconds"] / result["plain_read_seconds"], 1)
         result["spark_vs_local"] = round(result["spark_seconds"] / result["local_seconds"], 2)
+        result["spark_sql_vs_local"] = round(result["spark-sql_seconds"] / result["local_seconds"], 2)
+        result["load_average_1m"] = os.getloadavg()[0]
         for k, v in list(result.items()):
             if isinstance(v, float):
                 result[k] = round(v, 3)

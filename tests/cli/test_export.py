@@ -188,19 +188,21 @@ def test_delta_export_is_incremental_with_marks_in_the_commit(tmp_path, capsys):
 def test_local_and_spark_engines_give_the_same_export(tmp_path, spark, capsys):
     root = tmp_path / "data"
     _append(root, 0)
-    local, sparked = tmp_path / "local", tmp_path / "spark"
-    export_mod.export(str(root), "parquet", str(local), log=lambda m: None)
-    export_mod.export(str(root), "parquet", str(sparked), engine="spark", spark=spark, log=lambda m: None)
-    _append(root, 1)
-    export_mod.export(str(root), "parquet", str(local), log=lambda m: None)
-    s = export_mod.export(str(root), "parquet", str(sparked), engine="spark", spark=spark, log=lambda m: None)
-    assert s["rows"] > 0
-    assert _exported(local) == _exported(sparked) and _norm(_exported(local)) == _norm(_single(root))
+    outs = {e: tmp_path / e for e in export_mod.ENGINES}
+    for step in (0, 1):
+        if step:
+            _append(root, 1)
+        for engine, out in outs.items():
+            s = export_mod.export(str(root), "parquet", str(out), engine=engine, spark=spark, log=lambda m: None)
+            assert s["rows"] > 0, engine
+    want = _norm(_single(root))
+    for engine, out in outs.items():
+        assert _exported(out) == _exported(outs["local"]) and _norm(_exported(out)) == want, engine
 
     def layout(p):
         return sorted(os.path.relpath(d, p) for d, _, files in os.walk(p) if any(f.endswith(".parquet") for f in files))
 
-    assert layout(local) == layout(sparked) and layout(local)
+    assert layout(outs["local"]) == layout(outs["spark"]) == layout(outs["spark-sql"]) and layout(outs["local"])
 
 
 def test_a_topic_at_a_time_keeps_each_topics_marks(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """``pulsarkit export``: the messages of a data directory into a Parquet dataset or a Delta table,
 incrementally::
 
-    pulsarkit export DATA_DIR --to parquet OUT [--engine local|spark] [--master URL] [--topic T]...
+    pulsarkit export DATA_DIR --to parquet OUT [--engine local|spark|spark-sql] [--master URL] [--topic T]...
                               [--json] [--force] [--skip-unreadable] [--progress | --no-progress]
     pulsarkit export DATA_DIR --to delta OUT ...          (needs the deltalake package: pip install pulsarkit[delta])
 
@@ -21,10 +21,14 @@ atomic rename: a run that dies in between leaves files the marks file does not l
 run deletes them before it starts, so no message is exported twice or lost. Delta commits data and
 marks in one transaction.
 
-``--engine local`` (the default) plans and decodes in this process with the native kernels;
-``--engine spark`` reads through the ``pulsarkit`` data source (``--master``, default ``local[2]``)
-and writes with Spark's Parquet writer, then the files are committed the same way (Delta: the driver
-appends the staged files through deltalake). Both give the same rows in the same layout.
+``--engine local`` (the default) plans and decodes in this process with the native kernels.
+``--engine spark`` runs the same decoding and Parquet writing in Spark tasks (``--master``, default
+``local[2]``): the driver plans, each task reads its partitions and writes its own files, and no row
+passes through the JVM (the staging directory and the data directory must be visible to the
+executors, as the data directory must be to any reader). ``--engine spark-sql`` reads through the
+``pulsarkit`` data source and writes with Spark's Parquet writer (the rows become Spark rows: slower,
+but the DataFrame path any other Spark sink would take). Every engine gives the same rows in the
+same layout, committed the same way (Delta: the driver appends the staged files through deltalake).
 
 An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, a
 Delta table without pulsarkit marks) is refused without ``--force``; a marks file from another data
@@ -51,14 +55,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..analysis.datadir import open_data_dir
 from ..analysis.records import DataDirError
 from ..broker.topic_name import ml_to_topic
 from ..spark import local_session, register
-from ..spark.message_scan import MESSAGE_FIELDS, arrow_schema, plan, read_partition
+from ..spark.message_scan import MESSAGE_FIELDS, ScanPartition, arrow_schema, plan, read_partition
 from .command import EXIT_OK, Progress, Runner, command, progress_arg
 
 MARKS_FILE = "_pulsarkit_export.json"
@@ -67,6 +70,7 @@ STAGING = "_staging"
 FORMAT = "pulsarkit-export"
 DELTA_MARKS_KEY = "pulsarkit.export"
 PARTITION_COLUMNS = ("topic", "date")
+ENGINES = ("local", "spark", "spark-sql")
 #: the columns of the data files (the partition columns are in the directory names)
 FILE_FIELDS = [(n, t) for n, t in MESSAGE_FIELDS if n != "topic"]
 _DAY_MS = 86_400_000
@@ -237,40 +241,51 @@ def _with_date(b: pa.RecordBatch) -> pa.RecordBatch:
     return b.append_column("date", labels.take(pc.index_in(days, value_set=uniq)))
 
 
-def _local_batches(p: Any, on_error: str, progress: Progress) -> Iterator[pa.RecordBatch]:
-    done = 0
-    for task in p.tasks():
-        for part in task:
-            for b in read_partition(part, on_error=on_error):
-                yield _with_date(b)
-            done += part.bytes
-            progress.update(done, part.topic or "")
-
-
-def _stage_local(p: Any, staging: Path, on_error: str, progress: Progress) -> None:
-    """Decodes every partition here, one Parquet file per (topic, date) under ``staging``."""
+def _stage_tasks(
+    tasks: list[list[ScanPartition]], staging: Path, on_error: str, progress: Progress | None = None
+) -> None:
+    """Decodes the tasks' partitions in this process, one Parquet file per (topic, date) under ``staging``."""
     writers: dict[tuple[str, str], pq.ParquetWriter] = {}
     schema = arrow_schema(FILE_FIELDS)
+    done = 0
     try:
-        for b in _local_batches(p, on_error, progress):
-            t = pa.Table.from_batches([b])
-            keys = pa.Table.from_arrays([t.column("topic"), t.column("date")], names=["t", "d"])
-            groups = keys.group_by(["t", "d"]).aggregate([]).to_pylist()
-            for g in groups:
-                if len(groups) == 1:  # the usual case: one topic and day per batch, nothing to copy
-                    part = t.select(schema.names)
-                else:
-                    m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
-                    part = t.filter(m).select(schema.names)
-                w = writers.get((g["t"], g["d"]))
-                if w is None:
-                    d = staging / f"topic={escape_path_name(g['t'])}" / f"date={escape_path_name(g['d'])}"
-                    d.mkdir(parents=True, exist_ok=True)
-                    w = writers[(g["t"], g["d"])] = pq.ParquetWriter(d / "part-00000.parquet", schema)
-                w.write_table(part.cast(schema))
+        for task in tasks:
+            for part in task:
+                for b in read_partition(part, on_error=on_error):
+                    t = pa.Table.from_batches([_with_date(b)])
+                    keys = pa.Table.from_arrays([t.column("topic"), t.column("date")], names=["t", "d"])
+                    groups = keys.group_by(["t", "d"]).aggregate([]).to_pylist()
+                    for g in groups:
+                        if len(groups) == 1:  # the usual case: one topic and day per batch, nothing to copy
+                            rows = t.select(schema.names)
+                        else:
+                            m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
+                            rows = t.filter(m).select(schema.names)
+                        w = writers.get((g["t"], g["d"]))
+                        if w is None:
+                            d = staging / f"topic={escape_path_name(g['t'])}" / f"date={escape_path_name(g['d'])}"
+                            d.mkdir(parents=True, exist_ok=True)
+                            w = writers[(g["t"], g["d"])] = pq.ParquetWriter(d / "part-00000.parquet", schema)
+                        w.write_table(rows.cast(schema))
+                done += part.bytes
+                if progress is not None:
+                    progress.update(done, part.topic or "")
     finally:
         for w in writers.values():
             w.close()
+
+
+class _TaskWriter:
+    """A Spark task of ``--engine spark``: the same decoding and writing as the local engine, on an
+    executor, into its own directory under the staging directory (which the executors must see)."""
+
+    def __init__(self, staging: str, on_error: str) -> None:
+        self.staging, self.on_error = staging, on_error
+
+    def __call__(self, items: Iterator[tuple[int, list[ScanPartition]]]) -> Iterator[int]:
+        for i, task in items:
+            _stage_tasks([task], Path(self.staging) / f"task-{i:05d}", self.on_error)
+            yield i
 
 
 def spark_session(master: str | None) -> Any:
@@ -301,17 +316,23 @@ def _stage_spark(
 
 
 def _staged_files(staging: Path) -> list[Path]:
-    return sorted(f for f in staging.glob("topic=*/date=*/*.parquet") if not f.name.startswith((".", "_")))
+    found = [*staging.glob("topic=*/date=*/*.parquet"), *staging.glob("task-*/topic=*/date=*/*.parquet")]
+    return sorted(f for f in found if not f.name.startswith((".", "_")))
+
+
+def _partition_dir(f: Path) -> Path:
+    """``topic=.../date=...`` of a staged file."""
+    return Path(f.parent.parent.name) / f.parent.name
 
 
 def _unescape(s: str) -> str:
     return urllib.parse.unquote(s)
 
 
-def _summary_rows(files: list[Path], root: Path) -> dict[str, int]:
+def _summary_rows(files: list[Path]) -> dict[str, int]:
     rows: dict[str, int] = {}
     for f in files:
-        topic = _unescape(f.relative_to(root).parts[0][len("topic=") :])
+        topic = _unescape(f.parent.parent.name[len("topic=") :])
         rows[topic] = rows.get(topic, 0) + pq.read_metadata(f).num_rows
     return rows
 
@@ -345,8 +366,8 @@ def export(
     """Exports the messages added since the last run (see the module doc); returns the summary."""
     if to not in ("parquet", "delta"):
         raise DataDirError(f"--to must be parquet or delta, not {to!r}")
-    if engine not in ("local", "spark"):
-        raise DataDirError(f"--engine must be local or spark, not {engine!r}")
+    if engine not in ENGINES:
+        raise DataDirError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     t0 = time.perf_counter()
     log = log or (lambda msg: print(f"pulsarkit export: {msg}", file=sys.stderr))
     source = os.path.realpath(data_dir)
@@ -382,7 +403,13 @@ def export(
         prog = Progress(total, "exporting", enabled=progress)
         try:
             if engine == "local":
-                _stage_local(p, staging, on_error, prog)
+                _stage_tasks(p.tasks(), staging, on_error, prog)
+            elif engine == "spark":
+                tasks = list(enumerate(p.tasks()))
+                if tasks:
+                    session = spark or spark_session(master)
+                    rdd = session.sparkContext.parallelize(tasks, len(tasks))
+                    rdd.mapPartitions(_TaskWriter(str(staging), on_error)).collect()
             else:
                 session = spark or spark_session(master)
                 _stage_spark(
@@ -397,31 +424,30 @@ def export(
         finally:
             prog.close()
         staged = _staged_files(staging) if staging.exists() else []
-        rows = _summary_rows(staged, staging)
+        rows = _summary_rows(staged)
         run = {"run": run_id, "time": _now_ms(), "engine": engine, "rows": sum(rows.values()), "files": len(staged)}
         files: list[str] = []
         if to == "parquet":
             for i, f in enumerate(staged):
-                rel_dir = f.parent.relative_to(staging)
-                dest = root / rel_dir / f"part-{run_id}-{i:05d}.parquet"
+                dest = root / _partition_dir(f) / f"part-{run_id}-{i:05d}.parquet"
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(f, dest)
                 files.append(str(dest.relative_to(root)))
             state.commit(run, files, marks)  # the commit point: the marks file, renamed into place
         else:
+            schema = arrow_schema([*MESSAGE_FIELDS, ("date", pa.string())])
             if staged:
-                data = ds.dataset(
-                    [str(f) for f in staged],
-                    format="parquet",
-                    partitioning=ds.partitioning(
-                        pa.schema([("topic", pa.string()), ("date", pa.string())]), flavor="hive"
-                    ),
-                    partition_base_dir=str(staging),
-                ).to_table()
-                data = data.select(["topic", *[n for n, _ in FILE_FIELDS], "date"])
-                data = data.cast(arrow_schema([*MESSAGE_FIELDS, ("date", pa.string())]))
+                tables = []
+                for f in staged:
+                    t = pq.read_table(f)
+                    topic = _unescape(f.parent.parent.name[len("topic=") :])
+                    date = _unescape(f.parent.name[len("date=") :])
+                    t = t.add_column(0, "topic", pa.array([topic] * t.num_rows, pa.string()))
+                    t = t.append_column("date", pa.array([date] * t.num_rows, pa.string()))
+                    tables.append(t.select(schema.names).cast(schema))
+                data = pa.concat_tables(tables)
             else:
-                data = arrow_schema([*MESSAGE_FIELDS, ("date", pa.string())]).empty_table()
+                data = schema.empty_table()
             state.commit_table(data, marks, run)
         shutil.rmtree(root / STAGING, ignore_errors=True)
     return {
@@ -453,7 +479,13 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument(
         "--to", nargs=2, metavar=("FORMAT", "PATH"), required=True, help="parquet PATH, or delta PATH (deltalake)"
     )
-    p.add_argument("--engine", choices=("local", "spark"), default="local", help="decode here, or on Spark")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="decode here; on Spark tasks writing Parquet themselves; or through the pulsarkit data source and "
+        "Spark's writer (spark-sql)",
+    )
     p.add_argument("--master", help="Spark master URL for --engine spark (default local[2])")
     p.add_argument("--topic", action="append", help="only this topic (repeatable; its own marks are kept)")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
