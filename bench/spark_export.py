@@ -153,10 +153,17 @@ def main() -> None:
             return export_mod.export(str(root), "parquet", str(out), log=quiet)
 
         result["local_seconds"], s_local = timed(local)
+        cpu = time.process_time()
+        local()
+        result["local_cpu_seconds"] = time.process_time() - cpu  # insensitive to other jobs on the machine
         t = time.perf_counter()
         spark = export_mod.spark_session("local[2]")
         result["spark_session_start_seconds"] = round(time.perf_counter() - t, 1)
 
+        def read_only() -> None:  # the data source alone: every row into the JVM, written nowhere
+            spark.read.format("pulsarkit").load(str(root)).write.format("noop").mode("overwrite").save()
+
+        result["spark_source_read_seconds"], _ = timed(read_only)
         summaries = {"local": s_local}
         for engine in ("spark", "spark-sql"):
 
@@ -176,7 +183,7 @@ def main() -> None:
             result[f"parquet_bytes_{e}"] = sum(f.stat().st_size for f in (work / f"out-{e}").rglob("*.parquet"))
         d = result.get("data") or {}
         mb = (d.get("entry_log_bytes") or sum(f.stat().st_size for f in root.rglob("*.log"))) / 1e6
-        for k in ("plain_read", "local", "spark", "spark-sql"):
+        for k in ("plain_read", "local", "spark", "spark-sql", "spark_source_read"):
             result[f"{k}_MBps"] = round(mb / result[f"{k}_seconds"], 1)
         result["local_vs_plain_read"] = round(result["local_seconds"] / result["plain_read_seconds"], 1)
         result["spark_vs_local"] = round(result["spark_seconds"] / result["local_seconds"], 2)
