@@ -216,3 +216,20 @@ def test_a_topic_at_a_time_keeps_each_topics_marks(tmp_path, capsys):
     assert _norm(_exported(out)) == _norm(_single(root))
     code, _, err = _run(["export", str(root), "--to", "parquet", str(out), "--topic", "nope"], capsys)
     assert code == 1 and "no topic" in err
+
+
+def test_a_mark_in_a_ledger_retention_removed_is_reported(tmp_path):
+    from pulsarkit.managed_ledger.trim import trim_ledgers
+
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    first = export_mod.export(str(root), "parquet", str(out), log=lambda m: None)
+    assert first["warnings"] == []
+    _append(root, 1)
+    store = pk.Store.open(root, sync=False)
+    trim_ledgers(store.managed_ledger(ORDERS, _cfg()), retention_time_ms=0, retention_size_mb=0, now_ms=T0 * 10)
+    store.close()
+    logged = []
+    second = export_mod.export(str(root), "parquet", str(out), log=logged.append)
+    (warning,) = second["warnings"]
+    assert "orders" in warning and "trimmed" in warning and any(warning in m for m in logged)

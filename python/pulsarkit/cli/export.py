@@ -340,6 +340,22 @@ def _summary_rows(files: list[Path]) -> dict[str, int]:
 # ----------------------------------------------------------------------------------- command
 
 
+def _gaps(before: dict[str, tuple[int, int]], ledgers: dict[str, list[int]]) -> list[str]:
+    """Topics whose mark is in a ledger the topic no longer has: retention (or a deletion) removed
+    entries since the last run, and those after the mark were never exported."""
+    out = []
+    for t, (lid, eid) in sorted(before.items()):
+        have = ledgers.get(t)
+        if have is None:
+            out.append(f"{t} is gone since the last run (mark {lid}:{eid}); nothing more of it to export")
+        elif lid not in have and (not have or have[0] > lid):
+            out.append(
+                f"{t}: ledger {lid} of the last mark ({lid}:{eid}) was trimmed since the last run; messages "
+                f"after the mark in it, or in ledgers trimmed before {have[0] if have else 'now'}, were not exported"
+            )
+    return out
+
+
 def _resolve(source: str, topics: list[str]) -> list[str]:
     """Full topic names (``orders`` -> ``persistent://public/default/orders``, a partitioned topic -> its
     partitions); an unknown topic is an error before anything is written."""
@@ -394,6 +410,9 @@ def export(
         for i in p.issues:
             log(f"warning: {i}")
         marks = p.marks.get(source, {})
+        warnings = _gaps(before, p.topic_ledgers.get(source, {}))
+        for w in warnings:
+            log(f"warning: {w}")
         new_marks = {t: m for t, m in marks.items() if before.get(t) != m}
         total = sum(x.bytes for x in p.partitions)
         log(f"{len(p.partitions)} partition(s), about {total} bytes, {len(new_marks)} topic(s) with new entries")
@@ -464,6 +483,7 @@ def export(
             if t in new_marks or rows.get(t)
         },
         "removed_leftovers": state.removed_leftovers,
+        "warnings": warnings,
         "issues": p.issues,
         "seconds": round(time.perf_counter() - t0, 3),
     }

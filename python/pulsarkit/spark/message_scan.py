@@ -200,6 +200,8 @@ class Plan:
     stats: dict[str, Any]
     #: the size a task aims at
     target_bytes: float = 64 << 20
+    #: per data dir and topic: its managed ledger's ledgers, in order
+    topic_ledgers: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def tasks(self) -> list[list[ScanPartition]]:
         """The partitions grouped into tasks of about :attr:`target_bytes`: a large topic is cut into
@@ -446,6 +448,7 @@ def plan(
     partitions: list[ScanPartition] = []
     target = 1.0
     marks: dict[str, dict[str, Pos]] = {}
+    topic_ledgers: dict[str, dict[str, list[int]]] = {}
     issues: list[str] = []
     stats: dict[str, Any] = {}
     for path in paths:
@@ -460,6 +463,7 @@ def plan(
                 if kind == "messages" and (k != "topic" or (is_system_topic(name) and not include_system)):
                     continue
                 topics.append((name, k, _runs(dd, dd.ml_ledgers(ml)), ml))
+                topic_ledgers.setdefault(path, {})[name] = dd.ml_ledgers(ml)
             if include_deleted:
                 for led in sorted(dd.ledgers.values(), key=lambda x: x.ledger_id):
                     if led.referenced or led.entries_on_bookie == 0:
@@ -529,7 +533,7 @@ def plan(
                             int(sum(per_entry[s.ledger_id] * s.entries for s in segs)),
                         )
                     )
-    return Plan(partitions, marks, issues, stats, target)
+    return Plan(partitions, marks, issues, stats, target, topic_ledgers)
 
 
 def _ledger_needed(lid: int, filters: Sequence[Filter], f: _TopicFacts, runs: list[tuple[int, int, int]]) -> bool:
