@@ -10,6 +10,7 @@ every partition size. Then the pushdown, the entries source and an empty directo
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -189,3 +190,12 @@ def test_an_empty_data_directory_gives_an_empty_dataframe(spark, tmp_path):
     assert read_all(str(tmp_path / "empty")).schema == pa.schema(MESSAGE_FIELDS)
     with pytest.raises(Exception, match="no such directory"):
         spark.read.format("pulsarkit").load(str(tmp_path / "missing")).collect()
+
+
+def test_several_data_directories_in_one_read(spark, synthetic, tmp_path):
+    root, _ = synthetic
+    copy = shutil.copytree(root, tmp_path / "copy")
+    one = _single(root)
+    both = spark.read.format("pulsarkit").load(f"{root},{copy}")
+    assert both.count() == 2 * len(one)
+    assert _norm(read_all([str(root), str(copy)]).to_pylist()) == _norm(one + one)
