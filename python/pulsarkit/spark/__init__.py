@@ -13,9 +13,10 @@ A local session with the data sources registered, PYSPARK_PYTHON and a loopback 
     pks.read_messages(spark, "data/bookie/current").groupBy("producer_name").count().show()
 
 Messages of whole data directories, topic-aware, as consumers received them (what ``pulsarkit
-messages`` prints, flattened; filters on topic, ledger_id and publish_time pushed down)::
+messages`` prints, flattened; with ``pushdown`` filters on topic, ledger_id and publish_time are
+handled by the source, see :mod:`pulsarkit.spark.messages_source` for why it is opt-in)::
 
-    spark.read.format("pulsarkit").load("/pulsar/data").where("topic LIKE '%orders%'")
+    spark.read.format("pulsarkit").option("pushdown", "true").load("/pulsar/data").where("topic LIKE 'persistent://t/%'")
     spark.read.format("pulsarkit-entries").load("/pulsar/data")      # raw entries per managed ledger
 
 Column UDFs (``arrow_udf`` on Spark >= 4.1, ``pandas_udf`` otherwise) live in :mod:`pulsarkit.spark.udfs`::
