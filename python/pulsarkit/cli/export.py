@@ -8,8 +8,9 @@ incrementally::
 The rows are those of ``pulsarkit messages`` (read-committed, as consumers received them), in the
 flattened columns of the ``pulsarkit`` Spark data source, partitioned by ``topic`` and ``date`` (UTC
 day of ``publish_time``): ``OUT/topic=persistent%3A%2F%2Ft%2Fns%2Fx/date=2024-05-01/part-<run>-<n>.parquet``,
-the directory names escaped as Spark escapes them, so ``spark.read.parquet(OUT)``,
-``pyarrow.dataset(OUT, partitioning="hive")``, DuckDB and Polars read it as is.
+the directory names escaped as Spark escapes them, so ``spark.read.parquet(OUT)`` (``date`` read as
+a DateType) and ``pyarrow.dataset(OUT, partitioning="hive")`` read it as is (files starting with ``_``,
+the marks and the lock, are skipped by both).
 
 Incremental: every topic's high-water mark (the last position considered: ledger and entry) is kept
 with the output, in ``OUT/_pulsarkit_export.json`` for Parquet (with the list of the data files it
@@ -19,7 +20,9 @@ message of a transaction still open (read-committed: those messages come out wit
 the transaction ends). Parquet commits by writing the data files first, then the marks file by an
 atomic rename: a run that dies in between leaves files the marks file does not list, and the next
 run deletes them before it starts, so no message is exported twice or lost. Delta commits data and
-marks in one transaction.
+marks in one transaction. What the export cannot get back is warned about (stderr and ``warnings``
+in the JSON summary): a mark in a ledger that retention removed since the last run (messages after it
+in trimmed ledgers were never exported), a topic that is gone.
 
 ``--engine local`` (the default) plans and decodes in this process with the native kernels.
 ``--engine spark`` runs the same decoding and Parquet writing in Spark tasks (``--master``, default
