@@ -528,7 +528,7 @@ def scan_entry_logs(
     password: bytes = b"",
     *,
     batch_rows: int = 8192,
-    batch_bytes: int = 64 << 20,
+    batch_bytes: int = 8 << 20,
     include_issues: bool = True,
     max_record_size: int = DEFAULT_MAX_RECORD_SIZE,
     resync: bool = True,

@@ -107,9 +107,15 @@ pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: us
             data.len()
         )));
     }
+    if codec == Codec::Zstd {
+        return zstd_decompress(data, uncompressed_size).map_err(|e| match e {
+            ZstdFailure::Alloc => alloc_failed(uncompressed_size + 1, codec),
+            ZstdFailure::Decode(what) => err(what),
+        });
+    }
     let mut out = zeroed(uncompressed_size, codec)?;
     match codec {
-        Codec::None => unreachable!(),
+        Codec::None | Codec::Zstd => unreachable!(),
         Codec::Lz4 => {
             let n = lz4_flex::block::decompress_into(data, &mut out).map_err(|e| err(e.to_string()))?;
             if n != uncompressed_size {
@@ -117,18 +123,6 @@ pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: us
             }
         }
         Codec::Zlib => inflate_exact(data, &mut out).map_err(err)?,
-        Codec::Zstd => {
-            // The frame's own content size may be absent; decompress into a buffer one byte larger
-            // than declared so "too much output" is detected rather than truncated.
-            let mut dec = zstd::bulk::Decompressor::new().map_err(|e| err(e.to_string()))?;
-            let mut buf = Vec::new();
-            buf.try_reserve_exact(uncompressed_size + 1).map_err(|_| alloc_failed(uncompressed_size + 1, codec))?;
-            let n = dec.decompress_to_buffer(data, &mut buf).map_err(|e| err(e.to_string()))?;
-            if n != uncompressed_size {
-                return Err(err(format!("produced {n} bytes, expected {uncompressed_size}")));
-            }
-            out = buf;
-        }
         Codec::Snappy => {
             let claimed = snap::raw::decompress_len(data).map_err(|e| err(e.to_string()))?;
             if claimed != uncompressed_size {
@@ -141,6 +135,41 @@ pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: us
         }
     }
     Ok(out)
+}
+
+enum ZstdFailure {
+    Alloc,
+    Decode(String),
+}
+
+thread_local! {
+    // A zstd decompression context is a few hundred KiB to set up; one per thread, reused, is what
+    // made ZSTD batches cost twice LZ4's per entry when each call built its own.
+    static ZSTD_DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn zstd_decompress(data: &[u8], uncompressed_size: usize) -> std::result::Result<Vec<u8>, ZstdFailure> {
+    // The frame's own content size may be absent; decompress into a buffer one byte larger than
+    // declared so "too much output" is detected rather than truncated.
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(uncompressed_size + 1).map_err(|_| ZstdFailure::Alloc)?;
+    let n = ZSTD_DCTX.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| ZstdFailure::Decode(e.to_string()))?);
+        }
+        let dec = slot.as_mut().expect("set above");
+        let r = dec.decompress_to_buffer(data, &mut buf);
+        if r.is_err() {
+            *slot = None; // a context left mid-frame by bad input is not reused
+        }
+        r.map_err(|e| ZstdFailure::Decode(e.to_string()))
+    })?;
+    if n != uncompressed_size {
+        return Err(ZstdFailure::Decode(format!("produced {n} bytes, expected {uncompressed_size}")));
+    }
+    Ok(buf)
 }
 
 /// The most bytes `n` input bytes of `codec` can decode to: LZ4 blocks expand at most ~255x (a
