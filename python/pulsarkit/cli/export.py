@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import importlib
 import json
 import os
 import secrets
@@ -187,7 +186,7 @@ class DeltaState:
 
     def __init__(self, out: Path, source: str, *, force: bool, other_source: bool) -> None:
         try:  # optional, and imported only here: the other commands start without it
-            deltalake = importlib.import_module("deltalake")
+            import deltalake
         except ImportError as e:
             raise ExportRefused("--to delta needs the deltalake package (pip install 'pulsarkit[delta]')") from e
         self.deltalake = deltalake
