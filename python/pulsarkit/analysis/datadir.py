@@ -100,8 +100,11 @@ class DataDir:
         index_dirs: Sequence[PathLike] | None = None,
         strict: bool = False,
         bookies: BookieMapping | None = None,
+        metadata_pairs: Sequence[tuple[bytes, bytes]] | None = None,
     ) -> None:
         self.metadata_dir = Path(metadata_dir)
+        #: the store's key/value pairs when the caller already holds it open (a cleanup that took its lock)
+        self._metadata_pairs = metadata_pairs
         if not ledger_dirs and bookies:
             ledger_dirs = mapping_dirs(bookies)
         self.ledger_dirs = [Path(d) for d in ledger_dirs]
@@ -177,7 +180,8 @@ class DataDir:
         self.nodes: dict[str, bytes] = {}
         #: (version, creation time) of every node: what a cleanup plan pins and re-checks
         self.node_versions: dict[str, tuple[int, int]] = {}
-        for k, v in read_rocksdb(self.metadata_dir, "metadata store"):
+        pairs = self._metadata_pairs
+        for k, v in pairs if pairs is not None else read_rocksdb(self.metadata_dir, "metadata store"):
             if not k.startswith(b"/"):
                 continue  # the store's own counters
             path = k.decode("utf-8", "replace")

@@ -33,7 +33,7 @@ import pyarrow.ipc as ipc
 
 from ..errors import BadVersionError, MetadataNotFoundError, PulsarkitError
 from ..metadata.store import MetadataStore, ledger_path
-from .datadir import DataDir, open_data_dir
+from .datadir import DataDir
 from .orphans import find_orphans
 
 PLAN_KIND = "orphan-ledger-cleanup"
@@ -81,12 +81,15 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _open_snapshot(plan: dict[str, Any]) -> DataDir:
-    return open_data_dir(
-        metadata_dir=plan["metadata_dir"],
-        ledger_dirs=plan["ledger_dirs"],
+def _open_snapshot(plan: dict[str, Any], store: MetadataStore | None) -> DataDir:
+    # under the lock, the metadata is read through the handle that holds it: copying the directory of a
+    # store open for writing races its own flushes and compactions (an SST can vanish mid-copy)
+    return DataDir(
+        plan["metadata_dir"],
+        plan["ledger_dirs"],
         journal_dirs=plan.get("journal_dirs"),
         index_dirs=plan.get("index_dirs"),
+        metadata_pairs=None if store is None else store.raw_items(),
     )
 
 
@@ -136,7 +139,7 @@ def execute_cleanup(
     # dry run: a read-only snapshot is enough; execute: take the writer's lock before looking
     store = None if dry_run else MetadataStore(plan["metadata_dir"])
     try:
-        with _open_snapshot(plan) as dd:
+        with _open_snapshot(plan, store) as dd:
             bad = [i for i in dd.issues if i.kind in ("bad_metadata_value", "bad_ledger_metadata")]
             if bad:
                 raise OrphanCleanupError(f"refusing: the metadata store has unreadable nodes ({bad[0].message})")

@@ -358,6 +358,17 @@ class MetadataStore:
             raise BadVersionError(f"{path}: version mismatch, actual={old[1].version}, expected={expected_version}")
         self._db.delete(path.encode())
 
+    def raw_items(self) -> list[tuple[bytes, bytes]]:
+        """Every stored key and value, in key order, read through this handle: a consistent view for
+        a caller holding the store open (copying the directory meanwhile would race its compactions)."""
+        out = []
+        it = self._db.iter()
+        it.seek_to_first()
+        while it.valid():
+            out.append((bytes(it.key()), bytes(it.value())))
+            it.next()
+        return out
+
     def raw_node(self, path: str) -> bytes | None:
         """A node exactly as stored (header included): what a backup keeps."""
         _check_path(path)
