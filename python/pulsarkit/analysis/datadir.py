@@ -275,6 +275,13 @@ class DataDir:
 
     # -- ledgers ---------------------------------------------------------------------------
 
+    def last_stored_entry(self, ledger_id: int) -> int:
+        """The highest entry id any bookie's index or journal holds for a ledger (-1: none): how far a
+        ledger without metadata (a deleted one) can be read."""
+        ids = [max(b.locations[ledger_id]) for b in self._bookies if b.locations.get(ledger_id)]
+        ids += [max(self.journal[ledger_id])] if self.journal.get(ledger_id) else []
+        return max(ids, default=-1)
+
     def _bookie_of(self, lid: int) -> BookieDir | None:
         for b in self._bookies:
             if lid in b.locations:

@@ -408,8 +408,7 @@ def ledger_entries(dd: DataDir, ledger_id: int) -> Iterator[dict[str, Any]]:
         raise DataDirError(f"no ledger {ledger_id} in this data directory")
     last = led.last_entry_id
     if led.state == "DELETED":
-        b = dd._bookie_of(ledger_id)
-        last = max(b.locations.get(ledger_id, {}), default=-1) if b else -1
+        last = dd.last_stored_entry(ledger_id)
     for eid, data in dd.entries(ledger_id, 0, last):
         row: dict[str, Any] = {"ledger_id": ledger_id, "entry_id": eid, "kind": led.kind}
         if isinstance(data, DataDirError):
