@@ -98,3 +98,73 @@ def test_spark_audit_matches_arrow(spark):
     _, per_ledger = saudit.time_index(df)
     assert {r["ledger_id"]: r["entries"] for r in per_ledger.collect()} == {7: 8, 9: 1}
     assert saudit.clock_skew(df).count() == 3
+
+
+def skewed_producers(n: int = 400, seed: int = 14) -> pa.Table:
+    """Entries of four producers over five ledgers, in no particular order: ``fast`` publishes 2 h
+    ahead of the broker, ``slow`` 5 min behind, ``jitter`` around the threshold, ``ok`` on time; some
+    entries carry no broker timestamp (written before the broker recorded it), one is not an entry."""
+    import random
+
+    rng = random.Random(seed)
+    offsets = {"fast": lambda: 7_200_000, "slow": lambda: -300_000, "jitter": lambda: rng.randint(-90_000, 90_000)}
+    rows = []
+    for i in range(n):
+        producer = rng.choice(["fast", "slow", "jitter", "ok", "ok"])
+        broker = 1_700_000_000_000 + i * 1000 + rng.randint(-1500, 1500)  # not monotone: seeks can disagree
+        publish = broker + offsets.get(producer, lambda: rng.randint(-5, 5))()
+        raw = pk.encode_entry(pk.message_metadata(producer, i, publish), b"x")
+        if i % 37 != 5:
+            raw = pk.add_broker_entry_metadata(raw, broker_timestamp=broker, index=i)
+        rows.append({"ledger_id": 20 + i // 90, "entry_id": i % 90, "entry": raw})
+    rows.append({"ledger_id": 25, "entry_id": 0, "entry": b"\x00\x00\x00\x09garbage"})
+    rng.shuffle(rows)
+    return pa.Table.from_pylist(rows)
+
+
+def test_clock_skew_report_finds_skewed_producers():
+    rep = audit.clock_skew_report(skewed_producers(), threshold_ms=60_000, max_seek_samples=50)
+    by = {r["producer_name"]: r for r in rep["by_producer"]}
+    assert by["fast"]["skew_ms_min"] == by["fast"]["skew_ms_max"] == 7_200_000
+    assert by["slow"]["skew_ms_min"] == by["slow"]["skew_ms_max"] == -300_000
+    assert 60_000 < abs(by["jitter"]["skew_ms_min"]) and "ok" not in by
+    assert rep["skewed_entries"] == sum(r["skew_ms_count"] for r in rep["by_producer"])
+    assert rep["entries"] == 401 and rep["with_broker_timestamp"] == 400 - len(range(5, 400, 37))
+    # every 8th entry (401 // 50) is a target, unless it has no broker timestamp
+    assert 40 < rep["seek_samples"] <= len(range(0, 401, 8)) and rep["seek_disagreements"] > 0
+    assert len(rep["examples"]) == 10
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "table, threshold_ms, samples",
+    [
+        (entries_with_faults(), 60_000, 1000),
+        (entries_with_faults(), 0, 3),
+        (skewed_producers(), 60_000, 1000),
+        (skewed_producers(), 60_000, 25),
+        (skewed_producers(n=60, seed=3), 1, 7),
+    ],
+)
+def test_spark_clock_skew_report_is_the_single_process_report(spark, table, threshold_ms, samples):
+    from pulsarkit.spark import audit as saudit
+
+    want = audit.clock_skew_report(table, threshold_ms=threshold_ms, max_seek_samples=samples)
+    assert want["seek_samples"] and want["by_producer"]
+    df = spark.createDataFrame(table).repartition(3)  # rows in no storage order, over several partitions
+    assert saudit.clock_skew_report(df, threshold_ms, samples) == want
+
+
+@pytest.mark.spark
+def test_spark_clock_skew_report_without_broker_timestamps(spark):
+    from pulsarkit.spark import audit as saudit
+
+    t = pa.Table.from_pylist(
+        [
+            {"ledger_id": 1, "entry_id": e, "entry": pk.encode_entry(pk.message_metadata("p", e, 1000 + e), b"x")}
+            for e in range(5)
+        ]
+    )
+    want = audit.clock_skew_report(t)
+    assert want["with_broker_timestamp"] == 0 and want["entries"] == 5
+    assert saudit.clock_skew_report(spark.createDataFrame(t)) == want

@@ -13,6 +13,7 @@ the columns :func:`pulsarkit.bulk.decode_metadata` produces.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -210,18 +211,121 @@ def time_index(table: Any) -> tuple[pa.Table, pa.Table]:
     return entries, per_ledger
 
 
-def clock_skew_report(table: Any, threshold_ms: int = 60_000, max_seek_samples: int = 1000) -> dict[str, Any]:
-    """Where publish time and broker time disagree by more than ``threshold_ms``, per producer, and
-    whether seeking by publish time would land on a different entry than seeking by broker time
-    (checked at up to ``max_seek_samples`` target times, each entry's broker timestamp)."""
-    t = _decoded(table)
-    entries, _ = time_index(t)
-    t = t.sort_by([("ledger_id", "ascending"), ("entry_id", "ascending")])
-    bt = t.column("broker_timestamp")
-    has_bt = pc.is_valid(bt)
-    if not pc.any(has_bt).as_py():
+#: One entry as the seek comparison reads it: ``(ledger_id, entry_id, broker_timestamp, publish_time)``.
+SeekRow = tuple[int, int, int | None, int | None]
+
+
+class _Missing(Exception):
+    """A row the seek comparison needs was not given (it is fetched, then the comparison runs again)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def seek_check(n: int, rows: Mapping[int, SeekRow], max_seek_samples: int) -> tuple[dict[str, Any] | None, set[int]]:
+    """Seeking by broker time against seeking by publish time over ``n`` entries in storage order
+    (``rows[k]`` is the k-th), at the broker timestamps of up to ``max_seek_samples`` entries, each
+    search OpFindNewest's probes. Returns ``(result, set())``, or ``(None, needed)`` when ``rows``
+    lacks some row the comparison reads: a caller holding only some rows (Spark fetches the probed
+    ones, round by round) adds those and calls again; the probes depend only on the rows read."""
+    space = EntrySpace([LedgerSpan(0, n, 0)])
+    step = max(1, n // max_seek_samples)
+    needed: set[int] = set()
+
+    def row(k: int) -> SeekRow:
+        got = rows.get(k)
+        if got is None:
+            raise _Missing(k)
+        return got
+
+    def before(col: int, target: int) -> Callable[[int], bool]:
+        def matches(k: int) -> bool:
+            v = row(k)[col]
+            return v is not None and v < target
+
+        return matches
+
+    disagreements, samples = 0, 0
+    examples: list[dict[str, Any]] = []
+    for target_i in range(0, n, step):
+        try:
+            target = row(target_i)[2]
+            if target is None:
+                continue
+            by_b = find_newest_matching(space, 0, n - 1, before(2, target))
+            by_p = find_newest_matching(space, 0, n - 1, before(3, target))
+            land_b = 0 if by_b is None else by_b + 1
+            land_p = 0 if by_p is None else by_p + 1
+            samples += 1
+            if land_b != land_p:
+                disagreements += 1
+                if len(examples) < 10:
+                    pos = lambda k: None if k >= n else row(k)[:2]  # noqa: E731
+                    examples.append(
+                        {"target_time": target, "by_broker_time": pos(land_b), "by_publish_time": pos(land_p)}
+                    )
+        except _Missing as m:
+            needed.add(m.index)  # the other samples go on, so one round fetches what they all need next
+    if needed:
+        return None, needed
+    return {"seek_samples": samples, "seek_disagreements": disagreements, "examples": examples}, needed
+
+
+class _TableRows(Mapping[int, SeekRow]):
+    """The rows of a table sorted in storage order, read on demand (no Python object per entry)."""
+
+    def __init__(self, t: pa.Table) -> None:
+        self.n = t.num_rows
+        self.cols = []
+        for name in ("ledger_id", "entry_id", "broker_timestamp", "publish_time"):
+            c = t.column(name)
+            self.cols.append(
+                (
+                    pc.fill_null(c, 0).to_numpy(zero_copy_only=False),
+                    pc.is_valid(c).to_numpy(zero_copy_only=False),
+                )
+            )
+
+    def __getitem__(self, k: int) -> SeekRow:
+        if not 0 <= k < self.n:
+            raise KeyError(k)
+        lid, eid, bt, pt = (int(v[k]) if ok[k] else None for v, ok in self.cols)
+        return lid, eid, bt, pt  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.n))
+
+
+def skew_by_producer(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per producer, the count, min and max skew of its skewed entries, by producer name."""
+    out = [
+        {
+            "producer_name": r["producer_name"],
+            "skew_ms_count": int(r["skew_ms_count"]),
+            "skew_ms_min": int(r["skew_ms_min"]),
+            "skew_ms_max": int(r["skew_ms_max"]),
+        }
+        for r in rows
+    ]
+    return sorted(out, key=lambda r: (r["producer_name"] is not None, r["producer_name"] or ""))
+
+
+def skew_report(
+    entries: int,
+    with_broker_timestamp: int,
+    threshold_ms: int,
+    skewed_entries: int = 0,
+    by_producer: list[dict[str, Any]] | None = None,
+    seeks: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The clock-skew report's dict from its parts (no broker timestamp at all: nothing to compare)."""
+    if not with_broker_timestamp:
         return {
-            "entries": t.num_rows,
+            "entries": entries,
             "with_broker_timestamp": 0,
             "skewed_entries": 0,
             "by_producer": [],
@@ -229,6 +333,26 @@ def clock_skew_report(table: Any, threshold_ms: int = 60_000, max_seek_samples: 
             "seek_disagreements": 0,
             "examples": [],
         }
+    return {
+        "entries": entries,
+        "with_broker_timestamp": with_broker_timestamp,
+        "threshold_ms": threshold_ms,
+        "skewed_entries": skewed_entries,
+        "by_producer": by_producer or [],
+        **(seeks or {"seek_samples": 0, "seek_disagreements": 0, "examples": []}),
+    }
+
+
+def clock_skew_report(table: Any, threshold_ms: int = 60_000, max_seek_samples: int = 1000) -> dict[str, Any]:
+    """Where publish time and broker time disagree by more than ``threshold_ms``, per producer, and
+    whether seeking by publish time would land on a different entry than seeking by broker time
+    (checked at up to ``max_seek_samples`` target times, each entry's broker timestamp)."""
+    t = _decoded(table).sort_by([("ledger_id", "ascending"), ("entry_id", "ascending")])
+    bt = t.column("broker_timestamp")
+    has_bt = pc.is_valid(bt)
+    with_bt = int(pc.sum(has_bt.cast(pa.int64())).as_py() or 0)
+    if not with_bt:
+        return skew_report(t.num_rows, 0, threshold_ms)
     skew = pc.subtract(t.column("publish_time"), bt)
     skewed = pc.and_(has_bt, pc.greater(pc.abs(skew), threshold_ms))
     sk = t.filter(skewed)
@@ -236,42 +360,6 @@ def clock_skew_report(table: Any, threshold_ms: int = 60_000, max_seek_samples: 
     if sk.num_rows:
         g = pa.table({"producer_name": sk.column("producer_name"), "skew_ms": pc.filter(skew, skewed)})
         agg = g.group_by("producer_name").aggregate([("skew_ms", "count"), ("skew_ms", "min"), ("skew_ms", "max")])
-        by_producer = sorted(agg.to_pylist(), key=lambda r: r["producer_name"])
-    publish = t.column("publish_time").to_numpy(zero_copy_only=False)
-    broker = bt.to_numpy(zero_copy_only=False)
-    lids = t.column("ledger_id").to_numpy(zero_copy_only=False)
-    eids = t.column("entry_id").to_numpy(zero_copy_only=False)
-    n = t.num_rows
-    space = EntrySpace([LedgerSpan(0, n, 0)])
-    step = max(1, n // max_seek_samples)
-    disagreements, examples, samples = 0, [], 0
-    for target_i in range(0, n, step):
-        target = broker[target_i]
-        if broker.dtype.kind == "f" and np.isnan(target):
-            continue
-        samples += 1
-        by_b = find_newest_matching(space, 0, n - 1, lambda k: broker[k] < target)
-        by_p = find_newest_matching(space, 0, n - 1, lambda k: publish[k] < target)
-        land_b = 0 if by_b is None else by_b + 1
-        land_p = 0 if by_p is None else by_p + 1
-        if land_b != land_p:
-            disagreements += 1
-            if len(examples) < 10:
-                pos = lambda k: None if k >= n else (int(lids[k]), int(eids[k]))  # noqa: E731
-                examples.append(
-                    {
-                        "target_time": int(target),
-                        "by_broker_time": pos(land_b),
-                        "by_publish_time": pos(land_p),
-                    }
-                )
-    return {
-        "entries": n,
-        "with_broker_timestamp": int(pc.sum(has_bt.cast(pa.int64())).as_py()),
-        "threshold_ms": threshold_ms,
-        "skewed_entries": sk.num_rows,
-        "by_producer": by_producer,
-        "seek_samples": samples,
-        "seek_disagreements": disagreements,
-        "examples": examples,
-    }
+        by_producer = skew_by_producer(agg.to_pylist())
+    seeks, _ = seek_check(t.num_rows, _TableRows(t), max_seek_samples)
+    return skew_report(t.num_rows, with_bt, threshold_ms, sk.num_rows, by_producer, seeks)

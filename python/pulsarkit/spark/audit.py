@@ -1,6 +1,8 @@
 """Topic audits on Spark: the dedup audit per producer (``applyInArrow``, the same Arrow code as
-:func:`pulsarkit.audit.dedup_audit`) and the time index per ledger, over a DataFrame of entries
-with ``ledger_id``, ``entry_id`` and a binary entry column (e.g. from the entry-log data source)."""
+:func:`pulsarkit.analysis.audit.dedup_audit`), the time index per ledger and the clock-skew report
+(:func:`clock_skew_report`: the single-process dict, its counts aggregated by Spark and its seeks
+probing only the entries they read), over a DataFrame of entries with ``ledger_id``, ``entry_id`` and
+a binary entry column (e.g. from the entry-log data source)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..analysis import audit as _audit
+from ..errors import PulsarkitError
 from ._schema import spark_fields
 from .transforms import decode_metadata
 
@@ -105,3 +108,81 @@ def clock_skew(df: Any, threshold_ms: int = 60_000, entry_col: str = "entry") ->
         )
         .where(F.abs(F.col("skew_ms")) > threshold_ms)
     )
+
+
+def clock_skew_report(
+    df: Any, threshold_ms: int = 60_000, max_seek_samples: int = 1000, entry_col: str = "entry"
+) -> dict[str, Any]:
+    """Exactly :func:`pulsarkit.analysis.audit.clock_skew_report` of the same entries. The counts and
+    the per-producer skew are Spark aggregations. The seek comparison runs on the driver
+    (:func:`pulsarkit.analysis.audit.seek_check`) over rows it fetches as it probes them: each entry
+    gets its index in storage order (per-ledger counts give each ledger's first index, a window over
+    the ledger the rest), then every round fetches, in one job, the entries the searches probe next,
+    so the driver holds O(samples x log n) rows, never the topic. (Entries with the same ledger and
+    entry id, which a real topic does not have, may be ordered differently from the single process.)"""
+    cols = ("producer_name", "ledger_id", "entry_id", "broker_timestamp", "publish_time")
+    d = _decoded(df, entry_col).select(*cols).cache()  # decoded once for the several jobs below
+    try:
+        return _clock_skew_report(d, threshold_ms, max_seek_samples)
+    finally:
+        d.unpersist()
+
+
+def _clock_skew_report(d: Any, threshold_ms: int, max_seek_samples: int) -> dict[str, Any]:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    skew = F.col("publish_time") - F.col("broker_timestamp")
+    skewed = F.col("broker_timestamp").isNotNull() & (F.abs(skew) > threshold_ms)
+    totals = d.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count("broker_timestamp").alias("with_bt"),
+        F.count(F.when(skewed, 1)).alias("skewed"),
+    ).first()
+    n, with_bt, n_skewed = int(totals["n"]), int(totals["with_bt"]), int(totals["skewed"])
+    if not with_bt:
+        return _audit.skew_report(n, 0, threshold_ms)
+    by_producer = _audit.skew_by_producer(
+        r.asDict()
+        for r in d.where(skewed)
+        .groupBy("producer_name")
+        .agg(
+            F.count(F.lit(1)).alias("skew_ms_count"),
+            F.min(skew).alias("skew_ms_min"),
+            F.max(skew).alias("skew_ms_max"),
+        )
+        .collect()
+    )
+    counts = sorted((r["ledger_id"], r["count"]) for r in d.groupBy("ledger_id").count().collect())
+    first, at = [], 0
+    for lid, c in counts:
+        first.append((lid, at))
+        at += c
+    starts = d.sparkSession.createDataFrame(first, "ledger_id long, first_index long")
+    rank = F.row_number().over(Window.partitionBy("ledger_id").orderBy("entry_id"))
+    indexed = (
+        d.withColumn("k", rank - 1)
+        .join(F.broadcast(starts), "ledger_id")
+        .select(
+            (F.col("first_index") + F.col("k")).alias("k"),
+            "ledger_id",
+            "entry_id",
+            "broker_timestamp",
+            "publish_time",
+        )
+        .cache()
+    )
+    try:
+        rows: dict[int, _audit.SeekRow] = {}
+        while True:
+            seeks, needed = _audit.seek_check(n, rows, max_seek_samples)
+            if seeks is not None:
+                break
+            got = indexed.where(F.col("k").isin(sorted(needed))).collect()
+            if not got:  # cannot happen for 0 <= k < n; never loop on it
+                raise PulsarkitError(f"clock-skew report: entries {sorted(needed)[:5]} have no storage-order index")
+            for r in got:
+                rows[int(r["k"])] = (r["ledger_id"], r["entry_id"], r["broker_timestamp"], r["publish_time"])
+    finally:
+        indexed.unpersist()
+    return _audit.skew_report(n, with_bt, threshold_ms, n_skewed, by_producer, seeks)
