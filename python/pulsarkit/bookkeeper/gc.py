@@ -25,13 +25,14 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .. import _native
 from ..errors import BookieError, PulsarkitError
 from .digest import digest_type_name
+from .entrylog import EntryLogMetadata, EntryLogReader
 from .ledger_storage import SingleDirectoryDbLedgerStorage
 
 
@@ -82,6 +83,24 @@ class GcConfig:
                 raise BookieError("minor compaction interval must be shorter than the major one")
             if self.minor_compaction_threshold >= self.major_compaction_threshold:
                 raise BookieError("minor compaction threshold must be below the major one")
+
+
+@dataclass(frozen=True)
+class EntryLogFacts:
+    """What a GC plan reads of one entry log."""
+
+    log_id: int
+    #: ``EntryLogMetadata``: the ledgers map, or a scan of the log when it has none.
+    metadata: EntryLogMetadata
+    #: The file's size on disk (header and ledgers map included): what removing it frees.
+    file_size: int
+
+
+def read_entry_log(current: str, log_id: int) -> EntryLogFacts:
+    """The per-log work of a GC plan (as ``SingleDirectoryDbLedgerStorage.entry_log_metadata`` and
+    ``entry_log_size`` read it), for the log ``log_id`` in the ledger directory's ``current/``."""
+    md = EntryLogReader(current).metadata(log_id)
+    return EntryLogFacts(log_id, md, os.path.getsize(os.path.join(current, f"{log_id:x}.log")))
 
 
 class LedgerManager(Protocol):
@@ -178,10 +197,13 @@ class GarbageCollector:
         suspend_major: bool = False,
         suspend_minor: bool = False,
         disk_usage: float | None = None,
+        entry_logs: Mapping[int, EntryLogFacts] | None = None,
     ) -> dict[str, Any]:
         """The run a GC thread would make now. ``force`` is the manual trigger (``forceGC``); the
         directory's disk usage (measured unless given) may suspend a level or, with
-        ``force_gc_allow_when_no_space``, force the run, and the plan says which."""
+        ``force_gc_allow_when_no_space``, force the run, and the plan says which. ``entry_logs``
+        holds logs already read by :func:`read_entry_log` elsewhere (one Spark task per log in
+        :mod:`pulsarkit.spark.storage`); each log it lacks is read here."""
         cfg = self.config
         now = self._clock()
         s = self.storage
@@ -204,7 +226,8 @@ class GarbageCollector:
         for log_id in s.entry_log_ids():
             if log_id == active:
                 continue
-            md = s.entry_log_metadata(log_id)
+            facts = (entry_logs or {}).get(log_id) or read_entry_log(s.current, log_id)
+            md = facts.metadata
             live = {lid: size for lid, size in md.ledgers.items() if lid in local and lid not in gone}
             remaining = sum(live.values())
             total = md.total_size
@@ -216,9 +239,7 @@ class GarbageCollector:
                     if not md.ledgers
                     else "no live ledger left (doGcEntryLogs)"
                 )
-                remove.append(
-                    {"log_id": log_id, "total_size": total, "file_size": s.entry_log_size(log_id), "reason": why}
-                )
+                remove.append({"log_id": log_id, "total_size": total, "file_size": facts.file_size, "reason": why})
                 continue
             usage = remaining / total
             if cfg.use_target_entry_log_size_for_gc and usage < 1:
@@ -384,4 +405,4 @@ class GarbageCollector:
         return p if dry_run else self.execute(p)
 
 
-__all__ = ["GarbageCollector", "GcConfig", "GcResult", "GcState", "LedgerManager"]
+__all__ = ["EntryLogFacts", "GarbageCollector", "GcConfig", "GcResult", "GcState", "LedgerManager", "read_entry_log"]
