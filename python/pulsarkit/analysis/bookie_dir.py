@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,6 +145,49 @@ def read_rocksdb(src: Path, what: str) -> list[tuple[bytes, bytes]]:
         raise DataDirError(str(e), str(src)) from None
 
 
+@dataclass(frozen=True)
+class LogRead:
+    """What opening a bookie directory reads of one entry log (:func:`read_log`)."""
+
+    log_id: int
+    #: Its ``EntryLogMetadata`` (total and remaining size, bytes per ledger); None when unreadable.
+    metadata: Any
+    #: A zero-length file: the preallocated next log (``lastId`` names it), not counted as a log.
+    empty: bool
+    issues: tuple[Issue, ...] = ()
+
+
+def read_log(reader: entrylog.EntryLogReader, log_id: int) -> LogRead:
+    """One entry log's ledger accounting, from its ledgers map or, when it has none, a scan of the
+    whole log, with the issues met: the per-log work of opening a bookie directory (one Spark task
+    per log in :mod:`pulsarkit.spark.storage`). An unreadable log is an issue, not an error."""
+    path = str(reader.path_of(log_id))
+    try:
+        md = reader.metadata(log_id)
+    except (PulsarkitError, OSError) as e:
+        return LogRead(log_id, None, False, (Issue("unreadable_entry_log", path, None, str(e)),))
+    empty = reader.file_size(log_id) == 0
+    kept = () if empty else tuple(Issue(i.kind, path, i.offset, i.message) for i in md.issues if i.kind != "zero_tail")
+    return LogRead(log_id, md, empty, kept)
+
+
+#: Log reads made elsewhere, by the real path of their ``current/`` directory (:func:`given_log_reads`).
+_GIVEN_LOG_READS: ContextVar[Mapping[str, Mapping[int, LogRead]]] = ContextVar("given_log_reads", default={})
+
+
+@contextmanager
+def given_log_reads(reads: Mapping[str, Mapping[int, LogRead]]) -> Iterator[None]:
+    """Within this block, a :class:`BookieDir` opened (by :class:`~pulsarkit.analysis.datadir.DataDir`)
+    takes each entry log's :class:`LogRead` from ``reads`` (keyed by ``os.path.realpath`` of the
+    ``current/`` directory) instead of reading the log; a log it lacks is read as usual. This is how
+    :mod:`pulsarkit.spark.storage` opens a data directory on logs its tasks read."""
+    token = _GIVEN_LOG_READS.set(reads)
+    try:
+        yield
+    finally:
+        _GIVEN_LOG_READS.reset(token)
+
+
 class BookieDir:
     """A ledger directory's ``current/`` (entry logs) and its index directory (``ledgers``/``locations``)."""
 
@@ -194,19 +239,15 @@ class BookieDir:
             )
             self._scan_all(issues)
             self.scanned = True
+        given = _GIVEN_LOG_READS.get().get(os.path.realpath(current), {})
         for log_id in self.log_ids:
-            try:
-                md = self.reader.metadata(log_id)
-            except (PulsarkitError, OSError) as e:
-                issues.append(Issue("unreadable_entry_log", str(self.reader.path_of(log_id)), None, str(e)))
+            r = given.get(log_id) or read_log(self.reader, log_id)
+            issues.extend(r.issues)
+            if r.metadata is None:
                 continue
-            empty = self.reader.file_size(log_id) == 0  # the preallocated next log (lastId names it)
-            if not empty:
-                self.log_metadata[log_id] = md
-            for issue in md.issues:
-                if issue.kind != "zero_tail" and not empty:
-                    issues.append(Issue(issue.kind, str(self.reader.path_of(log_id)), issue.offset, issue.message))
-            for lid, size in md.ledgers.items():
+            if not r.empty:
+                self.log_metadata[log_id] = r.metadata
+            for lid, size in r.metadata.ledgers.items():
                 self.log_ledger_bytes[lid] = self.log_ledger_bytes.get(lid, 0) + size
 
     def read_raw(self, ledger_id: int, entry_id: int) -> tuple[bytes, str, int] | None:
@@ -383,13 +424,16 @@ __all__ = [
     "BookieDir",
     "BookieMapping",
     "Cookie",
+    "LogRead",
     "bookie_ids",
     "bookie_ledger_dir",
     "entry_payload",
     "find_layout",
+    "given_log_reads",
     "group_bookies",
     "is_rocksdb",
     "mapping_dirs",
     "read_cookie",
+    "read_log",
     "read_rocksdb",
 ]
