@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import struct
 import tempfile
 from pathlib import Path
 
 import pulsarkit as pk
+from pulsarkit.bookkeeper.ledger_storage import DbLedgerStorage, SingleDirectoryDbLedgerStorage
+from pulsarkit.metadata.store import MetadataStore
 from pulsarkit.proto import LedgerMetadataFormat, PositionInfo
 
 try:
@@ -318,3 +321,97 @@ def file_hashes(root: Path) -> dict[str, tuple[str, int]]:
 def tmp_copies() -> set[str]:
 
     return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("pulsarkit-ro-")}
+
+
+# ------------------------------------------------------------------------------ many bookies
+
+BOOKIE_A, BOOKIE_B, BOOKIE_C = "10.0.0.1:3181", "10.0.0.2:3181", "10.0.0.3:3181"
+BOOKIE_IDS = (BOOKIE_A, BOOKIE_B, BOOKIE_C)
+
+
+def direct_write_set(segments: list[tuple[int, list[str]]], qw: int, e: int) -> list[str]:
+    """BookKeeper's rule, spelled out: the last segment starting at or before ``e``; its members
+    ``(e + k) % E`` for ``k < Qw``."""
+    ens = segments[0][1]
+    for first, members in segments:
+        if first <= e:
+            ens = members
+    return [ens[(e + k) % len(ens)] for k in range(qw)]
+
+
+def build_cluster_source(root: Path, entries: int = 13) -> dict:
+    """A topic (``ORDERS``) written by pulsarkit's managed ledger on one bookie under ``root/src``; a
+    pristine copy of it (``root/single``); and the metadata store rewritten as a three-bookie cluster
+    would have it (ensemble 3, write quorum 2, ack quorum 2; the second ledger had an ensemble change
+    at entry 2, members swapped, so its write sets move)."""
+    store = pk.Store.open(root / "src", sync=False)
+    ml = store.managed_ledger(ORDERS, pk.ManagedLedgerConfig(max_entries_per_ledger=5, minimum_rollover_time_ms=0))
+    sent = []
+    for i in range(entries):
+        payload = b"order-%d-" % i + bytes([i]) * (i * 7)
+        md = pk.message_metadata("prod-1", i, 1_700_000_000_000 + i)
+        ml.add_entry(pk.encode_entry(md, payload))
+        sent.append(payload)
+    ml.close()
+    store.close()
+    shutil.copytree(root / "src", root / "single")
+    segments: dict[int, list[tuple[int, list[str]]]] = {}
+    with MetadataStore(root / "src" / "metadata") as ms:
+        for n, lid in enumerate(ms.ledger_ids()):
+            md, stat = ms.ledger_metadata(lid)
+            md.ensembleSize, md.quorumSize, md.ackQuorumSize = 3, 2, 2
+            del md.segment[:]
+            segs = [(0, [BOOKIE_A, BOOKIE_B, BOOKIE_C])] + ([(2, [BOOKIE_A, BOOKIE_C, BOOKIE_B])] if n == 1 else [])
+            for first, members in segs:
+                s = md.segment.add()
+                s.firstEntryId = first
+                s.ensembleMember.extend(members)
+            ms.put_ledger_metadata(lid, md, expected_version=stat.version)
+            segments[lid] = segs
+    return {"root": root, "sent": sent, "segments": segments, "ledgers": sorted(segments)}
+
+
+def write_cookie(d: Path, bookie_id: str) -> None:
+    """A real bookie's cookie (layout 5, text-format ``CookieFormat``) in ``d/current/VERSION``."""
+    (d / "current" / "VERSION").write_text(
+        f'5\nbookieHost: "{bookie_id}"\njournalDir: "{d}"\nledgerDirs: "1\\t{d}"\n'
+        'instanceId: "817f8adb-dbf6-414f-a6df-a08796f47e30"\n'
+    )
+
+
+def build_bookies(
+    source: dict,
+    dest: Path,
+    *,
+    skip: set[tuple[str, int, int | None]] = frozenset(),
+    extra: set[tuple[str, int, int]] = frozenset(),
+    cookies: bool = True,
+) -> tuple[list[Path], dict]:
+    """Three bookie directories (of :func:`build_cluster_source`'s cluster) holding each entry on its
+    write set; ``skip`` leaves out (bookie, ledger, entry or None for all), ``extra`` adds a copy
+    outside the write set. Returns the dirs and each copy's location."""
+    src = DbLedgerStorage([source["root"] / "src" / "bookie"], read_only=True)
+    dirs = [dest / f"bk{i}" for i in range(3)]
+    stores = {b: SingleDirectoryDbLedgerStorage(str(d), sync=False) for b, d in zip(BOOKIE_IDS, dirs, strict=True)}
+    put: list[tuple[str, int, int]] = []
+    for lid, segs in source["segments"].items():
+        for eid in src.entry_ids(lid):
+            raw = src.read_entry(lid, eid)
+            for b in direct_write_set(segs, 2, eid) + [x for x, lx, ex in extra if (lx, ex) == (lid, eid)]:
+                if (b, lid, eid) in skip or (b, lid, None) in skip:
+                    continue
+                stores[b].set_master_key(lid, src.ledger_data(lid).masterKey)
+                stores[b].add_entry(lid, eid, raw)
+                put.append((b, lid, eid))
+    locs = {}
+    for b, s in stores.items():
+        s.flush()
+    for b, lid, eid in put:
+        locs[(b, lid, eid)] = stores[b].location(lid, eid)
+    for b, s in stores.items():
+        s.close()
+    src.close()
+    if cookies:
+        for b, d in zip(BOOKIE_IDS, dirs, strict=True):
+            write_cookie(d, b)
+    return dirs, locs

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 from pathlib import Path
 
-import pulsarkit as pk
 import pyarrow.parquet as pq
 import pytest
+from datadir_fixtures import (
+    BOOKIE_IDS,
+    ORDERS,
+    build_bookies,
+    build_cluster_source,
+    direct_write_set,
+    write_cookie,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from pulsarkit.analysis.bookie_dir import read_cookie
@@ -21,24 +27,11 @@ from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import read_messages
 from pulsarkit.analysis.records import DataDirError
 from pulsarkit.analysis.replicas import Layout, replica_report, write_set
-from pulsarkit.bookkeeper.ledger_storage import DbLedgerStorage, SingleDirectoryDbLedgerStorage
 from pulsarkit.cli import main
-from pulsarkit.metadata.store import MetadataStore
 from pulsarkit.proto import LedgerMetadataFormat
 
-TOPIC = "public/default/persistent/orders"
-A, B, C = "10.0.0.1:3181", "10.0.0.2:3181", "10.0.0.3:3181"
-IDS = (A, B, C)
-
-
-def _direct_write_set(segments: list[tuple[int, list[str]]], qw: int, e: int) -> list[str]:
-    """BookKeeper's rule, spelled out: the last segment starting at or before ``e``; its members
-    ``(e + k) % E`` for ``k < Qw``."""
-    ens = segments[0][1]
-    for first, members in segments:
-        if first <= e:
-            ens = members
-    return [ens[(e + k) % len(ens)] for k in range(qw)]
+TOPIC = ORDERS
+A, B, C = IDS = BOOKIE_IDS
 
 
 # ------------------------------------------------------------------------------ the cluster
@@ -47,79 +40,8 @@ def _direct_write_set(segments: list[tuple[int, list[str]]], qw: int, e: int) ->
 @pytest.fixture(scope="module")
 def source(tmp_path_factory) -> dict:
     """A topic written by pulsarkit's managed ledger on one bookie; a pristine copy of it; and the
-    metadata store rewritten as a three-bookie cluster would have it."""
-    root = tmp_path_factory.mktemp("replicas")
-    store = pk.Store.open(root / "src", sync=False)
-    ml = store.managed_ledger(TOPIC, pk.ManagedLedgerConfig(max_entries_per_ledger=5, minimum_rollover_time_ms=0))
-    sent = []
-    for i in range(13):
-        payload = b"order-%d-" % i + bytes([i]) * (i * 7)
-        md = pk.message_metadata("prod-1", i, 1_700_000_000_000 + i)
-        ml.add_entry(pk.encode_entry(md, payload))
-        sent.append(payload)
-    ml.close()
-    store.close()
-    shutil.copytree(root / "src", root / "single")
-    segments: dict[int, list[tuple[int, list[str]]]] = {}
-    with MetadataStore(root / "src" / "metadata") as ms:
-        for n, lid in enumerate(ms.ledger_ids()):
-            md, stat = ms.ledger_metadata(lid)
-            md.ensembleSize, md.quorumSize, md.ackQuorumSize = 3, 2, 2
-            del md.segment[:]
-            # the second ledger had an ensemble change at entry 2 (members swapped, so its write sets move)
-            segs = [(0, [A, B, C])] + ([(2, [A, C, B])] if n == 1 else [])
-            for first, members in segs:
-                s = md.segment.add()
-                s.firstEntryId = first
-                s.ensembleMember.extend(members)
-            ms.put_ledger_metadata(lid, md, expected_version=stat.version)
-            segments[lid] = segs
-    return {"root": root, "sent": sent, "segments": segments, "ledgers": sorted(segments)}
-
-
-def _cookie(d: Path, bookie_id: str) -> None:
-    (d / "current" / "VERSION").write_text(
-        f'5\nbookieHost: "{bookie_id}"\njournalDir: "{d}"\nledgerDirs: "1\\t{d}"\n'
-        'instanceId: "817f8adb-dbf6-414f-a6df-a08796f47e30"\n'
-    )
-
-
-def build_bookies(
-    source: dict,
-    dest: Path,
-    *,
-    skip: set[tuple[str, int, int | None]] = frozenset(),
-    extra: set[tuple[str, int, int]] = frozenset(),
-    cookies: bool = True,
-) -> tuple[list[Path], dict]:
-    """Three bookie directories holding each entry on its write set; ``skip`` leaves out (bookie,
-    ledger, entry or None for all), ``extra`` adds a copy outside the write set. Returns the dirs and
-    each copy's location."""
-    src = DbLedgerStorage([source["root"] / "src" / "bookie"], read_only=True)
-    dirs = [dest / f"bk{i}" for i in range(3)]
-    stores = {b: SingleDirectoryDbLedgerStorage(str(d), sync=False) for b, d in zip(IDS, dirs, strict=True)}
-    put: list[tuple[str, int, int]] = []
-    for lid, segs in source["segments"].items():
-        for eid in src.entry_ids(lid):
-            raw = src.read_entry(lid, eid)
-            for b in _direct_write_set(segs, 2, eid) + [x for x, lx, ex in extra if (lx, ex) == (lid, eid)]:
-                if (b, lid, eid) in skip or (b, lid, None) in skip:
-                    continue
-                stores[b].set_master_key(lid, src.ledger_data(lid).masterKey)
-                stores[b].add_entry(lid, eid, raw)
-                put.append((b, lid, eid))
-    locs = {}
-    for b, s in stores.items():
-        s.flush()
-    for b, lid, eid in put:
-        locs[(b, lid, eid)] = stores[b].location(lid, eid)
-    for b, s in stores.items():
-        s.close()
-    src.close()
-    if cookies:
-        for b, d in zip(IDS, dirs, strict=True):
-            _cookie(d, b)
-    return dirs, locs
+    metadata store rewritten as a three-bookie cluster would have it (tests/datadir_fixtures.py)."""
+    return build_cluster_source(tmp_path_factory.mktemp("replicas"))
 
 
 def _flip(d: Path, loc: int) -> None:
@@ -162,7 +84,7 @@ def test_every_message_read_once_from_its_write_set(source, tmp_path):
         segs = source["segments"][s["ledger_id"]]
         expect: dict[str, int] = {}
         for e in range(s["entries"]):
-            first = _direct_write_set(segs, 2, e)[0]
+            first = direct_write_set(segs, 2, e)[0]
             expect[first] = expect.get(first, 0) + 1
         assert s["read_from"] == dict(sorted(expect.items()))
         assert s["copies"] == 2 * s["entries"] and s["below_ack_quorum"] == 0
@@ -175,7 +97,7 @@ def test_flipped_byte_is_read_from_the_other_replica_and_reported_divergent(sour
     dirs, locs = build_bookies(source, tmp_path)
     lid = source["ledgers"][1]  # after its ensemble change, entry 4's write set is [C, B]
     eid = 4
-    ws = _direct_write_set(source["segments"][lid], 2, eid)
+    ws = direct_write_set(source["segments"][lid], 2, eid)
     assert ws == [C, B]
     _flip(dirs[IDS.index(ws[0])], locs[(ws[0], lid, eid)])
     dd = _open(source, dirs)
@@ -199,7 +121,7 @@ def test_missing_copy_is_under_replicated(source, tmp_path):
     assert _payloads(dd) == source["sent"]
     rep = replica_report(dd)
     entries = dd.ledgers[lid].entries
-    expect = [e for e in range(entries) if B in _direct_write_set(source["segments"][lid], 2, e)]
+    expect = [e for e in range(entries) if B in direct_write_set(source["segments"][lid], 2, e)]
     assert {p["kind"] for p in rep.problems} == {"under_replicated"}
     assert [(p["ledger_id"], p["entry_id"]) for p in rep.problems] == [(lid, e) for e in expect]
     assert all(p["bookies"] == [B] and p["read_from"] != B for p in rep.problems)
@@ -252,8 +174,8 @@ def test_directories_without_cookies_are_named_by_a_mapping(source, tmp_path):
     mapping = {b: [d] for b, d in zip(IDS, dirs, strict=True)}
     dd = open_data_dir(metadata_dir=source["root"] / "src" / "metadata", bookies=mapping)
     assert dd.replicas is not None and _payloads(dd) == source["sent"] and replica_report(dd).ok
-    _cookie(dirs[0], A)
-    _cookie(dirs[1], B)
+    write_cookie(dirs[0], A)
+    write_cookie(dirs[1], B)
     with pytest.raises(DataDirError, match=f"{dirs[2]}.*bookies="):
         _open(source, dirs)
 
@@ -262,7 +184,7 @@ def test_cookie_formats(tmp_path):
     d = tmp_path / "bk"
     (d / "current").mkdir(parents=True)
     assert read_cookie(d) is None
-    _cookie(d, A)
+    write_cookie(d, A)
     c = read_cookie(d)
     assert (c.layout_version, c.bookie_id, c.ledger_dirs) == (5, A, f"1\t{d}")
     (d / "current" / "VERSION").write_text("3\nhost-b:3181\n/j\n1\t/l\n")
@@ -326,7 +248,7 @@ def test_write_set_is_the_round_robin_rule(args):
         s.ensembleMember.extend(members)
     lay = Layout.of(md)
     ws = lay.write_set(entry)
-    assert ws == _direct_write_set(segments, qw, entry)
+    assert ws == direct_write_set(segments, qw, entry)
     assert write_set(entry, e, qw) == [(entry + k) % e for k in range(qw)]
     assert len(set(ws)) == qw
 
