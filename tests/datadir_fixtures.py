@@ -8,7 +8,9 @@ import os
 import shutil
 import struct
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pulsarkit as pk
 from pulsarkit.bookkeeper.ledger_storage import DbLedgerStorage, SingleDirectoryDbLedgerStorage
@@ -339,11 +341,12 @@ def direct_write_set(segments: list[tuple[int, list[str]]], qw: int, e: int) -> 
     return [ens[(e + k) % len(ens)] for k in range(qw)]
 
 
-def build_cluster_source(root: Path, entries: int = 13) -> dict:
+def build_cluster_source(root: Path, entries: int = 13, more: Callable[[Any], Any] | None = None) -> dict:
     """A topic (``ORDERS``) written by pulsarkit's managed ledger on one bookie under ``root/src``; a
     pristine copy of it (``root/single``); and the metadata store rewritten as a three-bookie cluster
     would have it (ensemble 3, write quorum 2, ack quorum 2; the second ledger had an ensemble change
-    at entry 2, members swapped, so its write sets move)."""
+    at entry 2, members swapped, so its write sets move). ``more(store)`` writes more ledgers first;
+    what it returns is ``["more"]``."""
     store = pk.Store.open(root / "src", sync=False)
     ml = store.managed_ledger(ORDERS, pk.ManagedLedgerConfig(max_entries_per_ledger=5, minimum_rollover_time_ms=0))
     sent = []
@@ -353,6 +356,7 @@ def build_cluster_source(root: Path, entries: int = 13) -> dict:
         ml.add_entry(pk.encode_entry(md, payload))
         sent.append(payload)
     ml.close()
+    extra = more(store) if more is not None else None
     store.close()
     shutil.copytree(root / "src", root / "single")
     segments: dict[int, list[tuple[int, list[str]]]] = {}
@@ -368,7 +372,7 @@ def build_cluster_source(root: Path, entries: int = 13) -> dict:
                 s.ensembleMember.extend(members)
             ms.put_ledger_metadata(lid, md, expected_version=stat.version)
             segments[lid] = segs
-    return {"root": root, "sent": sent, "segments": segments, "ledgers": sorted(segments)}
+    return {"root": root, "sent": sent, "segments": segments, "ledgers": sorted(segments), "more": extra}
 
 
 def write_cookie(d: Path, bookie_id: str) -> None:

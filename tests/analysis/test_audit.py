@@ -146,9 +146,12 @@ def test_clock_skew_report_finds_skewed_producers():
         (skewed_producers(n=60, seed=3), 1, 7),
     ],
 )
-def test_spark_clock_skew_report_is_the_single_process_report(spark, table, threshold_ms, samples):
+@pytest.mark.parametrize("fetch", ["probed", "whole"])
+def test_spark_clock_skew_report_is_the_single_process_report(spark, monkeypatch, table, threshold_ms, samples, fetch):
     from pulsarkit.spark import audit as saudit
 
+    # these topics are small enough to be fetched whole; "probed" makes the seeks fetch round by round
+    monkeypatch.setattr(saudit, "_FETCH_ALL_FACTOR", 0 if fetch == "probed" else 1)
     want = audit.clock_skew_report(table, threshold_ms=threshold_ms, max_seek_samples=samples)
     assert want["seek_samples"] and want["by_producer"]
     df = spark.createDataFrame(table).repartition(3)  # rows in no storage order, over several partitions

@@ -24,15 +24,26 @@ Column UDFs (``arrow_udf`` on Spark >= 4.1, ``pandas_udf`` otherwise) live in :m
     from pulsarkit.spark import udfs
     df.select(udfs.broker_timestamp("entry"), udfs.publish_time("entry"), udfs.strip_bem("entry"))
 
+Storage planning over many bookies, the entry logs read by Spark tasks, each result exactly the
+single-process one (:mod:`pulsarkit.spark.storage`); and the clock-skew report (:mod:`pulsarkit.spark.audit`)::
+
+    pks.disk_usage(spark, "/pulsar/data"); pks.orphans(spark, metadata_dir=md, bookies={"bk1:3181": [d1], ...})
+    pks.cleanup_plan(spark, "/pulsar/data"); pks.gc_plans(spark, metadata_dir=md, ledger_dirs=[d1, d2, d3])
+    with pks.storage.open_data_dir(spark, "/pulsar/data") as dd: pks.disk_usage(spark, dd); pks.orphans(spark, dd)
+    topic = spark.read.format("pulsarkit-entries").load("/pulsar/data").where("topic = 'persistent://t/ns/x'")
+    pks.clock_skew_report(topic.select("ledger_id", "entry_id", "payload"), entry_col="payload")  # a dict
+
 No row is ever dropped: undecodable entries give nulls plus an ``error`` message with the byte
 offset. PySpark is imported only when a wrapper is called, so this package imports without it.
 """
 
 from . import udfs
+from .audit import clock_skew_report
 from .datasource import FORMAT_NAME, read_entries, read_messages
 from .messages_source import ENTRIES_FORMAT_NAME, read_data_dirs, register
 from .messages_source import FORMAT_NAME as MESSAGES_FORMAT_NAME
 from .session import local_session
+from .storage import cleanup_plan, disk_usage, gc_plans, orphans
 from .transactions import transactions_dataframe
 from .transforms import (
     BatchKernel,
@@ -50,11 +61,16 @@ __all__ = [
     "FORMAT_NAME",
     "MESSAGES_FORMAT_NAME",
     "BatchKernel",
+    "cleanup_plan",
+    "clock_skew_report",
     "decode_metadata",
+    "disk_usage",
     "explode_messages",
     "explode_pending_ack_log",
     "explode_transaction_log",
+    "gc_plans",
     "local_session",
+    "orphans",
     "transactions_dataframe",
     "peek_broker_entry_metadata",
     "read_data_dirs",

@@ -110,6 +110,17 @@ def clock_skew(df: Any, threshold_ms: int = 60_000, entry_col: str = "entry") ->
     )
 
 
+#: Below this many times the rows the seek rounds may fetch, a topic's rows are fetched at once.
+_FETCH_ALL_FACTOR = 1
+
+
+def _probe_bound(n: int, max_seek_samples: int) -> int:
+    """About the most rows the seek rounds fetch: two searches per sample, each probing first and
+    last, then bisecting (``log2 n`` probes)."""
+    samples = len(range(0, n, max(1, n // max_seek_samples)))
+    return 2 * samples * (n.bit_length() + 2)
+
+
 def clock_skew_report(
     df: Any, threshold_ms: int = 60_000, max_seek_samples: int = 1000, entry_col: str = "entry"
 ) -> dict[str, Any]:
@@ -118,8 +129,9 @@ def clock_skew_report(
     (:func:`pulsarkit.analysis.audit.seek_check`) over rows it fetches as it probes them: each entry
     gets its index in storage order (per-ledger counts give each ledger's first index, a window over
     the ledger the rest), then every round fetches, in one job, the entries the searches probe next,
-    so the driver holds O(samples x log n) rows, never the topic. (Entries with the same ledger and
-    entry id, which a real topic does not have, may be ordered differently from the single process.)"""
+    so the driver holds O(samples x log n) rows, never the topic; a topic with no more entries than
+    that is fetched whole, sorted, in one job. (Entries with the same ledger and entry id, which a
+    real topic does not have, may be ordered differently from the single process.)"""
     cols = ("producer_name", "ledger_id", "entry_id", "broker_timestamp", "publish_time")
     d = _decoded(df, entry_col).select(*cols).cache()  # decoded once for the several jobs below
     try:
@@ -153,6 +165,12 @@ def _clock_skew_report(d: Any, threshold_ms: int, max_seek_samples: int) -> dict
         )
         .collect()
     )
+    cols = ("ledger_id", "entry_id", "broker_timestamp", "publish_time")
+    if n <= _FETCH_ALL_FACTOR * _probe_bound(n, max_seek_samples):
+        # no more rows than the rounds would fetch: all of them, in storage order, in one job
+        ordered = d.select(*cols).orderBy("ledger_id", "entry_id").collect()
+        seeks, _ = _audit.seek_check(n, dict(enumerate(tuple(r) for r in ordered)), max_seek_samples)
+        return _audit.skew_report(n, with_bt, threshold_ms, n_skewed, by_producer, seeks)
     counts = sorted((r["ledger_id"], r["count"]) for r in d.groupBy("ledger_id").count().collect())
     first, at = [], 0
     for lid, c in counts:
@@ -163,13 +181,7 @@ def _clock_skew_report(d: Any, threshold_ms: int, max_seek_samples: int) -> dict
     indexed = (
         d.withColumn("k", rank - 1)
         .join(F.broadcast(starts), "ledger_id")
-        .select(
-            (F.col("first_index") + F.col("k")).alias("k"),
-            "ledger_id",
-            "entry_id",
-            "broker_timestamp",
-            "publish_time",
-        )
+        .select((F.col("first_index") + F.col("k")).alias("k"), *cols)
         .cache()
     )
     try:
