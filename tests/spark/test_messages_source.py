@@ -161,6 +161,33 @@ def test_pushdown_prunes_topics_and_ledgers_and_filters_exactly(spark, synthetic
     assert few.columns == ["entry_id", "topic"] and few.count() == len(_single(root))
 
 
+def test_time_filters_are_pushed_and_prune_entries(spark, synthetic, tmp_path):
+    from pulsarkit.spark.messages_source import read_stats
+
+    root, _ = synthetic
+    rows = _single(root)
+    ts = sorted({r["broker_timestamp"] for r in rows if r["broker_timestamp"] is not None})
+    lo, hi = ts[len(ts) // 3], ts[2 * len(ts) // 3]
+    stats = tmp_path / "stats"
+    q = (
+        spark.read.format("pulsarkit")
+        .option("pushdown", "true")
+        .option("stats_dir", str(stats))
+        .load(str(root))
+        .where(f"broker_timestamp >= {lo} AND broker_timestamp < {hi}")
+    )
+    physical = q._jdf.queryExecution().executedPlan().toString()
+    assert not [x for x in physical.splitlines() if "Filter (" in x and ">=" in x]  # the source applied it
+    want = [r for r in rows if r["broker_timestamp"] is not None and lo <= r["broker_timestamp"] < hi]
+    assert _norm([r.asDict() for r in q.collect()]) == _norm(want) and want
+    got = read_stats(str(stats))
+    with open_data_dir(root) as dd:
+        entries = sum(
+            dd.ledgers[lid].entries for t in dd.topics(include_system=False) for lid in dd.ml_ledgers(t.managed_ledger)
+        )
+    assert got["plan"].pruned_entries > 0 and 0 < got["tasks"].entry_reads < entries
+
+
 def test_entries_source_and_deleted_ledgers(spark, synthetic):
     root, facts = synthetic
     with open_data_dir(root) as dd:

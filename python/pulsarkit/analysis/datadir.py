@@ -294,9 +294,12 @@ class DataDir:
             ids |= set(b.locations) | set(b.log_ledger_bytes) | set(b.ledger_data)
         ids |= set(self.journal)
         owner: dict[int, str] = {}
+        closed: dict[int, int] = {}
         for ml, info in self.ml_infos.items():
             for li in info.ledgerInfo:
                 owner[li.ledgerId] = ml
+                if li.timestamp > 0:  # 0 (or unset): the open last ledger
+                    closed[li.ledgerId] = li.timestamp
         cursor_owner: dict[int, tuple[str, str]] = {}
         for ml, curs in self.cursor_infos.items():
             for name, ci in curs.items():
@@ -330,6 +333,7 @@ class DataDir:
                 led.kind, led.managed_ledger, led.cursor = self._kind(cm)
             if lid in owner:
                 led.referenced = True
+                led.closed_time = closed.get(lid)
                 led.managed_ledger = led.managed_ledger or owner[lid]
                 if led.kind in ("unknown", "deleted") and md is not None:
                     led.kind = ml_kind(owner[lid])

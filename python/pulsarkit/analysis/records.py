@@ -63,6 +63,9 @@ class Ledger:
     password: bytes = b""
     custom_metadata: dict[str, bytes] = field(default_factory=dict)
     ctime: int | None = None
+    #: When its managed ledger recorded it closed (``ManagedLedgerInfo.LedgerInfo.timestamp``, ms, the
+    #: broker's clock); None for the open last ledger and for a ledger no managed ledger lists.
+    closed_time: int | None = None
     #: Entries a reader gets: 0..last_entry_id (a closed ledger's last entry, or what recovery finds).
     last_entry_id: int = -1
     #: Entries the bookie holds (index, entry logs, journal replay).

@@ -24,12 +24,44 @@ Rows equal :func:`pulsarkit.analysis.messages.read_messages` (flattened, see :da
 Deleted ledgers (no longer in their managed ledger: deleted topics, retention-trimmed ledgers whose
 entries the bookie still holds) are left out unless ``include_deleted``; their topic is the one
 their metadata names, when it survives, else null.
+
+**The metadata pass.** Transactions and chunks need the MessageMetadata of every entry of the
+selected topics, so the plan decodes it, one of two ways: ``scan``, one native pass over all the
+entry logs of the directory (views, nothing copied), or ``heads``, for each entry of the selected
+ledgers a positioned read (``os.pread``, :func:`read_heads`) of its head only: the record's length,
+the bookie header and digest, broker entry metadata, Pulsar's magic, checksum and metadata size and
+the MessageMetadata, typically 100-200 bytes, decoded by one native call per 8192 heads. ``auto``
+(the default) reads heads when the selected entries times :data:`HEAD_COST_BYTES` are fewer than the
+entry logs' bytes (a topic filter selecting a small part of a directory), else scans. Only the
+transactional entries the pass found are then read whole.
+
+**Time filters** (``publish_time``, ``broker_timestamp``: ``= IN < <= > >=``) prune entries, exactly:
+every row of an entry carries its entry's publish time (a batch's) and broker timestamp, so an entry
+none of whose rows can pass is left out of its segment (:data:`PRUNED`) and never read; a run of 256
+or more such entries splits a segment, and partitions are sized by the entries kept. A chunked
+message's row carries its completing chunk's times, so its chunks are kept or left out together:
+kept when any of them passes (Pulsar's Java producer gives every chunk the message's publish time;
+another client need not). An entry whose metadata does not decode is kept (its read reports it).
+The rows read are filtered again, so a pruned read gives the rows of the unpruned one, filtered.
+
+Ledgers are not pruned by time alone. Publish times are the producers' clocks. A ledger's broker
+timestamps are not bounded by its metadata either: the broker stamps an entry when it is added,
+which can be before the ledger that stores it was created (``ManagedLedgerImpl`` stamps adds that wait
+while a ledger rolls over, and moves the pending adds of a failed write to the next ledger); Pulsar
+4.0.7 stores no ledger ``ctime``; the close time its managed ledger records
+(:attr:`~pulsarkit.analysis.records.Ledger.closed_time`) bounds it only while the brokers' clocks
+agree (Pulsar's own time seek allows 60 s of skew there). The metadata pass times every entry
+anyway (transactions are topic-wide), and deciding per entry needs no assumption about clocks.
+
+:class:`ReadStats` counts what was read from the entry logs: :attr:`Plan.read_stats` for the plan,
+``read_partition(..., stats=...)`` for a partition.
 """
 
 from __future__ import annotations
 
 import array
 import base64
+import bisect
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -109,7 +141,11 @@ def arrow_schema(fields: Sequence[tuple[str, pa.DataType]]) -> pa.Schema:
 #: Pushed-down filters: (column, op, value), op one of = in > >= < <= startswith; ANDed.
 Filter = tuple[str, str, Any]
 PUSHABLE = {"topic": ("=", "in", "startswith"), "ledger_id": ("=", "in", ">", ">=", "<", "<="),
-            "publish_time": ("=", "in", ">", ">=", "<", "<=")}  # fmt: skip
+            "publish_time": ("=", "in", ">", ">=", "<", "<="),
+            "broker_timestamp": ("=", "in", ">", ">=", "<", "<=")}  # fmt: skip
+#: The columns whose filters prune entries: every row of an entry has its entry's publish time and
+#: broker timestamp (a chunked message the completing chunk's).
+TIME_COLUMNS = ("publish_time", "broker_timestamp")
 
 
 def _test(op: str, v: Any, ref: Any) -> bool:
@@ -147,6 +183,38 @@ def _mask(table: pa.Table, filters: Iterable[Filter], columns: Sequence[str]) ->
     return m
 
 
+# ------------------------------------------------------------------------------------------- stats
+
+
+@dataclass
+class ReadStats:
+    """What a plan or a read took from the entry logs, counted where it was read. A head read counts
+    the bytes it asked of the file (the record's 4-byte length, the bookie header, broker entry
+    metadata and MessageMetadata, and any slack read past them); a full read the record and its
+    length; the native pass whole files. Entries the journal holds are in memory: counted apart."""
+
+    head_reads: int = 0
+    head_bytes: int = 0
+    entry_reads: int = 0
+    entry_bytes: int = 0
+    #: whole entry logs read by the plan's native pass
+    scan_bytes: int = 0
+    journal_entries: int = 0
+    #: entries left out because no row of theirs can pass the time filters
+    pruned_entries: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return self.head_bytes + self.entry_bytes + self.scan_bytes
+
+    def add(self, other: ReadStats) -> None:
+        for k in self.__dataclass_fields__:
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
 # ------------------------------------------------------------------------------------------- plan
 
 
@@ -162,7 +230,8 @@ class Segment:
     #: the ledger's digest type (None: detected per entry) and password, as its metadata says
     digest: str | None
     password: bytes
-    #: native-endian int64 per entry: its location in the entry logs, -1 when the index lacks it
+    #: native-endian int64 per entry: its location in the entry logs, -1 when the index lacks it,
+    #: :data:`PRUNED` when the plan found no row of it can pass the time filters (not read)
     locations: bytes
     #: stored entries only the journal holds (replayed as bookie recovery would)
     journal: dict[int, bytes] = field(default_factory=dict)
@@ -202,6 +271,8 @@ class Plan:
     target_bytes: float = 64 << 20
     #: per data dir and topic: its managed ledger's ledgers, in order
     topic_ledgers: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: what planning read from the entry logs (all directories)
+    read_stats: ReadStats = field(default_factory=ReadStats)
 
     def tasks(self) -> list[list[ScanPartition]]:
         """The partitions grouped into tasks of about :attr:`target_bytes`: a large topic is cut into
@@ -216,6 +287,96 @@ class Plan:
                 out.append([p])
                 size = p.bytes
         return out
+
+
+#: A segment location for an entry the plan pruned by its times.
+PRUNED = -2
+#: Bytes first read at an entry's location while no head was seen: the length field, the bookie
+#: header and digest, broker entry metadata, Pulsar's magic, checksum and metadata size and a small
+#: MessageMetadata fit; after that each read asks for the size of the last head of its ledger (or of
+#: any ledger) and some slack, and reads the rest when the metadata declares more.
+HEAD_GUESS = 256
+_HEAD_SLACK = 24
+#: A metadata pass by heads costs about as much time as a native pass over this many bytes of entry
+#: logs per head (a positioned read and its share of one metadata decode call): ``auto`` reads heads
+#: when the selected entries times this is less than the entry logs' size.
+HEAD_COST_BYTES = 4096
+_DIGEST_CANDIDATES = (4, 8, 20, 0)  # CRC32C, CRC32, MAC, DUMMY
+
+
+def _head_end(buf: bytes, dlen: int) -> int:
+    """Where the MessageMetadata of the record in ``buf`` ends (an offset into ``buf``, which starts
+    at the record's length field; the Pulsar entry starts at ``36 + dlen``), possibly beyond
+    ``len(buf)``: then at least that much must be read. -1 when the bytes are no Pulsar entry."""
+    p = 4 + 32 + dlen
+    if len(buf) < p + 2:
+        return p + 2
+    if buf[p : p + 2] == b"\x0e\x02":  # broker entry metadata: magic, size, BrokerEntryMetadata
+        if len(buf) < p + 6:
+            return p + 6
+        p += 6 + int.from_bytes(buf[p + 2 : p + 6], "big")
+        if len(buf) < p + 2:
+            return p + 2
+    if buf[p : p + 2] == b"\x0e\x01":  # magic and CRC32C; an entry without a checksum has neither
+        p += 6
+    if len(buf) < p + 4:
+        return p + 4
+    n = int.from_bytes(buf[p : p + 4], "big")
+    return p + 4 + n if n < 1 << 24 else -1
+
+
+def read_heads(
+    reader: EntryLogReader, wants: Sequence[tuple[int, int, int, int | None]], stats: ReadStats
+) -> list[bytes | None]:
+    """The head of each entry ``(ledger, entry, location, digest length or None: unknown)``: its Pulsar
+    entry up to the end of its MessageMetadata (broker entry metadata included), what
+    :func:`pulsarkit.bulk.decode_metadata` needs, without its payload. Read with ``os.pread`` from the
+    entry log at the location (``log_id << 32 | offset of the record's data``, the 4-byte big-endian
+    record length just before it), in location order; None when the record there is not that entry
+    or not a Pulsar entry (the caller reads such an entry whole). The digest is not verified: a
+    decision taken from a head is checked again on the rows of every entry read whole."""
+    out: list[bytes | None] = [None] * len(wants)
+    fds: dict[int, int] = {}
+    guess: dict[int, int] = {}  # per ledger: its last head's size and some slack
+    last = HEAD_GUESS  # any ledger's, for a ledger's first head
+    try:
+        for i in sorted(range(len(wants)), key=lambda i: wants[i][2]):
+            lid, eid, loc, dlen = wants[i]
+            log_id, off = loc >> 32, (loc & 0xFFFFFFFF) - 4
+            try:
+                fd = fds.get(log_id)
+                if fd is None:
+                    fd = fds[log_id] = os.open(reader.path_of(log_id), os.O_RDONLY)
+                buf = os.pread(fd, guess.get(lid, last), off)
+                stats.head_reads += 1
+                stats.head_bytes += len(buf)
+            except (OSError, PulsarkitError):
+                continue
+            if len(buf) < 4 + 32 + 6:
+                continue
+            size = int.from_bytes(buf[:4], "big")
+            if (int.from_bytes(buf[4:12], "big"), int.from_bytes(buf[12:20], "big")) != (lid, eid):
+                continue
+            if dlen is None:  # no ledger metadata: the digest whose length puts a Pulsar magic next
+                dlen = next((d for d in _DIGEST_CANDIDATES if buf[36 + d : 38 + d] in (b"\x0e\x01", b"\x0e\x02")), -1)
+                if dlen < 0:
+                    continue
+            end = _head_end(buf, dlen)
+            while end > len(buf) and end <= 4 + size:
+                more = os.pread(fd, end - len(buf) + _HEAD_SLACK, off + len(buf))
+                stats.head_bytes += len(more)
+                if not more:
+                    break
+                buf += more
+                end = _head_end(buf, dlen)
+            if end < 0 or end > min(len(buf), 4 + size):
+                continue
+            guess[lid] = last = min(end + _HEAD_SLACK, 1 << 20)
+            out[i] = buf[4 + 32 + dlen : end]
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return out
 
 
 @dataclass
@@ -253,48 +414,125 @@ def _index(dd: DataDir) -> dict[int, tuple[str, dict[int, int]]]:
 
 
 def _topic_facts(
-    dd: DataDir, owner: dict[int, str], index: dict[int, tuple[str, dict[int, int]]]
-) -> dict[str, _TopicFacts]:
+    dd: DataDir,
+    owner: dict[int, str],
+    index: dict[int, tuple[str, dict[int, int]]],
+    *,
+    time_filters: Sequence[Filter] = (),
+    metadata_pass: str = "auto",
+    stats: ReadStats | None = None,
+) -> tuple[dict[str, _TopicFacts], dict[int, array.array] | None]:
     """Markers, first transactional positions and chunk spans of every topic in ``owner``'s values
-    (ledger -> topic), from one native pass over the entry logs and the journal's tail."""
+    (ledger -> topic), from the MessageMetadata of every entry of those ledgers: one native pass over
+    the entry logs (``scan``), or a read of each entry's head at its location (``heads``; ``auto``
+    picks the cheaper). With ``time_filters``, also the entries no row of which can pass them, per
+    ledger (sorted entry ids): the rest, and every entry whose metadata was not decoded, are read."""
+    stats = stats if stats is not None else ReadStats()
     facts: dict[str, _TopicFacts] = {}
     if not owner:
-        return facts
-    ledgers = pa.array(sorted(owner), pa.int64())
-    candidates: list[tuple[int, int, str | None]] = []  # ledger, entry, uuid of a chunk
-    logs = [(p, i) for p, i, _ in dd.entry_logs()]
-    if logs:
-        for b in scan_entry_logs(logs, "AUTO", include_issues=False, payload_type="binary_view"):
+        return facts, ({} if time_filters else None)
+    candidates: list[tuple[int, int, str | None, bool]] = []  # ledger, entry, uuid of a chunk, transactional
+    pruning = _Pruning(time_filters) if time_filters else None
+
+    def absorb(lids: pa.Array, eids: pa.Array, md: Any, keep: Any) -> None:
+        """One decoded batch: ``md`` the metadata of entries ``lids``/``eids``, ``keep`` the rows of
+        owned ledgers (None: all)."""
+        txn = pc.or_(pc.is_valid(md.column("txnid_most_bits")), pc.is_valid(md.column("txnid_least_bits")))
+        chunk = pc.fill_null(
+            pc.and_(pc.is_valid(md.column("uuid")), pc.greater(md.column("num_chunks_from_msg"), 1)), False
+        )
+        m = pc.or_(pc.fill_null(txn, False), chunk)
+        if keep is not None:
+            m = pc.and_(keep, m)
+        if pc.any(m).as_py():
+            sel = pa.Table.from_arrays(
+                [lids, eids, md.column("uuid"), chunk, pc.fill_null(txn, False)], names=["l", "e", "u", "c", "t"]
+            ).filter(m)
+            for lid, eid, uuid, is_chunk, is_txn in zip(*(sel.column(i).to_pylist() for i in range(5)), strict=True):
+                candidates.append((lid, eid, uuid if is_chunk else None, is_txn))
+        if pruning is not None:
+            pruning.absorb(lids, eids, md, chunk, keep)
+
+    if metadata_pass not in ("auto", "heads", "scan"):
+        raise ValueError(f"metadata_pass must be auto, heads or scan, not {metadata_pass!r}")
+    logs = [(p, i, md) for p, i, md in dd.entry_logs()]
+    wanted: dict[str, list[tuple[int, int, int, int | None]]] = {}
+    n_heads = 0
+    for lid in owner:
+        led = dd.ledgers.get(lid)
+        last = led.last_entry_id if led is not None else -1
+        current, locs = index.get(lid, (None, {}))
+        if current is None or last < 0:
+            continue
+        dlen = bookie_digest.digest_length(led.digest_type) if led is not None and led.digest_type else None
+        w = wanted.setdefault(current, [])
+        n = len(w)
+        for eid, loc in locs.items():
+            if eid <= last:
+                w.append((lid, eid, loc, dlen))
+        n_heads += len(w) - n
+    log_bytes = sum(int(getattr(md, "total_size", 0) or 0) for _, _, md in logs)
+    mode = metadata_pass
+    if mode == "auto":
+        mode = "heads" if n_heads * HEAD_COST_BYTES < log_bytes else "scan"
+    if mode == "scan" and logs:
+        ledgers = pa.array(sorted(owner), pa.int64())
+        for path, _, _ in logs:
+            try:
+                stats.scan_bytes += os.path.getsize(path)
+            except OSError:
+                pass
+        for b in scan_entry_logs(
+            [(p, i) for p, i, _ in logs], "AUTO", include_issues=False, payload_type="binary_view"
+        ):
             keep = pc.fill_null(pc.is_in(b.column("ledger_id"), value_set=ledgers), False)
             if not pc.any(keep).as_py():
                 continue
             # metadata only, of every row (views cannot be filtered cheaply; other ledgers give errors)
-            md = bulk.decode_metadata(b.column("payload"))
-            txn = pc.or_(pc.is_valid(md.column("txnid_most_bits")), pc.is_valid(md.column("txnid_least_bits")))
-            chunk = pc.and_(pc.is_valid(md.column("uuid")), pc.greater(md.column("num_chunks_from_msg"), 1))
-            m = pc.and_(keep, pc.or_(pc.fill_null(txn, False), pc.fill_null(chunk, False)))
-            if not pc.any(m).as_py():
-                continue
-            sel = pa.Table.from_arrays(
-                [b.column("ledger_id"), b.column("entry_id"), md.column("uuid"), pc.fill_null(chunk, False)],
-                names=["l", "e", "u", "c"],
-            ).filter(m)
-            for lid, eid, uuid, is_chunk in zip(*(sel.column(i).to_pylist() for i in range(4)), strict=True):
-                candidates.append((lid, eid, uuid if is_chunk else None))
+            absorb(b.column("ledger_id"), b.column("entry_id"), bulk.decode_metadata(b.column("payload")), keep)
+    elif mode == "heads":
+        readers = _Readers()
+        for current, wants in wanted.items():
+            for k in range(0, len(wants), 8192):
+                part = wants[k : k + 8192]
+                heads = read_heads(readers.get(current), part, stats)
+                for j, h in enumerate(heads):
+                    if h is None:  # not where the index says, or not a Pulsar entry: read it whole
+                        try:
+                            heads[j] = dd.read_entry(part[j][0], part[j][1])
+                            stats.entry_reads += 1
+                            stats.entry_bytes += len(heads[j]) + 40  # type: ignore[arg-type]
+                        except PulsarkitError:
+                            pass
+                got = [j for j, h in enumerate(heads) if h is not None]
+                if not got:
+                    continue
+                absorb(
+                    pa.array([part[j][0] for j in got], pa.int64()),
+                    pa.array([part[j][1] for j in got], pa.int64()),
+                    bulk.decode_metadata(pa.array([heads[j] for j in got], pa.binary())),
+                    None,
+                )
     for lid in owner:
         local = index.get(lid, (None, {}))[1]
         for eid in dd.journal.get(lid, {}):
             if eid not in local:
-                candidates.append((lid, eid, None))  # decoded below
+                candidates.append((lid, eid, None, True))  # decoded below
     seen: set[Pos] = set()
-    for lid, eid, uuid in sorted(set(candidates), key=lambda c: (c[0], c[1])):
+    for lid, eid, uuid, is_txn in sorted(set(candidates), key=lambda c: (c[0], c[1])):
         led = dd.ledgers.get(lid)
         if led is None or eid > led.last_entry_id or (lid, eid) in seen:
             continue
         seen.add((lid, eid))
         f = facts.setdefault(owner[lid], _TopicFacts())
+        if not is_txn and uuid is not None:  # a chunk's span needs its uuid only: no need to read it whole
+            _span(f, uuid, (lid, eid))
+            continue
         try:
             data = dd.read_entry(lid, eid)
+            if eid in index.get(lid, (None, {}))[1]:
+                stats.entry_reads += 1
+                stats.entry_bytes += len(data) + 40  # the record: bookie header, digest, length field
             e = Entry.parse(data, verify_checksum=False)
         except PulsarkitError:
             if uuid is not None:  # a span only constrains where partitions are cut: keep it wide
@@ -313,7 +551,78 @@ def _topic_facts(
             f.markers[key] = MARKER_TYPES[md.marker_type]
         elif not md.marker_type:
             f.first_txn.setdefault(key, (lid, eid))
-    return facts
+    return facts, (pruning.dropped() if pruning is not None else None)
+
+
+class _Pruning:
+    """The entries whose rows all fail the time filters, gathered batch by batch of decoded metadata.
+
+    A row's publish time and broker timestamp are its entry's, so an entry is decided by its own
+    metadata; except a chunk: its message's row carries the completing chunk's times, so the chunks
+    of a message are dropped together, only when none of them passes. An entry whose metadata does not
+    decode (or has no publish time) is kept: its read reports it as before."""
+
+    def __init__(self, filters: Sequence[Filter]) -> None:
+        self.filters = list(filters)
+        self._dropped: list[pa.Table] = []
+        self._chunks: list[pa.Table] = []
+
+    def absorb(self, lids: pa.Array, eids: pa.Array, md: Any, chunk: Any, keep: Any) -> None:
+        t = pa.table({"publish_time": md.column("publish_time"), "broker_timestamp": md.column("broker_timestamp")})
+        ok = _mask(t, self.filters, TIME_COLUMNS)
+        if ok is None:
+            return
+        unknown = pc.or_(pc.is_valid(md.column("error")), pc.is_null(md.column("publish_time")))
+        ok = pc.or_(ok, unknown)
+        base = pa.table({"l": lids, "e": eids})
+        plain = pc.invert(chunk) if keep is None else pc.and_(keep, pc.invert(chunk))
+        drop = pc.and_(plain, pc.invert(ok))
+        if pc.any(drop).as_py():
+            self._dropped.append(base.filter(drop))
+        is_chunk = chunk if keep is None else pc.and_(keep, chunk)
+        if pc.any(is_chunk).as_py():
+            self._chunks.append(base.append_column("u", md.column("uuid")).append_column("ok", ok).filter(is_chunk))
+
+    def dropped(self) -> dict[int, array.array]:
+        parts = list(self._dropped)
+        if self._chunks:
+            chunks = pa.concat_tables(self._chunks)
+            passing = chunks.group_by("u").aggregate([("ok", "any")])
+            good = passing.filter(passing.column("ok_any")).column("u")
+            parts.append(chunks.filter(pc.invert(pc.is_in(chunks.column("u"), value_set=good))).select(["l", "e"]))
+        out: dict[int, array.array] = {}
+        if not parts:
+            return out
+        t = pa.concat_tables([p.cast(pa.schema([("l", pa.int64()), ("e", pa.int64())])) for p in parts])
+        t = t.group_by(["l", "e"]).aggregate([]).sort_by([("l", "ascending"), ("e", "ascending")])
+        ls, es = t.column("l").combine_chunks(), t.column("e").combine_chunks()
+        i = 0
+        for lid, n in _runs_of(ls):
+            a = array.array("q")
+            a.frombytes(_int64_bytes(es.slice(i, n)))
+            out[lid] = a
+            i += n
+        return out
+
+
+def _runs_of(sorted_ids: pa.Array) -> list[tuple[int, int]]:
+    """(value, count) of each run of equal values of a sorted int64 array."""
+    if len(sorted_ids) == 0:
+        return []
+    ree = pc.run_end_encode(sorted_ids)
+    ends = ree.run_ends.to_pylist()
+    vals = ree.values.to_pylist()
+    out, prev = [], 0
+    for v, e in zip(vals, ends, strict=True):
+        out.append((v, e - prev))
+        prev = e
+    return out
+
+
+def _int64_bytes(a: pa.Array) -> bytes:
+    """The values of an int64 array without nulls, native-endian."""
+    buf = a.buffers()[1]
+    return bytes(memoryview(buf)[a.offset * 8 : (a.offset + len(a)) * 8])
 
 
 def _span(f: _TopicFacts, uuid: str, pos: Pos) -> None:
@@ -365,13 +674,25 @@ def _before(runs: list[tuple[int, int, int]], p: Pos) -> Pos | None:
     return prev
 
 
-def _segment(dd: DataDir, lid: int, a: int, b: int, index: dict[int, tuple[str, dict[int, int]]]) -> Segment:
+def _segment(
+    dd: DataDir,
+    lid: int,
+    a: int,
+    b: int,
+    index: dict[int, tuple[str, dict[int, int]]],
+    dropped: array.array | None = None,
+) -> Segment:
     led = dd.ledgers.get(lid)
     current, locs = index.get(lid, (None, {}))
     arr = array.array("q", (locs.get(e, -1) for e in range(a, b + 1)))
+    gone: set[int] = set()
+    if dropped:
+        for i in range(bisect.bisect_left(dropped, a), bisect.bisect_right(dropped, b)):
+            arr[dropped[i] - a] = PRUNED
+            gone.add(dropped[i])
     journal = {}
     for e, rec in dd.journal.get(lid, {}).items():
-        if a <= e <= b and e not in locs:
+        if a <= e <= b and e not in locs and e not in gone:
             journal[e] = rec.data
     if current is None:
         currents = dd.bookie_current_dirs()
@@ -388,13 +709,59 @@ def _segment(dd: DataDir, lid: int, a: int, b: int, index: dict[int, tuple[str, 
     )
 
 
+def _kept(dropped: dict[int, array.array] | None, lid: int, a: int, b: int) -> int:
+    """Entries a..b of a ledger that the time filters did not prune."""
+    d = dropped.get(lid) if dropped else None
+    return b - a + 1 - (bisect.bisect_right(d, b) - bisect.bisect_left(d, a) if d else 0)
+
+
+#: Pruned entries between two kept ones that still split a run into two segments (fewer stay inside
+#: one segment, marked :data:`PRUNED`, which costs their 8-byte location each and no read).
+SPLIT_GAP = 256
+
+
+def _prune_runs(runs: list[tuple[int, int, int]], dropped: dict[int, array.array]) -> list[tuple[int, int, int]]:
+    """The runs without their pruned entries: trimmed to the kept ones, split at long pruned stretches."""
+    out = []
+    for lid, a, b in runs:
+        d = dropped.get(lid)
+        if not d:
+            out.append((lid, a, b))
+            continue
+        start = None  # first kept entry of the current piece
+        prev = a - 1  # last kept entry seen
+        i = bisect.bisect_left(d, a)
+        e = a
+        while e <= b:
+            if i < len(d) and d[i] == e:  # a pruned stretch d[i] .. d[j-1]
+                j = i
+                while j + 1 < len(d) and d[j + 1] == d[j] + 1 and d[j + 1] <= b:
+                    j += 1
+                stop = d[j]
+                if start is not None and stop - e + 1 >= SPLIT_GAP:
+                    out.append((lid, start, prev))
+                    start = None
+                e, i = stop + 1, j + 1
+                continue
+            nxt = min(d[i] - 1 if i < len(d) else b, b)  # kept stretch e .. nxt
+            if start is None:
+                start = e
+            prev = nxt
+            e = nxt + 1
+        if start is not None:
+            out.append((lid, start, prev))
+    return out
+
+
 def _cut(
     runs: list[tuple[int, int, int]],
     entry_bytes: dict[int, float],
     target: float,
     spans: list[tuple[Pos, Pos]],
+    dropped: dict[int, array.array] | None = None,
 ) -> list[list[tuple[int, int, int]]]:
-    """Groups the runs into pieces of about ``target`` bytes, never cutting inside a span."""
+    """Groups the runs into pieces of about ``target`` bytes (entries the time filters pruned weigh
+    nothing), never cutting inside a span."""
 
     def hold(p: Pos) -> Pos | None:  # the end of the spans a cut right after p would split
         ends = [hi for lo, hi in spans if lo <= p < hi]
@@ -414,7 +781,7 @@ def _cut(
                     break
                 end = min(b, max(end + 1, h[1])) if h[0] == lid else b
             cur.append((lid, start, end))
-            size += (end - start + 1) * per
+            size += _kept(dropped, lid, start, end) * per
             start = end + 1
             if size >= target and hold((lid, end)) is None:
                 pieces.append(cur)
@@ -436,11 +803,14 @@ def plan(
     until: dict[str, dict[str, Pos]] | None = None,
     max_partition_bytes: int = 64 << 20,
     min_partitions: int = 2,
+    metadata_pass: str = "auto",
 ) -> Plan:
     """Plans a read of ``paths`` (data directories). ``kind`` is ``messages`` or ``entries``;
     ``after``/``until`` (data dir -> topic -> position) bound each topic (exclusive/inclusive), the
-    incremental export's high-water marks; ``filters`` prune topics and ledgers (and are applied
-    again to the rows by :func:`read_partition`)."""
+    incremental export's high-water marks; ``filters`` prune topics, ledgers and (on publish_time and
+    broker_timestamp) entries, and are applied again to the rows by :func:`read_partition`.
+    ``metadata_pass`` is how the selected entries' metadata is read (``heads``, ``scan`` or ``auto``,
+    see the module doc); :attr:`Plan.read_stats` counts what it read."""
     if kind not in ("messages", "entries"):
         raise ValueError(f"kind must be messages or entries, not {kind!r}")
     if txn not in TXN_MODES:
@@ -451,6 +821,8 @@ def plan(
     topic_ledgers: dict[str, dict[str, list[int]]] = {}
     issues: list[str] = []
     stats: dict[str, Any] = {}
+    read_stats = ReadStats()
+    time_filters = [f for f in filters if f[0] in TIME_COLUMNS] if kind == "messages" else []
     for path in paths:
         with open_data_dir(path) as dd:
             issues += [str(i) for i in dd.issues]
@@ -475,9 +847,12 @@ def plan(
                     topics.append((led.topic, led.kind, _runs(dd, [led.ledger_id]), None))
             topics = [t for t in topics if _passes(filters, "topic", t[0])]
             owner = {lid: t[0] or f"#{lid}" for t in topics for lid, _, _ in t[2]} if kind == "messages" else {}
-            facts = _topic_facts(dd, owner, index)
+            pstats = ReadStats()
+            facts, dropped = _topic_facts(
+                dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats
+            )
             coord = coordinator_states(dd) if kind == "messages" else {}
-            stats[path] = {"plan_seconds": time.perf_counter() - t0}
+            stats[path] = {"plan_seconds": time.perf_counter() - t0, "read": pstats.as_dict()}
             total = 0.0
             per_entry: dict[int, float] = {}
             work: list[tuple[str | None, str, list[tuple[int, int, int]], _TopicFacts, Pos | None]] = []
@@ -506,19 +881,23 @@ def plan(
                             start = a
                 rd = _clip(cut, start, None)
                 rd = [r for r in rd if _ledger_needed(r[0], filters, f, rd)]
+                if dropped:
+                    before = sum(b - a + 1 for _, a, b in rd)
+                    rd = _prune_runs(rd, dropped)
+                    pstats.pruned_entries += before - sum(_kept(dropped, *r) for r in rd)
                 if not rd:
                     continue
                 for lid, a, b in rd:
                     led = dd.ledgers.get(lid)
                     n = max(led.entries_on_bookie, 1) if led is not None else 1
                     per_entry[lid] = (led.bytes_on_bookie / n) if led is not None and led.bytes_on_bookie else 1024.0
-                    total += per_entry[lid] * (b - a + 1)
+                    total += per_entry[lid] * _kept(dropped, lid, a, b)
                 work.append((name, k, rd, f, lo))
             target = max(min(float(max_partition_bytes), total / max(min_partitions, 1)), 1.0, target)
             for name, k, rd, f, lo in work:
                 spans = list(f.chunks.values())
-                for piece in _cut(rd, per_entry, target, spans):
-                    segs = [_segment(dd, lid, a, b, index) for lid, a, b in piece]
+                for piece in _cut(rd, per_entry, target, spans, dropped):
+                    segs = [_segment(dd, lid, a, b, index, (dropped or {}).get(lid)) for lid, a, b in piece]
                     part = partition_of(name)[1] if name else -1
                     partitions.append(
                         ScanPartition(
@@ -530,10 +909,14 @@ def plan(
                             lo,
                             dict(f.markers),
                             coord,
-                            int(sum(per_entry[s.ledger_id] * s.entries for s in segs)),
+                            int(
+                                sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)
+                            ),
                         )
                     )
-    return Plan(partitions, marks, issues, stats, target, topic_ledgers)
+            stats[path]["read"] = pstats.as_dict()
+            read_stats.add(pstats)
+    return Plan(partitions, marks, issues, stats, target, topic_ledgers, read_stats)
 
 
 def _ledger_needed(lid: int, filters: Sequence[Filter], f: _TopicFacts, runs: list[tuple[int, int, int]]) -> bool:
@@ -560,24 +943,33 @@ class _Readers:
         return r
 
 
-def iter_entries(part: ScanPartition) -> Iterator[tuple[int, int, bytes | None, str | None]]:
+def iter_entries(
+    part: ScanPartition, stats: ReadStats | None = None
+) -> Iterator[tuple[int, int, bytes | None, str | None]]:
     """``(ledger, entry, data, error)`` of the partition's entries in order, read as
-    ``DataDir.read_entry`` reads them (the index's location, else the journal; digest verified)."""
+    ``DataDir.read_entry`` reads them (the index's location, else the journal; digest verified);
+    entries the plan pruned are not read. ``stats`` counts the reads."""
     readers = _Readers()
+    stats = stats if stats is not None else ReadStats()
     for seg in part.segments:
         locs = array.array("q")
         locs.frombytes(seg.locations)
         lid = seg.ledger_id
         for i, eid in enumerate(range(seg.first, seg.last + 1)):
             loc = locs[i]
+            if loc == PRUNED:
+                continue
             try:
                 if loc >= 0 and seg.current is not None:
                     try:
                         raw = readers.get(seg.current).read(loc, lid, eid)
                     except OSError as e:
                         raise DataDirError(f"entry log missing or unreadable for ledger {lid} entry {eid}: {e}")
+                    stats.entry_reads += 1
+                    stats.entry_bytes += len(raw) + 4
                 elif eid in seg.journal:
                     raw = seg.journal[eid]
+                    stats.journal_entries += 1
                 else:
                     raise DataDirError(f"ledger {lid} entry {eid} is on no bookie and in no journal")
                 digest = seg.digest or bookie_digest.detect_digest_type(raw, seg.password) or "CRC32C"
@@ -589,14 +981,14 @@ def iter_entries(part: ScanPartition) -> Iterator[tuple[int, int, bytes | None, 
 
 
 def _batches(
-    part: ScanPartition, batch_entries: int, batch_bytes: int
+    part: ScanPartition, batch_entries: int, batch_bytes: int, stats: ReadStats | None = None
 ) -> Iterator[tuple[list[int], list[int], list[bytes | None], list[str | None]]]:
     lids: list[int] = []
     eids: list[int] = []
     datas: list[bytes | None] = []
     errs: list[str | None] = []
     size = 0
-    for lid, eid, data, err in iter_entries(part):
+    for lid, eid, data, err in iter_entries(part, stats):
         lids.append(lid)
         eids.append(eid)
         datas.append(data)
@@ -624,10 +1016,12 @@ def read_partition(
     on_error: str = "skip",
     batch_entries: int = 2048,
     batch_bytes: int = 16 << 20,
+    stats: ReadStats | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one partition as Arrow record batches of ``columns`` (default: all, in the order
     of :data:`MESSAGE_FIELDS` / :data:`ENTRY_FIELDS`). Unreadable entries are skipped, as the single
-    process skips them (``on_error="fail"`` raises :class:`UnreadableEntry` instead)."""
+    process skips them (``on_error="fail"`` raises :class:`UnreadableEntry` instead). ``stats``, when
+    given, counts what was read from the entry logs (:class:`ReadStats`)."""
     if part is None:
         return
     if not isinstance(part, ScanPartition):
@@ -642,6 +1036,7 @@ def read_partition(
                 on_error=on_error,
                 batch_entries=batch_entries,
                 batch_bytes=batch_bytes,
+                stats=stats,
             )
         return
     fields = message_fields(markers) if kind == "messages" else ENTRY_FIELDS
@@ -652,7 +1047,7 @@ def read_partition(
         raise ValueError(f"unknown columns {unknown}; the columns are {[n for n, _ in fields]}")
     schema = arrow_schema([(n, types[n]) for n in names])
     if kind == "entries":
-        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes):
+        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats):
             if on_error == "fail" and any(errs):
                 raise UnreadableEntry(next(e for e in errs if e))
             n = len(lids)
@@ -671,7 +1066,7 @@ def read_partition(
                 yield _select(out, schema)
         return
     state = _MessageState(part, txn, markers)
-    for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes):
+    for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats):
         if on_error == "fail" and any(errs):
             raise UnreadableEntry(next(e for e in errs if e))
         t = state.messages(lids, eids, datas, filters)
@@ -690,7 +1085,7 @@ def _select(t: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
 
 def _emit(t: pa.Table, part: ScanPartition, filters: Sequence[Filter]) -> pa.Table:
     """The rows after the partition's mark that pass the pushed-down filters."""
-    m = _mask(t, filters, ("ledger_id", "publish_time", "topic"))
+    m = _mask(t, filters, [c for c in ("ledger_id", "topic", *TIME_COLUMNS) if c in t.column_names])
     if part.after is not None:
         lid, eid = part.after
         x = pc.or_(
@@ -754,9 +1149,10 @@ class _MessageState:
         if self.committed:
             ok = pa.array([s is None or s == "COMMITTED" for s in states], pa.bool_())
             plain_mask = pc.and_(plain_mask, ok)
-        pt = [(c, op, ref) for c, op, ref in filters if c == "publish_time"]
-        if pt:
-            m = _mask(pa.table({"publish_time": md.column("publish_time")}), pt, ("publish_time",))
+        pt = [(c, op, ref) for c, op, ref in filters if c in TIME_COLUMNS]
+        if pt:  # every row of a plain entry has the entry's times: drop it before it is decompressed
+            times = pa.table({c: md.column(c) for c in TIME_COLUMNS})
+            m = _mask(times, pt, TIME_COLUMNS)
             if m is not None:
                 plain_mask = pc.and_(plain_mask, m)
         plain_idx = pc.indices_nonzero(plain_mask)
@@ -1043,7 +1439,9 @@ __all__ = [
     "ENTRY_FIELDS",
     "MESSAGE_FIELDS",
     "Filter",
+    "PRUNED",
     "Plan",
+    "ReadStats",
     "ScanPartition",
     "Segment",
     "UnreadableEntry",
@@ -1054,5 +1452,6 @@ __all__ = [
     "message_fields",
     "plan",
     "read_all",
+    "read_heads",
     "read_partition",
 ]
