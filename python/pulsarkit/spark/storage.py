@@ -5,11 +5,12 @@ What costs is reading the entry logs: each log's ledgers map, or a scan of the w
 none (a log a bookie never finished, or one written before ledgers maps existed). That work runs in
 Spark tasks, one (bookie directory, log) pair per item, through the very functions the single process
 calls (:func:`pulsarkit.analysis.bookie_dir.read_log`, :func:`pulsarkit.bookkeeper.gc.read_entry_log`).
-The driver reads the metadata store and the bookies' indexes (small next to the logs), opens the data
-directory on the logs the tasks read, and classifies with the single-process code, so there is one
-implementation of each rule. Planning never writes: the data directory is opened read-only
-(:func:`pulsarkit.analysis.datadir.open_data_dir`) and GC plans open each bookie read-only, as
-``pulsarkit gc`` does without ``--execute``.
+The driver reads the metadata store, the bookies' indexes and journals (small next to the logs),
+opens the data directory on the logs the tasks read, and classifies with the single-process code, so
+there is one implementation of each rule. (A bookie whose ``locations`` index is missing has it rebuilt
+by a scan of its logs on the driver, as in the single process.) Planning never writes: the data
+directory is opened read-only (:func:`pulsarkit.analysis.datadir.open_data_dir`) and GC plans open
+each bookie read-only, as ``pulsarkit gc`` does without ``--execute``.
 
 The entry logs are read where the tasks run: every executor must see the bookie directories at the
 paths the driver names (a shared file system, or one executor per bookie host with the same paths).
