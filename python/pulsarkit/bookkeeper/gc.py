@@ -222,7 +222,8 @@ class GarbageCollector:
             delete.append({"ledger_id": lid, "reason": "not in the metadata store (doGcLedgers)"})
         gone = {d["ledger_id"] for d in delete}
         active = s.active_log_id()
-        logs, remove = [], []
+        logs: list[dict[str, Any]] = []
+        remove: list[dict[str, Any]] = []
         for log_id in s.entry_log_ids():
             if log_id == active:
                 continue
@@ -399,9 +400,16 @@ class GarbageCollector:
             self.state.last_minor_ms = self._clock()
         return res
 
-    def run(self, force: bool = False, dry_run: bool = False, **flags: bool) -> dict[str, Any] | GcResult:
+    def run(
+        self,
+        force: bool = False,
+        dry_run: bool = False,
+        suspend_major: bool = False,
+        suspend_minor: bool = False,
+        disk_usage: float | None = None,
+    ) -> dict[str, Any] | GcResult:
         """One GC pass (``runWithFlags``): the plan alone with ``dry_run``, else plan and execute."""
-        p = self.plan(force=force, **flags)
+        p = self.plan(force, suspend_major, suspend_minor, disk_usage)
         return p if dry_run else self.execute(p)
 
 
