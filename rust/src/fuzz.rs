@@ -510,6 +510,13 @@ pub fn fuzz_bulk(data: &[u8]) -> bool {
     let eidx = ex.column(0).as_primitive::<Int64Type>();
     let bidx = ex.column(1).as_primitive::<Int32Type>();
     let payload = ex.column(2).as_binary::<i64>();
+    let key = ex.column(3).as_string::<i32>();
+    let okey = ex.column(4).as_binary::<i32>();
+    let props = ex.column(5).as_map();
+    let event = ex.column(6).as_primitive::<Int64Type>();
+    let seq = ex.column(9).as_primitive::<Int64Type>();
+    let null_value = ex.column(10).as_boolean();
+    let compacted_out = ex.column(11).as_boolean();
     let mut row = 0usize;
     let mut any_ok = false;
     for (i, r) in rows.iter().enumerate() {
@@ -546,6 +553,19 @@ pub fn fuzz_bulk(data: &[u8]) -> bool {
                     assert!(ex_err.is_null(row));
                     assert_eq!(bidx.value(row), m.batch_index);
                     assert_eq!(payload.value(row), &m.payload[..]);
+                    // Every column equals the single-entry decoder's message (the kernel splits
+                    // canonical batches itself and must agree with it byte for byte).
+                    assert_eq!(key.is_valid(row).then(|| key.value(row)), m.key.as_deref());
+                    assert_eq!(okey.is_valid(row).then(|| okey.value(row)), m.ordering_key.as_deref());
+                    let kv = props.value(row);
+                    let (ks, vs) = (kv.column(0).as_string::<i32>(), kv.column(1).as_string::<i32>());
+                    let got: Vec<(&str, &str)> = (0..kv.len()).map(|j| (ks.value(j), vs.value(j))).collect();
+                    let want: Vec<(&str, &str)> = m.properties.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    assert_eq!(got, want);
+                    assert_eq!(event.is_valid(row).then(|| event.value(row) as u64), m.event_time);
+                    assert_eq!(seq.value(row) as u64, m.sequence_id);
+                    assert_eq!(null_value.value(row), m.null_value);
+                    assert_eq!(compacted_out.value(row), m.compacted_out);
                     row += 1;
                 }
             }

@@ -3,7 +3,7 @@
 pub mod compaction;
 pub mod txn;
 
-use crate::codec::batch::{entry_messages, parse_entry, DecodedMessage};
+use crate::codec::batch::{entry_messages, parse_entry, payload_body, scan_batch_refs, RecordRef};
 use crate::codec::compression::Codec;
 use crate::codec::entry::{
     decode_broker_entry_metadata, locate_broker_entry_metadata, message_index, parse_layout, EntryLayout,
@@ -13,8 +13,8 @@ use crate::error::{Error, Result};
 use arrow_array::builder::*;
 use arrow_array::types::{ArrowPrimitiveType, ByteArrayType, GenericBinaryType, Int32Type, Int64Type};
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, GenericByteArray, OffsetSizeTrait, PrimitiveArray,
-    RecordBatch, StringArray,
+    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, GenericByteArray, GenericStringArray, MapArray,
+    OffsetSizeTrait, PrimitiveArray, RecordBatch, StringArray, StructArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, Schema};
@@ -600,9 +600,259 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
     )
 }
 
+/// Push-based column accumulators for `explode_messages`, whose row count is only known at the
+/// end. Like [`Prim`]/[`Var`]: plain vector stores instead of Arrow builders' out-of-line appends,
+/// and no bitmap for all-valid or all-null columns.
+struct PushPrim<T: ArrowPrimitiveType> {
+    vals: Vec<T::Native>,
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl<T: ArrowPrimitiveType> PushPrim<T> {
+    fn new(n: usize) -> Self {
+        PushPrim { vals: Vec::with_capacity(n), valid: Vec::with_capacity(n), nulls: 0 }
+    }
+    #[inline(always)]
+    fn push(&mut self, v: Option<T::Native>) {
+        self.vals.push(v.unwrap_or_default());
+        self.valid.push(v.is_some());
+        self.nulls += usize::from(v.is_none());
+    }
+    fn finish(self) -> ArrayRef {
+        let nulls = nulls(self.valid, self.nulls);
+        Arc::new(PrimitiveArray::<T>::new(self.vals.into(), nulls))
+    }
+}
+
+struct PushBools {
+    vals: Vec<bool>,
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl PushBools {
+    fn new(n: usize) -> Self {
+        PushBools { vals: Vec::with_capacity(n), valid: Vec::with_capacity(n), nulls: 0 }
+    }
+    #[inline(always)]
+    fn push(&mut self, v: Option<bool>) {
+        self.vals.push(v.unwrap_or_default());
+        self.valid.push(v.is_some());
+        self.nulls += usize::from(v.is_none());
+    }
+    fn finish(self) -> ArrayRef {
+        let nulls = nulls(self.valid, self.nulls);
+        Arc::new(BooleanArray::new(BooleanBuffer::from(self.vals), nulls))
+    }
+}
+
+/// Variable-width values appended in row order, with `O` offsets.
+struct PushVar<O: OffsetSizeTrait> {
+    offsets: Vec<O>,
+    data: Vec<u8>,
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl<O: OffsetSizeTrait> PushVar<O> {
+    fn new(n: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(O::zero());
+        PushVar { offsets, data: Vec::with_capacity(bytes), valid: Vec::with_capacity(n), nulls: 0 }
+    }
+    #[inline(always)]
+    fn push(&mut self, v: Option<&[u8]>) {
+        if let Some(b) = v {
+            if b.len() <= 16 {
+                // Keys, property strings and small payloads: a byte loop beats a memcpy call.
+                self.data.reserve(16);
+                for &x in b {
+                    self.data.push(x);
+                }
+            } else {
+                self.data.extend_from_slice(b);
+            }
+        }
+        self.valid.push(v.is_some());
+        self.nulls += usize::from(v.is_none());
+        // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
+        self.offsets.push(O::from_usize(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
+    }
+    fn parts(self) -> (OffsetBuffer<O>, Buffer, Option<NullBuffer>) {
+        let nulls = nulls(self.valid, self.nulls);
+        (OffsetBuffer::new(self.offsets.into()), Buffer::from_vec(self.data), nulls)
+    }
+    fn binary(self) -> ArrayRef {
+        let (o, v, n) = self.parts();
+        Arc::new(GenericByteArray::<GenericBinaryType<O>>::try_new(o, v, n).expect("offsets are consistent"))
+    }
+    fn utf8(self) -> ArrayRef {
+        let (o, v, n) = self.parts();
+        // Every value pushed was checked as UTF-8 (try_new checks the buffer again, in one pass).
+        Arc::new(GenericStringArray::<O>::try_new(o, v, n).expect("values are UTF-8"))
+    }
+}
+
+/// `map<string, string>` as Arrow's `MapBuilder` lays it out (entries/keys/values, unsorted).
+struct PushMap {
+    offsets: Vec<i32>,
+    keys: PushVar<i32>,
+    values: PushVar<i32>,
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl PushMap {
+    fn new(n: usize) -> Self {
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0);
+        PushMap {
+            offsets,
+            keys: PushVar::new(0, 0),
+            values: PushVar::new(0, 0),
+            valid: Vec::with_capacity(n),
+            nulls: 0,
+        }
+    }
+    #[inline(always)]
+    fn push<'a>(&mut self, kvs: Option<impl Iterator<Item = (&'a [u8], &'a [u8])>>) {
+        self.valid.push(kvs.is_some());
+        self.nulls += usize::from(kvs.is_none());
+        for (k, v) in kvs.into_iter().flatten() {
+            self.keys.push(Some(k));
+            self.values.push(Some(v));
+        }
+        self.offsets.push(i32::try_from(self.keys.valid.len()).expect("more than 2^31 map entries"));
+    }
+    fn data_type() -> DataType {
+        DataType::Map(Arc::new(Field::new("entries", DataType::Struct(Self::fields()), false)), false)
+    }
+    fn fields() -> arrow_schema::Fields {
+        vec![Field::new("keys", DataType::Utf8, false), Field::new("values", DataType::Utf8, true)].into()
+    }
+    fn finish(self) -> ArrayRef {
+        let nulls = nulls(self.valid, self.nulls);
+        let entries = StructArray::new(Self::fields(), vec![self.keys.utf8(), self.values.utf8()], None);
+        let field = Arc::new(Field::new("entries", DataType::Struct(Self::fields()), false));
+        Arc::new(
+            MapArray::try_new(field, OffsetBuffer::new(self.offsets.into()), entries, nulls, false)
+                .expect("map offsets are consistent"),
+        )
+    }
+}
+
+/// The output columns of [`explode_messages`], appended row by row.
+struct ExplodeRows {
+    entry_index: Vec<i64>,
+    batch_index: PushPrim<Int32Type>,
+    payload: PushVar<i64>,
+    key: PushVar<i32>,
+    okey: PushVar<i32>,
+    props: PushMap,
+    event: PushPrim<Int64Type>,
+    publish: PushPrim<Int64Type>,
+    producer: PushVar<i32>,
+    seq: PushPrim<Int64Type>,
+    null_value: PushBools,
+    compacted_out: PushBools,
+    b_ts: PushPrim<Int64Type>,
+    msg_index: PushPrim<Int64Type>,
+    err: PushVar<i32>,
+}
+
+/// What every message of one entry shares.
+struct EntryCommon<'a> {
+    row: i64,
+    publish_time: i64,
+    producer: &'a str,
+    broker_timestamp: Option<i64>,
+    broker_index: Option<u64>,
+    batch_size: Option<i64>,
+}
+
+/// One message's own fields, borrowed.
+/// `key` and the properties are UTF-8 (checked by the batch scan, or Strings already); the string
+/// columns check their whole buffers once more when they are built.
+struct MessageFields<'a, P: Iterator<Item = (&'a [u8], &'a [u8])>> {
+    batch_index: i32,
+    payload: &'a [u8],
+    key: Option<&'a [u8]>,
+    ordering_key: Option<&'a [u8]>,
+    properties: P,
+    event_time: Option<u64>,
+    sequence_id: u64,
+    null_value: bool,
+    compacted_out: bool,
+}
+
+impl ExplodeRows {
+    fn new(n: usize, bytes: usize) -> Self {
+        // Sized from the input: reallocating the payload buffer while it grows would copy it again.
+        ExplodeRows {
+            entry_index: Vec::with_capacity(n),
+            batch_index: PushPrim::new(n),
+            payload: PushVar::new(n, bytes),
+            key: PushVar::new(n, 0),
+            okey: PushVar::new(n, 0),
+            props: PushMap::new(n),
+            event: PushPrim::new(n),
+            publish: PushPrim::new(n),
+            producer: PushVar::new(n, 0),
+            seq: PushPrim::new(n),
+            null_value: PushBools::new(n),
+            compacted_out: PushBools::new(n),
+            b_ts: PushPrim::new(n),
+            msg_index: PushPrim::new(n),
+            err: PushVar::new(n, 0),
+        }
+    }
+
+    #[inline(always)]
+    fn message<'a>(&mut self, c: &EntryCommon<'_>, m: MessageFields<'a, impl Iterator<Item = (&'a [u8], &'a [u8])>>) {
+        self.entry_index.push(c.row);
+        self.batch_index.push(Some(m.batch_index));
+        self.payload.push(Some(m.payload));
+        self.key.push(m.key);
+        self.okey.push(m.ordering_key);
+        self.props.push(Some(m.properties));
+        self.event.push(m.event_time.map(|v| v as i64));
+        self.publish.push(Some(c.publish_time));
+        self.producer.push(Some(c.producer.as_bytes()));
+        self.seq.push(Some(m.sequence_id as i64));
+        self.null_value.push(Some(m.null_value));
+        self.compacted_out.push(Some(m.compacted_out));
+        self.b_ts.push(c.broker_timestamp);
+        self.msg_index.push(c.broker_index.map(|x| message_index(x, c.batch_size, i64::from(m.batch_index))));
+        self.err.push(None);
+    }
+
+    /// A corrupt entry, or a null input row (with no error), gives one all-null row, so row
+    /// counts stay traceable to the input.
+    fn failed(&mut self, row: usize, error: Option<String>) {
+        self.entry_index.push(row as i64);
+        self.batch_index.push(None);
+        self.payload.push(None);
+        self.key.push(None);
+        self.okey.push(None);
+        self.props.push(None::<std::iter::Empty<(&[u8], &[u8])>>);
+        for b in [&mut self.event, &mut self.publish, &mut self.seq, &mut self.b_ts, &mut self.msg_index] {
+            b.push(None);
+        }
+        self.producer.push(None);
+        self.null_value.push(None);
+        self.compacted_out.push(None);
+        self.err.push(error.as_deref().map(str::as_bytes));
+    }
+}
+
 /// Explodes entries into one row per message, decompressing and splitting batches.
 /// `entry_index` points back at the input row, so callers can carry ledger/entry ids along.
 /// A corrupt entry yields exactly one row with `batch_index` null and the `error` set.
+///
+/// Batches in the canonical encoding are split in place ([`scan_batch_refs`]: borrowed ranges, each
+/// byte copied once into the output); anything else goes through [`entry_messages`], the
+/// single-entry decoder, which gives the same rows or the exact error.
 pub fn explode_messages(
     col: &EntryColumn,
     include_compacted_out: bool,
@@ -610,97 +860,125 @@ pub fn explode_messages(
     limit: usize,
 ) -> RecordBatch {
     let n = col.len();
-    let mut entry_index = Int64Builder::with_capacity(n);
-    let mut batch_index = Int32Builder::with_capacity(n);
-    let mut payload = LargeBinaryBuilder::new();
-    let mut key = StringBuilder::new();
-    let mut okey = BinaryBuilder::new();
-    let mut props = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
-    let mut event = Int64Builder::with_capacity(n);
-    let mut publish = Int64Builder::with_capacity(n);
-    let mut producer = StringBuilder::new();
-    let mut seq = Int64Builder::with_capacity(n);
-    let mut null_value = BooleanBuilder::with_capacity(n);
-    let mut compacted_out = BooleanBuilder::with_capacity(n);
-    let mut b_ts = Int64Builder::with_capacity(n);
-    let mut msg_index = Int64Builder::with_capacity(n);
-    let mut err = StringBuilder::new();
+    let mut out = ExplodeRows::new(n, col.total_bytes());
+    let mut recs: Vec<RecordRef> = Vec::new();
+    let mut prop_ranges = Vec::new();
+    let mut scratch = Vec::new();
 
     for i in 0..n {
-        let res = col.get(i).map(|d| {
-            let p = parse_entry(d, verify_checksum)?;
-            let msgs = entry_messages(d, &p, include_compacted_out, limit)?;
-            let bem = p
-                .layout
+        let Some(d) = col.get(i) else {
+            out.failed(i, None);
+            continue;
+        };
+        let p = match parse_entry(d, verify_checksum) {
+            Ok(p) => p,
+            Err(e) => {
+                out.failed(i, Some(e.to_string()));
+                continue;
+            }
+        };
+        let md = &p.metadata;
+        let bem = || {
+            p.layout
                 .broker_entry_metadata
                 .as_ref()
                 .map(|r| decode_broker_entry_metadata(&d[r.clone()], r.start))
-                .transpose()?;
-            Ok::<_, Error>((p, msgs, bem))
-        });
-        match res {
-            Some(Ok((p, msgs, bem))) => {
-                let batch_size = i64::from(p.metadata.num_messages_in_batch.unwrap_or(1));
-                for m in msgs {
-                    let DecodedMessage {
-                        batch_index: bi,
-                        payload: pl,
-                        key: k,
-                        ordering_key,
-                        properties,
-                        event_time,
-                        sequence_id,
-                        null_value: nv,
-                        compacted_out: co,
-                        ..
-                    } = m;
-                    entry_index.append_value(i as i64);
-                    batch_index.append_value(bi);
-                    payload.append_value(&pl);
-                    key.append_option(k);
-                    okey.append_option(ordering_key);
-                    for (pk, pv) in &properties {
-                        props.keys().append_value(pk);
-                        props.values().append_value(pv);
+                .transpose()
+        };
+        let common = |bem: Option<crate::codec::proto::BrokerEntryMetadata>| EntryCommon {
+            row: i as i64,
+            publish_time: md.publish_time as i64,
+            producer: &md.producer_name,
+            broker_timestamp: bem.as_ref().and_then(|b| b.broker_timestamp).map(|v| v as i64),
+            broker_index: bem.as_ref().and_then(|b| b.index),
+            batch_size: md.num_messages_in_batch.map(i64::from),
+        };
+        let nonzero = |t: Option<u64>| t.filter(|&t| t != 0);
+        if md.compacted_batch_indexes.is_empty() {
+            if let Ok(body) = payload_body(d, &p, limit, &mut scratch) {
+                match md.num_messages_in_batch {
+                    None => {
+                        // A single message: the whole body, its fields from the entry's metadata.
+                        match bem() {
+                            Ok(b) => out.message(
+                                &common(b),
+                                MessageFields {
+                                    batch_index: -1,
+                                    payload: body,
+                                    key: md.partition_key.as_deref().map(str::as_bytes),
+                                    ordering_key: md.ordering_key.as_deref(),
+                                    properties: md.properties.iter().map(|kv| (kv.key.as_bytes(), kv.value.as_bytes())),
+                                    event_time: nonzero(md.event_time),
+                                    sequence_id: md.sequence_id,
+                                    null_value: md.null_value.unwrap_or(false),
+                                    compacted_out: false,
+                                },
+                            ),
+                            Err(e) => out.failed(i, Some(e.to_string())),
+                        }
+                        continue;
                     }
-                    props.append(true).expect("map keys and values are appended in pairs");
-                    event.append_option(event_time.map(|v| v as i64));
-                    publish.append_value(p.metadata.publish_time as i64);
-                    producer.append_value(&p.metadata.producer_name);
-                    seq.append_value(sequence_id as i64);
-                    null_value.append_value(nv);
-                    compacted_out.append_value(co);
-                    b_ts.append_option(bem.as_ref().and_then(|b| b.broker_timestamp).map(|v| v as i64));
-                    let in_batch = p.metadata.num_messages_in_batch.is_some().then_some(batch_size);
-                    let idx = bem.as_ref().and_then(|b| b.index).map(|x| message_index(x, in_batch, i64::from(bi)));
-                    msg_index.append_option(idx);
-                    err.append_null();
-                }
-            }
-            // A corrupt entry, or a null input row (with no error), gives one all-null row, so
-            // row counts stay traceable to the input.
-            other => {
-                entry_index.append_value(i as i64);
-                batch_index.append_null();
-                payload.append_null();
-                key.append_null();
-                okey.append_null();
-                props.append(false).expect("null map entry");
-                for b in [&mut event, &mut publish, &mut seq, &mut b_ts, &mut msg_index] {
-                    b.append_null();
-                }
-                producer.append_null();
-                null_value.append_null();
-                compacted_out.append_null();
-                match other {
-                    Some(Err(e)) => err.append_value(e.to_string()),
-                    _ => err.append_null(),
+                    Some(count) if scan_batch_refs(body, count, &mut recs, &mut prop_ranges) => {
+                        match bem() {
+                            Ok(b) => {
+                                let c = common(b);
+                                for (bi, r) in recs.iter().enumerate() {
+                                    if r.compacted_out && !include_compacted_out {
+                                        continue;
+                                    }
+                                    let range = |r: &Option<std::ops::Range<usize>>| r.clone().map(|r| &body[r]);
+                                    out.message(
+                                        &c,
+                                        MessageFields {
+                                            batch_index: bi as i32,
+                                            payload: &body[r.payload.clone()],
+                                            key: range(&r.key),
+                                            ordering_key: range(&r.ordering_key),
+                                            properties: prop_ranges[r.properties.clone()]
+                                                .iter()
+                                                .map(|(k, v)| (&body[k.clone()], &body[v.clone()])),
+                                            event_time: nonzero(r.event_time),
+                                            sequence_id: r.sequence_id.unwrap_or(md.sequence_id),
+                                            null_value: r.null_value,
+                                            compacted_out: r.compacted_out,
+                                        },
+                                    );
+                                }
+                            }
+                            Err(e) => out.failed(i, Some(e.to_string())),
+                        }
+                        continue;
+                    }
+                    Some(_) => {}
                 }
             }
         }
+        // Everything else (PIP-429 retained-index batches, non-canonical encodings, errors): the
+        // single-entry decoder, whose result or error is the reference.
+        match entry_messages(d, &p, include_compacted_out, limit).and_then(|msgs| Ok((msgs, bem()?))) {
+            Ok((msgs, b)) => {
+                let c = common(b);
+                for m in &msgs {
+                    out.message(
+                        &c,
+                        MessageFields {
+                            batch_index: m.batch_index,
+                            payload: &m.payload,
+                            key: m.key.as_deref().map(str::as_bytes),
+                            ordering_key: m.ordering_key.as_deref(),
+                            properties: m.properties.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())),
+                            event_time: m.event_time,
+                            sequence_id: m.sequence_id,
+                            null_value: m.null_value,
+                            compacted_out: m.compacted_out,
+                        },
+                    );
+                }
+            }
+            Err(e) => out.failed(i, Some(e.to_string())),
+        }
     }
-    let props_arr = props.finish();
-    let props_field = Field::new("properties", props_arr.data_type().clone(), true);
+    let o = out;
     let f = |name: &str, dt: DataType| Field::new(name, dt, true);
     batch(
         vec![
@@ -709,7 +987,7 @@ pub fn explode_messages(
             f("payload", DataType::LargeBinary),
             f("key", DataType::Utf8),
             f("ordering_key", DataType::Binary),
-            props_field,
+            f("properties", PushMap::data_type()),
             f("event_time", DataType::Int64),
             f("publish_time", DataType::Int64),
             f("producer_name", DataType::Utf8),
@@ -721,21 +999,21 @@ pub fn explode_messages(
             err_field(),
         ],
         vec![
-            Arc::new(entry_index.finish()),
-            Arc::new(batch_index.finish()),
-            Arc::new(payload.finish()),
-            Arc::new(key.finish()),
-            Arc::new(okey.finish()),
-            Arc::new(props_arr),
-            Arc::new(event.finish()),
-            Arc::new(publish.finish()),
-            Arc::new(producer.finish()),
-            Arc::new(seq.finish()),
-            Arc::new(null_value.finish()),
-            Arc::new(compacted_out.finish()),
-            Arc::new(b_ts.finish()),
-            Arc::new(msg_index.finish()),
-            Arc::new(err.finish()),
+            Arc::new(PrimitiveArray::<Int64Type>::from(o.entry_index)),
+            o.batch_index.finish(),
+            o.payload.binary(),
+            o.key.utf8(),
+            o.okey.binary(),
+            o.props.finish(),
+            o.event.finish(),
+            o.publish.finish(),
+            o.producer.utf8(),
+            o.seq.finish(),
+            o.null_value.finish(),
+            o.compacted_out.finish(),
+            o.b_ts.finish(),
+            o.msg_index.finish(),
+            o.err.utf8(),
         ],
     )
 }

@@ -167,9 +167,15 @@ fn nonzero(v: Option<u64>) -> Option<u64> {
 
 /// The uncompressed payload of an entry (a whole batch for batched entries).
 pub fn uncompressed_payload(data: &[u8], e: &ParsedEntry, limit: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    uncompressed_payload_into(data, e, limit, &mut out)?;
+    Ok(out)
+}
+
+fn uncompressed_payload_into(data: &[u8], e: &ParsedEntry, limit: usize, out: &mut Vec<u8>) -> Result<()> {
     let codec = Codec::from_wire(e.metadata.compression.unwrap_or(0))?;
     let size = e.metadata.uncompressed_size.unwrap_or(0) as usize;
-    compression::decompress(codec, &data[e.layout.payload.clone()], size, limit).map_err(|err| match err {
+    compression::decompress_into(codec, &data[e.layout.payload.clone()], size, limit, out).map_err(|err| match err {
         Error::Decompression { codec, what } => {
             Error::Decompression { codec, what: format!("{what} (payload at offset {})", e.layout.payload.start) }
         }
@@ -231,6 +237,170 @@ pub fn entry_messages(
         });
     }
     Ok(out)
+}
+
+/// A batch record as borrowed ranges of the uncompressed body: what [`scan_batch_refs`] gives the
+/// bulk kernels so they copy each byte once, straight into Arrow buffers.
+#[derive(Debug, Clone, Default)]
+pub struct RecordRef {
+    pub payload: Range<usize>,
+    pub key: Option<Range<usize>>,
+    pub ordering_key: Option<Range<usize>>,
+    /// Indexes into the property ranges vector the scan filled.
+    pub properties: Range<usize>,
+    pub event_time: Option<u64>,
+    pub sequence_id: Option<u64>,
+    pub null_value: bool,
+    pub compacted_out: bool,
+}
+
+/// The entry's payload with codecs undone: borrowed from `data` when there is nothing to undo, else
+/// decompressed into `scratch` (reused from entry to entry).
+pub fn payload_body<'a>(data: &'a [u8], e: &ParsedEntry, limit: usize, scratch: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+    if e.metadata.compression.unwrap_or(0) == 0 {
+        let body = &data[e.layout.payload.clone()];
+        // The same limit the copying path applies (compression::decompress on NONE).
+        if body.len() > limit {
+            return Err(Error::LimitExceeded {
+                what: "uncompressed payload".into(),
+                size: body.len() as u64,
+                limit: limit as u64,
+            });
+        }
+        return Ok(body);
+    }
+    uncompressed_payload_into(data, e, limit, scratch)?;
+    Ok(scratch)
+}
+
+/// Splits an uncompressed batch of `n` records into borrowed ranges without allocating per record.
+/// Returns false for anything but the canonical encoding Pulsar's producers write (unknown fields,
+/// unexpected wire types, invalid UTF-8, a bool other than 0/1, missing or negative sizes, trailing
+/// bytes...): the caller then decodes the entry with [`entry_messages`], which gives the exact
+/// result or error. So this never changes what a batch decodes to, only how fast.
+pub fn scan_batch_refs(
+    body: &[u8],
+    n: i32,
+    recs: &mut Vec<RecordRef>,
+    props: &mut Vec<(Range<usize>, Range<usize>)>,
+) -> bool {
+    recs.clear();
+    props.clear();
+    if n < 0 {
+        return false;
+    }
+    let mut pos = 0usize;
+    for _ in 0..n {
+        let Some(size) = body.get(pos..pos + 4) else { return false };
+        let size = u32::from_be_bytes(size.try_into().unwrap()) as usize;
+        let start = pos + 4;
+        let Some(end) = start.checked_add(size).filter(|&e| e <= body.len()) else { return false };
+        let Some(mut rec) = scan_single_metadata(body, start, end, props) else { return false };
+        let Some(pend) = end.checked_add(rec.payload.end).filter(|&e| e <= body.len()) else { return false };
+        rec.payload = end..pend;
+        recs.push(rec);
+        pos = pend;
+    }
+    pos == body.len()
+}
+
+/// `SingleMessageMetadata` in `body[start..end]`; `payload` comes back as `0..payload_size`.
+#[inline]
+fn scan_single_metadata(
+    body: &[u8],
+    start: usize,
+    end: usize,
+    props: &mut Vec<(Range<usize>, Range<usize>)>,
+) -> Option<RecordRef> {
+    let buf = &body[..end];
+    let mut pos = start;
+    let mut rec = RecordRef { properties: props.len()..props.len(), ..Default::default() };
+    let mut payload_size: Option<usize> = None;
+    let varint = |pos: &mut usize| strict_varint(buf, pos);
+    let bool_of = |v: u64| if v <= 1 { Some(v == 1) } else { None };
+    while pos < end {
+        let key = varint(&mut pos)?;
+        let (field, wire) = (key >> 3, key & 7);
+        match (field, wire) {
+            (1, 2) => {
+                let r = len_delimited(buf, &mut pos)?;
+                props.push(scan_key_value(buf, r)?);
+            }
+            (2, 2) => rec.key = Some(utf8_range(buf, len_delimited(buf, &mut pos)?)?),
+            (3, 0) => {
+                let v = varint(&mut pos)?;
+                payload_size = Some(usize::try_from(v).ok().filter(|&s| s <= i32::MAX as usize)?);
+            }
+            (4, 0) => rec.compacted_out = bool_of(varint(&mut pos)?)?,
+            (5, 0) => rec.event_time = Some(varint(&mut pos)?),
+            (6, 0) | (10, 0) => {
+                bool_of(varint(&mut pos)?)?;
+            }
+            (7, 2) => rec.ordering_key = Some(len_delimited(buf, &mut pos)?),
+            (8, 0) => rec.sequence_id = Some(varint(&mut pos)?),
+            (9, 0) => rec.null_value = bool_of(varint(&mut pos)?)?,
+            _ => return None,
+        }
+    }
+    rec.properties.end = props.len();
+    rec.payload = 0..payload_size?;
+    Some(rec)
+}
+
+/// A varint as prost reads it; None where prost would refuse it (a tenth byte above 1 overflows
+/// 64 bits), so the slow path reports the error.
+#[inline(always)]
+fn strict_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let b = *buf.get(*pos)?;
+    if b < 0x80 {
+        *pos += 1;
+        return Some(u64::from(b));
+    }
+    let mut v: u64 = 0;
+    for i in 0..10 {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        if i == 9 && b > 1 {
+            return None;
+        }
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+#[inline(always)]
+fn len_delimited(buf: &[u8], pos: &mut usize) -> Option<Range<usize>> {
+    let len = usize::try_from(strict_varint(buf, pos)?).ok()?;
+    let start = *pos;
+    let end = start.checked_add(len).filter(|&e| e <= buf.len())?;
+    *pos = end;
+    Some(start..end)
+}
+
+#[inline]
+fn utf8_range(buf: &[u8], r: Range<usize>) -> Option<Range<usize>> {
+    std::str::from_utf8(&buf[r.clone()]).ok().map(|_| r)
+}
+
+/// A `KeyValue` with exactly its two required strings, once each (anything else: the slow path).
+#[inline]
+fn scan_key_value(buf: &[u8], r: Range<usize>) -> Option<(Range<usize>, Range<usize>)> {
+    let sub = &buf[..r.end];
+    let mut pos = r.start;
+    let (mut k, mut v) = (None, None);
+    while pos < r.end {
+        let key = strict_varint(sub, &mut pos)?;
+        let slot = match key {
+            0x0a if k.is_none() => &mut k,
+            0x12 if v.is_none() => &mut v,
+            _ => return None,
+        };
+        *slot = Some(utf8_range(sub, len_delimited(sub, &mut pos)?)?);
+    }
+    Some((k?, v?))
 }
 
 /// Builds a batched entry as the Java producer does: records concatenated, compressed together,

@@ -79,6 +79,21 @@ pub fn compress(codec: Codec, data: &[u8]) -> Result<Vec<u8>> {
 /// Decompresses to exactly `uncompressed_size` bytes. NONE returns the input unchanged (as Pulsar
 /// does, ignoring the size). Anything that would produce more or fewer bytes is an error.
 pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    decompress_into(codec, data, uncompressed_size, limit, &mut out)?;
+    Ok(out)
+}
+
+/// [`decompress`] into `out` (cleared first, left holding exactly the output), so a caller that
+/// decompresses entry after entry reuses one buffer instead of faulting in fresh pages each time.
+pub fn decompress_into(
+    codec: Codec,
+    data: &[u8],
+    uncompressed_size: usize,
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    out.clear();
     if codec == Codec::None {
         if data.len() > limit {
             return Err(Error::LimitExceeded {
@@ -87,7 +102,8 @@ pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: us
                 limit: limit as u64,
             });
         }
-        return Ok(data.to_vec());
+        out.extend_from_slice(data);
+        return Ok(());
     }
     if uncompressed_size > limit {
         return Err(Error::LimitExceeded {
@@ -108,33 +124,33 @@ pub fn decompress(codec: Codec, data: &[u8], uncompressed_size: usize, limit: us
         )));
     }
     if codec == Codec::Zstd {
-        return zstd_decompress(data, uncompressed_size).map_err(|e| match e {
+        return zstd_decompress(data, uncompressed_size, out).map_err(|e| match e {
             ZstdFailure::Alloc => alloc_failed(uncompressed_size + 1, codec),
             ZstdFailure::Decode(what) => err(what),
         });
     }
-    let mut out = zeroed(uncompressed_size, codec)?;
+    zeroed(uncompressed_size, codec, out)?;
     match codec {
         Codec::None | Codec::Zstd => unreachable!(),
         Codec::Lz4 => {
-            let n = lz4_flex::block::decompress_into(data, &mut out).map_err(|e| err(e.to_string()))?;
+            let n = lz4_flex::block::decompress_into(data, out).map_err(|e| err(e.to_string()))?;
             if n != uncompressed_size {
                 return Err(err(format!("produced {n} bytes, expected {uncompressed_size}")));
             }
         }
-        Codec::Zlib => inflate_exact(data, &mut out).map_err(err)?,
+        Codec::Zlib => inflate_exact(data, out).map_err(err)?,
         Codec::Snappy => {
             let claimed = snap::raw::decompress_len(data).map_err(|e| err(e.to_string()))?;
             if claimed != uncompressed_size {
                 return Err(err(format!("stream declares {claimed} bytes, metadata says {uncompressed_size}")));
             }
-            let n = snap::raw::Decoder::new().decompress(data, &mut out).map_err(|e| err(e.to_string()))?;
+            let n = snap::raw::Decoder::new().decompress(data, out).map_err(|e| err(e.to_string()))?;
             if n != uncompressed_size {
                 return Err(err(format!("produced {n} bytes, expected {uncompressed_size}")));
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 enum ZstdFailure {
@@ -149,10 +165,9 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-fn zstd_decompress(data: &[u8], uncompressed_size: usize) -> std::result::Result<Vec<u8>, ZstdFailure> {
+fn zstd_decompress(data: &[u8], uncompressed_size: usize, buf: &mut Vec<u8>) -> std::result::Result<(), ZstdFailure> {
     // The frame's own content size may be absent; decompress into a buffer one byte larger than
     // declared so "too much output" is detected rather than truncated.
-    let mut buf = Vec::new();
     buf.try_reserve_exact(uncompressed_size + 1).map_err(|_| ZstdFailure::Alloc)?;
     let n = ZSTD_DCTX.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -160,7 +175,7 @@ fn zstd_decompress(data: &[u8], uncompressed_size: usize) -> std::result::Result
             *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| ZstdFailure::Decode(e.to_string()))?);
         }
         let dec = slot.as_mut().expect("set above");
-        let r = dec.decompress_to_buffer(data, &mut buf);
+        let r = dec.decompress_to_buffer(data, buf);
         if r.is_err() {
             *slot = None; // a context left mid-frame by bad input is not reused
         }
@@ -169,7 +184,7 @@ fn zstd_decompress(data: &[u8], uncompressed_size: usize) -> std::result::Result
     if n != uncompressed_size {
         return Err(ZstdFailure::Decode(format!("produced {n} bytes, expected {uncompressed_size}")));
     }
-    Ok(buf)
+    Ok(())
 }
 
 /// The most bytes `n` input bytes of `codec` can decode to: LZ4 blocks expand at most ~255x (a
@@ -190,12 +205,11 @@ fn alloc_failed(size: usize, codec: Codec) -> Error {
     Error::Decompression { codec: codec.name(), what: format!("cannot allocate {size} bytes for the output") }
 }
 
-/// `size` zero bytes, or an error when the allocation is refused.
-fn zeroed(size: usize, codec: Codec) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
+/// `v` (empty) made `size` zero bytes, or an error when the allocation is refused.
+fn zeroed(size: usize, codec: Codec, v: &mut Vec<u8>) -> Result<()> {
     v.try_reserve_exact(size).map_err(|_| alloc_failed(size, codec))?;
     v.resize(size, 0);
-    Ok(v)
+    Ok(())
 }
 
 /// Inflates a zlib stream into `out`, which must end up exactly full. Accepts both complete streams

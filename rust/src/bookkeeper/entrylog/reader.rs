@@ -214,7 +214,7 @@ impl EntryLogFile {
         let n = (HEADER_SIZE + 12).min(self.src.len()) as usize;
         let mut head = vec![0u8; n];
         self.src.read_exact_at(&mut head, 0).map_err(|e| LogError::io(&self.path, e))?;
-        Ok(LogHeader::parse(&head)?)
+        LogHeader::parse(&head)
     }
 
     /// Reads the entry at `pos` (location & 0xffffffff). A log still being written is re-measured
