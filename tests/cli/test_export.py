@@ -1,5 +1,5 @@
-"""``pulsarkit export``: incremental Parquet and Delta exports of a data directory pulsarkit's own
-writer (the embedded managed-ledger factory) keeps appending to; the local and Spark engines agree."""
+"""``pulsarkit export``: incremental Parquet, Delta and Iceberg exports of a data directory pulsarkit's
+own writer (the embedded managed-ledger factory) keeps appending to; the local and Spark engines agree."""
 
 from __future__ import annotations
 
@@ -72,11 +72,24 @@ def _single(root):
         return [flat_record(r) for r in read_messages(dd)]
 
 
-def _exported(out, to="parquet"):
+def _iceberg_table(out):
+    """The export's table, through its own catalog (the module doc's way of reading it)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("pulsarkit", uri=f"sqlite:///{out}/{export_mod.ICEBERG_CATALOG}", warehouse=str(out))
+    try:
+        return catalog.load_table("pulsarkit.messages")
+    finally:
+        catalog.engine.dispose()
+
+
+def _exported(out, to="parquet", snapshot_id=None):
     if to == "delta":
         from deltalake import DeltaTable
 
         rows = DeltaTable(str(out)).to_pyarrow_table().to_pylist()
+    elif to == "iceberg":
+        rows = _iceberg_table(out).scan(snapshot_id=snapshot_id).to_arrow().to_pylist()
     else:
         rows = ds.dataset(str(out), format="parquet", partitioning="hive").to_table().to_pylist()
     for r in rows:
@@ -233,3 +246,186 @@ def test_a_mark_in_a_ledger_retention_removed_is_reported(tmp_path):
     second = export_mod.export(str(root), "parquet", str(out), log=logged.append)
     (warning,) = second["warnings"]
     assert "orders" in warning and "trimmed" in warning and any(warning in m for m in logged)
+
+
+# ----------------------------------------------------------------------------------- Iceberg
+
+
+def _snapshot_marks(table):
+    return json.loads(table.current_snapshot().summary[export_mod.ICEBERG_MARKS_KEY])
+
+
+def _files_under(out):
+    return {
+        str(f.relative_to(out))
+        for d in ("data", "metadata")
+        if (out / d).is_dir()
+        for f in (out / d).rglob("*")
+        if f.is_file()
+    }
+
+
+def test_iceberg_export_is_incremental_with_marks_in_the_snapshot(tmp_path, capsys):
+    pytest.importorskip("pyiceberg")
+    from pyiceberg.table import StaticTable
+
+    root, ice, pq_out = tmp_path / "data", tmp_path / "ice", tmp_path / "parquet"
+    _append(root, 0)
+    first_want = _single(root)
+    code, stdout, _ = _run(["export", str(root), "--to", "iceberg", str(ice), "--json"], capsys)
+    first = json.loads(stdout)
+    assert code == 0 and first["rows"] == len(first_want) > 0
+    assert export_mod.export(str(root), "parquet", str(pq_out), log=lambda m: None)["rows"] == first["rows"]
+    # the same rows as the Parquet export, date included (a YYYY-MM-DD string in both)
+    assert _exported(ice, "iceberg") == _exported(pq_out) and _norm(_exported(ice, "iceberg")) == _norm(first_want)
+    table = _iceberg_table(ice)
+    first_snapshot = table.current_snapshot().snapshot_id
+    parquet_marks = json.loads((pq_out / export_mod.MARKS_FILE).read_text())["marks"]
+    assert _snapshot_marks(table)["marks"] == parquet_marks and _snapshot_marks(table)["source"] == str(root)
+    # identity partitions on topic and date, data files under data/topic=.../date=...
+    assert [f.name for f in table.spec().fields] == ["topic", "date"]
+    dirs = {os.path.relpath(f.parent, ice) for f in (ice / "data").rglob("*.parquet")}
+    assert dirs and all(d.startswith("data/topic=persistent%3A%2F%2Fpublic%2Fdefault%2F") for d in dirs)
+    assert {d.split("/date=")[1] for d in dirs} == {r["date"] for r in _exported(pq_out)}
+
+    code, stdout, _ = _run(["export", str(root), "--to", "iceberg", str(ice), "--json"], capsys)
+    assert code == 0 and json.loads(stdout)["rows"] == 0  # nothing new: a snapshot with the same marks
+
+    _append(root, 1)
+    final = _single(root)
+    code, stdout, _ = _run(["export", str(root), "--to", "iceberg", str(ice), "--json"], capsys)
+    second = json.loads(stdout)
+    new = {_key(r) for r in final} - {_key(r) for r in first_want}
+    assert code == 0 and second["rows"] == len(new) > 0
+    table = _iceberg_table(ice)
+    added = int(table.current_snapshot().summary["added-records"])
+    assert added == len(new)
+    # the rows the last snapshot added are exactly the new messages, by id
+    before = {_key(r) for r in _exported(ice, "iceberg", snapshot_id=first_snapshot)}
+    got = _exported(ice, "iceberg")
+    assert before == {_key(r) for r in first_want} and {_key(r) for r in got} - before == new
+    assert len({_key(r) for r in got}) == len(got) and _norm(got) == _norm(final)
+    export_mod.export(str(root), "parquet", str(pq_out), log=lambda m: None)
+    assert _snapshot_marks(table)["marks"] == json.loads((pq_out / export_mod.MARKS_FILE).read_text())["marks"]
+    assert len(table.snapshots()) == 3
+    # any Iceberg reader given the metadata JSON the summary names reads the same table
+    assert second["metadata"] == table.metadata_location
+    static = StaticTable.from_metadata(second["metadata"]).scan().to_arrow().to_pylist()
+    assert _norm(static) == _norm(final)
+
+
+def test_iceberg_export_refuses_what_is_not_its_own(tmp_path, capsys):
+    pytest.importorskip("pyiceberg")
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    out.mkdir()
+    (out / "precious.txt").write_text("mine")
+    code, _, err = _run(["export", str(root), "--to", "iceberg", str(out)], capsys)
+    assert code == 1 and "not a pulsarkit export" in err and "--force" in err
+    assert sorted(p.name for p in out.iterdir()) == ["precious.txt"]  # nothing written, not even the catalog
+    code, _, _ = _run(["export", str(root), "--to", "iceberg", str(out), "--force"], capsys)
+    assert code == 0 and (out / "precious.txt").read_text() == "mine"
+    assert _norm(_exported(out, "iceberg")) == _norm(_single(root))
+    # a folder that may be someone's table: never written into, --force or not (a run cleans data/, metadata/)
+    theirs = tmp_path / "theirs"
+    (theirs / "metadata").mkdir(parents=True)
+    (theirs / "metadata" / "v1.metadata.json").write_text("{}")
+    code, _, err = _run(["export", str(root), "--to", "iceberg", str(theirs), "--force"], capsys)
+    assert code == 1 and "data/ or metadata/" in err and (theirs / "metadata" / "v1.metadata.json").exists()
+    # another target's export, and an Iceberg export for another target
+    pq_out = tmp_path / "pq"
+    export_mod.export(str(root), "parquet", str(pq_out), log=lambda m: None)
+    code, _, err = _run(["export", str(root), "--to", "iceberg", str(pq_out), "--force"], capsys)
+    assert code == 1 and "not an Iceberg export" in err
+    code, _, err = _run(["export", str(root), "--to", "parquet", str(out), "--force"], capsys)
+    assert code == 1 and "export to iceberg" in err
+    # marks of another data directory; an export moved away from the paths its metadata names
+    other = tmp_path / "other"
+    os.rename(root, other)
+    code, _, err = _run(["export", str(other), "--to", "iceberg", str(out)], capsys)
+    assert code == 1 and "--other-source" in err
+    os.rename(other, root)
+    os.rename(out, tmp_path / "moved")
+    code, _, err = _run(["export", str(root), "--to", "iceberg", str(tmp_path / "moved")], capsys)
+    assert code == 1 and "absolute path" in err
+
+
+@pytest.mark.parametrize("first_run", [True, False])
+def test_an_iceberg_run_that_dies_before_its_commit_leaves_the_table_as_it_was(tmp_path, monkeypatch, first_run):
+    """The run dies after pyiceberg wrote everything of its append (data files, manifest, manifest list,
+    the new metadata JSON) and before the catalog points at it: the commit point."""
+    pytest.importorskip("pyiceberg")
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    root, out = tmp_path / "data", tmp_path / "ice"
+    _append(root, 0)
+    if not first_run:
+        export_mod.export(str(root), "iceberg", str(out), log=lambda m: None)
+        _append(root, 1)
+        committed = _exported(out, "iceberg")
+        snapshot = _iceberg_table(out).current_snapshot().snapshot_id
+    files_before = _files_under(out)
+    write_metadata = SqlCatalog._write_metadata
+
+    def die(*args, **kw):
+        write_metadata(*args, **kw)
+        raise KeyboardInterrupt("killed between the metadata JSON and the catalog's commit")
+
+    monkeypatch.setattr(SqlCatalog, "_write_metadata", staticmethod(die))
+    with pytest.raises(KeyboardInterrupt):
+        export_mod.export(str(root), "iceberg", str(out), log=lambda m: None)
+    monkeypatch.undo()
+    leftovers = _files_under(out) - files_before
+    assert any(f.endswith(".parquet") for f in leftovers) and any(f.endswith(".metadata.json") for f in leftovers)
+    if first_run:
+        with pytest.raises(Exception, match="messages"):  # no table: nothing visible
+            _iceberg_table(out)
+    else:
+        assert _iceberg_table(out).current_snapshot().snapshot_id == snapshot
+        assert _exported(out, "iceberg") == committed
+
+    logged = []
+    summary = export_mod.export(str(root), "iceberg", str(out), log=logged.append)
+    assert sorted(summary["removed_leftovers"]) == sorted(leftovers) and any("did not commit" in m for m in logged)
+    assert not leftovers & _files_under(out)  # every one of them gone, the new run's own files in place
+    assert not [d for d, dirs, files in os.walk(out / "data") if not dirs and not files]  # no empty folders
+    got = _exported(out, "iceberg")
+    assert len({_key(r) for r in got}) == len(got) and _norm(got) == _norm(_single(root))
+
+
+def test_iceberg_export_keeps_each_topics_marks(tmp_path, capsys):
+    pytest.importorskip("pyiceberg")
+    root, out = tmp_path / "data", tmp_path / "ice"
+    _append(root, 0)
+    code, stdout, _ = _run(["export", str(root), "--to", "iceberg", str(out), "--topic", "orders", "--json"], capsys)
+    orders = [r for r in _single(root) if r["topic"].endswith("/orders")]
+    assert code == 0 and json.loads(stdout)["rows"] == len(orders) > 0
+    assert list(_snapshot_marks(_iceberg_table(out))["marks"]) == ["persistent://public/default/orders"]
+    code, stdout, _ = _run(["export", str(root), "--to", "iceberg", str(out), "--json"], capsys)
+    assert json.loads(stdout)["rows"] == len(_single(root)) - len(orders)
+    assert _norm(_exported(out, "iceberg")) == _norm(_single(root))
+
+
+@pytest.mark.spark
+def test_local_and_spark_engines_give_the_same_iceberg_export(tmp_path, spark):
+    pytest.importorskip("pyiceberg")
+    root = tmp_path / "data"
+    _append(root, 0)
+    outs = {e: tmp_path / e for e in export_mod.ENGINES}
+    for step in (0, 1):
+        if step:
+            _append(root, 1)
+        for engine, out in outs.items():
+            s = export_mod.export(str(root), "iceberg", str(out), engine=engine, spark=spark, log=lambda m: None)
+            assert s["rows"] > 0, engine
+    want = _norm(_single(root))
+    for engine, out in outs.items():
+        assert (
+            _exported(out, "iceberg") == _exported(outs["local"], "iceberg")
+            and _norm(_exported(out, "iceberg")) == want
+        )
+
+    def layout(p):
+        return sorted(os.path.relpath(d, p) for d, _, files in os.walk(p) if any(f.endswith(".parquet") for f in files))
+
+    assert layout(outs["local"]) == layout(outs["spark"]) == layout(outs["spark-sql"]) and layout(outs["local"])

@@ -1,9 +1,10 @@
-"""``pulsarkit export``: the messages of a data directory into a Parquet dataset or a Delta table,
-incrementally::
+"""``pulsarkit export``: the messages of a data directory into a Parquet dataset, a Delta table or an
+Iceberg table, incrementally::
 
     pulsarkit export DATA_DIR --to parquet OUT [--engine local|spark|spark-sql] [--master URL] [--topic T]...
                               [--json] [--force] [--skip-unreadable] [--progress | --no-progress]
     pulsarkit export DATA_DIR --to delta OUT ...          (needs the deltalake package: pip install pulsarkit[delta])
+    pulsarkit export DATA_DIR --to iceberg OUT ...        (needs pyiceberg: pip install pulsarkit[iceberg])
 
 The rows are those of ``pulsarkit messages`` (read-committed, as consumers received them), in the
 flattened columns of the ``pulsarkit`` Spark data source, partitioned by ``topic`` and ``date`` (UTC
@@ -14,15 +15,18 @@ the marks and the lock, are skipped by both).
 
 Incremental: every topic's high-water mark (the last position considered: ledger and entry) is kept
 with the output, in ``OUT/_pulsarkit_export.json`` for Parquet (with the list of the data files it
-commits) or in the Delta commit's metadata. A run reads only positions after the marks (and the
-earlier chunks of a message that ends after one) up to each topic's current end, or up to the first
-message of a transaction still open (read-committed: those messages come out with a later run once
-the transaction ends). Parquet commits by writing the data files first, then the marks file by an
+commits), in the Delta commit's metadata, or in the summary properties of the Iceberg snapshot
+(``pulsarkit.export``) that adds the run's data files. A run reads only positions after the marks
+(and the earlier chunks of a message that ends after one) up to each topic's current end, or up to
+the first message of a transaction still open (read-committed: those messages come out with a later
+run once the transaction ends). Parquet commits by writing the data files first, then the marks file by an
 atomic rename: a run that dies in between leaves files the marks file does not list, and the next
 run deletes them before it starts, so no message is exported twice or lost. Delta commits data and
-marks in one transaction. What the export cannot get back is warned about (stderr and ``warnings``
-in the JSON summary): a mark in a ledger that retention removed since the last run (messages after it
-in trimmed ledgers were never exported), a topic that is gone.
+marks in one transaction, Iceberg in one append (one snapshot); what an Iceberg run that died wrote
+before its commit (data files, manifests, a metadata JSON: files no snapshot reaches) is deleted by
+the next run. What the export cannot get back is warned about (stderr and ``warnings`` in the JSON
+summary): a mark in a ledger that retention removed since the last run (messages after it in
+trimmed ledgers were never exported), a topic that is gone.
 
 ``--engine local`` (the default) plans and decodes in this process with the native kernels.
 ``--engine spark`` runs the same decoding and Parquet writing in Spark tasks (``--master``, default
@@ -31,11 +35,28 @@ passes through the JVM (the staging directory and the data directory must be vis
 executors, as the data directory must be to any reader). ``--engine spark-sql`` reads through the
 ``pulsarkit`` data source and writes with Spark's Parquet writer (the rows become Spark rows: slower,
 but the DataFrame path any other Spark sink would take). Every engine gives the same rows in the
-same layout, committed the same way (Delta: the driver appends the staged files through deltalake).
+same layout, committed the same way (Delta and Iceberg: the driver appends the staged files through
+deltalake or pyiceberg).
+
+**Iceberg** (``--to iceberg OUT``): ``OUT`` is the table (``OUT/metadata/``, the data files in
+``OUT/data/topic=<topic>/date=<day>/``, identity partitions on ``topic`` and ``date``, the same
+columns as the other targets, ``date`` a ``YYYY-MM-DD`` string) and holds its catalog: pyiceberg's
+``SqlCatalog`` on a SQLite file, ``OUT/_pulsarkit_iceberg_catalog.db``, table ``pulsarkit.messages``,
+so no catalog server is needed. Read it with pyiceberg::
+
+    from pyiceberg.catalog.sql import SqlCatalog
+    catalog = SqlCatalog("pulsarkit", uri=f"sqlite:///{OUT}/_pulsarkit_iceberg_catalog.db", warehouse=OUT)
+    table = catalog.load_table("pulsarkit.messages").scan().to_arrow()
+
+or with any Iceberg reader given the current metadata JSON (``metadata`` in the ``--json`` summary;
+pyiceberg's ``StaticTable.from_metadata(path)``, Spark's ``spark.read.format("iceberg").load(path)``).
+Iceberg metadata names files by absolute path: a moved ``OUT`` no longer reads through its metadata,
+and further runs into it are refused.
 
 An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, a
-Delta table without pulsarkit marks) is refused without ``--force``; a marks file from another data
-directory is refused without ``--other-source``. An unreadable entry stops the export (exit 1) unless
+Delta table without pulsarkit marks) is refused without ``--force`` (for Iceberg, one with a ``data/``
+or ``metadata/`` folder always: a run deletes the files there that no snapshot reaches); marks from
+another data directory are refused without ``--other-source``. An unreadable entry stops the export (exit 1) unless
 ``--skip-unreadable``, so that a mark never moves past a message that was not exported.
 """
 
@@ -71,6 +92,14 @@ LOCK_FILE = "_pulsarkit_export.lock"
 STAGING = "_staging"
 FORMAT = "pulsarkit-export"
 DELTA_MARKS_KEY = "pulsarkit.export"
+ICEBERG_MARKS_KEY = "pulsarkit.export"
+#: the Iceberg export's SQL catalog (SQLite), inside OUT; its table
+ICEBERG_CATALOG = "_pulsarkit_iceberg_catalog.db"
+ICEBERG_TABLE = ("pulsarkit", "messages")
+#: pyiceberg deletes the metadata JSONs that fall out of the log itself, so that any file no snapshot
+#: reaches is the leftover of a run that did not commit
+ICEBERG_TABLE_PROPERTIES = {"write.metadata.delete-after-commit.enabled": "true"}
+TARGETS = ("parquet", "delta", "iceberg")
 PARTITION_COLUMNS = ("topic", "date")
 ENGINES = ("local", "spark", "spark-sql")
 #: the columns of the data files (the partition columns are in the directory names)
@@ -157,6 +186,8 @@ class ParquetState:
                 )
             self.doc = doc
         else:
+            if (out / ICEBERG_CATALOG).exists():
+                raise ExportRefused(f"{out} is a pulsarkit export to iceberg, not parquet")
             if out.exists() and any(p.name not in (LOCK_FILE,) for p in out.iterdir()) and not force:
                 raise ExportRefused(f"{out} exists and is not a pulsarkit export; pass --force to write into it")
             self.doc = {"format": FORMAT, "version": 1, "to": "parquet", "source": source, "marks": {}, "files": []}
@@ -164,6 +195,9 @@ class ParquetState:
 
     def marks(self) -> dict[str, tuple[int, int]]:
         return {t: (p[0], p[1]) for t, p in self.doc["marks"].items()}
+
+    def close(self) -> None:
+        pass
 
     def clean(self) -> None:
         """Removes what a run that did not commit left: staging, data files the marks file does not list."""
@@ -206,11 +240,16 @@ class DeltaState:
                 if found.get("source") != source and not other_source:
                     raise ExportRefused(f"{out} holds an export of {found.get('source')}, not {source}")
                 self.doc = found
+        elif (out / ICEBERG_CATALOG).exists():
+            raise ExportRefused(f"{out} is a pulsarkit export to iceberg, not delta")
         elif out.exists() and any(p.name != LOCK_FILE for p in out.iterdir()) and not force:
             raise ExportRefused(f"{out} exists and is not a pulsarkit export; pass --force to write into it")
 
     def marks(self) -> dict[str, tuple[int, int]]:
         return {t: (p[0], p[1]) for t, p in self.doc["marks"].items()}
+
+    def close(self) -> None:
+        pass
 
     def clean(self) -> None:
         shutil.rmtree(self.out / STAGING, ignore_errors=True)
@@ -230,6 +269,227 @@ class DeltaState:
             mode="append",
             commit_properties=self.deltalake.CommitProperties(custom_metadata={DELTA_MARKS_KEY: json.dumps(doc)}),
         )
+
+
+def _iceberg_type(t: pa.DataType, ids: Iterator[int]) -> Any:
+    """The Iceberg type of one of the export's Arrow column types (the only ones it has)."""
+    from pyiceberg import types as it
+
+    if pa.types.is_map(t):
+        kid, vid = next(ids), next(ids)
+        return it.MapType(kid, _iceberg_type(t.key_type, ids), vid, _iceberg_type(t.item_type, ids), False)
+    simple = {
+        pa.string(): it.StringType(),
+        pa.binary(): it.BinaryType(),
+        pa.int32(): it.IntegerType(),
+        pa.int64(): it.LongType(),
+        pa.bool_(): it.BooleanType(),
+    }
+    if t not in simple:
+        raise DataDirError(f"no Iceberg type for the export column type {t}")
+    return simple[t]
+
+
+def iceberg_schema() -> Any:
+    """The Iceberg schema of an export: the columns of the other targets, ``date`` a string as theirs."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import NestedField
+
+    fields = [*MESSAGE_FIELDS, ("date", pa.string())]
+    ids = iter(range(len(fields) + 1, 10_000))  # nested ids (the map's key and value) after the columns
+    return Schema(
+        *(NestedField(i, n, _iceberg_type(t, ids), required=False) for i, (n, t) in enumerate(fields, start=1))
+    )
+
+
+class IcebergState:
+    """Marks of an Iceberg export: the summary properties of the table's last pulsarkit snapshot.
+
+    The table lives in ``OUT`` (``metadata/``, ``data/topic=.../date=...``) and so does its catalog, a
+    SQLite file (:data:`ICEBERG_CATALOG`, pyiceberg's ``SqlCatalog``, warehouse ``OUT``): no server. The
+    catalog's row pointing at the current metadata JSON is the commit point; what an append writes
+    before it (data files, manifests, a metadata JSON) is invisible until then, and what a run that
+    died left of it is removed by the next run (:meth:`clean`)."""
+
+    def __init__(self, out: Path, source: str, *, force: bool, other_source: bool) -> None:
+        try:  # optional, and imported only here: the other commands start without it
+            import pyiceberg  # noqa: F401
+            import sqlalchemy  # noqa: F401  (the SQL catalog's)
+        except ImportError as e:
+            raise ExportRefused("--to iceberg needs the pyiceberg package (pip install 'pulsarkit[iceberg]')") from e
+        self.out = out
+        self.removed_leftovers: list[str] = []
+        self.doc: dict[str, Any] = {"marks": {}, "source": source}
+        self.metadata_location: str | None = None
+        self._catalog: Any = None
+        try:
+            self._check(force, other_source)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check(self, force: bool, other_source: bool) -> None:
+        out, source = self.out, self.doc["source"]
+        if (out / ICEBERG_CATALOG).is_file():
+            try:
+                table = self._table()
+            except FileNotFoundError as e:
+                raise ExportRefused(
+                    f"{out}: the metadata its Iceberg catalog points at is not there ({e}); an export moved from "
+                    "elsewhere? Iceberg metadata names its files by absolute path, so a moved export cannot be "
+                    "continued: export anew"
+                ) from None
+            found = None
+            if table is not None:
+                if os.path.realpath(_local_path(table.location())) != os.path.realpath(out):
+                    raise ExportRefused(
+                        f"{out} holds an Iceberg export made at {table.location()}; Iceberg metadata names its "
+                        "files by absolute path, so a moved export cannot be continued: export anew"
+                    )
+                found = self._last_marks(table)
+                if found is None and table.current_snapshot() is not None and not force:
+                    raise ExportRefused(
+                        f"{out} is an Iceberg table whose snapshots pulsarkit did not write; pass --force to append"
+                    )
+            if found is not None:
+                if found.get("source") != source and not other_source:
+                    raise ExportRefused(
+                        f"{out} holds an export of {found.get('source')}, not {source}; "
+                        "pass --other-source if this is the same data moved (ledger ids must be the same)"
+                    )
+                self.doc = found
+        elif (out / MARKS_FILE).exists() or (out / "_delta_log").exists():
+            raise ExportRefused(f"{out} is a Parquet or Delta export (or table), not an Iceberg export")
+        elif out.exists():
+            # clean() deletes what no snapshot lists under data/ and metadata/: never in folders of others
+            if (out / "metadata").exists() or (out / "data").exists():
+                raise ExportRefused(
+                    f"{out} is not a pulsarkit export and has a data/ or metadata/ folder (an Iceberg table?); "
+                    "pulsarkit writes Iceberg exports only into its own: export elsewhere"
+                )
+            if any(p.name != LOCK_FILE for p in out.iterdir()) and not force:
+                raise ExportRefused(f"{out} exists and is not a pulsarkit export; pass --force to write into it")
+
+    def catalog(self) -> Any:
+        """The export's own catalog (creates its SQLite file: call only under the lock, or on one that exists)."""
+        if self._catalog is None:
+            from pyiceberg.catalog.sql import SqlCatalog
+
+            # locations are plain absolute paths: pyiceberg takes them as they are (a file URI would
+            # have to be percent-encoded, and pyiceberg does not decode one)
+            self._catalog = SqlCatalog(
+                "pulsarkit", uri=f"sqlite:///{self.out / ICEBERG_CATALOG}", warehouse=str(self.out)
+            )
+        return self._catalog
+
+    def _table(self) -> Any:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self.catalog().load_table(ICEBERG_TABLE)
+        except NoSuchTableError:  # the first run died before its commit: the export is empty
+            return None
+
+    @staticmethod
+    def _last_marks(table: Any) -> dict[str, Any] | None:
+        from pyiceberg.table.snapshots import ancestors_of
+
+        for snap in ancestors_of(table.current_snapshot(), table.metadata):
+            if snap.summary is not None and ICEBERG_MARKS_KEY in snap.summary:
+                doc: dict[str, Any] = json.loads(str(snap.summary[ICEBERG_MARKS_KEY]))
+                return doc
+        return None
+
+    def marks(self) -> dict[str, tuple[int, int]]:
+        return {t: (p[0], p[1]) for t, p in self.doc["marks"].items()}
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.engine.dispose()  # closes the SQLite file
+
+    def _referenced(self, table: Any) -> set[str]:
+        """Every file the table's metadata reaches: metadata JSONs (current and logged), manifest lists,
+        manifests, data and delete files of every snapshot, statistics files."""
+        md = table.metadata
+        refs = {table.metadata_location, *(e.metadata_file for e in md.metadata_log)}
+        refs |= {s.statistics_path for s in md.statistics} | {s.statistics_path for s in md.partition_statistics}
+        seen: set[str] = set()
+        for snap in md.snapshots:
+            refs.add(snap.manifest_list)
+            for m in snap.manifests(table.io):
+                if m.manifest_path in seen:  # an append keeps the manifests of the snapshot before it
+                    continue
+                seen.add(m.manifest_path)
+                refs.add(m.manifest_path)
+                for e in m.fetch_manifest_entry(table.io, discard_deleted=False):
+                    refs.add(e.data_file.file_path)
+        return {os.path.realpath(_local_path(r)) for r in refs}
+
+    def clean(self) -> None:
+        """Removes what a run that did not commit left: staging, and the files of an append that no
+        snapshot reaches (data files, manifests, a metadata JSON the catalog does not point at)."""
+        shutil.rmtree(self.out / STAGING, ignore_errors=True)
+        if not (self.out / ICEBERG_CATALOG).is_file():
+            return
+        table = self._table()
+        refs = self._referenced(table) if table is not None else set()
+        for folder, suffixes in (("data", (".parquet",)), ("metadata", (".avro", ".metadata.json"))):
+            for f in sorted((self.out / folder).rglob("*")) if (self.out / folder).is_dir() else []:
+                if f.is_file() and f.name.endswith(suffixes) and os.path.realpath(f) not in refs:
+                    f.unlink()
+                    self.removed_leftovers.append(str(f.relative_to(self.out)))
+                    for d in f.parents:  # the partition folders only it was in
+                        if d == self.out / folder or any(d.iterdir()):
+                            break
+                        d.rmdir()
+
+    def commit_table(self, data: pa.Table, marks: dict[str, tuple[int, int]], run: dict[str, Any]) -> None:
+        """One append, one snapshot: the data files and the marks (its summary properties) commit together."""
+        doc = {
+            "format": FORMAT,
+            "version": 1,
+            "source": self.doc["source"],
+            "marks": {**self.doc["marks"], **{t: list(p) for t, p in marks.items()}},
+            "run": run,
+        }
+        props = {ICEBERG_MARKS_KEY: json.dumps(doc, sort_keys=True)}
+        table = self._table()
+        if table is None:
+            from pyiceberg.partitioning import PartitionField, PartitionSpec
+            from pyiceberg.transforms import IdentityTransform
+
+            schema = iceberg_schema()
+            spec = PartitionSpec(
+                *(
+                    PartitionField(schema.find_field(n).field_id, 1000 + i, IdentityTransform(), n)
+                    for i, n in enumerate(PARTITION_COLUMNS)
+                )
+            )
+            catalog = self.catalog()
+            catalog.create_namespace_if_not_exists(ICEBERG_TABLE[0])
+            # the table and its first snapshot in one catalog commit
+            tx = catalog.create_table_transaction(
+                ICEBERG_TABLE,
+                schema,
+                location=str(self.out),
+                partition_spec=spec,
+                properties=ICEBERG_TABLE_PROPERTIES,
+            )
+            tx.append(data, snapshot_properties=props)
+            table = tx.commit_transaction()
+        else:
+            table.append(data, snapshot_properties=props)
+        self.metadata_location = table.metadata_location
+
+
+def _local_path(location: str) -> str:
+    """The local path of an Iceberg location (``/x`` as pulsarkit writes them, or ``file:///x``). Iceberg
+    locations are not percent-decoded: a ``%3A`` in one is in the file's name (partition directories)."""
+    if location.startswith("file:"):
+        return "/" + location[len("file:") :].lstrip("/")
+    if "://" in location:
+        raise ExportRefused(f"{location}: an Iceberg export lives on the local file system")
+    return location
 
 
 # ----------------------------------------------------------------------------------- engines
@@ -382,8 +642,8 @@ def export(
     log: Any = None,
 ) -> dict[str, Any]:
     """Exports the messages added since the last run (see the module doc); returns the summary."""
-    if to not in ("parquet", "delta"):
-        raise DataDirError(f"--to must be parquet or delta, not {to!r}")
+    if to not in TARGETS:
+        raise DataDirError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
     if engine not in ENGINES:
         raise DataDirError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     t0 = time.perf_counter()
@@ -399,18 +659,23 @@ def export(
         raise ExportRefused(f"{out} is a symbolic link; pulsarkit never writes through one")
     if root.exists() and not root.is_dir():
         raise ExportRefused(f"{out} exists and is not a directory")
-    state_cls = ParquetState if to == "parquet" else DeltaState
-    state = state_cls(root, source, force=force, other_source=other_source)
+    state: ParquetState | DeltaState | IcebergState
+    if to == "parquet":
+        state = ParquetState(root, source, force=force, other_source=other_source)
+    elif to == "delta":
+        state = DeltaState(root, source, force=force, other_source=other_source)
+    else:
+        state = IcebergState(root, source, force=force, other_source=other_source)
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root):
+    with _locked(root), contextlib.closing(state):
         state.clean()
         if state.removed_leftovers:
             log(f"removed {len(state.removed_leftovers)} file(s) of a run that did not commit")
         before = state.marks()
         filters = [("topic", "in", frozenset(_resolve(source, topics)))] if topics else []
         p = plan([source], after={source: before}, filters=filters, max_partition_bytes=max_partition_bytes)
-        for i in p.issues:
-            log(f"warning: {i}")
+        for issue in p.issues:
+            log(f"warning: {issue}")
         marks = p.marks.get(source, {})
         warnings = _gaps(before, p.topic_ledgers.get(source, {}))
         for w in warnings:
@@ -446,9 +711,15 @@ def export(
             prog.close()
         staged = _staged_files(staging) if staging.exists() else []
         rows = _summary_rows(staged)
-        run = {"run": run_id, "time": _now_ms(), "engine": engine, "rows": sum(rows.values()), "files": len(staged)}
+        run: dict[str, Any] = {
+            "run": run_id,
+            "time": _now_ms(),
+            "engine": engine,
+            "rows": sum(rows.values()),
+            "files": len(staged),
+        }
         files: list[str] = []
-        if to == "parquet":
+        if isinstance(state, ParquetState):
             for i, f in enumerate(staged):
                 dest = root / _partition_dir(f) / f"part-{run_id}-{i:05d}.parquet"
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -487,19 +758,24 @@ def export(
         "removed_leftovers": state.removed_leftovers,
         "warnings": warnings,
         "issues": p.issues,
+        **({"metadata": state.metadata_location} if isinstance(state, IcebergState) else {}),
         "seconds": round(time.perf_counter() - t0, 3),
     }
 
 
 @command(
     "export",
-    help="export the messages of a data directory to a Parquet dataset or a Delta table, partitioned by "
-    "topic and date, incrementally (a rerun exports only what was added since)",
+    help="export the messages of a data directory to a Parquet dataset, a Delta table or an Iceberg table, "
+    "partitioned by topic and date, incrementally (a rerun exports only what was added since)",
 )
 def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("data_dir", metavar="DATA_DIR", help="a standalone's data directory (metadata/ + bookkeeper/)")
     p.add_argument(
-        "--to", nargs=2, metavar=("FORMAT", "PATH"), required=True, help="parquet PATH, or delta PATH (deltalake)"
+        "--to",
+        nargs=2,
+        metavar=("FORMAT", "PATH"),
+        required=True,
+        help="parquet PATH, delta PATH (deltalake) or iceberg PATH (pyiceberg)",
     )
     p.add_argument(
         "--engine",
