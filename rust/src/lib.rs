@@ -11,6 +11,7 @@
 pub mod bookkeeper;
 pub mod bulk;
 pub mod codec;
+mod columns;
 pub mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;

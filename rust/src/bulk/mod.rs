@@ -11,14 +11,13 @@ use crate::codec::entry::{
 use crate::codec::metascan::{scan_metadata, MetaFields};
 use crate::error::{Error, Result};
 use arrow_array::builder::*;
-use arrow_array::types::{ArrowPrimitiveType, ByteArrayType, GenericBinaryType, Int32Type, Int64Type};
-use arrow_array::{
-    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, GenericByteArray, GenericStringArray, MapArray,
-    OffsetSizeTrait, PrimitiveArray, RecordBatch, StringArray, StructArray,
-};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
+use arrow_array::types::{ByteArrayType, GenericBinaryType, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BinaryViewArray, GenericByteArray, OffsetSizeTrait, PrimitiveArray, RecordBatch};
+use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
+
+use crate::columns::{Bools, Prim, PushBools, PushMap, PushPrim, PushVar, Var};
 
 /// A column of entry bytes, whichever binary layout it came in.
 pub enum EntryColumn<'a> {
@@ -315,109 +314,6 @@ fn raw<'a>(d: &Decoded<'a>, r: &Option<std::ops::Range<usize>>) -> Option<&'a [u
     r.as_ref().map(|r| &data[base + r.start..base + r.end])
 }
 
-/// Column accumulators for `decode_metadata`, one slot per input row. Arrow's builders cost an
-/// out-of-line call per append, which dominated this 29-column loop; here a present value is two plain
-/// stores into zeroed memory and an absent one only bumps a counter, so all-valid and all-null columns
-/// (the common cases) skip building a bitmap.
-struct Prim<T: ArrowPrimitiveType> {
-    vals: Vec<T::Native>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl<T: ArrowPrimitiveType> Prim<T> {
-    fn new(n: usize) -> Self {
-        Prim { vals: vec![T::Native::default(); n], valid: vec![false; n], nulls: 0 }
-    }
-    #[inline(always)]
-    fn set(&mut self, i: usize, v: Option<T::Native>) {
-        match v {
-            Some(x) => {
-                self.vals[i] = x;
-                self.valid[i] = true;
-            }
-            None => self.nulls += 1,
-        }
-    }
-    fn finish(self) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        Arc::new(PrimitiveArray::<T>::new(self.vals.into(), nulls))
-    }
-}
-
-struct Bools {
-    vals: Vec<bool>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl Bools {
-    fn new(n: usize) -> Self {
-        Bools { vals: vec![false; n], valid: vec![false; n], nulls: 0 }
-    }
-    #[inline(always)]
-    fn set(&mut self, i: usize, v: Option<bool>) {
-        match v {
-            Some(x) => {
-                self.vals[i] = x;
-                self.valid[i] = true;
-            }
-            None => self.nulls += 1,
-        }
-    }
-    fn finish(self) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        Arc::new(BooleanArray::new(BooleanBuffer::from(self.vals), nulls))
-    }
-}
-
-/// Variable-width values with i32 offsets, appended in row order; `utf8` picks Utf8 or Binary.
-struct Var {
-    offsets: Vec<i32>,
-    data: Vec<u8>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl Var {
-    fn new(n: usize, bytes: usize) -> Self {
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(0);
-        Var { offsets, data: Vec::with_capacity(bytes), valid: vec![false; n], nulls: 0 }
-    }
-    #[inline(always)]
-    fn push(&mut self, i: usize, v: Option<&[u8]>) {
-        match v {
-            Some(b) => {
-                self.data.extend_from_slice(b);
-                self.valid[i] = true;
-            }
-            None => self.nulls += 1,
-        }
-        // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
-        self.offsets.push(i32::try_from(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
-    }
-    fn finish(self, utf8: bool) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        let offsets = OffsetBuffer::new(self.offsets.into());
-        let values = Buffer::from_vec(self.data);
-        if utf8 {
-            // Every value was checked with from_utf8 before it was pushed.
-            Arc::new(StringArray::try_new(offsets, values, nulls).expect("values were validated as UTF-8"))
-        } else {
-            Arc::new(BinaryArray::try_new(offsets, values, nulls).expect("offsets are consistent"))
-        }
-    }
-}
-
-fn nulls(valid: Vec<bool>, count: usize) -> Option<NullBuffer> {
-    match count {
-        0 => None,
-        c if c == valid.len() => Some(NullBuffer::new_null(c)),
-        _ => Some(NullBuffer::from(valid)),
-    }
-}
-
 /// Decodes framing, broker entry metadata and the commonly used MessageMetadata fields into columns.
 pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch {
     let n = col.len();
@@ -598,148 +494,6 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
             err.finish(true),
         ],
     )
-}
-
-/// Push-based column accumulators for `explode_messages`, whose row count is only known at the
-/// end. Like [`Prim`]/[`Var`]: plain vector stores instead of Arrow builders' out-of-line appends,
-/// and no bitmap for all-valid or all-null columns.
-struct PushPrim<T: ArrowPrimitiveType> {
-    vals: Vec<T::Native>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl<T: ArrowPrimitiveType> PushPrim<T> {
-    fn new(n: usize) -> Self {
-        PushPrim { vals: Vec::with_capacity(n), valid: Vec::with_capacity(n), nulls: 0 }
-    }
-    #[inline(always)]
-    fn push(&mut self, v: Option<T::Native>) {
-        self.vals.push(v.unwrap_or_default());
-        self.valid.push(v.is_some());
-        self.nulls += usize::from(v.is_none());
-    }
-    fn finish(self) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        Arc::new(PrimitiveArray::<T>::new(self.vals.into(), nulls))
-    }
-}
-
-struct PushBools {
-    vals: Vec<bool>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl PushBools {
-    fn new(n: usize) -> Self {
-        PushBools { vals: Vec::with_capacity(n), valid: Vec::with_capacity(n), nulls: 0 }
-    }
-    #[inline(always)]
-    fn push(&mut self, v: Option<bool>) {
-        self.vals.push(v.unwrap_or_default());
-        self.valid.push(v.is_some());
-        self.nulls += usize::from(v.is_none());
-    }
-    fn finish(self) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        Arc::new(BooleanArray::new(BooleanBuffer::from(self.vals), nulls))
-    }
-}
-
-/// Variable-width values appended in row order, with `O` offsets.
-struct PushVar<O: OffsetSizeTrait> {
-    offsets: Vec<O>,
-    data: Vec<u8>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl<O: OffsetSizeTrait> PushVar<O> {
-    fn new(n: usize, bytes: usize) -> Self {
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(O::zero());
-        PushVar { offsets, data: Vec::with_capacity(bytes), valid: Vec::with_capacity(n), nulls: 0 }
-    }
-    #[inline(always)]
-    fn push(&mut self, v: Option<&[u8]>) {
-        if let Some(b) = v {
-            if b.len() <= 16 {
-                // Keys, property strings and small payloads: a byte loop beats a memcpy call.
-                self.data.reserve(16);
-                for &x in b {
-                    self.data.push(x);
-                }
-            } else {
-                self.data.extend_from_slice(b);
-            }
-        }
-        self.valid.push(v.is_some());
-        self.nulls += usize::from(v.is_none());
-        // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
-        self.offsets.push(O::from_usize(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
-    }
-    fn parts(self) -> (OffsetBuffer<O>, Buffer, Option<NullBuffer>) {
-        let nulls = nulls(self.valid, self.nulls);
-        (OffsetBuffer::new(self.offsets.into()), Buffer::from_vec(self.data), nulls)
-    }
-    fn binary(self) -> ArrayRef {
-        let (o, v, n) = self.parts();
-        Arc::new(GenericByteArray::<GenericBinaryType<O>>::try_new(o, v, n).expect("offsets are consistent"))
-    }
-    fn utf8(self) -> ArrayRef {
-        let (o, v, n) = self.parts();
-        // Every value pushed was checked as UTF-8 (try_new checks the buffer again, in one pass).
-        Arc::new(GenericStringArray::<O>::try_new(o, v, n).expect("values are UTF-8"))
-    }
-}
-
-/// `map<string, string>` as Arrow's `MapBuilder` lays it out (entries/keys/values, unsorted).
-struct PushMap {
-    offsets: Vec<i32>,
-    keys: PushVar<i32>,
-    values: PushVar<i32>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl PushMap {
-    fn new(n: usize) -> Self {
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(0);
-        PushMap {
-            offsets,
-            keys: PushVar::new(0, 0),
-            values: PushVar::new(0, 0),
-            valid: Vec::with_capacity(n),
-            nulls: 0,
-        }
-    }
-    #[inline(always)]
-    fn push<'a>(&mut self, kvs: Option<impl Iterator<Item = (&'a [u8], &'a [u8])>>) {
-        self.valid.push(kvs.is_some());
-        self.nulls += usize::from(kvs.is_none());
-        for (k, v) in kvs.into_iter().flatten() {
-            self.keys.push(Some(k));
-            self.values.push(Some(v));
-        }
-        self.offsets.push(i32::try_from(self.keys.valid.len()).expect("more than 2^31 map entries"));
-    }
-    fn data_type() -> DataType {
-        DataType::Map(Arc::new(Field::new("entries", DataType::Struct(Self::fields()), false)), false)
-    }
-    fn fields() -> arrow_schema::Fields {
-        vec![Field::new("keys", DataType::Utf8, false), Field::new("values", DataType::Utf8, true)].into()
-    }
-    fn finish(self) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        let entries = StructArray::new(Self::fields(), vec![self.keys.utf8(), self.values.utf8()], None);
-        let field = Arc::new(Field::new("entries", DataType::Struct(Self::fields()), false));
-        Arc::new(
-            MapArray::try_new(field, OffsetBuffer::new(self.offsets.into()), entries, nulls, false)
-                .expect("map offsets are consistent"),
-        )
-    }
 }
 
 /// The output columns of [`explode_messages`], appended row by row.

@@ -7,7 +7,9 @@ use super::format::make_location;
 use super::scan::{Record, ScanIssue, ScanOptions, ScanSummary, Scanner};
 use super::{AnySource, FileSource, LogResult, MmapSource};
 use crate::bookkeeper::digest::{detect_digest_type, DigestType, Digester, BOOKIE_HEADER_SIZE};
-use arrow_array::builder::{BinaryBuilder, BinaryViewBuilder, BooleanBuilder, Int64Builder, StringBuilder};
+use crate::columns::{PushBools, PushPrim, PushVar};
+use arrow_array::builder::BinaryViewBuilder;
+use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -92,7 +94,7 @@ pub fn schema_for(payload: PayloadType) -> SchemaRef {
 }
 
 enum Payload {
-    Binary(BinaryBuilder),
+    Binary(PushVar<i32>),
     /// Views into mapped files; `block` is the builder block of the file in use (by scan index).
     View {
         b: BinaryViewBuilder,
@@ -109,7 +111,7 @@ struct FileRef<'a> {
 impl Payload {
     fn append_null(&mut self) {
         match self {
-            Payload::Binary(b) => b.append_null(),
+            Payload::Binary(b) => b.push(None),
             Payload::View { b, .. } => b.append_null(),
         }
     }
@@ -117,7 +119,7 @@ impl Payload {
     /// Appends `data`, found at `file_offset` in the file, as a view when the file is mapped.
     fn append(&mut self, data: &[u8], file_offset: u64, file: &FileRef<'_>) {
         match self {
-            Payload::Binary(b) => b.append_value(data),
+            Payload::Binary(b) => b.push(Some(data)),
             Payload::View { b, block } => {
                 if let Some(map) = file.map.filter(|m| m.len() < u32::MAX as usize && !m.is_empty()) {
                     let id = match block {
@@ -148,27 +150,27 @@ impl Payload {
 
     fn finish(self) -> ArrayRef {
         match self {
-            Payload::Binary(mut b) => Arc::new(b.finish()),
+            Payload::Binary(b) => b.binary(),
             Payload::View { mut b, .. } => Arc::new(b.finish()),
         }
     }
 }
 
 struct Cols {
-    log_id: Int64Builder,
-    offset: Int64Builder,
-    location: Int64Builder,
-    ledger_id: Int64Builder,
-    entry_id: Int64Builder,
-    lac: Int64Builder,
-    ledger_length: Int64Builder,
-    size: Int64Builder,
-    digest_type: StringBuilder,
-    digest_ok: BooleanBuilder,
+    log_id: PushPrim<Int64Type>,
+    offset: PushPrim<Int64Type>,
+    location: PushPrim<Int64Type>,
+    ledger_id: PushPrim<Int64Type>,
+    entry_id: PushPrim<Int64Type>,
+    lac: PushPrim<Int64Type>,
+    ledger_length: PushPrim<Int64Type>,
+    size: PushPrim<Int64Type>,
+    digest_type: PushVar<i32>,
+    digest_ok: PushBools,
     payload: Payload,
     payload_type: PayloadType,
-    issue: StringBuilder,
-    error: StringBuilder,
+    issue: PushVar<i32>,
+    error: PushVar<i32>,
     rows: usize,
     bytes: usize,
 }
@@ -176,23 +178,23 @@ struct Cols {
 impl Cols {
     fn new(rows: usize, bytes: usize, payload_type: PayloadType) -> Self {
         Cols {
-            log_id: Int64Builder::with_capacity(rows),
-            offset: Int64Builder::with_capacity(rows),
-            location: Int64Builder::with_capacity(rows),
-            ledger_id: Int64Builder::with_capacity(rows),
-            entry_id: Int64Builder::with_capacity(rows),
-            lac: Int64Builder::with_capacity(rows),
-            ledger_length: Int64Builder::with_capacity(rows),
-            size: Int64Builder::with_capacity(rows),
-            digest_type: StringBuilder::with_capacity(rows, rows * 6),
-            digest_ok: BooleanBuilder::with_capacity(rows),
+            log_id: PushPrim::new(rows),
+            offset: PushPrim::new(rows),
+            location: PushPrim::new(rows),
+            ledger_id: PushPrim::new(rows),
+            entry_id: PushPrim::new(rows),
+            lac: PushPrim::new(rows),
+            ledger_length: PushPrim::new(rows),
+            size: PushPrim::new(rows),
+            digest_type: PushVar::new(rows, rows * 6),
+            digest_ok: PushBools::new(rows),
             payload: match payload_type {
-                PayloadType::Binary => Payload::Binary(BinaryBuilder::with_capacity(rows, bytes)),
+                PayloadType::Binary => Payload::Binary(PushVar::new(rows, bytes)),
                 PayloadType::BinaryView => Payload::View { b: BinaryViewBuilder::with_capacity(rows), block: None },
             },
             payload_type,
-            issue: StringBuilder::new(),
-            error: StringBuilder::new(),
+            issue: PushVar::new(rows, 0),
+            error: PushVar::new(rows, 0),
             rows: 0,
             bytes: 0,
         }
@@ -207,28 +209,28 @@ impl Cols {
         file: &FileRef<'_>,
     ) {
         let d = r.data;
-        self.log_id.append_value(log_id as i64);
-        self.offset.append_value(r.offset as i64);
-        self.location.append_value(make_location(log_id, r.offset + 4) as i64);
-        self.ledger_id.append_value(r.ledger_id);
-        self.entry_id.append_value(r.entry_id);
-        self.size.append_value(d.len() as i64);
-        self.issue.append_null();
+        self.log_id.push(Some(log_id as i64));
+        self.offset.push(Some(r.offset as i64));
+        self.location.push(Some(make_location(log_id, r.offset + 4) as i64));
+        self.ledger_id.push(Some(r.ledger_id));
+        self.entry_id.push(Some(r.entry_id));
+        self.size.push(Some(d.len() as i64));
+        self.issue.push(None);
         if d.len() < BOOKIE_HEADER_SIZE {
-            self.lac.append_null();
-            self.ledger_length.append_null();
-            self.digest_type.append_null();
-            self.digest_ok.append_null();
+            self.lac.push(None);
+            self.ledger_length.push(None);
+            self.digest_type.push(None);
+            self.digest_ok.push(None);
             self.payload.append_null();
-            self.error.append_value(format!(
+            self.error.push_str(&format!(
                 "record of {} bytes is shorter than the {BOOKIE_HEADER_SIZE}-byte bookie entry header",
                 d.len()
             ));
             self.rows += 1;
             return;
         }
-        self.lac.append_value(i64::from_be_bytes(d[16..24].try_into().unwrap()));
-        self.ledger_length.append_value(i64::from_be_bytes(d[24..32].try_into().unwrap()));
+        self.lac.push(Some(i64::from_be_bytes(d[16..24].try_into().unwrap())));
+        self.ledger_length.push(Some(i64::from_be_bytes(d[24..32].try_into().unwrap())));
         let kind = match mode {
             DigestMode::Fixed(g) => Some((g.kind(), Some(g))),
             DigestMode::Auto { mac } => match known.get(&r.ledger_id) {
@@ -240,19 +242,19 @@ impl Cols {
             },
         };
         let Some((t, fixed)) = kind else {
-            self.digest_type.append_null();
-            self.digest_ok.append_value(false);
+            self.digest_type.push(None);
+            self.digest_ok.push(Some(false));
             self.payload.append_null();
-            self.error.append_value("no digest type (CRC32C, CRC32, MAC) verifies this entry");
+            self.error.push_str("no digest type (CRC32C, CRC32, MAC) verifies this entry");
             self.rows += 1;
             return;
         };
         let n = t.digest_len();
-        self.digest_type.append_value(t.name());
+        self.digest_type.push(Some(t.name().as_bytes()));
         if d.len() < BOOKIE_HEADER_SIZE + n {
-            self.digest_ok.append_value(false);
+            self.digest_ok.push(Some(false));
             self.payload.append_null();
-            self.error.append_value(format!(
+            self.error.push_str(&format!(
                 "record of {} bytes cannot hold the bookie header and a {}-byte {} digest",
                 d.len(),
                 n,
@@ -263,7 +265,7 @@ impl Cols {
         }
         let payload = &d[BOOKIE_HEADER_SIZE + n..];
         if t == DigestType::Dummy {
-            self.digest_ok.append_null();
+            self.digest_ok.push(None);
         } else {
             let ok = match (fixed, mode) {
                 (Some(g), _) => {
@@ -284,46 +286,46 @@ impl Cols {
                 }
                 (None, DigestMode::Fixed(_)) => unreachable!(),
             };
-            self.digest_ok.append_value(ok);
+            self.digest_ok.push(Some(ok));
         }
         self.payload.append(payload, r.offset + 4 + (BOOKIE_HEADER_SIZE + n) as u64, file);
-        self.error.append_null();
+        self.error.push(None);
         self.bytes += payload.len();
         self.rows += 1;
     }
 
     fn push_issue(&mut self, log_id: u64, i: &ScanIssue) {
-        self.log_id.append_value(log_id as i64);
-        self.offset.append_value(i.offset as i64);
-        self.location.append_null();
-        self.ledger_id.append_null();
-        self.entry_id.append_null();
-        self.lac.append_null();
-        self.ledger_length.append_null();
-        self.size.append_value(i.length as i64);
-        self.digest_type.append_null();
-        self.digest_ok.append_null();
+        self.log_id.push(Some(log_id as i64));
+        self.offset.push(Some(i.offset as i64));
+        self.location.push(None);
+        self.ledger_id.push(None);
+        self.entry_id.push(None);
+        self.lac.push(None);
+        self.ledger_length.push(None);
+        self.size.push(Some(i.length as i64));
+        self.digest_type.push(None);
+        self.digest_ok.push(None);
         self.payload.append_null();
-        self.issue.append_value(i.kind.name());
-        self.error.append_value(&i.message);
+        self.issue.push_str(i.kind.name());
+        self.error.push_str(&i.message);
         self.rows += 1;
     }
 
-    fn finish(mut self) -> RecordBatch {
+    fn finish(self) -> RecordBatch {
         let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.log_id.finish()),
-            Arc::new(self.offset.finish()),
-            Arc::new(self.location.finish()),
-            Arc::new(self.ledger_id.finish()),
-            Arc::new(self.entry_id.finish()),
-            Arc::new(self.lac.finish()),
-            Arc::new(self.ledger_length.finish()),
-            Arc::new(self.size.finish()),
-            Arc::new(self.digest_type.finish()),
-            Arc::new(self.digest_ok.finish()),
+            self.log_id.finish(),
+            self.offset.finish(),
+            self.location.finish(),
+            self.ledger_id.finish(),
+            self.entry_id.finish(),
+            self.lac.finish(),
+            self.ledger_length.finish(),
+            self.size.finish(),
+            self.digest_type.utf8(),
+            self.digest_ok.finish(),
             self.payload.finish(),
-            Arc::new(self.issue.finish()),
-            Arc::new(self.error.finish()),
+            self.issue.utf8(),
+            self.error.utf8(),
         ];
         RecordBatch::try_new(schema_for(self.payload_type), cols).expect("columns match the schema")
     }
