@@ -46,18 +46,22 @@ so no catalog server is needed. Read it with pyiceberg::
 
     from pyiceberg.catalog.sql import SqlCatalog
     catalog = SqlCatalog("pulsarkit", uri=f"sqlite:///{OUT}/_pulsarkit_iceberg_catalog.db", warehouse=OUT)
-    table = catalog.load_table("pulsarkit.messages").scan().to_arrow()
+    rows = catalog.load_table("pulsarkit.messages").scan().to_arrow()
 
-or with any Iceberg reader given the current metadata JSON (``metadata`` in the ``--json`` summary;
-pyiceberg's ``StaticTable.from_metadata(path)``, Spark's ``spark.read.format("iceberg").load(path)``).
+or with any Iceberg reader given the current metadata JSON (``metadata`` in the ``--json`` summary):
+pyiceberg's ``StaticTable.from_metadata(path)``, or Spark with Iceberg's Spark runtime jar,
+``spark.read.format("iceberg").load(path)`` (``path + "#snapshots"`` lists the snapshots and their
+marks). The Spark read was checked by hand, not by the tests: Spark 4.1.4 with
+iceberg-spark-runtime-4.1_2.13 1.11.0 read the same rows; the tests run PySpark 4.3, for which
+Iceberg 1.11.0, the newest release then, has no runtime (the 4.1 one fails to load on it).
 Iceberg metadata names files by absolute path: a moved ``OUT`` no longer reads through its metadata,
 and further runs into it are refused.
 
 An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, a
 Delta table without pulsarkit marks) is refused without ``--force`` (for Iceberg, one with a ``data/``
 or ``metadata/`` folder always: a run deletes the files there that no snapshot reaches); marks from
-another data directory are refused without ``--other-source``. An unreadable entry stops the export (exit 1) unless
-``--skip-unreadable``, so that a mark never moves past a message that was not exported.
+another data directory are refused without ``--other-source``. An unreadable entry stops the export
+(exit 1) unless ``--skip-unreadable``, so that a mark never moves past a message that was not exported.
 """
 
 from __future__ import annotations
@@ -313,8 +317,7 @@ class IcebergState:
 
     def __init__(self, out: Path, source: str, *, force: bool, other_source: bool) -> None:
         try:  # optional, and imported only here: the other commands start without it
-            import pyiceberg  # noqa: F401
-            import sqlalchemy  # noqa: F401  (the SQL catalog's)
+            import pyiceberg.catalog.sql  # noqa: F401  (needs sqlalchemy: the extra sql-sqlite)
         except ImportError as e:
             raise ExportRefused("--to iceberg needs the pyiceberg package (pip install 'pulsarkit[iceberg]')") from e
         self.out = out
