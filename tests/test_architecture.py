@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "python" / "pulsarkit"
 #: Third-party packages that are optional extras; only these may be imported inside functions.
-OPTIONAL = {"pyspark", "pandas", "rich", "tqdm", "pulsar", "deltalake"}
+OPTIONAL = {"pyspark", "pandas", "rich", "tqdm", "pulsar", "deltalake", "pyiceberg"}
 
 
 def _modules() -> list[Path]:
