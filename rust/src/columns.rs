@@ -192,6 +192,10 @@ impl<O: OffsetSizeTrait> PushVar<O> {
         // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
         self.offsets.push(O::from_usize(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
     }
+    /// Room for `bytes` more value bytes; false when the allocator refuses.
+    pub(crate) fn reserve(&mut self, bytes: usize) -> bool {
+        self.data.try_reserve_exact(bytes).is_ok()
+    }
     /// A string value (for the UTF-8 columns).
     #[inline(always)]
     pub(crate) fn push_str(&mut self, v: &str) {

@@ -542,11 +542,14 @@ struct MessageFields<'a, P: Iterator<Item = (&'a [u8], &'a [u8])>> {
 
 impl ExplodeRows {
     fn new(n: usize, bytes: usize) -> Self {
-        // Sized from the input: reallocating the payload buffer while it grows would copy it again.
+        let mut payload = PushVar::new(n, 0);
+        // Sized up front (see `payload_estimate`): growing by doubling would copy the payloads again
+        // and fault in every larger buffer. A refused reservation only means growing as needed.
+        let _ = payload.reserve(bytes);
         ExplodeRows {
             entry_index: Vec::with_capacity(n),
             batch_index: PushPrim::new(n),
-            payload: PushVar::new(n, bytes),
+            payload,
             key: PushVar::new(n, 0),
             okey: PushVar::new(n, 0),
             props: PushMap::new(n),
@@ -600,6 +603,24 @@ impl ExplodeRows {
     }
 }
 
+/// The bytes of payload explode will emit: each entry's stored payload, or its declared uncompressed
+/// size within `limit`. Declared sizes are input, so the total is capped at 64x the input; it only
+/// sizes a reservation, never a read.
+fn payload_estimate(col: &EntryColumn, limit: usize) -> usize {
+    let mut total = 0usize;
+    for i in 0..col.len() {
+        let Some(d) = col.get(i) else { continue };
+        let Ok(layout) = parse_layout(d) else { continue };
+        let stored = layout.payload.len();
+        let out = match scan_metadata(&d[layout.metadata.clone()]) {
+            Ok(m) if m.compression != 0 => (m.uncompressed_size as usize).min(limit),
+            _ => stored,
+        };
+        total = total.saturating_add(out);
+    }
+    total.min(col.total_bytes().saturating_mul(64))
+}
+
 /// Explodes entries into one row per message, decompressing and splitting batches.
 /// `entry_index` points back at the input row, so callers can carry ledger/entry ids along.
 /// A corrupt entry yields exactly one row with `batch_index` null and the `error` set.
@@ -614,7 +635,7 @@ pub fn explode_messages(
     limit: usize,
 ) -> RecordBatch {
     let n = col.len();
-    let mut out = ExplodeRows::new(n, col.total_bytes());
+    let mut out = ExplodeRows::new(n, payload_estimate(col, limit));
     let mut recs: Vec<RecordRef> = Vec::new();
     let mut prop_ranges = Vec::new();
     let mut scratch = Vec::new();
