@@ -1,6 +1,6 @@
 """pulsarkit against the Java implementations it replaces, on the same input files, in one run.
 
-    python bench/java_compare.py                 # full sizes (~8-10 min on 2 cores), table on stdout
+    python bench/java_compare.py                 # full sizes (~10-12 min on 2 cores), table on stdout
     python bench/java_compare.py --quick         # tiny inputs, each Java benchmark once (smoke test, < 60 s)
     python bench/java_compare.py --only txn,rebatch --rounds 3   # some comparisons only
 
