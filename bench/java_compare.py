@@ -383,6 +383,8 @@ def build_java(project: Path = JAVA_PROJECT, build: Path = BUILD, force: bool = 
             file=sys.stderr,
         )
         subprocess.run(base, check=True)
+    # Maven rewrites classpath.txt only when the classpath changes: mark the build as done for the check above.
+    stamp.touch()
 
 
 def _java_cp(build: Path = BUILD) -> str:
