@@ -103,6 +103,16 @@ class Layout:
         return list(dict.fromkeys(b for ens in self.ensembles for b in ens))
 
 
+def read_order(layout: Layout | None, holders: Sequence[str], entry_id: int) -> list[str]:
+    """The bookie ids holding a copy of an entry (``holders``), in the order a reader tries them: those
+    of its write set in write-set order, then the others in the order given (all of them in that
+    order without a layout). The data sources' readers use it too, on what a partition carries."""
+    if layout is None:
+        return list(holders)
+    first = [b for b in layout.write_set(entry_id) if b in holders]
+    return first + [b for b in holders if b not in first]
+
+
 # ------------------------------------------------------------------------------ replica set
 
 
@@ -135,15 +145,10 @@ class ReplicaSet:
         return [b for b in self.bookies if entry_id in b.entry_ids(ledger_id)]
 
     def read_order(self, ledger_id: int, entry_id: int) -> list[Bookie]:
-        """The bookies holding a copy, in the order they are read: the write set's, in write-set
-        order, then the others in the order given."""
+        """The bookies holding a copy, in the order they are read (:func:`read_order`)."""
         holders = self.holders(ledger_id, entry_id)
-        lay = self.layout(ledger_id)
-        if lay is None:
-            return holders
-        ws = lay.write_set(entry_id)
-        first = [self.by_id[b] for b in ws if b in self.by_id and self.by_id[b] in holders]
-        return first + [b for b in holders if b not in first]
+        ids = read_order(self.layout(ledger_id), [b.bookie_id for b in holders], entry_id)
+        return [self.by_id[b] for b in ids]
 
     def present(self, ledger_id: int) -> set[int]:
         """Entries of a ledger any bookie holds."""
@@ -449,6 +454,7 @@ __all__ = [
     "Layout",
     "ReplicaReport",
     "ReplicaSet",
+    "read_order",
     "replica_report",
     "replica_set",
     "write_set",
