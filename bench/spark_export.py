@@ -39,6 +39,7 @@ TOPICS = [
     ("public/default/persistent/audit", "SNAPPY"),
     ("public/default/persistent/metrics", "NONE"),
 ]
+T0 = 1_700_000_000_000
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
 
 
@@ -54,10 +55,21 @@ def _message(rng: random.Random, i: int) -> bytes:
     return json.dumps(fields).encode()
 
 
-def build(root: Path, size_mb: int, seed: int = 7) -> dict:
+def topic_list(n: int = len(TOPICS)) -> list[tuple[str, str]]:
+    """The first ``n`` topics: :data:`TOPICS`, then ``more-<i>`` ones cycling through the codecs."""
+    codecs = [c for _, c in TOPICS]
+    extra = [(f"public/default/persistent/more-{i}", codecs[i % len(codecs)]) for i in range(max(n - len(TOPICS), 0))]
+    return (TOPICS + extra)[:n]
+
+
+def build(root: Path, size_mb: int, seed: int = 7, topics: int = len(TOPICS), hours: float | None = None) -> dict:
+    """Writes the directory. ``topics``: how many (:func:`topic_list`); ``hours``: publish times spread
+    evenly over that many hours from ``T0`` as the logs fill (default: 50 ms per message, seconds
+    to hours depending on the size)."""
     rng = random.Random(seed)
     pool = [_message(rng, i) for i in range(4000)]
     store = pk.Store.open(root, sync=False)
+    names = topic_list(topics)
     cfg = {
         name: pk.ManagedLedgerConfig(
             managed_ledger_interceptor=pk.broker.managed_ledger_interceptor(
@@ -66,15 +78,15 @@ def build(root: Path, size_mb: int, seed: int = 7) -> dict:
             max_entries_per_ledger=2000,
             minimum_rollover_time_ms=0,
         )
-        for name, _ in TOPICS
+        for name, _ in names
     }
-    mls = {name: store.managed_ledger(name, cfg[name]) for name, _ in TOPICS}
-    seq = {name: 0 for name, _ in TOPICS}
-    messages = payload = entries = 0
+    mls = {name: store.managed_ledger(name, cfg[name]) for name, _ in names}
+    seq = {name: 0 for name, _ in names}
+    messages = payload = entries = written = 0
     target = size_mb << 20
-    t0 = 1_700_000_000_000
+    t0 = T0
     while True:
-        for name, codec in TOPICS:
+        for name, codec in names:
             items, size = [], 0
             while len(items) < 100 and size < 128 << 10:
                 m = pool[rng.randrange(len(pool))]
@@ -84,8 +96,11 @@ def build(root: Path, size_mb: int, seed: int = 7) -> dict:
                 items.append(item)
                 size += len(m)
                 messages += 1
-            md = pk.message_metadata(f"producer-{name[-6:]}", seq[name], t0 + messages * 50)
-            mls[name].add_entry(pk.encode_batch(md, items, compression=codec), num_messages=len(items))
+            publish = t0 + messages * 50 if hours is None else t0 + int(hours * 3_600_000 * min(written / target, 1))
+            md = pk.message_metadata(f"producer-{name[-6:]}", seq[name], publish)
+            data = pk.encode_batch(md, items, compression=codec)
+            mls[name].add_entry(data, num_messages=len(items))
+            written += len(data)
             seq[name] += len(items)
             payload += size
             entries += 1

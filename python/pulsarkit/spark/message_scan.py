@@ -297,10 +297,11 @@ PRUNED = -2
 #: any ledger) and some slack, and reads the rest when the metadata declares more.
 HEAD_GUESS = 256
 _HEAD_SLACK = 24
-#: A metadata pass by heads costs about as much time as a native pass over this many bytes of entry
-#: logs per head (a positioned read and its share of one metadata decode call): ``auto`` reads heads
-#: when the selected entries times this is less than the entry logs' size.
-HEAD_COST_BYTES = 4096
+#: A head read costs about as much time as the native pass takes over this many bytes of entry logs
+#: (measured warm: ~10 us for a positioned read and its share of a decode call, against several GB/s
+#: for the pass over mapped files): ``auto`` reads heads when the selected entries times this are
+#: fewer than the entry logs' bytes, i.e. when they are a small part of the directory or large.
+HEAD_COST_BYTES = 16 << 10
 _DIGEST_CANDIDATES = (4, 8, 20, 0)  # CRC32C, CRC32, MAC, DUMMY
 
 
@@ -456,9 +457,13 @@ def _topic_facts(
     if metadata_pass not in ("auto", "heads", "scan"):
         raise ValueError(f"metadata_pass must be auto, heads or scan, not {metadata_pass!r}")
     logs = [(p, i, md) for p, i, md in dd.entry_logs()]
+    mode = metadata_pass
+    if mode == "auto":
+        n_heads = sum(len(index.get(lid, (None, {}))[1]) for lid in owner)
+        log_bytes = sum(int(getattr(md, "total_size", 0) or 0) for _, _, md in logs)
+        mode = "heads" if n_heads * HEAD_COST_BYTES < log_bytes else "scan"
     wanted: dict[str, list[tuple[int, int, int, int | None]]] = {}
-    n_heads = 0
-    for lid in owner:
+    for lid in owner if mode == "heads" else ():
         led = dd.ledgers.get(lid)
         last = led.last_entry_id if led is not None else -1
         current, locs = index.get(lid, (None, {}))
@@ -466,15 +471,7 @@ def _topic_facts(
             continue
         dlen = bookie_digest.digest_length(led.digest_type) if led is not None and led.digest_type else None
         w = wanted.setdefault(current, [])
-        n = len(w)
-        for eid, loc in locs.items():
-            if eid <= last:
-                w.append((lid, eid, loc, dlen))
-        n_heads += len(w) - n
-    log_bytes = sum(int(getattr(md, "total_size", 0) or 0) for _, _, md in logs)
-    mode = metadata_pass
-    if mode == "auto":
-        mode = "heads" if n_heads * HEAD_COST_BYTES < log_bytes else "scan"
+        w += [(lid, eid, loc, dlen) for eid, loc in locs.items() if eid <= last]
     if mode == "scan" and logs:
         ledgers = pa.array(sorted(owner), pa.int64())
         for path, _, _ in logs:
@@ -1001,6 +998,14 @@ def _batches(
         yield lids, eids, datas, errs
 
 
+#: Entry bytes decoded together (one native call each for metadata and messages). The rows of a
+#: batch are about 2-3x its entry bytes once decompressed, and a read holds a few copies of them at
+#: its peak: with 1 MiB a process reading 64 MiB partitions peaks near 210 MB (2 MiB: 225 MB, 16 MiB:
+#: 480 MB, with 105 MB of it the interpreter and its modules), and decodes as fast or faster (smaller
+#: buffers stay in cache); one entry larger than this is a batch of its own. See bench/spark_memory.py.
+BATCH_BYTES = 1 << 20
+
+
 class UnreadableEntry(DataDirError):
     """An entry the read could not decode, with ``on_error="fail"``."""
 
@@ -1015,7 +1020,7 @@ def read_partition(
     filters: Sequence[Filter] = (),
     on_error: str = "skip",
     batch_entries: int = 2048,
-    batch_bytes: int = 16 << 20,
+    batch_bytes: int = BATCH_BYTES,
     stats: ReadStats | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one partition as Arrow record batches of ``columns`` (default: all, in the order
@@ -1066,15 +1071,20 @@ def read_partition(
                 yield _select(out, schema)
         return
     state = _MessageState(part, txn, markers)
-    for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats):
-        if on_error == "fail" and any(errs):
-            raise UnreadableEntry(next(e for e in errs if e))
-        t = state.messages(lids, eids, datas, filters)
-        if on_error == "fail" and state.bad:
-            raise UnreadableEntry(state.bad[0])
-        out = _emit(t, part, filters)
-        if out.num_rows:
-            yield _select(out, schema)
+    try:
+        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats):
+            if on_error == "fail" and any(errs):
+                raise UnreadableEntry(next(e for e in errs if e))
+            t = state.messages(lids, eids, datas, filters)
+            if on_error == "fail" and state.bad:
+                raise UnreadableEntry(state.bad[0])
+            out = _emit(t, part, filters)
+            if out.num_rows:
+                yield _select(out, schema)
+    finally:
+        # the Arrow pool keeps freed pages for reuse; a Spark worker then sits idle holding a
+        # partition's peak until its next task: hand them back
+        pa.default_memory_pool().release_unused()
 
 
 def _select(t: pa.Table, schema: pa.Schema) -> pa.RecordBatch:

@@ -28,10 +28,17 @@ no longer in their managed ledger whose entries the bookie still holds), ``max_p
 ``min_partitions``, ``on_error`` (``skip`` an unreadable entry as ``pulsarkit messages`` does, or
 ``fail``), ``topics`` (a JSON list: only these), ``after``/``until`` (JSON ``{data_dir: {topic:
 [ledger, entry]}}``: exclusive/inclusive bounds per topic, what ``pulsarkit export`` uses for its
-high-water marks), ``metadata_pass`` (``auto``, ``heads`` or ``scan``: how the driver reads the
-entries' metadata), ``stats_dir`` (a directory the plan and each task write their
-:class:`~pulsarkit.spark.message_scan.ReadStats` to as JSON, for benchmarks and tests;
-:func:`read_stats` sums them).
+high-water marks), ``batch_bytes`` (entry bytes decoded per native call, default 1 MiB: a task's
+memory follows it, and so do the Arrow batches handed to the JVM), ``metadata_pass`` (``auto``,
+``heads`` or ``scan``: how the driver reads the entries' metadata), ``stats_dir`` (a directory the
+plan and each task write their :class:`~pulsarkit.spark.message_scan.ReadStats` to as JSON, for
+benchmarks and tests; :func:`read_stats` sums them).
+
+Memory: a task holds about one batch of rows (``batch_bytes`` of entries, decompressed) at a time,
+whatever the input size; a Python worker reading partitions stays near 230-260 MB resident
+(``bench/spark_memory.py``: the same at 1 GB and 4 GB of entry logs). The JVM's share follows its
+heap setting (``spark.driver.memory`` in local mode, ``spark.executor.memory`` on a cluster), which
+Spark's Parquet writer and row conversion fill between collections, not the input size.
 
 Pushed down with ``.option("pushdown", "true")`` (Spark 4.1+ ``pushFilters``; :func:`register`
 turns on ``spark.sql.python.filterPushdown.enabled``, which Spark requires of a source that can
@@ -70,7 +77,16 @@ from typing import Any
 import pyarrow as pa
 
 from . import datasource as _entrylog
-from .message_scan import ENTRY_FIELDS, PUSHABLE, Filter, ReadStats, message_fields, plan, read_partition
+from .message_scan import (
+    BATCH_BYTES,
+    ENTRY_FIELDS,
+    PUSHABLE,
+    Filter,
+    ReadStats,
+    message_fields,
+    plan,
+    read_partition,
+)
 
 FORMAT_NAME = "pulsarkit"
 ENTRIES_FORMAT_NAME = "pulsarkit-entries"
@@ -164,6 +180,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             if self.on_error not in ("skip", "fail"):
                 raise ValueError(f"on_error must be skip or fail, not {self.on_error!r}")
             self.batch_entries = int(options.get("batch_entries", "2048"))
+            self.batch_bytes = int(options.get("batch_bytes", str(BATCH_BYTES)))
             self.pushdown = _bool(options.get("pushdown", "false"))
             topics = options.get("topics")
             self.topics = frozenset(json.loads(topics)) if topics else None
@@ -211,6 +228,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
                 filters=self.filters,
                 on_error=self.on_error,
                 batch_entries=self.batch_entries,
+                batch_bytes=self.batch_bytes,
                 stats=stats,
             ):
                 yield pa.RecordBatch.from_arrays(
