@@ -35,7 +35,7 @@ plan and each task write their :class:`~pulsarkit.spark.message_scan.ReadStats` 
 benchmarks and tests; :func:`read_stats` sums them).
 
 Memory: a task holds about one batch of rows (``batch_bytes`` of entries, decompressed) at a time,
-whatever the input size; a Python worker reading partitions stays near 230-260 MB resident
+whatever the input size; a Python worker reading partitions stays near 225-260 MB resident
 (``bench/spark_memory.py``: the same at 1 GB and 4 GB of entry logs). The JVM's share follows its
 heap setting (``spark.driver.memory`` in local mode, ``spark.executor.memory`` on a cluster), which
 Spark's Parquet writer and row conversion fill between collections, not the input size.
