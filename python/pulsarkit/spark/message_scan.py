@@ -75,6 +75,7 @@ from .. import bulk
 from ..analysis.datadir import DataDir, open_data_dir
 from ..analysis.messages import TXN_MODES
 from ..analysis.records import DataDirError
+from ..analysis.replicas import Layout, read_order
 from ..analysis.transactions import entry_txn
 from ..bookkeeper import digest as bookie_digest
 from ..bookkeeper.entrylog import EntryLogReader, scan_entry_logs
@@ -202,6 +203,8 @@ class ReadStats:
     journal_entries: int = 0
     #: entries left out because no row of theirs can pass the time filters
     pruned_entries: int = 0
+    #: with several bookies: copies passed over because they did not verify (another one did)
+    skipped_copies: int = 0
 
     @property
     def total_bytes(self) -> int:
@@ -235,10 +238,25 @@ class Segment:
     locations: bytes
     #: stored entries only the journal holds (replayed as bookie recovery would)
     journal: dict[int, bytes] = field(default_factory=dict)
+    #: with several bookies: every copy, and the ledger's layout that orders them per entry (then
+    #: ``current`` is None and ``locations`` only marks pruned entries)
+    replicas: list[Replica] = field(default_factory=list)
+    layout: Layout | None = None
 
     @property
     def entries(self) -> int:
         return self.last - self.first + 1
+
+
+@dataclass
+class Replica:
+    """One bookie's copies of a segment's entries: one of its ledger directories (``current`` and a
+    location per entry, -1 when absent) or its journal (``current`` None)."""
+
+    bookie_id: str
+    current: str | None
+    locations: bytes
+    journal: dict[int, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -406,7 +424,14 @@ def coordinator_states(dd: DataDir) -> dict[Pos, str]:
 
 
 def _index(dd: DataDir) -> dict[int, tuple[str, dict[int, int]]]:
+    """ledger -> (its bookie's ``current/``, entry -> location). With several bookies a ledger's
+    copies are in several directories: then the entries any bookie indexes, with no directory or
+    location (the partitions carry every copy, see :func:`_segment`)."""
     out: dict[int, tuple[str, dict[int, int]]] = {}
+    if dd.replicas is not None:
+        for _, lid, eid, _ in dd.entry_locations():
+            out.setdefault(lid, (None, {}))[1][eid] = -1  # type: ignore[arg-type]
+        return out
     for current, lid, eid, loc in dd.entry_locations():
         if lid not in out:
             out[lid] = (current, {})
@@ -458,6 +483,11 @@ def _topic_facts(
         raise ValueError(f"metadata_pass must be auto, heads or scan, not {metadata_pass!r}")
     logs = [(p, i, md) for p, i, md in dd.entry_logs()]
     mode = metadata_pass
+    many = dd.replicas is not None
+    if many:
+        # Heads are read at one bookie's locations; with several bookies every copy is scanned and
+        # only those whose digest verifies count (a damaged copy must not prune or mark anything).
+        mode = "scan"
     if mode == "auto":
         n_heads = sum(len(index.get(lid, (None, {}))[1]) for lid in owner)
         log_bytes = sum(int(getattr(md, "total_size", 0) or 0) for _, _, md in logs)
@@ -483,6 +513,8 @@ def _topic_facts(
             [(p, i) for p, i, _ in logs], "AUTO", include_issues=False, payload_type="binary_view"
         ):
             keep = pc.fill_null(pc.is_in(b.column("ledger_id"), value_set=ledgers), False)
+            if many:
+                keep = pc.and_(keep, pc.fill_null(b.column("digest_ok"), False))
             if not pc.any(keep).as_py():
                 continue
             # metadata only, of every row (views cannot be filtered cheaply; other ledgers give errors)
@@ -687,6 +719,8 @@ def _segment(
         for i in range(bisect.bisect_left(dropped, a), bisect.bisect_right(dropped, b)):
             arr[dropped[i] - a] = PRUNED
             gone.add(dropped[i])
+    if dd.replicas is not None:
+        return _replicated_segment(dd, lid, a, b, arr, gone)
     journal = {}
     for e, rec in dd.journal.get(lid, {}).items():
         if a <= e <= b and e not in locs and e not in gone:
@@ -703,6 +737,44 @@ def _segment(
         led.password if led is not None else b"",
         arr.tobytes(),
         journal,
+    )
+
+
+def _replicated_segment(dd: DataDir, lid: int, a: int, b: int, marks: array.array, gone: set[int]) -> Segment:
+    """A segment of a ledger several bookies hold: every bookie's copies (per ledger directory, and
+    its journal's records no directory of it indexes) and the layout that orders them per entry."""
+    assert dd.replicas is not None
+    led = dd.ledgers.get(lid)
+    copies: list[Replica] = []
+    for bookie in dd.replicas.bookies:
+        indexed: set[int] = set()
+        for d in bookie.dirs:
+            locs = d.locations.get(lid, {})
+            if not any(a <= e <= b for e in locs):
+                continue
+            indexed.update(locs)
+            arr = array.array("q", (locs.get(e, -1) for e in range(a, b + 1)))
+            copies.append(Replica(bookie.bookie_id, str(d.current), arr.tobytes()))
+        jr = {
+            e: rec.data
+            for e, rec in bookie.journal.get(lid, {}).items()
+            if a <= e <= b and e not in indexed and e not in gone
+        }
+        if jr:
+            copies.append(Replica(bookie.bookie_id, None, array.array("q", [-1]).tobytes() * (b - a + 1), jr))
+    for i in range(len(marks)):
+        marks[i] = PRUNED if marks[i] == PRUNED else 0
+    return Segment(
+        lid,
+        a,
+        b,
+        None,
+        led.digest_type if led is not None and led.digest_type else None,
+        led.password if led is not None else b"",
+        marks.tobytes(),
+        {},
+        copies,
+        dd.replicas.layout(lid),
     )
 
 
@@ -801,13 +873,18 @@ def plan(
     max_partition_bytes: int = 64 << 20,
     min_partitions: int = 2,
     metadata_pass: str = "auto",
+    ledger_dirs: Sequence[str] | None = None,
 ) -> Plan:
     """Plans a read of ``paths`` (data directories). ``kind`` is ``messages`` or ``entries``;
     ``after``/``until`` (data dir -> topic -> position) bound each topic (exclusive/inclusive), the
     incremental export's high-water marks; ``filters`` prune topics, ledgers and (on publish_time and
     broker_timestamp) entries, and are applied again to the rows by :func:`read_partition`.
     ``metadata_pass`` is how the selected entries' metadata is read (``heads``, ``scan`` or ``auto``,
-    see the module doc); :attr:`Plan.read_stats` counts what it read."""
+    see the module doc); :attr:`Plan.read_stats` counts what it read. ``ledger_dirs`` are the bookie
+    directories of a cluster whose metadata store is ``paths``' one directory: each entry is then read
+    once, from the first copy of its write set that verifies (see ``analysis.replicas``)."""
+    if ledger_dirs and len(paths) != 1:
+        raise PulsarkitError(f"ledger_dirs needs exactly one data directory (its metadata store), not {len(paths)}")
     if kind not in ("messages", "entries"):
         raise ValueError(f"kind must be messages or entries, not {kind!r}")
     if txn not in TXN_MODES:
@@ -821,7 +898,7 @@ def plan(
     read_stats = ReadStats()
     time_filters = [f for f in filters if f[0] in TIME_COLUMNS] if kind == "messages" else []
     for path in paths:
-        with open_data_dir(path) as dd:
+        with open_data_dir(path, ledger_dirs=list(ledger_dirs) if ledger_dirs else None) as dd:
             issues += [str(i) for i in dd.issues]
             t0 = time.perf_counter()
             index = _index(dd)
@@ -949,6 +1026,9 @@ def iter_entries(
     readers = _Readers()
     stats = stats if stats is not None else ReadStats()
     for seg in part.segments:
+        if seg.replicas or seg.layout is not None:
+            yield from _replicated_entries(seg, readers, stats)
+            continue
         locs = array.array("q")
         locs.frombytes(seg.locations)
         lid = seg.ledger_id
@@ -975,6 +1055,62 @@ def iter_entries(
                 yield lid, eid, None, f"ledger {lid} entry {eid}: {e}"
                 continue
             yield lid, eid, data, None
+
+
+def _replicated_entries(
+    seg: Segment, readers: _Readers, stats: ReadStats
+) -> Iterator[tuple[int, int, bytes | None, str | None]]:
+    """A segment's entries from several bookies, as ``DataDir.read_entry`` reads them there: each from
+    the first copy in read order (:func:`~pulsarkit.analysis.replicas.read_order`: its write set
+    first) whose digest verifies. A copy passed over is counted in ``stats.skipped_copies``; an entry
+    no copy verifies is an error naming every copy's fault."""
+    lid = seg.ledger_id
+    marks = array.array("q")
+    marks.frombytes(seg.locations)
+    locs = []
+    for r in seg.replicas:
+        a = array.array("q")
+        a.frombytes(r.locations)
+        locs.append(a)
+    for i, eid in enumerate(range(seg.first, seg.last + 1)):
+        if marks[i] == PRUNED:
+            continue
+        holders = [k for k, r in enumerate(seg.replicas) if locs[k][i] >= 0 or eid in r.journal]
+        order = read_order(seg.layout, list(dict.fromkeys(seg.replicas[k].bookie_id for k in holders)), eid)
+        faults: list[str] = []
+        data: bytes | None = None
+        for bookie_id in order:
+            for k in holders:
+                r = seg.replicas[k]
+                if r.bookie_id != bookie_id:
+                    continue
+                try:
+                    if locs[k][i] >= 0 and r.current is not None:
+                        try:
+                            raw = readers.get(r.current).read(locs[k][i], lid, eid)
+                        except OSError as e:
+                            raise DataDirError(f"entry log missing or unreadable: {e}")
+                        stats.entry_reads += 1
+                        stats.entry_bytes += len(raw) + 4
+                    else:
+                        raw = r.journal[eid]
+                        stats.journal_entries += 1
+                    digest = seg.digest or bookie_digest.detect_digest_type(raw, seg.password) or "CRC32C"
+                    data = bookie_digest.unpack_entry(raw, digest, seg.password, ledger_id=lid, entry_id=eid).payload
+                    break
+                except PulsarkitError as e:
+                    faults.append(f"bookie {bookie_id}: {e}")
+            if data is not None:
+                break
+        if data is None:
+            if not faults:
+                ws = f" (write set {', '.join(seg.layout.write_set(eid))})" if seg.layout is not None else ""
+                yield lid, eid, None, f"ledger {lid} entry {eid} is on no given bookie{ws}"
+            else:
+                yield lid, eid, None, f"ledger {lid} entry {eid}: no copy verifies: {'; '.join(faults)}"
+            continue
+        stats.skipped_copies += len(faults)
+        yield lid, eid, data, None
 
 
 def _batches(

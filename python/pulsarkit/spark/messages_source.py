@@ -30,7 +30,10 @@ no longer in their managed ledger whose entries the bookie still holds), ``max_p
 [ledger, entry]}}``: exclusive/inclusive bounds per topic, what ``pulsarkit export`` uses for its
 high-water marks), ``batch_bytes`` (entry bytes decoded per native call, default 1 MiB: a task's
 memory follows it, and so do the Arrow batches handed to the JVM), ``metadata_pass`` (``auto``,
-``heads`` or ``scan``: how the driver reads the entries' metadata), ``stats_dir`` (a directory the
+``heads`` or ``scan``: how the driver reads the entries' metadata), ``ledger_dirs`` (comma-separated
+bookie directories of a cluster whose metadata store is the one ``path``: each entry is read once, from
+the first copy of its write set whose digest verifies, as ``pulsarkit replicas`` reads it; copies passed
+over are counted in the read statistics and listed by ``pulsarkit replicas``), ``stats_dir`` (a directory the
 plan and each task write their :class:`~pulsarkit.spark.message_scan.ReadStats` to as JSON, for
 benchmarks and tests; :func:`read_stats` sums them).
 
@@ -188,6 +191,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             self.until = _marks(options.get("until"))
             self.stats_dir = options.get("stats_dir") or None
             self.metadata_pass = options.get("metadata_pass", "auto")
+            self.ledger_dirs = [d for d in (options.get("ledger_dirs") or "").split(",") if d] or None
             fields = message_fields(self.markers) if kind == "messages" else ENTRY_FIELDS
             known = [n for n, _ in fields]
             self.columns = [f.name for f in schema.fields]
@@ -210,6 +214,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
                 max_partition_bytes=self.max_partition_bytes,
                 min_partitions=self.min_partitions,
                 metadata_pass=self.metadata_pass,
+                ledger_dirs=self.ledger_dirs,
             )
             _write_stats(self.stats_dir, "plan", p.read_stats)
             return [ScanInputPartition(t) for t in p.tasks()]
