@@ -132,3 +132,21 @@ def test_spark_source_with_ledger_dirs(spark, source, tmp_path):
     )
     rows = [r.asDict() for r in df.collect()]
     assert _norm(rows) == _norm(_single(source, dirs))
+
+
+def test_export_reads_each_message_once_from_the_bookies(source, tmp_path):
+    import pyarrow.dataset as ds
+    from pulsarkit.cli import main
+
+    dirs, locs = build_bookies(source, tmp_path)
+    lid, eid = source["ledgers"][1], 4
+    _flip(dirs[BOOKIE_IDS.index(C)], locs[(C, lid, eid)])  # a damaged copy is passed over here too
+    out = tmp_path / "export"
+    args = ["export", str(source["root"] / "src"), "--to", "parquet", str(out), "--no-progress"]
+    for d in dirs:
+        args += ["--ledger-dir", str(d)]
+    assert main(args) == 0
+    t = ds.dataset(out, format="parquet", partitioning="hive").to_table()
+    got = sorted(zip(t.column("ledger_id").to_pylist(), t.column("entry_id").to_pylist(), strict=True))
+    assert len(got) == len(set(got)) == len(source["sent"])
+    assert sorted(bytes(p) for p in t.column("payload").to_pylist()) == sorted(source["sent"])

@@ -641,10 +641,13 @@ def export(
     skip_unreadable: bool = False,
     progress: bool | None = None,
     max_partition_bytes: int = 64 << 20,
+    ledger_dirs: list[str] | None = None,
     spark: Any = None,
     log: Any = None,
 ) -> dict[str, Any]:
-    """Exports the messages added since the last run (see the module doc); returns the summary."""
+    """Exports the messages added since the last run (see the module doc); returns the summary.
+    ``ledger_dirs``: the bookie directories of a cluster whose metadata store is ``data_dir``'s (each
+    entry read once, from the first copy of its write set that verifies)."""
     if to not in TARGETS:
         raise DataDirError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
     if engine not in ENGINES:
@@ -676,7 +679,13 @@ def export(
             log(f"removed {len(state.removed_leftovers)} file(s) of a run that did not commit")
         before = state.marks()
         filters = [("topic", "in", frozenset(_resolve(source, topics)))] if topics else []
-        p = plan([source], after={source: before}, filters=filters, max_partition_bytes=max_partition_bytes)
+        p = plan(
+            [source],
+            after={source: before},
+            filters=filters,
+            max_partition_bytes=max_partition_bytes,
+            ledger_dirs=ledger_dirs,
+        )
         for issue in p.issues:
             log(f"warning: {issue}")
         marks = p.marks.get(source, {})
@@ -708,7 +717,11 @@ def export(
                     {t: list(v) for t, v in marks.items()},
                     staging,
                     on_error,
-                    {"max_partition_bytes": max_partition_bytes, "min_partitions": 2},
+                    {
+                        "max_partition_bytes": max_partition_bytes,
+                        "min_partitions": 2,
+                        **({"ledger_dirs": ",".join(ledger_dirs)} if ledger_dirs else {}),
+                    },
                 )
         finally:
             prog.close()
@@ -794,6 +807,14 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--other-source", action="store_true", help="continue an export made from another path")
     p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
     p.add_argument("--max-partition-bytes", type=int, default=64 << 20, help="size of a read task (bytes)")
+    p.add_argument(
+        "--ledger-dir",
+        action="append",
+        dest="ledger_dirs",
+        metavar="DIR",
+        help="a bookie directory of a cluster whose metadata store is DATA_DIR's (repeat for each bookie): "
+        "each entry is read once, from the first copy of its write set that verifies",
+    )
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
@@ -810,6 +831,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             skip_unreadable=args.skip_unreadable,
             progress=args.progress,
             max_partition_bytes=args.max_partition_bytes,
+            ledger_dirs=args.ledger_dirs,
         )
         if args.json:
             print(json.dumps(summary))
