@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,27 +169,18 @@ def read_log(reader: entrylog.EntryLogReader, log_id: int) -> LogRead:
     return LogRead(log_id, md, empty, kept)
 
 
-#: Log reads made elsewhere, by the real path of their ``current/`` directory (:func:`given_log_reads`).
-_GIVEN_LOG_READS: ContextVar[Mapping[str, Mapping[int, LogRead]]] = ContextVar("given_log_reads", default={})
-
-
-@contextmanager
-def given_log_reads(reads: Mapping[str, Mapping[int, LogRead]]) -> Iterator[None]:
-    """Within this block, a :class:`BookieDir` opened (by :class:`~pulsarkit.analysis.datadir.DataDir`)
-    takes each entry log's :class:`LogRead` from ``reads`` (keyed by ``os.path.realpath`` of the
-    ``current/`` directory) instead of reading the log; a log it lacks is read as usual. This is how
-    :mod:`pulsarkit.spark.storage` opens a data directory on logs its tasks read."""
-    token = _GIVEN_LOG_READS.set(reads)
-    try:
-        yield
-    finally:
-        _GIVEN_LOG_READS.reset(token)
-
-
 class BookieDir:
     """A ledger directory's ``current/`` (entry logs) and its index directory (``ledgers``/``locations``)."""
 
-    def __init__(self, current: Path, index_current: Path, issues: list[Issue]) -> None:
+    def __init__(
+        self,
+        current: Path,
+        index_current: Path,
+        issues: list[Issue],
+        log_reads: Mapping[int, LogRead] | None = None,
+    ) -> None:
+        """``log_reads``: what :func:`read_log` gave for some of its logs, read elsewhere (Spark tasks);
+        the other logs are read here."""
         self.current = current
         self.index_current = index_current
         self.reader = entrylog.EntryLogReader(str(current))
@@ -239,7 +228,7 @@ class BookieDir:
             )
             self._scan_all(issues)
             self.scanned = True
-        given = _GIVEN_LOG_READS.get().get(os.path.realpath(current), {})
+        given = log_reads or {}
         for log_id in self.log_ids:
             r = given.get(log_id) or read_log(self.reader, log_id)
             issues.extend(r.issues)
@@ -429,7 +418,6 @@ __all__ = [
     "bookie_ledger_dir",
     "entry_payload",
     "find_layout",
-    "given_log_reads",
     "group_bookies",
     "is_rocksdb",
     "mapping_dirs",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from ..proto import PositionInfo
 from .bookie_dir import (
     BookieDir,
     BookieMapping,
+    LogRead,
     bookie_ids,
     entry_payload,
     find_layout,
@@ -101,6 +102,7 @@ class DataDir:
         strict: bool = False,
         bookies: BookieMapping | None = None,
         metadata_pairs: Sequence[tuple[bytes, bytes]] | None = None,
+        log_reads: Mapping[str, Mapping[int, LogRead]] | None = None,
     ) -> None:
         self.metadata_dir = Path(metadata_dir)
         #: the store's key/value pairs when the caller already holds it open (a cleanup that took its lock)
@@ -114,8 +116,14 @@ class DataDir:
         self.read_only = True
         self.issues: list[Issue] = []
         self._load_metadata()
+        # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks read
         self._bookies = [
-            BookieDir(self._current(d), self._current(i), self.issues)
+            BookieDir(
+                self._current(d),
+                self._current(i),
+                self.issues,
+                (log_reads or {}).get(os.path.realpath(self._current(d))),
+            )
             for d, i in zip(self.ledger_dirs, self.index_dirs, strict=False)
         ]
         #: The bookie each ledger directory belongs to (``bookies`` names it, else its cookie), or None.
@@ -727,12 +735,15 @@ def open_data_dir(
     index_dirs: Sequence[PathLike] | None = None,
     strict: bool = False,
     bookies: BookieMapping | None = None,
+    log_reads: Mapping[str, Mapping[int, LogRead]] | None = None,
 ) -> DataDir:
     """Opens a Pulsar data directory read-only (the only mode: a directory pulsarkit did not create is
     never written). Either ``path`` (a standalone's data dir) or ``metadata_dir`` + ``ledger_dirs``
     (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories). ``bookies`` names the
     bookie of directories without a cookie (``{"host:3181": [dir, ...]}``) and, without ``ledger_dirs``,
-    gives them (a standalone's data dir is accepted for its bookie directory)."""
+    gives them (a standalone's data dir is accepted for its bookie directory). ``log_reads`` holds
+    entry logs already read elsewhere (:func:`pulsarkit.spark.storage.open_data_dir`'s tasks), by the
+    real path of their ``current/`` and log id; the others are read here."""
     if not read_only:
         raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
     if path is not None:
@@ -747,6 +758,7 @@ def open_data_dir(
             index_dirs=index_dirs,
             strict=strict,
             bookies=bookies,
+            log_reads=log_reads,
         )
     if metadata_dir is None or not (ledger_dirs or bookies):
         raise DataDirError("open_data_dir needs a path, or metadata_dir and ledger_dirs (or bookies)")
@@ -757,6 +769,7 @@ def open_data_dir(
         index_dirs=index_dirs,
         strict=strict,
         bookies=bookies,
+        log_reads=log_reads,
     )
 
 

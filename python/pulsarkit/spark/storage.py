@@ -32,7 +32,6 @@ from ..analysis.bookie_dir import (
     LogRead,
     bookie_ledger_dir,
     find_layout,
-    given_log_reads,
     mapping_dirs,
     read_log,
 )
@@ -117,7 +116,7 @@ def _ledger_dirs(
 
 def read_entry_logs(spark: Any, ledger_dirs: Iterable[PathLike]) -> dict[str, dict[int, LogRead]]:
     """Every entry log of the ledger directories, read in Spark tasks: ``{real path of current/:
-    {log id: LogRead}}``, what :func:`~pulsarkit.analysis.bookie_dir.given_log_reads` takes."""
+    {log id: LogRead}}``, what :func:`~pulsarkit.analysis.datadir.open_data_dir`'s ``log_reads`` takes."""
     out: dict[str, dict[int, LogRead]] = {}
     for key, r in _run(spark, _work(_current(Path(d)) for d in ledger_dirs), _read_logs):
         out.setdefault(key, {})[r.log_id] = r
@@ -138,16 +137,16 @@ def open_data_dir(
     """:func:`pulsarkit.analysis.datadir.open_data_dir` (same arguments, read-only), its entry logs
     read by Spark tasks: the same :class:`DataDir`, issues included."""
     reads = read_entry_logs(spark, _ledger_dirs(path, ledger_dirs, bookies))
-    with given_log_reads(reads):
-        return _datadir.open_data_dir(
-            path,
-            metadata_dir=metadata_dir,
-            ledger_dirs=ledger_dirs,
-            journal_dirs=journal_dirs,
-            index_dirs=index_dirs,
-            strict=strict,
-            bookies=bookies,
-        )
+    return _datadir.open_data_dir(
+        path,
+        metadata_dir=metadata_dir,
+        ledger_dirs=ledger_dirs,
+        journal_dirs=journal_dirs,
+        index_dirs=index_dirs,
+        strict=strict,
+        bookies=bookies,
+        log_reads=reads,
+    )
 
 
 def _on(spark: Any, source: DataDir | PathLike | None, open_args: dict[str, Any], fn: Callable[[DataDir], T]) -> T:
