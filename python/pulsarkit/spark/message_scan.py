@@ -1223,8 +1223,13 @@ def read_partition(
         pa.default_memory_pool().release_unused()
 
 
+def _one_array(c: pa.ChunkedArray) -> pa.Array:
+    # combine_chunks copies even a single chunk: 20% of an export's time went to copying payloads
+    return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+
+
 def _select(t: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
-    cols = [t.column(n).combine_chunks() for n in schema.names]
+    cols = [_one_array(t.column(n)) for n in schema.names]
     cols = [c.cast(f.type) if c.type != f.type else c for c, f in zip(cols, schema, strict=True)]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
