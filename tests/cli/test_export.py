@@ -429,3 +429,20 @@ def test_local_and_spark_engines_give_the_same_iceberg_export(tmp_path, spark):
         return sorted(os.path.relpath(d, p) for d, _, files in os.walk(p) if any(f.endswith(".parquet") for f in files))
 
     assert layout(outs["local"]) == layout(outs["spark"]) == layout(outs["spark-sql"]) and layout(outs["local"])
+
+
+def test_auto_engine_runs_locally_below_the_threshold_and_on_spark_above(tmp_path, capsys, monkeypatch):
+    assert export_mod.choose_engine("auto", None, 10, threshold=100) == "local"
+    assert export_mod.choose_engine("auto", None, 101, threshold=100) == "spark"
+    assert export_mod.choose_engine("auto", "spark://h:7077", 0, threshold=100) == "spark"
+    assert export_mod.choose_engine("spark-sql", None, 0) == "spark-sql"
+    # without pyspark: local below and above the threshold; a named master is an error
+    monkeypatch.setitem(__import__("sys").modules, "pyspark", None)
+    assert export_mod.choose_engine("auto", None, 101, threshold=100) == "local"
+    with pytest.raises(pk.PulsarkitError, match="needs pyspark"):
+        export_mod.choose_engine("auto", "spark://h:7077", 0)
+    monkeypatch.undo()
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    code, stdout, err = _run(["export", str(root), "--to", "parquet", str(out), "--json"], capsys)
+    assert code == 0 and json.loads(stdout)["engine"] == "local" and "engine local" in err

@@ -1,7 +1,7 @@
 """``pulsarkit export``: the messages of a data directory into a Parquet dataset, a Delta table or an
 Iceberg table, incrementally::
 
-    pulsarkit export DATA_DIR --to parquet OUT [--engine local|spark|spark-sql] [--master URL] [--topic T]...
+    pulsarkit export DATA_DIR --to parquet OUT [--engine auto|local|spark|spark-sql] [--master URL] [--topic T]...
                               [--json] [--force] [--skip-unreadable] [--progress | --no-progress]
     pulsarkit export DATA_DIR --to delta OUT ...          (needs the deltalake package: pip install pulsarkit[delta])
     pulsarkit export DATA_DIR --to iceberg OUT ...        (needs pyiceberg: pip install pulsarkit[iceberg])
@@ -28,7 +28,10 @@ the next run. What the export cannot get back is warned about (stderr and ``warn
 summary): a mark in a ledger that retention removed since the last run (messages after it in
 trimmed ledgers were never exported), a topic that is gone.
 
-``--engine local`` (the default) plans and decodes in this process with the native kernels.
+``--engine auto`` (the default) is ``spark`` when ``--master`` names a cluster or the planned input is
+over ``--spark-threshold`` bytes (default 8 GiB: below it one process is faster, see
+``bench/RESULTS.md``) and pyspark is installed, else ``local``; the summary says which ran.
+``--engine local`` plans and decodes in this process with the native kernels.
 ``--engine spark`` runs the same decoding and Parquet writing in Spark tasks (``--master``, default
 ``local[2]``): the driver plans, each task reads its partitions and writes its own files, and no row
 passes through the JVM (the staging directory and the data directory must be visible to the
@@ -105,7 +108,27 @@ ICEBERG_TABLE = ("pulsarkit", "messages")
 ICEBERG_TABLE_PROPERTIES = {"write.metadata.delete-after-commit.enabled": "true"}
 TARGETS = ("parquet", "delta", "iceberg")
 PARTITION_COLUMNS = ("topic", "date")
-ENGINES = ("local", "spark", "spark-sql")
+ENGINES = ("auto", "local", "spark", "spark-sql")
+#: Above this many planned bytes ``--engine auto`` runs on Spark. On one 2-core machine Spark's tasks
+#: export at 0.7-0.9x of one process (bench/RESULTS.md), so only inputs beyond what one process does
+#: in about a minute and a half are sent there by default.
+SPARK_THRESHOLD = 8 << 30
+
+
+def choose_engine(engine: str, master: str | None, planned_bytes: int, threshold: int = SPARK_THRESHOLD) -> str:
+    """``auto`` resolved: ``spark`` for a named master or an input over ``threshold`` (when pyspark
+    imports), else ``local``; any other engine as given."""
+    if engine != "auto":
+        return engine
+    if master is None and planned_bytes <= threshold:
+        return "local"
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        if master is not None:
+            raise DataDirError("--master needs pyspark (pip install 'pulsarkit[spark]')") from None
+        return "local"
+    return "spark"
 #: the columns of the data files (the partition columns are in the directory names)
 FILE_FIELDS = [(n, t) for n, t in MESSAGE_FIELDS if n != "topic"]
 _DAY_MS = 86_400_000
@@ -633,7 +656,7 @@ def export(
     to: str,
     out: str,
     *,
-    engine: str = "local",
+    engine: str = "auto",
     master: str | None = None,
     topics: list[str] | None = None,
     force: bool = False,
@@ -642,6 +665,7 @@ def export(
     progress: bool | None = None,
     max_partition_bytes: int = 64 << 20,
     ledger_dirs: list[str] | None = None,
+    spark_threshold: int = SPARK_THRESHOLD,
     spark: Any = None,
     log: Any = None,
 ) -> dict[str, Any]:
@@ -694,7 +718,11 @@ def export(
             log(f"warning: {w}")
         new_marks = {t: m for t, m in marks.items() if before.get(t) != m}
         total = sum(x.bytes for x in p.partitions)
-        log(f"{len(p.partitions)} partition(s), about {total} bytes, {len(new_marks)} topic(s) with new entries")
+        engine = choose_engine(engine, master, total, spark_threshold)
+        log(
+            f"{len(p.partitions)} partition(s), about {total} bytes, {len(new_marks)} topic(s) with new entries; "
+            f"engine {engine}"
+        )
         run_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
         staging = root / STAGING / run_id
         on_error = "skip" if skip_unreadable else "fail"
@@ -796,11 +824,18 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument(
         "--engine",
         choices=ENGINES,
-        default="local",
-        help="decode here; on Spark tasks writing Parquet themselves; or through the pulsarkit data source and "
-        "Spark's writer (spark-sql)",
+        default="auto",
+        help="decode here (local); on Spark tasks writing Parquet themselves (spark); through the pulsarkit data "
+        "source and Spark's writer (spark-sql); auto (default): spark with --master or above --spark-threshold",
     )
-    p.add_argument("--master", help="Spark master URL for --engine spark (default local[2])")
+    p.add_argument("--master", help="Spark master URL for the Spark engines (default local[2])")
+    p.add_argument(
+        "--spark-threshold",
+        type=int,
+        default=SPARK_THRESHOLD,
+        metavar="BYTES",
+        help=f"--engine auto runs on Spark above this many planned bytes (default {SPARK_THRESHOLD})",
+    )
     p.add_argument("--topic", action="append", help="only this topic (repeatable; its own marks are kept)")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     p.add_argument("--force", action="store_true", help="write into an existing directory that is not an export")
@@ -832,6 +867,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             progress=args.progress,
             max_partition_bytes=args.max_partition_bytes,
             ledger_dirs=args.ledger_dirs,
+            spark_threshold=args.spark_threshold,
         )
         if args.json:
             print(json.dumps(summary))
@@ -845,4 +881,13 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     return run
 
 
-__all__ = ["FILE_FIELDS", "MARKS_FILE", "ExportRefused", "escape_path_name", "export", "spark_session"]
+__all__ = [
+    "FILE_FIELDS",
+    "MARKS_FILE",
+    "SPARK_THRESHOLD",
+    "ExportRefused",
+    "choose_engine",
+    "escape_path_name",
+    "export",
+    "spark_session",
+]
