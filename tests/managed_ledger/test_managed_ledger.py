@@ -10,6 +10,8 @@ import threading
 
 import pulsarkit as pk
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pulsarkit import metadata as mdmod
 from pulsarkit.bookkeeper import pack_entry, unpack_entry
 from pulsarkit.broker import managed_ledger_interceptor
@@ -629,3 +631,73 @@ def test_a_store_in_use_is_a_typed_error_naming_it(tmp_path) -> None:
         assert str(tmp_path / "d") in str(ei.value)
         for sub in ("d", "d/metadata", "d/bookie", "d/bookie/current"):
             assert (tmp_path / sub).stat().st_mode & 0o777 == 0o700, sub
+
+
+# ------------------------------------------------------------------------------- bulk adds
+
+
+def _bulk_config(clock) -> ManagedLedgerConfig:
+    return cfg(
+        max_entries_per_ledger=7,
+        max_size_per_ledger_mb=1,
+        rollover_jitter=0,
+        managed_ledger_interceptor=managed_ledger_interceptor(
+            (
+                "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor",
+                "org.apache.pulsar.common.intercept.AppendBrokerTimestampMetadataInterceptor",
+            ),
+            clock,
+        ),
+    )
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.sampled_from([1, 10, 1000, 300 * 1024]), min_size=1, max_size=40),
+    cuts=st.lists(st.integers(1, 12), min_size=1, max_size=40),
+)
+def test_add_entries_is_the_same_as_one_add_entry_per_entry(tmp_path_factory, clock, sizes, cuts) -> None:
+    """Positions, rollovers (by count and by size), broker entry metadata and the stored bytes of a
+    bulk add equal those of single adds, however the entries are split into calls."""
+    entries = [pk.encode_entry(pk.message_metadata("p", i, 1), bytes([i % 251]) * n) for i, n in enumerate(sizes)]
+    counts = [1 + i % 3 for i in range(len(entries))]
+    one_by_one, bulk = (pk.Store.open(tmp_path_factory.mktemp("ml"), clock=clock) for _ in range(2))
+    try:
+        a = one_by_one.managed_ledger(NAME, _bulk_config(clock))
+        b = bulk.managed_ledger(NAME, _bulk_config(clock))
+        want = [a.add_entry(e, num_messages=c) for e, c in zip(entries, counts)]
+        got: list[Position] = []
+        i = k = 0
+        while i < len(entries):
+            n = cuts[k % len(cuts)]
+            got += b.add_entries(entries[i : i + n], counts[i : i + n])
+            i, k = i + n, k + 1
+        assert got == want
+        assert [(x.entries, x.size) for x in b.ledgers()] == [(x.entries, x.size) for x in a.ledgers()]
+        assert (b.number_of_entries, b.total_size) == (a.number_of_entries, a.total_size)
+        a.flush()
+        b.flush()
+        for p in want:
+            assert bulk.bookie.read_entry(*p) == one_by_one.bookie.read_entry(*p)  # digest, LAC and length too
+    finally:
+        one_by_one.close()
+        bulk.close()
+
+
+def test_add_entries_survives_reopen_and_refuses_bad_input(tmp_path, clock) -> None:
+    s = pk.Store.open(tmp_path / "d", clock=clock)
+    ml = s.managed_ledger(NAME, cfg(max_entries_per_ledger=100))
+    ps = ml.add_entries([b"e%d" % i for i in range(250)])
+    assert [p.entry_id for p in ps[:3]] == [0, 1, 2] and len({p.ledger_id for p in ps}) == 3
+    with pytest.raises(pk.PulsarkitError, match="2 counts for 3 entries"):
+        ml.add_entries([b"a", b"b", b"c"], [1, 1])
+    assert ml.add_entries([]) == []
+    with pytest.raises(pk.CorruptEntryError, match="entry 1 of the batch.*at least 16 bytes"):
+        s.bookie.add_entries([bytes(40), b"short"])
+    s.close()
+    s = pk.Store.open(tmp_path / "d", clock=clock, read_only=True)
+    ml = s.managed_ledger(NAME)
+    assert [e for _, e in ml.read(ps[0], 1000)] == [b"e%d" % i for i in range(250)]
+    with pytest.raises(pk.PulsarkitError, match="read-only"):
+        ml.add_entries([b"x"])
+    s.close()

@@ -151,7 +151,7 @@ class BookieEntryPacker:
             self.next_entry_id,
             self.last_add_confirmed,
             self.length,
-            [bytes(p) for p in payloads],
+            list(payloads),  # buffers are borrowed, not copied
         )
         if payloads:
             self.next_entry_id += len(payloads)

@@ -293,6 +293,14 @@ class SingleDirectoryDbLedgerStorage:
         self.write_cache[(lid, eid)] = data
         self.write_cache_bytes += len(data)
 
+    def add_entries(self, keys: list[tuple[int, int]], entries: list[bytes]) -> None:
+        """Many :meth:`add_entry` calls at once; the caller has checked that every ledger exists and is not fenced."""
+        cache = self.write_cache
+        for k in cache.keys() & keys:  # re-added entries replace the cached bytes
+            self.write_cache_bytes -= len(cache[k])
+        cache.update(zip(keys, entries))
+        self.write_cache_bytes += sum(map(len, entries))
+
     def location(self, lid: int, eid: int) -> int:
         raw = self.locations_db.get(_KEY.pack(lid, eid))
         return 0 if raw is None else _ULONG.unpack(raw)[0]
@@ -349,9 +357,12 @@ class SingleDirectoryDbLedgerStorage:
             if self.writer is None:
                 self.writer = entrylog.EntryLogWriter(self.current, log_size_limit=self.log_size_limit)
             batch = key_value_storage.write_batch()
-            for lid, eid in sorted(self.write_cache):
-                loc = self.writer.append(lid, self.write_cache[(lid, eid)])
-                batch.put(_KEY.pack(lid, eid), _ULONG.pack(loc))
+            keys = sorted(self.write_cache)
+            cache = self.write_cache
+            locs = self.writer.append_many([(k[0], cache[k]) for k in keys])  # one native call
+            pack_key, pack_loc, put = _KEY.pack, _ULONG.pack, batch.put
+            for (lid, eid), loc in zip(keys, locs):
+                put(pack_key(lid, eid), pack_loc(loc))
             self.writer.flush()
             self.reader.refresh(self._written_logs())
             self.locations_db.write(batch)
@@ -574,6 +585,37 @@ class DbLedgerStorage:
             if s.write_cache_bytes >= self.write_cache_size:
                 s.flush()
         return lid, eid
+
+    def add_entries(self, entries: Sequence[bytes]) -> list[tuple[int, int]]:
+        """:meth:`add_entry` for many stored entries under one lock (a bulk import's path); returns
+        their ``(ledger_id, entry_id)``. Every entry is checked before any is added."""
+        keys = []
+        for i, data in enumerate(entries):
+            if len(data) < 16:
+                raise CorruptEntryError(
+                    f"entry {i} of the batch: an entry needs at least 16 bytes (ledger and entry ids), got {len(data)}"
+                )
+            lid, eid = _KEY.unpack_from(data)
+            if eid < 0:
+                raise BookieError(f"entry {i} of the batch: entry id {eid} is not a data entry")
+            keys.append((lid, eid))
+        with self._lock:
+            self._check(True)
+            by_dir: dict[int, tuple[list[tuple[int, int]], list[bytes]]] = {}
+            for lid in {k[0] for k in keys}:  # unknown or fenced ledgers refuse the whole batch
+                if self._dir(lid)._ledger(lid).fenced:
+                    raise BookieError(f"ledger {lid} is fenced")
+            n = len(self.dirs)
+            for k, data in zip(keys, entries):
+                ks, ds = by_dir.setdefault(k[0] % n, ([], []))
+                ks.append(k)
+                ds.append(bytes(data))
+            for i, (ks, ds) in by_dir.items():
+                s = self.dirs[i]
+                s.add_entries(ks, ds)
+                if s.write_cache_bytes >= self.write_cache_size:  # checked per batch: it may overshoot by one batch
+                    s.flush()
+        return keys
 
     def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
         """Stored bytes of an entry; ``entry_id=-1`` reads the last one."""

@@ -129,6 +129,8 @@ def choose_engine(engine: str, master: str | None, planned_bytes: int, threshold
             raise DataDirError("--master needs pyspark (pip install 'pulsarkit[spark]')") from None
         return "local"
     return "spark"
+
+
 #: the columns of the data files (the partition columns are in the directory names)
 FILE_FIELDS = [(n, t) for n, t in MESSAGE_FIELDS if n != "topic"]
 _DAY_MS = 86_400_000

@@ -60,10 +60,13 @@ fn bookie_pack_many<'py>(
     first_entry_id: i64,
     last_add_confirmed: i64,
     length: i64,
-    payloads: Vec<Vec<u8>>,
+    payloads: Vec<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let d = Digester::new(digest_type(py, digest_type_name)?, password);
-    let packed = py.detach(|| d.pack_many(ledger_id, first_entry_id, last_add_confirmed, length, &payloads));
+    // Borrowed, not extracted as Vec<u8>: that goes through the sequence protocol one byte at a time.
+    let inputs = payloads.iter().map(ByteInput::new).collect::<PyResult<Vec<_>>>()?;
+    let slices: Vec<&[u8]> = inputs.iter().map(ByteInput::as_slice).collect();
+    let packed = py.detach(|| d.pack_many(ledger_id, first_entry_id, last_add_confirmed, length, &slices));
     let out = PyList::empty(py);
     for p in packed {
         out.append(PyBytes::new(py, &p))?;
@@ -288,10 +291,12 @@ impl RawEntryLogWriter {
     }
 
     /// Appends (ledger_id, data) pairs in one call; returns their locations.
-    fn append_many(&mut self, py: Python<'_>, entries: Vec<(i64, Vec<u8>)>) -> PyResult<Vec<u64>> {
+    fn append_many<'py>(&mut self, py: Python<'py>, entries: Vec<(i64, Bound<'py, PyAny>)>) -> PyResult<Vec<u64>> {
         self.check_open()?;
+        let inputs = entries.iter().map(|(l, d)| Ok((*l, ByteInput::new(d)?))).collect::<PyResult<Vec<_>>>()?;
+        let slices: Vec<(i64, &[u8])> = inputs.iter().map(|(l, d)| (*l, d.as_slice())).collect();
         let w = &mut self.inner;
-        py.detach(|| entries.iter().map(|(l, d)| w.append(*l, d)).collect::<Result<Vec<_>, _>>()).py_err(py)
+        py.detach(|| slices.iter().map(|(l, d)| w.append(*l, d)).collect::<Result<Vec<_>, _>>()).py_err(py)
     }
 
     fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
