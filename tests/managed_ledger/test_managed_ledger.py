@@ -10,7 +10,7 @@ import threading
 
 import pulsarkit as pk
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pulsarkit import metadata as mdmod
 from pulsarkit.bookkeeper import pack_entry, unpack_entry
@@ -636,10 +636,12 @@ def test_a_store_in_use_is_a_typed_error_naming_it(tmp_path) -> None:
 # ------------------------------------------------------------------------------- bulk adds
 
 
-def _bulk_config(clock) -> ManagedLedgerConfig:
+def _bulk_config(clock, minimum_rollover_ms: int) -> ManagedLedgerConfig:
     return cfg(
         max_entries_per_ledger=7,
         max_size_per_ledger_mb=1,
+        maximum_rollover_time_ms=10_000,
+        minimum_rollover_time_ms=minimum_rollover_ms,
         rollover_jitter=0,
         managed_ledger_interceptor=managed_ledger_interceptor(
             (
@@ -651,26 +653,38 @@ def _bulk_config(clock) -> ManagedLedgerConfig:
     )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    sizes=st.lists(st.sampled_from([1, 10, 1000, 300 * 1024]), min_size=1, max_size=40),
-    cuts=st.lists(st.integers(1, 12), min_size=1, max_size=40),
+    sizes=st.lists(st.sampled_from([1, 10, 1000, 300 * 1024]), min_size=8, max_size=60),
+    calls=st.lists(st.tuples(st.integers(1, 9), st.sampled_from([0, 1, 2_500, 12_000])), min_size=1, max_size=40),
+    minimum_rollover_ms=st.sampled_from([0, 3_000]),
 )
-def test_add_entries_is_the_same_as_one_add_entry_per_entry(tmp_path_factory, clock, sizes, cuts) -> None:
-    """Positions, rollovers (by count and by size), broker entry metadata and the stored bytes of a
-    bulk add equal those of single adds, however the entries are split into calls."""
+# the rules random draws reach only now and then: a call that runs past the count or the size limit,
+# one that starts past the maximum age, and calls into a full ledger younger than the minimum age
+@example(sizes=[10] * 20, calls=[(10, 0)], minimum_rollover_ms=0)
+@example(sizes=[300 * 1024] * 8, calls=[(3, 0), (5, 0)], minimum_rollover_ms=0)
+@example(sizes=[10] * 10, calls=[(3, 12_000), (5, 0)], minimum_rollover_ms=0)
+@example(sizes=[10] * 14, calls=[(8, 2_500), (4, 1_000), (2, 0)], minimum_rollover_ms=3_000)
+def test_add_entries_is_the_same_as_one_add_entry_per_entry(
+    tmp_path_factory, clock, sizes, calls, minimum_rollover_ms
+) -> None:
+    """Positions, rollovers (by count, size, age and minimum age), broker entry metadata and the
+    stored bytes of a bulk add equal those of single adds, however the entries are split into calls
+    and however much time passes between them."""
     entries = [pk.encode_entry(pk.message_metadata("p", i, 1), bytes([i % 251]) * n) for i, n in enumerate(sizes)]
     counts = [1 + i % 3 for i in range(len(entries))]
     one_by_one, bulk = (pk.Store.open(tmp_path_factory.mktemp("ml"), clock=clock) for _ in range(2))
     try:
-        a = one_by_one.managed_ledger(NAME, _bulk_config(clock))
-        b = bulk.managed_ledger(NAME, _bulk_config(clock))
-        want = [a.add_entry(e, num_messages=c) for e, c in zip(entries, counts)]
+        a = one_by_one.managed_ledger(NAME, _bulk_config(clock, minimum_rollover_ms))
+        b = bulk.managed_ledger(NAME, _bulk_config(clock, minimum_rollover_ms))
+        want: list[Position] = []
         got: list[Position] = []
         i = k = 0
         while i < len(entries):
-            n = cuts[k % len(cuts)]
+            n, wait_ms = calls[k % len(calls)]
+            want += [a.add_entry(e, num_messages=c) for e, c in zip(entries[i : i + n], counts[i : i + n])]
             got += b.add_entries(entries[i : i + n], counts[i : i + n])
+            clock.t += wait_ms
             i, k = i + n, k + 1
         assert got == want
         assert [(x.entries, x.size) for x in b.ledgers()] == [(x.entries, x.size) for x in a.ledgers()]
@@ -692,7 +706,7 @@ def test_add_entries_survives_reopen_and_refuses_bad_input(tmp_path, clock) -> N
     with pytest.raises(pk.PulsarkitError, match="2 counts for 3 entries"):
         ml.add_entries([b"a", b"b", b"c"], [1, 1])
     assert ml.add_entries([]) == []
-    with pytest.raises(pk.CorruptEntryError, match="entry 1 of the batch.*at least 16 bytes"):
+    with pytest.raises(pk.CorruptEntryError, match="entry 1 of the batch: needs at least 16 bytes"):
         s.bookie.add_entries([bytes(40), b"short"])
     s.close()
     s = pk.Store.open(tmp_path / "d", clock=clock, read_only=True)

@@ -589,16 +589,17 @@ class DbLedgerStorage:
     def add_entries(self, entries: Sequence[bytes]) -> list[tuple[int, int]]:
         """:meth:`add_entry` for many stored entries under one lock (a bulk import's path); returns
         their ``(ledger_id, entry_id)``. Every entry is checked before any is added."""
-        keys = []
-        for i, data in enumerate(entries):
-            if len(data) < 16:
-                raise CorruptEntryError(
-                    f"entry {i} of the batch: an entry needs at least 16 bytes (ledger and entry ids), got {len(data)}"
-                )
-            lid, eid = _KEY.unpack_from(data)
-            if eid < 0:
-                raise BookieError(f"entry {i} of the batch: entry id {eid} is not a data entry")
-            keys.append((lid, eid))
+        entries = [bytes(d) for d in entries]
+        if entries and min(map(len, entries)) < 16:
+            i = next(i for i, d in enumerate(entries) if len(d) < 16)
+            raise CorruptEntryError(
+                f"entry {i} of the batch: needs at least 16 bytes (ledger and entry ids), got {len(entries[i])}"
+            )
+        unpack = _KEY.unpack_from
+        keys = [unpack(d) for d in entries]
+        if keys and min(k[1] for k in keys) < 0:
+            i = next(i for i, k in enumerate(keys) if k[1] < 0)
+            raise BookieError(f"entry {i} of the batch: entry id {keys[i][1]} is not a data entry")
         with self._lock:
             self._check(True)
             by_dir: dict[int, tuple[list[tuple[int, int]], list[bytes]]] = {}
@@ -606,10 +607,13 @@ class DbLedgerStorage:
                 if self._dir(lid)._ledger(lid).fenced:
                     raise BookieError(f"ledger {lid} is fenced")
             n = len(self.dirs)
-            for k, data in zip(keys, entries):
-                ks, ds = by_dir.setdefault(k[0] % n, ([], []))
-                ks.append(k)
-                ds.append(bytes(data))
+            if n == 1:
+                by_dir[0] = (keys, entries)
+            else:
+                for k, data in zip(keys, entries):
+                    ks, ds = by_dir.setdefault(k[0] % n, ([], []))
+                    ks.append(k)
+                    ds.append(data)
             for i, (ks, ds) in by_dir.items():
                 s = self.dirs[i]
                 s.add_entries(ks, ds)

@@ -20,6 +20,7 @@ Thread-safe: adds, reads, cursor updates and closing are serialised on one lock 
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -427,18 +428,14 @@ class ManagedLedger:
                 payloads = [before(bytes(e), c) for e, c in zip(entries, counts)]
             else:
                 payloads = [bytes(e) for e in entries]
+            cum = list(itertools.accumulate(map(len, payloads), initial=0))
             i = 0
             while i < n:
                 h = self._current
                 assert h is not None
                 age = self._clock() - h.created
-                j, count, length = i, h.entries, h.length
-                while j < n:  # this ledger takes entries up to the one after which it is full
-                    count += 1
-                    length += len(payloads[j])
-                    j += 1
-                    if self._is_full(count, length, age):
-                        break
+                j = self._run_end(h, i, n, cum, age)
+                count, length = h.entries + (j - i), h.length + cum[j] - cum[i]
                 digest, password = self._digests[h.ledger_id]
                 packer = BookieEntryPacker(
                     h.ledger_id,
@@ -458,6 +455,20 @@ class ManagedLedger:
                 if self._is_full(count, length, age):
                     self._roll()
         return out
+
+    def _run_end(self, h: Any, i: int, n: int, cum: list[int], age: int) -> int:
+        """Where the run of entries ``[i, end)`` for ledger ``h`` ends: at the entry after which
+        :meth:`_is_full` first holds (by count, size or the ledger's ``age``), else at ``n``.
+        ``cum`` holds the cumulative payload sizes."""
+        cfg = self.config
+        if cfg.minimum_rollover_time_ms > 0 and age <= cfg.minimum_rollover_time_ms:
+            return n  # younger than the minimum: never full during this call
+        if age >= self._max_rollover_ms:
+            return i + 1  # the first add finds it full
+        by_count = i + max(1, cfg.max_entries_per_ledger - h.entries)
+        # the first j with h.length + cum[j] - cum[i] >= the size limit
+        by_size = bisect.bisect_left(cum, cfg.max_size_per_ledger_mb * MB - h.length + cum[i], lo=i + 1)
+        return min(n, by_count, by_size)
 
     @synchronized
     def flush(self) -> None:

@@ -241,6 +241,23 @@ impl Digester {
         length: i64,
         payloads: &[P],
     ) -> Vec<Vec<u8>> {
+        self.heads_many(ledger_id, first_entry_id, last_add_confirmed, length, payloads)
+            .into_iter()
+            .zip(payloads)
+            .map(|((h, d), p)| [&h[..], d.as_bytes(), p.as_ref()].concat())
+            .collect()
+    }
+
+    /// What [`Self::pack_many`] puts before each payload (header, digest), without copying the
+    /// payloads: a caller that allocates the output itself (a Python `bytes`) copies each once.
+    pub fn heads_many<P: AsRef<[u8]>>(
+        &self,
+        ledger_id: i64,
+        first_entry_id: i64,
+        last_add_confirmed: i64,
+        length: i64,
+        payloads: &[P],
+    ) -> Vec<([u8; BOOKIE_HEADER_SIZE], DigestValue)> {
         let (mut lac, mut len) = (last_add_confirmed, length);
         payloads
             .iter()
@@ -248,9 +265,10 @@ impl Digester {
             .map(|(i, p)| {
                 let eid = first_entry_id + i as i64;
                 len += p.as_ref().len() as i64;
-                let out = self.pack(ledger_id, eid, lac, len, p.as_ref());
+                let h = bookie_header(ledger_id, eid, lac, len);
+                let d = self.compute(&h, p.as_ref());
                 lac = eid;
-                out
+                (h, d)
             })
             .collect()
     }
