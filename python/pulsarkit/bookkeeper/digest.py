@@ -156,7 +156,7 @@ class BookieEntryPacker:
         if payloads:
             self.next_entry_id += len(payloads)
             self.last_add_confirmed = self.next_entry_id - 1
-            self.length += sum(len(p) for p in payloads)
+            self.length += sum(map(len, payloads))
         return out
 
 
