@@ -66,7 +66,7 @@ def test_every_block_runs(tmp_path) -> None:
     for lang, code in BLOCKS:
         if lang == "bash" and TWO_COMMANDS not in code:
             _shell(code, tmp_path)
-    assert (tmp_path / "orders.jsonl").read_text().count("\n") == 4
+    assert (tmp_path / "orders.jsonl").read_text().count("\n") == 10  # 5 entries of 2 messages
     assert (tmp_path / "entries.parquet").stat().st_size > 0
 
 
