@@ -578,3 +578,22 @@ def test_find_entry_logs(tmp_path: Path) -> None:
         el.find_entry_logs([tmp_path / "missing"])
     with pytest.raises(ValueError):
         el.find_entry_logs([tmp_path / "a" / "current" / "lastId"])
+
+
+def test_append_entries_takes_the_ledger_id_from_each_entry(tmp_path: Path) -> None:
+    """``append_entries`` writes the same log as ``append_many`` with the pairs spelled out, and an
+    entry too short to hold its ledger id is a typed error naming what it needs."""
+    a_ids = digest.BookieEntryPacker(5).pack_many([b"a%d" % i for i in range(30)])
+    b_ids = digest.BookieEntryPacker(9).pack_many([b"b%d" % i for i in range(30)])
+    stored = [x for pair in zip(a_ids, b_ids) for x in pair]
+    with el.EntryLogWriter(tmp_path / "one", log_size_limit=1024 + 25 * 40, fsync=False) as w:
+        locs_one = w.append_entries(stored)
+    with el.EntryLogWriter(tmp_path / "two", log_size_limit=1024 + 25 * 40, fsync=False) as w:
+        locs_two = w.append_many([(int.from_bytes(x[:8], "big"), x) for x in stored])
+    assert locs_one == locs_two and len({loc >> 32 for loc in locs_one}) > 1  # rotated like append_many
+    logs = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert logs == sorted(p.name for p in (tmp_path / "two").iterdir())
+    for name in logs:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    with el.EntryLogWriter(tmp_path / "three", fsync=False) as w, pytest.raises(pk.PulsarkitError, match="at least"):
+        w.append_entries([stored[0], b"short"])

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Self, Union
@@ -341,6 +341,11 @@ class EntryLogWriter:
     def append_many(self, entries: Iterable[tuple[int, bytes]]) -> list[int]:
         """Appends ``(ledger_id, entry)`` pairs in one native call; returns their locations."""
         return self._w.append_many(list(entries))
+
+    def append_entries(self, entries: Sequence[bytes]) -> list[int]:
+        """Appends stored entries, each starting with its ledger id, in one native call; returns
+        their locations (:meth:`append_many` without the pairs)."""
+        return self._w.append_entries(entries if isinstance(entries, list) else list(entries))
 
     def flush(self) -> None:
         """Writes buffered records and fsyncs the active log."""

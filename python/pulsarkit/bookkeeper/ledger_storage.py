@@ -24,9 +24,12 @@ The stored entry bytes are what the BookKeeper client sends: ``[ledgerId][entryI
 
 from __future__ import annotations
 
+import itertools
+import operator
 import os
 import struct
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -358,11 +361,9 @@ class SingleDirectoryDbLedgerStorage:
                 self.writer = entrylog.EntryLogWriter(self.current, log_size_limit=self.log_size_limit)
             batch = key_value_storage.write_batch()
             keys = sorted(self.write_cache)
-            cache = self.write_cache
-            locs = self.writer.append_many([(k[0], cache[k]) for k in keys])  # one native call
-            pack_key, pack_loc, put = _KEY.pack, _ULONG.pack, batch.put
-            for (lid, eid), loc in zip(keys, locs):
-                put(pack_key(lid, eid), pack_loc(loc))
+            locs = self.writer.append_entries(list(map(self.write_cache.__getitem__, keys)))  # one native call
+            # map/starmap keep the per-entry index work in C: no Python frame or tuple per entry
+            deque(map(batch.put, itertools.starmap(_KEY.pack, keys), map(_ULONG.pack, locs)), maxlen=0)
             self.writer.flush()
             self.reader.refresh(self._written_logs())
             self.locations_db.write(batch)
@@ -595,9 +596,8 @@ class DbLedgerStorage:
             raise CorruptEntryError(
                 f"entry {i} of the batch: needs at least 16 bytes (ledger and entry ids), got {len(entries[i])}"
             )
-        unpack = _KEY.unpack_from
-        keys = [unpack(d) for d in entries]
-        if keys and min(k[1] for k in keys) < 0:
+        keys = list(map(_KEY.unpack_from, entries))
+        if keys and min(map(operator.itemgetter(1), keys)) < 0:
             i = next(i for i, k in enumerate(keys) if k[1] < 0)
             raise BookieError(f"entry {i} of the batch: entry id {keys[i][1]} is not a data entry")
         with self._lock:

@@ -446,8 +446,9 @@ class ManagedLedger:
                     length=h.length,
                 )
                 self._bk.add_entries(packer.pack_many(payloads[i:j]))
-                lid, new = h.ledger_id, tuple.__new__  # skips NamedTuple's Python-level __new__, per entry
-                out.extend([new(Position, (lid, e)) for e in range(h.entries, count)])
+                # tuple.__new__ skips NamedTuple's Python-level __new__: no Python frame per entry
+                ids = zip(itertools.repeat(h.ledger_id), range(h.entries, count))
+                out.extend(map(tuple.__new__, itertools.repeat(Position), ids))
                 self.number_of_entries += count - h.entries
                 self.total_size += length - h.length
                 h.entries, h.length = count, length

@@ -298,6 +298,15 @@ impl RawEntryLogWriter {
         self.inner.append(ledger_id, d.as_slice()).py_err(py)
     }
 
+    /// Appends stored entries (each starting with its ledger id) in one call; returns their locations.
+    fn append_entries<'py>(&mut self, py: Python<'py>, entries: Vec<Bound<'py, PyAny>>) -> PyResult<Vec<u64>> {
+        self.check_open()?;
+        let inputs = entries.iter().map(ByteInput::new).collect::<PyResult<Vec<_>>>()?;
+        let slices: Vec<&[u8]> = inputs.iter().map(ByteInput::as_slice).collect();
+        let w = &mut self.inner;
+        py.detach(|| slices.iter().map(|d| w.append_stored(d)).collect::<Result<Vec<_>, _>>()).py_err(py)
+    }
+
     /// Appends (ledger_id, data) pairs in one call; returns their locations.
     fn append_many<'py>(&mut self, py: Python<'py>, entries: Vec<(i64, Bound<'py, PyAny>)>) -> PyResult<Vec<u64>> {
         self.check_open()?;

@@ -321,6 +321,17 @@ impl EntryLogWriter {
         Ok(loc)
     }
 
+    /// [`Self::append`] for stored entry bytes, whose first 8 bytes are the ledger id.
+    pub fn append_stored(&mut self, entry: &[u8]) -> LogResult<u64> {
+        let Some(id) = entry.get(..8) else {
+            return Err(LogError::invalid(format!(
+                "an entry needs at least {MIN_SANE_ENTRY_SIZE} bytes (ledger id, entry id), got {}",
+                entry.len()
+            )));
+        };
+        self.append(i64::from_be_bytes(id.try_into().unwrap()), entry)
+    }
+
     /// Writes buffered records and fsyncs the active log: everything appended so far is durable.
     pub fn flush(&mut self) -> LogResult<()> {
         let fsync = self.opts.fsync;
