@@ -62,10 +62,14 @@ def topic_list(n: int = len(TOPICS)) -> list[tuple[str, str]]:
     return (TOPICS + extra)[:n]
 
 
-def build(root: Path, size_mb: int, seed: int = 7, topics: int = len(TOPICS), hours: float | None = None) -> dict:
+def build(
+    root: Path, size_mb: int, seed: int = 7, topics: int = len(TOPICS), hours: float | None = None, unbatched: int = 0
+) -> dict:
     """Writes the directory. ``topics``: how many (:func:`topic_list`); ``hours``: publish times spread
     evenly over that many hours from ``T0`` as the logs fill (default: 50 ms per message, seconds
-    to hours depending on the size)."""
+    to hours depending on the size); ``unbatched``: how many of the topics (the last ones) are written
+    as producers with batching off write them, one message per entry (keys, properties and the
+    topic's codec as in a batch)."""
     rng = random.Random(seed)
     pool = [_message(rng, i) for i in range(4000)]
     store = pk.Store.open(root, sync=False)
@@ -81,8 +85,9 @@ def build(root: Path, size_mb: int, seed: int = 7, topics: int = len(TOPICS), ho
         for name, _ in names
     }
     mls = {name: store.managed_ledger(name, cfg[name]) for name, _ in names}
+    single = {name for name, _ in names[len(names) - unbatched :]} if unbatched else set()
     seq = {name: 0 for name, _ in names}
-    messages = payload = entries = written = 0
+    messages = payload = entries = written = rounds = 0
     target = size_mb << 20
     t0 = T0
     while True:
@@ -97,14 +102,28 @@ def build(root: Path, size_mb: int, seed: int = 7, topics: int = len(TOPICS), ho
                 size += len(m)
                 messages += 1
             publish = t0 + messages * 50 if hours is None else t0 + int(hours * 3_600_000 * min(written / target, 1))
-            md = pk.message_metadata(f"producer-{name[-6:]}", seq[name], publish)
-            data = pk.encode_batch(md, items, compression=codec)
-            mls[name].add_entry(data, num_messages=len(items))
-            written += len(data)
-            seq[name] += len(items)
+            if name in single:
+                for it in items:
+                    md = pk.message_metadata(f"producer-{name[-6:]}", seq[name], publish)
+                    if "key" in it:
+                        md.partition_key = it["key"]
+                    for k, v in it["properties"].items():
+                        md.properties.add(key=k, value=v)
+                    data = pk.encode_entry(md, it["payload"], compression=None if codec == "NONE" else codec)
+                    mls[name].add_entry(data, num_messages=1)
+                    written += len(data)
+                    seq[name] += 1
+                    entries += 1
+            else:
+                md = pk.message_metadata(f"producer-{name[-6:]}", seq[name], publish)
+                data = pk.encode_batch(md, items, compression=codec)
+                mls[name].add_entry(data, num_messages=len(items))
+                written += len(data)
+                seq[name] += len(items)
+                entries += 1
             payload += size
-            entries += 1
-        if entries % 300 == 0:
+        rounds += 1
+        if rounds % 50 == 0:
             for ml in mls.values():
                 ml.flush()
             on_disk = sum(f.stat().st_size for f in (root / "bookie" / "current").glob("*.log"))
@@ -147,6 +166,8 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=220)
     ap.add_argument("--work", default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--topics", type=int, default=len(TOPICS), help="how many topics (default 6)")
+    ap.add_argument("--unbatched", type=int, default=0, help="how many of them are written one message per entry")
     args = ap.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="pulsarkit-bench-export-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -155,7 +176,8 @@ def main() -> None:
     try:
         if not (root / "metadata").exists():
             t = time.perf_counter()
-            result["data"] = build(root, args.size_mb)
+            result["data"] = build(root, args.size_mb, topics=args.topics, unbatched=args.unbatched)
+            result["topics"], result["unbatched_topics"] = args.topics, args.unbatched
             result["build_seconds"] = round(time.perf_counter() - t, 1)
         quiet = lambda m: None  # noqa: E731
         result["plain_read_seconds"], _ = timed(lambda: plain_read(root))
