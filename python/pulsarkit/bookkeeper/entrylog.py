@@ -449,6 +449,21 @@ class EntryLogReader:
         """
         return self._r.read(location, ledger_id, entry_id)
 
+    def read_payloads(
+        self,
+        locations: Sequence[int],
+        ledger_id: int,
+        first_entry_id: int,
+        digest_type: str = "CRC32C",
+        password: bytes = b"",
+    ) -> list[bytes | str | None]:
+        """The payloads of entries ``first_entry_id, first_entry_id + 1, ...`` of one ledger at
+        ``locations``, in one native call: each read, its ids checked and its digest verified as
+        :meth:`read` and :func:`~pulsarkit.bookkeeper.digest.unpack_entry` would. Per entry the
+        payload, the error's message (``str``) for a bad entry, or None where the location is
+        negative (not read). A missing or unreadable log raises ``OSError``."""
+        return self._r.read_payloads(list(locations), ledger_id, first_entry_id, digest_type, password)
+
     def header(self, log_id: int) -> LogHeader:
         h = LogHeader._from(self._r.header(log_id))
         assert h is not None

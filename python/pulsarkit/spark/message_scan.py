@@ -1023,38 +1023,93 @@ def iter_entries(
     """``(ledger, entry, data, error)`` of the partition's entries in order, read as
     ``DataDir.read_entry`` reads them (the index's location, else the journal; digest verified);
     entries the plan pruned are not read. ``stats`` counts the reads."""
+    for lids, eids, datas, errs in _entry_chunks(part, stats if stats is not None else ReadStats()):
+        yield from zip(lids, eids, datas, errs)
+
+
+_Chunk = tuple[list[int], list[int], list[bytes | None], list[str | None]]
+
+
+def _entry_chunks(part: ScanPartition, stats: ReadStats) -> Iterator[_Chunk]:
+    """:func:`iter_entries`' rows as column lists, a chunk at a time: a chunk of entries that all
+    read and verify is passed on as built by the native read, with no Python work per entry."""
     readers = _Readers()
-    stats = stats if stats is not None else ReadStats()
     for seg in part.segments:
         if seg.replicas or seg.layout is not None:
-            yield from _replicated_entries(seg, readers, stats)
+            yield _columns(_replicated_entries(seg, readers, stats))
             continue
         locs = array.array("q")
         locs.frombytes(seg.locations)
-        lid = seg.ledger_id
-        for i, eid in enumerate(range(seg.first, seg.last + 1)):
-            loc = locs[i]
-            if loc == PRUNED:
-                continue
+        if seg.current is None or seg.digest is None:
+            yield _columns(r for i in range(len(locs)) if (r := _read_one(seg, locs, i, readers, stats)) is not None)
+            continue
+        # The digest is known and the entries are in one bookie's logs: read and verified
+        # _READ_AHEAD at a time in one native call each, with the rows of the entry-by-entry path.
+        lid, digest = seg.ledger_id, bookie_digest.digest_type_name(seg.digest)
+        overhead = 4 + 32 + bookie_digest.digest_length(digest)  # record length, header, digest
+        reader = readers.get(seg.current)
+        for start in range(0, len(locs), _READ_AHEAD):
+            chunk = locs[start : start + _READ_AHEAD]
+            first = seg.first + start
             try:
-                if loc >= 0 and seg.current is not None:
-                    try:
-                        raw = readers.get(seg.current).read(loc, lid, eid)
-                    except OSError as e:
-                        raise DataDirError(f"entry log missing or unreadable for ledger {lid} entry {eid}: {e}")
-                    stats.entry_reads += 1
-                    stats.entry_bytes += len(raw) + 4
-                elif eid in seg.journal:
-                    raw = seg.journal[eid]
-                    stats.journal_entries += 1
-                else:
-                    raise DataDirError(f"ledger {lid} entry {eid} is on no bookie and in no journal")
-                digest = seg.digest or bookie_digest.detect_digest_type(raw, seg.password) or "CRC32C"
-                data = bookie_digest.unpack_entry(raw, digest, seg.password, ledger_id=lid, entry_id=eid).payload
-            except PulsarkitError as e:
-                yield lid, eid, None, f"ledger {lid} entry {eid}: {e}"
+                got = reader.read_payloads(chunk, lid, first, digest, seg.password)
+            except OSError:  # a log missing or unreadable: entry by entry, each saying so
+                got = [None] * len(chunk)
+            if all(type(g) is bytes for g in got):
+                n = len(got)
+                stats.entry_reads += n
+                stats.entry_bytes += sum(map(len, got)) + n * overhead
+                yield [lid] * n, list(range(first, first + n)), got, [None] * n
                 continue
-            yield lid, eid, data, None
+            rows = []
+            for k, data in enumerate(got):
+                eid = first + k
+                if isinstance(data, bytes):
+                    stats.entry_reads += 1
+                    stats.entry_bytes += len(data) + overhead
+                    rows.append((lid, eid, data, None))
+                elif isinstance(data, str):
+                    rows.append((lid, eid, None, f"ledger {lid} entry {eid}: {data}"))
+                elif (row := _read_one(seg, locs, start + k, readers, stats)) is not None:
+                    rows.append(row)
+            yield _columns(rows)
+
+
+def _columns(rows: Iterable[tuple[int, int, bytes | None, str | None]]) -> _Chunk:
+    cols = tuple(map(list, zip(*rows)))
+    return cols if cols else ([], [], [], [])  # type: ignore[return-value]
+
+
+#: Entries read and verified per native call: bounds what a read holds beyond its batch.
+_READ_AHEAD = 256
+
+
+def _read_one(
+    seg: Segment, locs: array.array, i: int, readers: _Readers, stats: ReadStats
+) -> tuple[int, int, bytes | None, str | None] | None:
+    """Entry ``seg.first + i`` of a one-bookie segment, read and verified on its own (None when the
+    plan pruned it): from its entry log, else the journal."""
+    lid, eid, loc = seg.ledger_id, seg.first + i, locs[i]
+    if loc == PRUNED:
+        return None
+    try:
+        if loc >= 0 and seg.current is not None:
+            try:
+                raw = readers.get(seg.current).read(loc, lid, eid)
+            except OSError as e:
+                raise DataDirError(f"entry log missing or unreadable for ledger {lid} entry {eid}: {e}")
+            stats.entry_reads += 1
+            stats.entry_bytes += len(raw) + 4
+        elif eid in seg.journal:
+            raw = seg.journal[eid]
+            stats.journal_entries += 1
+        else:
+            raise DataDirError(f"ledger {lid} entry {eid} is on no bookie and in no journal")
+        digest = seg.digest or bookie_digest.detect_digest_type(raw, seg.password) or "CRC32C"
+        data = bookie_digest.unpack_entry(raw, digest, seg.password, ledger_id=lid, entry_id=eid).payload
+    except PulsarkitError as e:
+        return lid, eid, None, f"ledger {lid} entry {eid}: {e}"
+    return lid, eid, data, None
 
 
 def _replicated_entries(
@@ -1121,15 +1176,23 @@ def _batches(
     datas: list[bytes | None] = []
     errs: list[str | None] = []
     size = 0
-    for lid, eid, data, err in iter_entries(part, stats):
-        lids.append(lid)
-        eids.append(eid)
-        datas.append(data)
-        errs.append(err)
-        size += len(data) if data else 0
-        if len(lids) >= batch_entries or size >= batch_bytes:
-            yield lids, eids, datas, errs
-            lids, eids, datas, errs, size = [], [], [], [], 0
+    for c_lids, c_eids, c_datas, c_errs in _entry_chunks(part, stats if stats is not None else ReadStats()):
+        i = 0
+        while i < len(c_lids):
+            # how many of this chunk's entries the batch takes: up to its entry or byte limit
+            room, j = batch_entries - len(lids), i
+            while j < len(c_lids) and j - i < room and size < batch_bytes:
+                d = c_datas[j]
+                size += len(d) if d else 0
+                j += 1
+            lids += c_lids[i:j]
+            eids += c_eids[i:j]
+            datas += c_datas[i:j]
+            errs += c_errs[i:j]
+            i = j
+            if len(lids) >= batch_entries or size >= batch_bytes:
+                yield lids, eids, datas, errs
+                lids, eids, datas, errs, size = [], [], [], [], 0
     if lids:
         yield lids, eids, datas, errs
 

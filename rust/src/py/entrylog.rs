@@ -424,6 +424,32 @@ impl RawEntryLogReader {
         Ok(PyBytes::new(py, &out))
     }
 
+    /// The verified payloads of consecutive entries of one ledger (see the core's `read_payloads`):
+    /// per location `bytes`, `None` for a negative location, or the error's message as `str`; a
+    /// missing or unreadable log raises `OSError`.
+    fn read_payloads<'py>(
+        &mut self,
+        py: Python<'py>,
+        locations: Vec<i64>,
+        ledger_id: i64,
+        first_entry_id: i64,
+        digest_type_name: &str,
+        password: &[u8],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let d = Digester::new(digest_type(py, digest_type_name)?, password);
+        let r = &mut self.inner;
+        let got = py.detach(|| r.read_payloads(&locations, ledger_id, first_entry_id, &d)).py_err(py)?;
+        let out = PyList::empty(py);
+        for g in got {
+            match g {
+                Ok(Some(p)) => out.append(PyBytes::new(py, &p))?,
+                Ok(None) => out.append(py.None())?,
+                Err(e) => out.append(e.to_string())?,
+            }
+        }
+        Ok(out)
+    }
+
     fn header<'py>(&mut self, py: Python<'py>, log_id: u64) -> PyResult<Bound<'py, PyDict>> {
         let h = self.inner.file(log_id).and_then(|f| f.header()).py_err(py)?;
         header_dict(py, &h)

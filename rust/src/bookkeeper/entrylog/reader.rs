@@ -2,6 +2,7 @@
 use super::format::*;
 use super::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner};
 use super::{FileSource, LogError, LogResult, Source};
+use crate::bookkeeper::digest::Digester;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -318,6 +319,36 @@ impl EntryLogReader {
     pub fn read(&mut self, location: u64, ledger_id: Option<i64>, entry_id: Option<i64>) -> LogResult<Vec<u8>> {
         let (log_id, pos) = split_location(location);
         self.file(log_id)?.read_entry(pos, ledger_id, entry_id)
+    }
+
+    /// The payloads of consecutive entries of one ledger, `locations[i]` holding entry
+    /// `first_entry_id + i`: each read, its ids checked and its digest verified, as one
+    /// [`Self::read`] and [`Digester::verify`] per entry would. A negative location is not read
+    /// (`Ok(None)`: the caller's pruned or journal entry). A bad entry is its own `Err`; an I/O
+    /// error (a log missing or unreadable) ends the read and is returned as the outer error.
+    pub fn read_payloads(
+        &mut self,
+        locations: &[i64],
+        ledger_id: i64,
+        first_entry_id: i64,
+        digester: &Digester,
+    ) -> LogResult<Vec<crate::Result<Option<Vec<u8>>>>> {
+        let mut out = Vec::with_capacity(locations.len());
+        for (i, &loc) in locations.iter().enumerate() {
+            if loc < 0 {
+                out.push(Ok(None));
+                continue;
+            }
+            let eid = first_entry_id + i as i64;
+            match self.read(loc as u64, Some(ledger_id), Some(eid)) {
+                Ok(raw) => {
+                    out.push(digester.verify(&raw, Some(ledger_id), Some(eid)).map(|e| Some(e.payload.to_vec())))
+                }
+                Err(e @ crate::Error::Io { .. }) => return Err(e),
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        Ok(out)
     }
 }
 

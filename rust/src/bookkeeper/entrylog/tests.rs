@@ -596,3 +596,32 @@ proptest! {
         let _ = read_metadata(&img, 0, ScanOptions::default()).unwrap();
     }
 }
+
+#[test]
+fn read_payloads_verifies_each_entry_and_reports_each_fault_apart() {
+    let t = TempDir::new();
+    let d = Digester::new(DigestType::Crc32c, b"");
+    let stored = d.pack_many(9, 0, -1, 0, &[b"zero".as_slice(), b"one", b"two", b"three"]);
+    let mut w = EntryLogWriter::open(&t.0, opts(1 << 30)).unwrap();
+    let mut locs: Vec<i64> = stored.iter().map(|e| w.append_stored(e).unwrap() as i64).collect();
+    w.close().unwrap();
+    // entry 2's payload damaged on disk; entry 1 not read (the caller's journal or pruned entry)
+    let mut bytes = read_file(&t.0, 0);
+    let at = (locs[2] as u64 & 0xFFFF_FFFF) as usize + 32 + 4;
+    bytes[at] ^= 0xFF;
+    std::fs::write(t.0.join(log_file_name(0)), bytes).unwrap();
+    locs[1] = -1;
+    let mut r = EntryLogReader::new(&t.0);
+    let got = r.read_payloads(&locs, 9, 0, &d).unwrap();
+    assert_eq!(got[0].as_ref().unwrap().as_deref(), Some(b"zero".as_slice()));
+    assert!(matches!(got[1], Ok(None)));
+    assert!(matches!(got[2], Err(crate::Error::DigestMismatch { .. })));
+    assert_eq!(got[3].as_ref().unwrap().as_deref(), Some(b"three".as_slice()));
+    // an entry id that does not match what the location holds is that entry's error
+    let got = r.read_payloads(&locs[3..], 9, 7, &d).unwrap();
+    assert!(got[0].is_err());
+    // a missing log ends the read
+    std::fs::remove_file(t.0.join(log_file_name(0))).unwrap();
+    let mut r = EntryLogReader::new(&t.0);
+    assert!(matches!(r.read_payloads(&locs[..1], 9, 0, &d), Err(crate::Error::Io { .. })));
+}
