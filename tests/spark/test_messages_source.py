@@ -228,9 +228,9 @@ def test_several_data_directories_in_one_read(spark, synthetic, tmp_path):
     assert _norm(read_all([str(root), str(copy)]).to_pylist()) == _norm(one + one)
 
 
-def test_bulk_entry_reads_give_the_entry_by_entry_rows_for_damaged_and_missing_logs(synthetic, tmp_path):
-    """Partitions read their entries in native chunks; a damaged entry and a missing entry log give
-    exactly the rows and error messages of reading each entry on its own."""
+def test_bulk_entry_reads_give_the_entry_by_entry_rows_for_damaged_and_missing_logs(synthetic, tmp_path, monkeypatch):
+    """Partitions read their entries in native chunks (bounded in entries and bytes); a damaged entry
+    and a missing entry log give exactly the rows and error messages of reading each entry on its own."""
     import dataclasses
 
     from pulsarkit.spark import message_scan as ms
@@ -261,6 +261,9 @@ def test_bulk_entry_reads_give_the_entry_by_entry_rows_for_damaged_and_missing_l
         f.write(bytes([b[0] ^ 0xFF]))
     bulk, one_by_one = both_ways(damaged)
     assert bulk == one_by_one
+    monkeypatch.setattr(ms, "_READ_AHEAD_BYTES", 1)  # one entry per native call
+    assert both_ways(damaged)[0] == bulk
+    monkeypatch.setattr(ms, "_READ_AHEAD_BYTES", 1 << 20)
     bad = [r for r in bulk if r[3] is not None]
     assert [(r[0], r[1]) for r in bad] == [(lid, 0)] and "digest" in bad[0][3].lower()
 

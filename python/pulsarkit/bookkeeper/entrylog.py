@@ -456,13 +456,19 @@ class EntryLogReader:
         first_entry_id: int,
         digest_type: str = "CRC32C",
         password: bytes = b"",
+        max_bytes: int | None = None,
     ) -> list[bytes | str | None]:
         """The payloads of entries ``first_entry_id, first_entry_id + 1, ...`` of one ledger at
         ``locations``, in one native call: each read, its ids checked and its digest verified as
         :meth:`read` and :func:`~pulsarkit.bookkeeper.digest.unpack_entry` would. Per entry the
         payload, the error's message (``str``) for a bad entry, or None where the location is
-        negative (not read). A missing or unreadable log raises ``OSError``."""
-        return self._r.read_payloads(list(locations), ledger_id, first_entry_id, digest_type, password)
+        negative (not read). A missing or unreadable log raises ``OSError``. With ``max_bytes`` the
+        read stops after the entry that brings what it read to that many bytes: the list is then
+        shorter than ``locations``, and the caller goes on from where it ends."""
+        locs = list(locations)
+        if max_bytes is None:
+            return self._r.read_payloads(locs, ledger_id, first_entry_id, digest_type, password)
+        return self._r.read_payloads(locs, ledger_id, first_entry_id, digest_type, password, max_bytes)
 
     def header(self, log_id: int) -> LogHeader:
         h = LogHeader._from(self._r.header(log_id))

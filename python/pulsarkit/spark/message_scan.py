@@ -1048,13 +1048,15 @@ def _entry_chunks(part: ScanPartition, stats: ReadStats) -> Iterator[_Chunk]:
         lid, digest = seg.ledger_id, bookie_digest.digest_type_name(seg.digest)
         overhead = 4 + 32 + bookie_digest.digest_length(digest)  # record length, header, digest
         reader = readers.get(seg.current)
-        for start in range(0, len(locs), _READ_AHEAD):
+        start = 0
+        while start < len(locs):
             chunk = locs[start : start + _READ_AHEAD]
             first = seg.first + start
             try:
-                got = reader.read_payloads(chunk, lid, first, digest, seg.password)
+                got = reader.read_payloads(chunk, lid, first, digest, seg.password, _READ_AHEAD_BYTES)
             except OSError:  # a log missing or unreadable: entry by entry, each saying so
                 got = [None] * len(chunk)
+            base, start = start, start + len(got)
             if all(type(g) is bytes for g in got):
                 n = len(got)
                 stats.entry_reads += n
@@ -1070,7 +1072,7 @@ def _entry_chunks(part: ScanPartition, stats: ReadStats) -> Iterator[_Chunk]:
                     rows.append((lid, eid, data, None))
                 elif isinstance(data, str):
                     rows.append((lid, eid, None, f"ledger {lid} entry {eid}: {data}"))
-                elif (row := _read_one(seg, locs, start + k, readers, stats)) is not None:
+                elif (row := _read_one(seg, locs, base + k, readers, stats)) is not None:
                     rows.append(row)
             yield _columns(rows)
 
@@ -1080,8 +1082,10 @@ def _columns(rows: Iterable[tuple[int, int, bytes | None, str | None]]) -> _Chun
     return cols if cols else ([], [], [], [])  # type: ignore[return-value]
 
 
-#: Entries read and verified per native call: bounds what a read holds beyond its batch.
+#: Entries, and bytes, read and verified per native call (it stops after the entry that reaches the
+#: bytes): bounds what a read holds beyond its batch, whatever the entries' sizes.
 _READ_AHEAD = 256
+_READ_AHEAD_BYTES = 1 << 20
 
 
 def _read_one(

@@ -425,8 +425,10 @@ impl RawEntryLogReader {
     }
 
     /// The verified payloads of consecutive entries of one ledger (see the core's `read_payloads`):
-    /// per location `bytes`, `None` for a negative location, or the error's message as `str`; a
-    /// missing or unreadable log raises `OSError`.
+    /// per location `bytes`, `None` for a negative location, or the error's message as `str`, for
+    /// the locations read before `max_bytes` was reached; a missing or unreadable log raises `OSError`.
+    #[pyo3(signature = (locations, ledger_id, first_entry_id, digest_type_name, password, max_bytes=usize::MAX))]
+    #[allow(clippy::too_many_arguments)]
     fn read_payloads<'py>(
         &mut self,
         py: Python<'py>,
@@ -435,10 +437,11 @@ impl RawEntryLogReader {
         first_entry_id: i64,
         digest_type_name: &str,
         password: &[u8],
+        max_bytes: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         let d = Digester::new(digest_type(py, digest_type_name)?, password);
         let r = &mut self.inner;
-        let got = py.detach(|| r.read_payloads(&locations, ledger_id, first_entry_id, &d)).py_err(py)?;
+        let got = py.detach(|| r.read_payloads(&locations, ledger_id, first_entry_id, &d, max_bytes)).py_err(py)?;
         let out = PyList::empty(py);
         for g in got {
             match g {

@@ -325,16 +325,23 @@ impl EntryLogReader {
     /// `first_entry_id + i`: each read, its ids checked and its digest verified, as one
     /// [`Self::read`] and [`Digester::verify`] per entry would. A negative location is not read
     /// (`Ok(None)`: the caller's pruned or journal entry). A bad entry is its own `Err`; an I/O
-    /// error (a log missing or unreadable) ends the read and is returned as the outer error.
+    /// error (a log missing or unreadable) ends the read and is returned as the outer error. The
+    /// read stops early, after the entry that brings the bytes read to `max_bytes`, so what it
+    /// holds stays bounded whatever the entries' sizes; the caller continues from `out.len()`.
     pub fn read_payloads(
         &mut self,
         locations: &[i64],
         ledger_id: i64,
         first_entry_id: i64,
         digester: &Digester,
+        max_bytes: usize,
     ) -> LogResult<Vec<crate::Result<Option<Vec<u8>>>>> {
         let mut out = Vec::with_capacity(locations.len());
+        let mut held = 0usize;
         for (i, &loc) in locations.iter().enumerate() {
+            if held >= max_bytes {
+                break;
+            }
             if loc < 0 {
                 out.push(Ok(None));
                 continue;
@@ -342,6 +349,7 @@ impl EntryLogReader {
             let eid = first_entry_id + i as i64;
             match self.read(loc as u64, Some(ledger_id), Some(eid)) {
                 Ok(raw) => {
+                    held += raw.len();
                     out.push(digester.verify(&raw, Some(ledger_id), Some(eid)).map(|e| Some(e.payload.to_vec())))
                 }
                 Err(e @ crate::Error::Io { .. }) => return Err(e),

@@ -612,16 +612,19 @@ fn read_payloads_verifies_each_entry_and_reports_each_fault_apart() {
     std::fs::write(t.0.join(log_file_name(0)), bytes).unwrap();
     locs[1] = -1;
     let mut r = EntryLogReader::new(&t.0);
-    let got = r.read_payloads(&locs, 9, 0, &d).unwrap();
+    let got = r.read_payloads(&locs, 9, 0, &d, usize::MAX).unwrap();
     assert_eq!(got[0].as_ref().unwrap().as_deref(), Some(b"zero".as_slice()));
     assert!(matches!(got[1], Ok(None)));
     assert!(matches!(got[2], Err(crate::Error::DigestMismatch { .. })));
     assert_eq!(got[3].as_ref().unwrap().as_deref(), Some(b"three".as_slice()));
-    // an entry id that does not match what the location holds is that entry's error
-    let got = r.read_payloads(&locs[3..], 9, 7, &d).unwrap();
+    // the read stops after the entry that reaches max_bytes (at least one entry is read)
+    assert_eq!(r.read_payloads(&locs, 9, 0, &d, 1).unwrap().len(), 1);
+    assert_eq!(r.read_payloads(&locs, 9, 0, &d, 41).unwrap().len(), 3); // 40 bytes, not read, 39 bytes
+                                                                        // an entry id that does not match what the location holds is that entry's error
+    let got = r.read_payloads(&locs[3..], 9, 7, &d, usize::MAX).unwrap();
     assert!(got[0].is_err());
     // a missing log ends the read
     std::fs::remove_file(t.0.join(log_file_name(0))).unwrap();
     let mut r = EntryLogReader::new(&t.0);
-    assert!(matches!(r.read_payloads(&locs[..1], 9, 0, &d), Err(crate::Error::Io { .. })));
+    assert!(matches!(r.read_payloads(&locs[..1], 9, 0, &d, usize::MAX), Err(crate::Error::Io { .. })));
 }
