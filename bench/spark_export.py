@@ -187,7 +187,7 @@ def main() -> None:
         def local() -> dict:
             out = work / "out-local"
             shutil.rmtree(out, ignore_errors=True)
-            return export_mod.export(str(root), "parquet", str(out), log=quiet)
+            return export_mod.export(str(root), "parquet", str(out), engine="local", log=quiet)
 
         result["local_seconds"], s_local = timed(local)
         cpu = time.process_time()

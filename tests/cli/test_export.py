@@ -446,3 +446,18 @@ def test_auto_engine_runs_locally_below_the_threshold_and_on_spark_above(tmp_pat
     _append(root, 0)
     code, stdout, err = _run(["export", str(root), "--to", "parquet", str(out), "--json"], capsys)
     assert code == 0 and json.loads(stdout)["engine"] == "local" and "engine local" in err
+
+
+def test_auto_engine_takes_a_given_session_and_survives_a_spark_that_cannot_start(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    _append(root, 0)
+    monkeypatch.setattr(export_mod, "SPARK_THRESHOLD", 0)
+
+    def broken(master):
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    monkeypatch.setattr(export_mod, "spark_session", broken)
+    logged: list[str] = []
+    s = export_mod.export(str(root), "parquet", str(tmp_path / "out"), spark_threshold=0, log=logged.append)
+    assert s["engine"] == "local" and s["rows"] > 0
+    assert any("Spark did not start" in m and "exporting in this process" in m for m in logged)

@@ -715,3 +715,28 @@ def test_add_entries_survives_reopen_and_refuses_bad_input(tmp_path, clock) -> N
     with pytest.raises(pk.PulsarkitError, match="read-only"):
         ml.add_entries([b"x"])
     s.close()
+
+
+def test_bookie_add_entries_over_several_ledger_directories_and_repeated_keys(tmp_path) -> None:
+    """``DbLedgerStorage.add_entries`` spreads entries over the directories as ``add_entry`` does, and
+    an entry given twice (or added again) is cached once, with its last bytes."""
+    from pulsarkit.bookkeeper import BookieEntryPacker
+    from pulsarkit.bookkeeper.ledger_storage import DbLedgerStorage
+
+    with DbLedgerStorage([tmp_path / "a", tmp_path / "b"], sync=False) as bk:
+        for lid in (4, 5):
+            bk.create_ledger(lid)
+        four, five = BookieEntryPacker(4).pack_many([b"x", b"y"]), BookieEntryPacker(5).pack_many([b"p"])
+        again = BookieEntryPacker(4).pack_many([b"x2"])[0]  # entry (4, 0) with other bytes
+        assert bk.add_entries([four[0], five[0], four[1], again]) == [(4, 0), (5, 0), (4, 1), (4, 0)]
+        a, b = bk.dirs
+        assert set(a.write_cache) == {(4, 0), (4, 1)} and set(b.write_cache) == {(5, 0)}
+        assert a.write_cache_bytes == len(again) + len(four[1]) and b.write_cache_bytes == len(five[0])
+        bk.add_entries([four[1]])  # added again: replaces, not adds to, the cached bytes
+        assert a.write_cache_bytes == len(again) + len(four[1])
+        bk.flush()
+        assert bk.read_entry(4, 0) == again and bk.read_entry(5, 0) == five[0]
+        bk.fence_ledger(5)
+        with pytest.raises(pk.BookieError, match="ledger 5 is fenced"):
+            bk.add_entries([BookieEntryPacker(4, next_entry_id=2).pack(b"z"), five[0]])
+        assert bk.last_entry_id(4) == 1  # the refused batch added nothing

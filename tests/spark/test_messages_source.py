@@ -239,12 +239,14 @@ def test_bulk_entry_reads_give_the_entry_by_entry_rows_for_damaged_and_missing_l
 
     def both_ways(path):
         p = plan([str(path)], include_deleted=True)
-        bulk = [row for part in p.partitions for row in ms.iter_entries(part)]
+        stats_bulk, stats_one = ms.ReadStats(), ms.ReadStats()
+        bulk = [row for part in p.partitions for row in ms.iter_entries(part, stats_bulk)]
         one_by_one = []
         for part in p.partitions:
             # no digest known: the entry-by-entry path (it detects each entry's digest type)
             segs = [dataclasses.replace(s, digest=None) for s in part.segments]
-            one_by_one += ms.iter_entries(dataclasses.replace(part, segments=segs))
+            one_by_one += ms.iter_entries(dataclasses.replace(part, segments=segs), stats_one)
+        assert stats_bulk == stats_one  # reads, bytes and journal entries counted alike
         return bulk, one_by_one
 
     import array
@@ -273,3 +275,31 @@ def test_bulk_entry_reads_give_the_entry_by_entry_rows_for_damaged_and_missing_l
     log.unlink()
     bulk, one_by_one = both_ways(missing)
     assert bulk == one_by_one and any(r[3] and "entry log missing or unreadable" in r[3] for r in bulk)
+
+
+def test_batches_cut_where_the_entry_by_entry_reader_cut_them(synthetic):
+    """``_batches`` over native chunks gives the batches that appending entry by entry and cutting at
+    ``batch_entries`` or ``batch_bytes`` gives, limits of 0 included (one entry per batch)."""
+    from pulsarkit.spark import message_scan as ms
+
+    root, _ = synthetic
+
+    def reference(part, batch_entries, batch_bytes):
+        out, cur, size = [], [], 0
+        for lid, eid, data, err in ms.iter_entries(part):
+            cur.append((lid, eid, data, err))
+            size += len(data) if data else 0
+            if len(cur) >= batch_entries or size >= batch_bytes:
+                out.append(cur)
+                cur, size = [], 0
+        return out + ([cur] if cur else [])
+
+    parts = plan([str(root)], include_deleted=True).partitions
+    for part in parts:
+        # a byte limit met exactly by the first entry: the batch ends with it
+        exact = next((len(d) for _, _, d, _ in ms.iter_entries(part) if d), 1)
+        for batch_entries, batch_bytes in [(0, 1 << 20), (1, 1 << 20), (3, 1 << 20), (7, 500), (2048, 0), (5, 1)] + [
+            (2048, exact)
+        ]:
+            got = [list(zip(*b)) for b in ms._batches(part, batch_entries, batch_bytes)]
+            assert got == reference(part, batch_entries, batch_bytes), (batch_entries, batch_bytes)

@@ -457,13 +457,14 @@ class EntryLogReader:
         digest_type: str = "CRC32C",
         password: bytes = b"",
         max_bytes: int | None = None,
-    ) -> list[bytes | str | None]:
+    ) -> list[bytes | tuple[str, int | None] | None]:
         """The payloads of entries ``first_entry_id, first_entry_id + 1, ...`` of one ledger at
         ``locations``, in one native call: each read, its ids checked and its digest verified as
         :meth:`read` and :func:`~pulsarkit.bookkeeper.digest.unpack_entry` would. Per entry the
-        payload, the error's message (``str``) for a bad entry, or None where the location is
-        negative (not read). A missing or unreadable log raises ``OSError``. With ``max_bytes`` the
-        read stops after the entry that brings what it read to that many bytes: the list is then
+        payload; for a bad entry ``(message, stored length)``, the length None when the entry could
+        not be read at all; or None where the location is negative (not read). A missing or
+        unreadable log raises ``OSError``. With ``max_bytes`` the read stops after the entry that
+        brings what it read to that many bytes (it always takes one location): the list is then
         shorter than ``locations``, and the caller goes on from where it ends."""
         locs = list(locations)
         if max_bytes is None:

@@ -298,11 +298,11 @@ class SingleDirectoryDbLedgerStorage:
 
     def add_entries(self, keys: list[tuple[int, int]], entries: list[bytes]) -> None:
         """Many :meth:`add_entry` calls at once; the caller has checked that every ledger exists and is not fenced."""
-        cache = self.write_cache
-        for k in cache.keys() & keys:  # re-added entries replace the cached bytes
+        cache, new = self.write_cache, dict(zip(keys, entries))  # a key given twice: its last bytes
+        for k in cache.keys() & new.keys():  # re-added entries replace the cached bytes
             self.write_cache_bytes -= len(cache[k])
-        cache.update(zip(keys, entries))
-        self.write_cache_bytes += sum(map(len, entries))
+        cache.update(new)
+        self.write_cache_bytes += sum(map(len, new.values()))
 
     def location(self, lid: int, eid: int) -> int:
         raw = self.locations_db.get(_KEY.pack(lid, eid))

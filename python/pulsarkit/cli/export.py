@@ -720,7 +720,15 @@ def export(
             log(f"warning: {w}")
         new_marks = {t: m for t, m in marks.items() if before.get(t) != m}
         total = sum(x.bytes for x in p.partitions)
-        engine = choose_engine(engine, master, total, spark_threshold)
+        auto = engine == "auto"
+        # a session the caller passed is a choice of Spark
+        engine = "spark" if auto and spark is not None else choose_engine(engine, master, total, spark_threshold)
+        if auto and engine == "spark" and spark is None and master is None:
+            try:  # chosen by size alone: a Spark that cannot start (no Java) is no reason to fail
+                spark = spark_session(None)
+            except Exception as e:  # noqa: BLE001 - py4j and pyspark raise several unrelated types
+                log(f"warning: Spark did not start ({type(e).__name__}: {e}); exporting in this process")
+                engine = "local"
         log(
             f"{len(p.partitions)} partition(s), about {total} bytes, {len(new_marks)} topic(s) with new entries; "
             f"engine {engine}"

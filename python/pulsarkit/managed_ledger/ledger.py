@@ -415,7 +415,11 @@ class ManagedLedger:
         """Appends entries in order, exactly as that many :meth:`add_entry` calls would (the same
         positions, bytes and ledger rollovers; the clock is read once per ledger run), but packs and
         caches each run of entries that fits the current ledger in one native call: the path for a
-        bulk import. ``num_messages`` is one count for all or one per entry. Returns the positions."""
+        bulk import. ``num_messages`` is one count for all or one per entry. Returns the positions.
+
+        Unlike a loop of :meth:`add_entry`, the interceptor sees every entry before any is written,
+        so if it refuses one, none is added (its index may have moved, as after a failed add in
+        Pulsar); the storage checks each ledger's run of entries before adding any of that run."""
         n = len(entries)
         counts = [num_messages] * n if isinstance(num_messages, int) else list(num_messages)
         if len(counts) != n:

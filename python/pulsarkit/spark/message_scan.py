@@ -62,6 +62,7 @@ from __future__ import annotations
 import array
 import base64
 import bisect
+import itertools
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -1031,23 +1032,27 @@ _Chunk = tuple[list[int], list[int], list[bytes | None], list[str | None]]
 
 
 def _entry_chunks(part: ScanPartition, stats: ReadStats) -> Iterator[_Chunk]:
-    """:func:`iter_entries`' rows as column lists, a chunk at a time: a chunk of entries that all
-    read and verify is passed on as built by the native read, with no Python work per entry."""
+    """:func:`iter_entries`' rows as column lists, a chunk at a time (at most ``_READ_AHEAD``
+    entries): a chunk of entries that all read and verify is passed on as built by the native read,
+    with no Python work per entry."""
     readers = _Readers()
     for seg in part.segments:
-        if seg.replicas or seg.layout is not None:
-            yield _columns(_replicated_entries(seg, readers, stats))
-            continue
         locs = array.array("q")
         locs.frombytes(seg.locations)
-        if seg.current is None or seg.digest is None:
-            yield _columns(r for i in range(len(locs)) if (r := _read_one(seg, locs, i, readers, stats)) is not None)
+        if seg.replicas or seg.layout is not None:
+            yield from _sliced(_replicated_entries(seg, readers, stats))
+            continue
+        try:
+            if seg.current is None or seg.digest is None:
+                raise LookupError  # no bookie log or no known digest: entry by entry
+            lid, digest = seg.ledger_id, bookie_digest.digest_type_name(seg.digest)
+            overhead = 4 + 32 + bookie_digest.digest_length(digest)  # record length, header, digest
+            reader = readers.get(seg.current)
+        except (LookupError, PulsarkitError):  # _read_one makes each entry's row, its error included
+            yield from _sliced(r for i in range(len(locs)) if (r := _read_one(seg, locs, i, readers, stats)))
             continue
         # The digest is known and the entries are in one bookie's logs: read and verified
         # _READ_AHEAD at a time in one native call each, with the rows of the entry-by-entry path.
-        lid, digest = seg.ledger_id, bookie_digest.digest_type_name(seg.digest)
-        overhead = 4 + 32 + bookie_digest.digest_length(digest)  # record length, header, digest
-        reader = readers.get(seg.current)
         start = 0
         while start < len(locs):
             chunk = locs[start : start + _READ_AHEAD]
@@ -1070,11 +1075,22 @@ def _entry_chunks(part: ScanPartition, stats: ReadStats) -> Iterator[_Chunk]:
                     stats.entry_reads += 1
                     stats.entry_bytes += len(data) + overhead
                     rows.append((lid, eid, data, None))
-                elif isinstance(data, str):
-                    rows.append((lid, eid, None, f"ledger {lid} entry {eid}: {data}"))
+                elif isinstance(data, tuple):  # (message, stored length when it was read)
+                    message, stored = data
+                    if stored is not None:
+                        stats.entry_reads += 1
+                        stats.entry_bytes += stored + 4
+                    rows.append((lid, eid, None, f"ledger {lid} entry {eid}: {message}"))
                 elif (row := _read_one(seg, locs, base + k, readers, stats)) is not None:
                     rows.append(row)
             yield _columns(rows)
+
+
+def _sliced(rows: Iterable[tuple[int, int, bytes | None, str | None]]) -> Iterator[_Chunk]:
+    """Rows made one by one, passed on ``_READ_AHEAD`` at a time (what a read holds stays bounded)."""
+    it = iter(rows)
+    while chunk := list(itertools.islice(it, _READ_AHEAD)):
+        yield _columns(chunk)
 
 
 def _columns(rows: Iterable[tuple[int, int, bytes | None, str | None]]) -> _Chunk:
@@ -1185,7 +1201,8 @@ def _batches(
         while i < len(c_lids):
             # how many of this chunk's entries the batch takes: up to its entry or byte limit
             room, j = batch_entries - len(lids), i
-            while j < len(c_lids) and j - i < room and size < batch_bytes:
+            # (one entry at least, so limits of 0 or less give one-entry batches, as they always did)
+            while j < len(c_lids) and (j == i or (j - i < room and size < batch_bytes)):
                 d = c_datas[j]
                 size += len(d) if d else 0
                 j += 1

@@ -3,7 +3,7 @@ use super::codec::ByteInput;
 use super::errors::{to_py, IntoPyResult};
 use crate::bookkeeper::digest::{self, DigestType, Digester};
 use crate::bookkeeper::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
-use crate::bookkeeper::entrylog::reader::metadata_by_scan;
+use crate::bookkeeper::entrylog::reader::{metadata_by_scan, PayloadRead};
 use crate::bookkeeper::entrylog::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner, DEFAULT_MAX_RECORD_SIZE};
 use crate::bookkeeper::entrylog::{
     EntryLogFile, EntryLogMetadata, EntryLogReader, EntryLogWriter, FileSource, LogHeader, MetadataReport,
@@ -425,8 +425,9 @@ impl RawEntryLogReader {
     }
 
     /// The verified payloads of consecutive entries of one ledger (see the core's `read_payloads`):
-    /// per location `bytes`, `None` for a negative location, or the error's message as `str`, for
-    /// the locations read before `max_bytes` was reached; a missing or unreadable log raises `OSError`.
+    /// per location `bytes`, `None` for a negative location, or `(message, stored length or None)`
+    /// for a bad entry, for the locations taken before `max_bytes` was reached; a missing or
+    /// unreadable log raises `OSError`.
     #[pyo3(signature = (locations, ledger_id, first_entry_id, digest_type_name, password, max_bytes=usize::MAX))]
     #[allow(clippy::too_many_arguments)]
     fn read_payloads<'py>(
@@ -445,9 +446,9 @@ impl RawEntryLogReader {
         let out = PyList::empty(py);
         for g in got {
             match g {
-                Ok(Some(p)) => out.append(PyBytes::new(py, &p))?,
-                Ok(None) => out.append(py.None())?,
-                Err(e) => out.append(e.to_string())?,
+                PayloadRead::Payload(p) => out.append(PyBytes::new(py, &p))?,
+                PayloadRead::NotRead => out.append(py.None())?,
+                PayloadRead::Bad { error, stored_len } => out.append((error.to_string(), stored_len))?,
             }
         }
         Ok(out)

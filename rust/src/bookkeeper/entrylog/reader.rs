@@ -324,10 +324,11 @@ impl EntryLogReader {
     /// The payloads of consecutive entries of one ledger, `locations[i]` holding entry
     /// `first_entry_id + i`: each read, its ids checked and its digest verified, as one
     /// [`Self::read`] and [`Digester::verify`] per entry would. A negative location is not read
-    /// (`Ok(None)`: the caller's pruned or journal entry). A bad entry is its own `Err`; an I/O
-    /// error (a log missing or unreadable) ends the read and is returned as the outer error. The
-    /// read stops early, after the entry that brings the bytes read to `max_bytes`, so what it
-    /// holds stays bounded whatever the entries' sizes; the caller continues from `out.len()`.
+    /// ([`PayloadRead::NotRead`]: the caller's pruned or journal entry). A bad entry is its own
+    /// [`PayloadRead::Bad`]; an I/O error (a log missing or unreadable) ends the read and is
+    /// returned as the outer error. The read stops early, after the entry that brings the bytes read
+    /// to `max_bytes` (at least one location is always taken), so what it holds stays bounded
+    /// whatever the entries' sizes; the caller continues from `out.len()`.
     pub fn read_payloads(
         &mut self,
         locations: &[i64],
@@ -335,29 +336,44 @@ impl EntryLogReader {
         first_entry_id: i64,
         digester: &Digester,
         max_bytes: usize,
-    ) -> LogResult<Vec<crate::Result<Option<Vec<u8>>>>> {
+    ) -> LogResult<Vec<PayloadRead>> {
         let mut out = Vec::with_capacity(locations.len());
         let mut held = 0usize;
         for (i, &loc) in locations.iter().enumerate() {
-            if held >= max_bytes {
+            if held >= max_bytes && !out.is_empty() {
                 break;
             }
             if loc < 0 {
-                out.push(Ok(None));
+                out.push(PayloadRead::NotRead);
                 continue;
             }
             let eid = first_entry_id + i as i64;
             match self.read(loc as u64, Some(ledger_id), Some(eid)) {
                 Ok(raw) => {
                     held += raw.len();
-                    out.push(digester.verify(&raw, Some(ledger_id), Some(eid)).map(|e| Some(e.payload.to_vec())))
+                    out.push(match digester.verify(&raw, Some(ledger_id), Some(eid)) {
+                        Ok(e) => PayloadRead::Payload(e.payload.to_vec()),
+                        Err(error) => PayloadRead::Bad { error, stored_len: Some(raw.len()) },
+                    })
                 }
                 Err(e @ crate::Error::Io { .. }) => return Err(e),
-                Err(e) => out.push(Err(e)),
+                Err(error) => out.push(PayloadRead::Bad { error, stored_len: None }),
             }
         }
         Ok(out)
     }
+}
+
+/// One entry of [`EntryLogReader::read_payloads`].
+#[derive(Debug)]
+pub enum PayloadRead {
+    /// The verified payload.
+    Payload(Vec<u8>),
+    /// A negative location: not read.
+    NotRead,
+    /// The entry could not be read (`stored_len` None) or was read and failed its check
+    /// (`stored_len`: the stored bytes' length).
+    Bad { error: crate::Error, stored_len: Option<usize> },
 }
 
 /// Ids of the `<hex>.log` files in `dir`, ascending.

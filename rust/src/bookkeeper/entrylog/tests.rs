@@ -1,7 +1,7 @@
 //! Entry-log writer, reader and scanner tests, including corruption and a writer→reader proptest.
 use super::arrow::{ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use super::format::*;
-use super::reader::{list_log_ids, metadata_by_scan, read_metadata};
+use super::reader::{list_log_ids, metadata_by_scan, read_metadata, PayloadRead};
 use super::scan::{scan_all, IssueKind, ScanOptions};
 use super::writer::read_last_id;
 use super::*;
@@ -613,16 +613,20 @@ fn read_payloads_verifies_each_entry_and_reports_each_fault_apart() {
     locs[1] = -1;
     let mut r = EntryLogReader::new(&t.0);
     let got = r.read_payloads(&locs, 9, 0, &d, usize::MAX).unwrap();
-    assert_eq!(got[0].as_ref().unwrap().as_deref(), Some(b"zero".as_slice()));
-    assert!(matches!(got[1], Ok(None)));
-    assert!(matches!(got[2], Err(crate::Error::DigestMismatch { .. })));
-    assert_eq!(got[3].as_ref().unwrap().as_deref(), Some(b"three".as_slice()));
-    // the read stops after the entry that reaches max_bytes (at least one entry is read)
+    assert!(matches!(&got[0], PayloadRead::Payload(p) if p == b"zero"));
+    assert!(matches!(got[1], PayloadRead::NotRead));
+    let stored_two = 32 + 4 + 3;
+    assert!(
+        matches!(&got[2], PayloadRead::Bad { error: crate::Error::DigestMismatch { .. }, stored_len: Some(n) } if *n == stored_two)
+    );
+    assert!(matches!(&got[3], PayloadRead::Payload(p) if p == b"three"));
+    // the read stops after the entry that reaches max_bytes, and always takes one location
+    assert_eq!(r.read_payloads(&locs, 9, 0, &d, 0).unwrap().len(), 1);
     assert_eq!(r.read_payloads(&locs, 9, 0, &d, 1).unwrap().len(), 1);
     assert_eq!(r.read_payloads(&locs, 9, 0, &d, 41).unwrap().len(), 3); // 40 bytes, not read, 39 bytes
-                                                                        // an entry id that does not match what the location holds is that entry's error
+                                                                        // an entry id that does not match what the location holds is that entry's error, not read
     let got = r.read_payloads(&locs[3..], 9, 7, &d, usize::MAX).unwrap();
-    assert!(got[0].is_err());
+    assert!(matches!(got[0], PayloadRead::Bad { stored_len: None, .. }));
     // a missing log ends the read
     std::fs::remove_file(t.0.join(log_file_name(0))).unwrap();
     let mut r = EntryLogReader::new(&t.0);
