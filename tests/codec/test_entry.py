@@ -3,6 +3,8 @@
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pulsarkit.proto import BaseCommand, MessageMetadata
 
 H = bytes.fromhex
@@ -268,3 +270,18 @@ def test_a_raised_decompression_limit_never_allocates_what_the_input_cannot_hold
         forged = pk.encode_entry(md, pk.compress(codec, b"x" * 100))  # metadata as given
         with pytest.raises(pk.DecompressionError):
             pk.Entry.parse(forged).messages(max_uncompressed_size=1 << 62)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    codec=st.sampled_from(["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]),
+    size=st.integers(min_value=-(2**70), max_value=2**70),
+    limit=st.one_of(st.just(pk.codec.entry.DEFAULT_DECOMPRESSION_LIMIT), st.integers(-(2**70), 2**70)),
+)
+def test_decompress_takes_any_integer_size_or_limit_with_a_typed_error(codec: str, size: int, limit: int) -> None:
+    """Issue 21 item 6: a negative or huge size or limit was an OverflowError from the conversion."""
+    try:
+        out = pk.decompress(codec, pk.compress(codec, b"abc"), size, limit)
+    except pk.PulsarkitError:
+        return
+    assert out == b"abc" and (size == 3 or codec == "NONE")  # NONE has no declared size to check

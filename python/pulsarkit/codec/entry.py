@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as _PbMessage
 
 from .. import _native
-from ..errors import CorruptEntryError, PulsarkitError
+from ..errors import CorruptEntryError, LimitExceededError, PulsarkitError
 from ..proto import MessageMetadata, SingleMessageMetadata
 
 Buffer = Union[bytes, bytearray, memoryview]
@@ -357,6 +357,14 @@ def compress(codec: str, data: Buffer) -> bytes:
 
 def decompress(codec: str, data: Buffer, uncompressed_size: int, limit: int = DEFAULT_DECOMPRESSION_LIMIT) -> bytes:
     """Decompresses to exactly ``uncompressed_size`` bytes; sizes above ``limit`` are refused."""
+    # Checked here so that a negative or oversized integer is a typed error, not the OverflowError
+    # of the conversion to the core's unsigned sizes.
+    if not 0 <= limit < 1 << 63:
+        raise LimitExceededError(f"decompression limit must be between 0 and 2^63-1, got {limit}")
+    if not 0 <= uncompressed_size <= limit:
+        raise LimitExceededError(
+            f"declared uncompressed size {uncompressed_size} is outside 0..{limit} (the decompression limit)"
+        )
     return _native.decompress(codec, data, uncompressed_size, limit)
 
 
