@@ -22,6 +22,10 @@ class _NotFound(KeyError):
     __str__ = Exception.__str__
 
 
+class EncryptedMessageError(PulsarkitError):
+    """An end-to-end encrypted entry was asked for its clear text, which needs the private key."""
+
+
 class MetadataStoreError(PulsarkitError):
     """A metadata-store operation failed (bad stored value, read-only store, ...)."""
 
@@ -100,6 +104,7 @@ __all__ = [
     "CursorNotFoundError",
     "DecompressionError",
     "DigestMismatchError",
+    "EncryptedMessageError",
     "EntryNotFoundError",
     "InvalidCursorPositionError",
     "InvalidTxnStatusError",
