@@ -88,10 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     # Library warnings (a skipped FIFO, ...) reach the user as one line each, like the errors.
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(f"pulsarkit {args.command}: warning: %(message)s"))
+    handler.setFormatter(_VisibleFormatter(f"pulsarkit {args.command}: warning: %(message)s"))
     log = logging.getLogger("pulsarkit")
     log.addHandler(handler)
     log.propagate = False
+    stdout = sys.stdout
+    if _is_terminal(stdout):
+        sys.stdout = TerminalText(stdout)  # type: ignore[assignment]
     try:
         return int(run(args) or 0)
     except BrokenPipeError:
@@ -100,14 +103,50 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except (OSError, PulsarkitError) as e:
-        print(f"pulsarkit {args.command}: error: {e}", file=sys.stderr)
+        print(f"pulsarkit {args.command}: error: {visible(str(e))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"pulsarkit {args.command}: interrupted", file=sys.stderr)
         stop_descendants()
         return EXIT_INTERRUPTED
     finally:
+        sys.stdout = stdout
         log.removeHandler(handler)
+
+
+# Names in the data (topics, producers, keys, properties) are the data's: on a terminal their control
+# characters would move the cursor, clear the screen or retitle the window, so they are shown escaped.
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)] if c not in (0x09, 0x0A)}
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters (but tab and newline) written as ``\\xNN``."""
+    return text.translate(_CONTROL)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _VisibleFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
+class TerminalText:
+    """A text stream to a terminal that shows control characters escaped (:func:`visible`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(visible(text))
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, buffer, ...
+        return getattr(self._stream, name)
 
 
 def _descendants(pid: int) -> list[int]:
