@@ -86,6 +86,9 @@ class Target(ABC):
 
     def close(self) -> None:
         """Releases what the target holds open (a half-written run's files, a catalog connection)."""
+        self._close_writer()
+
+    def _close_writer(self) -> None:
         if self._writer is not None:
             writer, self._writer = self._writer, None
             writer.close()
@@ -131,7 +134,7 @@ class Target(ABC):
         """Commits what the run staged with ``marks`` over the committed ones, then drops the staging."""
         if self._run is None:
             raise RuntimeError("no run begun")
-        self.close()  # the data files complete before they are committed
+        self._close_writer()  # the data files complete before they are committed
         staged = staged_files(self.staging)
         rows = rows_by_topic(staged)
         run = RunRecord(self._run, now_ms(), self._engine, sum(rows.values()), len(staged))
