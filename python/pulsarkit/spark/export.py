@@ -132,6 +132,10 @@ class SparkSql:
         df.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(target.staging))
 
 
+#: the engines that run on Spark, by their ``--engine`` name
+SPARK_ENGINES: dict[str, type[SparkTasks] | type[SparkSql]] = {e.name: e for e in (SparkTasks, SparkSql)}
+
+
 def export(
     data_dir: str,
     to: str,
@@ -170,7 +174,7 @@ def export(
             except Exception as e:  # noqa: BLE001 - py4j and pyspark raise several unrelated types
                 say(f"warning: Spark did not start ({type(e).__name__}: {e}); exporting in this process")
                 return LocalEngine()
-        return SparkTasks(session, master) if name == "spark" else SparkSql(session, master)
+        return SPARK_ENGINES[name](session, master)
 
     return export_locally(
         data_dir,
