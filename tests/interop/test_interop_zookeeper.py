@@ -112,7 +112,7 @@ def _free_port() -> int:
 class Server:
     """``ZooKeeperServerMain`` over ``<root>/data`` and ``<root>/txlog`` (dataLogDir)."""
 
-    def __init__(self, lib: Path, root: Path, container_check_ms: int) -> None:
+    def __init__(self, lib: Path, root: Path, container_check_ms: int, *jvm: str) -> None:
         self.root, self.port = root, _free_port()
         (root / "data").mkdir(parents=True, exist_ok=True)
         (root / "txlog").mkdir(parents=True, exist_ok=True)
@@ -133,6 +133,7 @@ class Server:
                 f"-Dznode.container.checkIntervalMs={container_check_ms}",
                 "-Dznode.container.maxPerMinute=100000",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                *jvm,
                 "-cp",
                 f"{lib}/*",
                 "org.apache.zookeeper.server.ZooKeeperServerMain",
@@ -295,12 +296,12 @@ def zk_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 # -------------------------------------------------------------------------------------------- oracles
 
 
-def _served(lib: Path, root: Path, work: Path) -> tuple[dict[str, Any], int]:
+def _served(lib: Path, root: Path, work: Path, *jvm: str) -> tuple[dict[str, Any], int]:
     """Every node a server restarted on a copy of ``root`` serves, and the zxid it restored (its start snapshot)."""
     copy = _copy(root, work)
     before = {p.name for p in (copy / "data" / "version-2").glob("snapshot.*")}
     # The container manager never runs here: it would delete empty containers and expired TTL nodes.
-    server = Server(lib, copy, container_check_ms=3_600_000)
+    server = Server(lib, copy, 3_600_000, *jvm)
     try:
         c = server.client()
         nodes: dict[str, Any] = {}
@@ -561,3 +562,26 @@ def test_every_fuzzy_snapshot_replays_to_the_same_state(zk_run: dict[str, Any], 
         checked += 1
     print(f"{checked} snapshots restored and compared with a replay from the first, {fuzzy} of them fuzzy")
     assert checked >= 5
+
+
+@pytest.mark.parametrize("method", ["gz", "snappy"])
+def test_compressed_snapshots(zk_run: dict[str, Any], tmp_path: Path, method: str) -> None:
+    """``zookeeper.snapshot.compression.method``: snapshots named ``snapshot.<zxid>.gz`` / ``.snappy``."""
+    jvm = f"-Dzookeeper.snapshot.compression.method={method}"
+    server = Server(zk_run["lib"], tmp_path / "run", 3_600_000, jvm)
+    try:
+        c = server.client()
+        rnd = random.Random(method)
+        for i in range(150):
+            c.create(f"/c/{i // 10}/n{i}", rnd.randbytes(rnd.randrange(0, 2000)), makepath=True)
+        c.set("/c/0/n0", b"x" * 100_000)
+        c.stop()
+        c.close()
+    finally:
+        server.stop()
+    snaps = list((tmp_path / "run" / "data" / "version-2").glob(f"snapshot.*.{method}"))
+    assert len(snaps) >= 3, snaps
+    store = zk.ZkSnapshotStore(tmp_path / "run" / "data", log_dir=tmp_path / "run" / "txlog")
+    assert store.snapshot.endswith(f".{method}") and store.issues == []
+    served, zxid = _served(zk_run["lib"], tmp_path / "run", tmp_path / "oracle", jvm)
+    _assert_same(store, served, zxid)
