@@ -11,6 +11,7 @@ import gzip
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zk_files as w
@@ -308,3 +309,144 @@ def test_fuzz_store_keeps_reading(tmp_path: Path, pos: int, val: int, target: st
     except ZooKeeperDataError:
         return
     assert s.zxid >= 1 and s.exists("/")
+
+
+# ------------------------------------------------------------------------------------- properties
+# A random history is applied to a model tree (the reader's own DataTree: the rules themselves are checked against
+# the real server in tests/interop); the property is that restoring never depends on which snapshot is used, how
+# the logs are split, or whether a snapshot is fuzzy.
+
+
+def _snapshot_of(tree: zk.DataTree, name_zxid: int, end_zxid: int) -> bytes:
+    nodes = {
+        p: w.Node(
+            n.data, n.czxid, n.mzxid, n.ctime, n.mtime, n.version, n.cversion, n.aversion, n.ephemeral_owner, n.pzxid
+        )
+        for p, n in tree.nodes.items()
+    }
+    return w.snapshot(nodes, sessions=dict(tree.sessions), last_zxid=end_zxid)
+
+
+def _state_of(nodes: dict[str, zk.ZNode]) -> dict[str, Any]:
+    return {p: (n.data, n.client_stat()) for p, n in nodes.items()}
+
+
+@st.composite
+def _history(draw: Any) -> tuple[list[bytes], dict[int, dict[str, Any]], dict[int, bytes], list[int]]:
+    tree = zk.DataTree({"/": zk.ZNode(b"", (), (0,) * 9)}, {})
+    bodies: list[bytes] = []
+    states = {0: _state_of(tree.nodes)}
+    snaps = {0: _snapshot_of(tree, 0, 0)}
+    sessions = [101, 102]
+    n_ops = draw(st.integers(1, 40))
+    for zxid in range(1, n_ops + 1):
+        paths = sorted(tree.nodes)
+        leaves = [p for p in paths if p != "/" and not tree.nodes[p].children]
+        kind = draw(st.sampled_from(["create", "create", "delete", "set", "multi", "failed", "session", "close"]))
+        t = T0 + zxid
+        sid = draw(st.sampled_from(sessions))
+        if kind == "delete" and leaves:
+            body = w.txn_body(zxid, zk.OP_DELETE, w.delete(draw(st.sampled_from(leaves))), time=t)
+        elif kind == "set" and len(paths) > 1:
+            p = draw(st.sampled_from(paths[1:]))
+            body = w.txn_body(
+                zxid, zk.OP_SET_DATA, w.set_data(p, draw(st.binary(max_size=8)), tree.nodes[p].version + 1), time=t
+            )
+        elif kind == "session":
+            body = w.txn_body(zxid, zk.OP_CREATE_SESSION, struct.pack(">i", 4000), client_id=sid, time=t)
+        elif kind == "close":
+            owned = [p for p, n in tree.nodes.items() if n.ephemeral_owner == sid]
+            body = w.txn_body(zxid, zk.OP_CLOSE_SESSION, w.close_session(owned), client_id=sid, time=t)
+        else:
+            parents = [p for p in paths if tree.nodes[p].ephemeral_owner == 0]
+            parent = draw(st.sampled_from(parents))
+            path = ("" if parent == "/" else parent) + "/" + draw(st.sampled_from("abcde"))
+            if path in tree.nodes:
+                path += f"{zxid:010d}"  # a sequential node's name
+            pcv = tree.nodes[parent].cversion + 1
+            mode = draw(st.sampled_from(["p", "e", "c", "ttl", "create2"]))
+            if mode == "c":
+                op, rec = zk.OP_CREATE_CONTAINER, w.create_container(path, b"c", pcv)
+            elif mode == "ttl":
+                op, rec = zk.OP_CREATE_TTL, w.create_ttl(path, b"t", pcv, 1000)
+            else:
+                op = zk.OP_CREATE2 if mode == "create2" else zk.OP_CREATE
+                rec = w.create(path, draw(st.binary(max_size=8)), mode == "e", pcv)
+            if kind == "multi" and len(paths) > 1:
+                p = draw(st.sampled_from(paths[1:]))
+                other = (zk.OP_SET_DATA, w.set_data(p, b"m", tree.nodes[p].version + 1))
+                body = w.txn_body(zxid, zk.OP_MULTI, w.multi([(op, rec), other]), client_id=sid, time=t)
+            elif kind == "failed":
+                body = w.txn_body(
+                    zxid,
+                    zk.OP_MULTI,
+                    w.multi([(zk.OP_ERROR, w.error(0)), (zk.OP_ERROR, w.error(-101))]),
+                    client_id=sid,
+                    time=t,
+                )
+            else:
+                body = w.txn_body(zxid, op, rec, client_id=sid, time=t)
+        bodies.append(body)
+        tree.apply(zk.parse_txn(body))
+        states[zxid] = _state_of(tree.nodes)
+        if draw(st.integers(0, 4)) == 0:
+            snaps[zxid] = _snapshot_of(tree, zxid, zxid)
+    cuts = sorted(set(draw(st.lists(st.integers(1, n_ops), max_size=4))) | {1})
+    return bodies, states, snaps, cuts
+
+
+def _write(d: Path, bodies: list[bytes], snaps: dict[int, bytes], cuts: list[int], prealloc: int = 0) -> None:
+    d.mkdir(parents=True)
+    for z, b in snaps.items():
+        (d / f"snapshot.{z:x}").write_bytes(b)
+    bounds = cuts + [len(bodies) + 1]
+    for a, b in zip(bounds, bounds[1:]):
+        (d / f"log.{a:x}").write_bytes(w.txn_log(bodies[a - 1 : b - 1], prealloc=prealloc))
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(h=_history(), as_of=st.integers(0, 40), prealloc=st.sampled_from([0, 100]))
+def test_restore_is_independent_of_snapshots_and_log_splits(
+    tmp_path_factory: Any, h: Any, as_of: int, prealloc: int
+) -> None:
+    bodies, states, snaps, cuts = h
+    last = len(bodies)
+    d = tmp_path_factory.mktemp("h")
+    _write(d / "all", bodies, snaps, cuts, prealloc)
+    s = zk.ZkSnapshotStore(d / "all")
+    assert s.issues == [] and s.zxid == last and s.snapshot_zxid == max(snaps)
+    assert _state_of(s._tree.nodes) == states[last]
+    # Only the first snapshot: the whole history replayed.
+    _write(d / "first", bodies, {0: snaps[0]}, cuts, prealloc)
+    assert _state_of(zk.ZkSnapshotStore(d / "first")._tree.nodes) == states[last]
+    # As of any zxid the files can give.
+    if as_of <= last:
+        s = zk.ZkSnapshotStore(d / "all", as_of_zxid=as_of)
+        assert s.zxid == as_of and _state_of(s._tree.nodes) == states[as_of]
+    else:
+        with pytest.raises(ZooKeeperDataError, match="logs end at"):
+            zk.ZkSnapshotStore(d / "all", as_of_zxid=as_of)
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(h=_history(), data=st.data())
+def test_fuzzy_snapshot_gives_the_same_state(tmp_path_factory: Any, h: Any, data: Any) -> None:
+    """A snapshot named at zxid j that already holds everything up to k > j (the server kept applying while it
+    was written): replaying j+1.. over it gives the same state as a clean restore."""
+    bodies, states, snaps, cuts = h
+    last = len(bodies)
+    k = data.draw(st.integers(0, last))
+    j = data.draw(st.integers(0, k))
+    d = tmp_path_factory.mktemp("f")
+    # The snapshot's content at k (rebuilt by replaying 1..k), named j with k as its trailer.
+    tree = zk.DataTree({"/": zk.ZNode(b"", (), (0,) * 9)}, {})
+    for b in bodies[:k]:
+        tree.apply(zk.parse_txn(b))
+    _write(d / "x", bodies, {j: _snapshot_of(tree, j, k)}, cuts)
+    s = zk.ZkSnapshotStore(d / "x")
+    assert s.zxid == last and s.snapshot_zxid == j
+    assert _state_of(s._tree.nodes) == states[last]
