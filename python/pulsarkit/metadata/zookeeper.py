@@ -37,6 +37,7 @@ bytes raise :class:`ZooKeeperDataError` naming the file and the offset.
 from __future__ import annotations
 
 import gzip
+import mmap
 import os
 import struct
 import zlib
@@ -588,6 +589,15 @@ def parse_txn(body: bytes, file: str = "log", offset: int = 0) -> Txn:
     return Txn(cid, cxid, zxid, time_, op, rec, digest, file, offset)
 
 
+def _zeros(raw: Any, start: int, chunk: int = 1 << 20) -> bool:
+    """Whether ``raw[start:]`` is all zeros, looked at a chunk at a time (a preallocated tail is 64 MiB)."""
+    for i in range(start, len(raw), chunk):
+        part = raw[i : i + chunk]
+        if part.count(0) != len(part):
+            return False
+    return True
+
+
 def parse_txn_log(raw: bytes, file: str = "log") -> TxnLog:
     """Every complete record of one log file. A bad header raises; a bad record ends the reading with an issue."""
     inp = _In(raw, file)
@@ -606,13 +616,13 @@ def parse_txn_log(raw: bytes, file: str = "log") -> TxnLog:
         if left == 0:
             break
         if left < 12:
-            if any(raw[at:]):
+            if not _zeros(raw, at):
                 issues.append(Issue(file, at, f"torn record: {left} bytes, too short for a record header"))
             break
         crc = inp.long("record checksum")
         n = inp.int("record length")
         if n == 0:  # the preallocated, zero-filled tail
-            if any(raw[inp.pos :]):
+            if not _zeros(raw, inp.pos):
                 issues.append(Issue(file, at, "non-zero bytes after the end-of-log marker (length 0) ignored"))
             break
         if n < 0 or n + 1 > end - inp.pos:
@@ -759,6 +769,18 @@ def _read(path: str) -> bytes:
         raise ZooKeeperDataError(f"cannot read {path}: {e}") from None
 
 
+def _read_log(path: str) -> TxnLog | None:
+    """A log file parsed through a read-only map (most of a log is its preallocated zero tail), None if empty."""
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return None
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return parse_txn_log(m, path)  # type: ignore[arg-type]
+    except OSError as e:
+        raise ZooKeeperDataError(f"cannot read {path}: {e}") from None
+
+
 class ZkSnapshotStore:
     """A ZooKeeper data directory restored offline, read-only; satisfies :class:`.reader.MetadataReader`.
 
@@ -839,17 +861,16 @@ class ZkSnapshotStore:
         last = snap.zxid
         reached = False  # a record beyond as_of was seen: the state at as_of is complete
         for path in files:
-            raw = _read(path)
-            if not raw:
-                self.issues.append(Issue(path, -1, "empty transaction log ignored"))
-                continue
             try:
-                log = parse_txn_log(raw, path)
+                log = _read_log(path)
             except ZooKeeperDataError as e:
                 self.issues.append(
                     Issue(path, getattr(e, "offset", -1), f"transaction log unreadable; replay stops: {e}")
                 )
                 break
+            if log is None:
+                self.issues.append(Issue(path, -1, "empty transaction log ignored"))
+                continue
             self.log_files.append(path)
             for t in log.txns:
                 if t.zxid <= snap.zxid:
