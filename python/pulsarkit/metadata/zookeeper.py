@@ -95,7 +95,7 @@ MAX_SNAPSHOTS_TRIED = 100
 
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
-_STAT = struct.Struct(">qqqqiiiqq")  # StatPersisted, 60 bytes
+_REF_STAT = struct.Struct(">qqqqqiiiqq")  # a node's ACL reference, then StatPersisted (60 bytes)
 _TXN_HEADER = struct.Struct(">qiqqi")  # clientId, cxid, zxid, time, type: 28 bytes
 
 
@@ -151,7 +151,7 @@ class ZNode:
         "children",
     )
 
-    def __init__(self, data: bytes, acl: tuple[Acl, ...], stat: tuple[int, ...]) -> None:
+    def __init__(self, data: bytes, acl: tuple[Acl, ...], stat: Any) -> None:
         self.data = data
         self.acl = acl
         (
@@ -396,33 +396,57 @@ def parse_snapshot(raw: bytes, file: str = "snapshot") -> Snapshot:
         acl_cache[ref] = acls
     issues: list[Issue] = []
     nodes: dict[str, ZNode] = {}
+    # The node loop is the bulk of a snapshot: lengths are checked inline rather than through _In's helpers.
+    buf, end, pos = data, len(data), inp.pos
+    unpack_i, unpack_ref_stat = _I.unpack_from, _REF_STAT.unpack_from
     while True:
-        at = inp.pos
-        path = inp.path("node path")
+        at = pos
+        if end - pos < 4:
+            inp.pos = pos
+            raise inp.fail(f"node path length needs 4 bytes, {end - pos} left")
+        n = unpack_i(buf, pos)[0]
+        pos += 4
+        if n < 0 or n > end - pos:
+            raise inp.fail(f"node path: length {n} does not fit the {end - pos} bytes left", at)
+        path = buf[pos : pos + n].decode("utf-8", "replace")
+        pos += n
         if path == "/":
             break
-        data_ = inp.buffer("node data") or b""
-        ref = inp.long("node ACL reference")
-        inp.need(_STAT.size, "node stat")
-        node = ZNode(data_, (), _STAT.unpack_from(inp.buf, inp.pos))
-        inp.pos += _STAT.size
-        if ref == OPEN_ACL_REF:
-            node.acl = OPEN_ACL_UNSAFE
-        elif ref in acl_cache:
-            node.acl = acl_cache[ref]
+        if end - pos < 4:
+            inp.pos = pos
+            raise inp.fail(f"node data length needs 4 bytes, {end - pos} left")
+        n = unpack_i(buf, pos)[0]
+        pos += 4
+        if n == -1:
+            data_ = b""
+        elif n < -1 or n > end - pos:
+            raise inp.fail(f"node {path!r} data: length {n} does not fit the {end - pos} bytes left", pos - 4)
         else:
+            data_ = buf[pos : pos + n]
+            pos += n
+        if end - pos < _REF_STAT.size:
+            inp.pos = pos
+            raise inp.fail(f"node ACL reference and stat need {_REF_STAT.size} bytes, {end - pos} left")
+        ref, *stat = unpack_ref_stat(buf, pos)
+        pos += _REF_STAT.size
+        if ref == OPEN_ACL_REF:
+            acl = OPEN_ACL_UNSAFE
+        elif ref in acl_cache:
+            acl = acl_cache[ref]
+        else:
+            acl = ()
             issues.append(Issue(file, at, f"node {path or '/'}: ACL reference {ref} not in the ACL cache"))
+        node = ZNode(data_, acl, stat)
         if path == "":
             nodes["/"] = node
             continue
         slash = path.rfind("/")
-        if slash < 0:
-            raise inp.fail(f"node path {path!r} is not absolute", at)
-        parent = nodes.get(path[:slash] or "/")
-        if parent is None or not path.startswith("/"):
-            raise inp.fail(f"node {path!r} comes before its parent", at)
+        parent = nodes.get(path[:slash] or "/") if slash >= 0 and path[0] == "/" else None
+        if parent is None:
+            raise inp.fail(f"node {path!r} is not absolute or comes before its parent", at)
         parent.children.add(path[slash + 1 :])
         nodes[path] = node
+    inp.pos = pos
     if "/" not in nodes:
         raise inp.fail("snapshot has no root node")
     _seal(inp, "snapshot")
