@@ -663,7 +663,12 @@ def parse_txn_log(raw: bytes, file: str = "log") -> TxnLog:
         computed = zlib.adler32(body) & 0xFFFFFFFF
         if crc != computed:
             issues.append(
-                Issue(file, at, f"record checksum mismatch (stored {crc:#x}, computed {computed:#x}); replay stops")
+                Issue(
+                    file,
+                    at,
+                    f"record checksum mismatch (stored {crc:#x}, computed {computed:#x}); replay stops here "
+                    "(a ZooKeeper server refuses to load this log)",
+                )
             )
             fatal = True
             break
