@@ -33,6 +33,14 @@ from typing import Any
 
 import pytest
 from pulsarkit.metadata import zookeeper as zk
+from pulsarkit.metadata.store import (
+    ledger_id_from_path,
+    ledger_path,
+    parse_ledger_metadata,
+    parse_managed_ledger_info,
+    serialize_ledger_metadata,
+)
+from pulsarkit.proto import LedgerMetadataFormat, ManagedLedgerInfo
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -187,6 +195,26 @@ def _files(root: Path) -> dict[str, str]:
 # ------------------------------------------------------------------------------------------ workload
 
 
+def _ledger_md() -> Any:
+    md = LedgerMetadataFormat(
+        quorumSize=2,
+        ensembleSize=3,
+        ackQuorumSize=2,
+        length=30,
+        digestType=3,
+        password=b"p",
+        state=LedgerMetadataFormat.CLOSED,
+        lastEntryId=2,
+        ctime=1,
+    )
+    seg = md.segment.add()
+    seg.ensembleMember.extend(["127.0.0.1:3181", "127.0.0.1:3182", "127.0.0.1:3183"])
+    seg.firstEntryId = 0
+    e = md.customMetadata.add()
+    e.key, e.value = "component", b"managed-ledger"
+    return md
+
+
 # kazoo has no call for containers and TTL nodes: their requests are CreateRequest (+ a long ttl) under the
 # opcodes createContainer (19) and createTTL (21), answered like create2.
 class _CreateContainer(kazoo_serialization.Create2):
@@ -235,6 +263,12 @@ def _workload(server: Server, copy_to: Path) -> dict[str, Any]:
     c.create("/cont-kept/child", b"x", include_data=True)  # a create2
     _create_special(c, "/ttl-long", b"t", ttl=3_600_000)
     _create_special(c, "/ttl-short", b"t", ttl=500)
+    # Pulsar's own values under Pulsar's paths: BookKeeper ledger metadata (format v3) and a managed ledger.
+    c.create(ledger_path(5), serialize_ledger_metadata(_ledger_md()), makepath=True)
+    c.create(ledger_path(2**40 + 7), serialize_ledger_metadata(_ledger_md()), makepath=True)
+    ml = ManagedLedgerInfo()
+    ml.ledgerInfo.add(ledgerId=5, entries=3, size=30)
+    c.create("/managed-ledgers/public/default/persistent/t", ml.SerializeToString(), makepath=True)
     c.set_acls(
         "/bin",
         [
@@ -388,6 +422,14 @@ def test_offline_read_equals_the_restarted_server(zk_run: dict[str, Any], tmp_pa
     assert store.children("/eph") == ["kept-1", "kept-2"]
     assert store.get("/eph/kept-1")[1].owner == zk_run["kept_session"]
     assert store.get("/eph/kept-1")[1].ephemeral
+    # Pulsar's values read through the metadata layer's parsers.
+    assert [ledger_id_from_path(p) for p in store.keys("/ledgers/") if ledger_id_from_path(p) is not None] == [
+        5,
+        2**40 + 7,
+    ]
+    assert parse_ledger_metadata(store.get(ledger_path(2**40 + 7))[0]) == _ledger_md()
+    ml = parse_managed_ledger_info(store.get("/managed-ledgers/public/default/persistent/t")[0])
+    assert [li.ledgerId for li in ml.ledgerInfo] == [5]
     print(
         f"ZooKeeper oracle: {n} nodes compared, zxid {zxid:#x}, {len(snaps)} snapshots, {len(logs)} logs, "
         f"{store.txns_applied} transactions replayed on {os.path.basename(store.snapshot)}"
