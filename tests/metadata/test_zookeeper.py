@@ -89,6 +89,20 @@ def test_restore_snapshot_and_log(tmp_path: Path) -> None:
     assert not s.exists("/b/c") and s.get("/nope") is None
 
 
+def test_close_session_without_paths_deletes_what_the_session_owns(tmp_path: Path) -> None:
+    nodes = {**BASE, "/e1": w.Node(owner=7, czxid=1), "/e2": w.Node(owner=8, czxid=1)}
+    log = w.txn_log(
+        [
+            w.txn_body(2, zk.OP_CREATE, w.create("/e3", ephemeral=True), client_id=7),
+            w.txn_body(3, zk.OP_CLOSE_SESSION, b"", client_id=7, digest=False),  # logged before CloseSessionTxn
+            w.txn_body(4, zk.OP_CLOSE_SESSION, w.close_session([]), client_id=9),
+        ]
+    )
+    s = zk.ZkSnapshotStore(_dir(tmp_path, {1: w.snapshot(nodes, sessions={7: 1000, 8: 1000})}, {2: log}))
+    assert not s.exists("/e1") and not s.exists("/e3") and s.exists("/e2")
+    assert s.sessions == {8: 1000} and s.stat("/").pzxid == 3
+
+
 def test_as_of_zxid_and_refusals(tmp_path: Path) -> None:
     d = _dir(tmp_path, {1: w.snapshot(BASE, last_zxid=1)}, {2: _workload_log()})
     s = zk.ZkSnapshotStore(d, as_of_zxid=4)

@@ -31,7 +31,8 @@ processed zxid, or the next snapshot's zxid, is at most the one asked for), and 
 :class:`ZooKeeperDataError` when the files cannot give that state.
 
 Files are read, never written. Every length read is checked against the bytes left before it is used; malformed
-bytes raise :class:`ZooKeeperDataError` naming the file and the offset.
+bytes raise :class:`ZooKeeperDataError` naming the file and the offset (in a compressed snapshot, the offset in
+its decompressed stream).
 """
 
 from __future__ import annotations
@@ -583,10 +584,15 @@ def _record(inp: _In, op: int, top: bool) -> Any:
     if op == OP_CREATE_SESSION and top:
         return CreateSession(inp.int("session timeout"))
     if op == OP_CLOSE_SESSION and top:
-        if inp.left() == 0:
-            return CloseSession(None)  # logged before CloseSessionTxn existed
-        n = inp.count("closeSession paths", 4)
-        return CloseSession(None if n is None else tuple(inp.path("closeSession path") for _ in range(n)))
+        # Without CloseSessionTxn (older servers, or zookeeper.closeSessionTxn.enabled=false) the body ends here
+        # or holds only the digest: like the server, read no paths then.
+        start = inp.pos
+        try:
+            n = inp.count("closeSession paths", 4)
+            return CloseSession(None if n is None else tuple(inp.path("closeSession path") for _ in range(n)))
+        except ZooKeeperDataError:
+            inp.pos = start
+            return CloseSession(None)
     if op == OP_MULTI and top:
         n = inp.count("multi operations", 8) or 0
         ops = []
@@ -690,6 +696,16 @@ class DataTree:
     def __init__(self, nodes: dict[str, ZNode], sessions: dict[int, int]) -> None:
         self.nodes = nodes
         self.sessions = sessions
+        # session -> its ephemeral nodes, built at the first closeSession (the server's `ephemerals` map)
+        self._ephemerals: dict[int, set[str]] | None = None
+
+    def _owned(self) -> dict[int, set[str]]:
+        if self._ephemerals is None:
+            self._ephemerals = {}
+            for p, n in self.nodes.items():
+                if ephemeral_kind(n.ephemeral_owner) == "ephemeral":
+                    self._ephemerals.setdefault(n.ephemeral_owner, set()).add(p)
+        return self._ephemerals
 
     def _create(self, zxid: int, time_: int, top_type: int, rec: Create, owner: int) -> bool:
         path = rec.path
@@ -711,6 +727,8 @@ class DataTree:
             parent.pzxid = zxid
         parent.children.add(name)
         self.nodes[path] = ZNode(rec.data, rec.acl, (zxid, zxid, time_, time_, 0, 0, 0, owner, zxid))
+        if self._ephemerals is not None and ephemeral_kind(owner) == "ephemeral":
+            self._ephemerals.setdefault(owner, set()).add(path)
         return True
 
     @staticmethod
@@ -731,7 +749,12 @@ class DataTree:
         parent.children.discard(path[slash + 1 :])
         if zxid > parent.pzxid:  # even when the child is already gone (deleted during a fuzzy snapshot)
             parent.pzxid = zxid
-        return self.nodes.pop(path, None) is not None
+        node = self.nodes.pop(path, None)
+        if node is None:
+            return False
+        if self._ephemerals is not None and node.ephemeral_owner in self._ephemerals:
+            self._ephemerals[node.ephemeral_owner].discard(path)
+        return True
 
     def _apply(self, client_id: int, zxid: int, time_: int, op: int, rec: Any) -> None:
         if op in (OP_CREATE, OP_CREATE2):
@@ -754,12 +777,10 @@ class DataTree:
             self.sessions[client_id] = rec.timeout
         elif op == OP_CLOSE_SESSION:
             self.sessions.pop(client_id, None)
-            owned = [
-                p
-                for p, n in self.nodes.items()
-                if n.ephemeral_owner == client_id and ephemeral_kind(n.ephemeral_owner) == "ephemeral"
-            ]
-            for p in list(rec.paths or ()) + [p for p in owned if p not in set(rec.paths or ())]:
+            # The paths the transaction lists first, then any other node the session still owns.
+            listed = list(rec.paths or ())
+            owned = self._owned().pop(client_id, set())
+            for p in listed + sorted(owned.difference(listed)):
                 self._delete(p, zxid)
         elif op == OP_MULTI:
             # A failed multi is logged with every operation turned into an error: nothing applies.
