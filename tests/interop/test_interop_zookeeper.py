@@ -631,3 +631,25 @@ def test_compressed_snapshots(zk_run: dict[str, Any], tmp_path: Path, method: st
     assert store.snapshot.endswith(f".{method}") and store.issues == []
     served, zxid = _served(zk_run["lib"], tmp_path / "run", tmp_path / "oracle", jvm)
     _assert_same(store, served, zxid)
+
+
+def test_mutated_real_files_raise_only_the_typed_error(zk_run: dict[str, Any]) -> None:
+    """Bytes changed or cut anywhere in the real server's newest snapshot and log: a typed error or a partial read."""
+    final = zk_run["final"]
+    snap = max((final / "data" / "version-2").glob("snapshot.*"), key=lambda p: zk.zxid_from_name(p.name, "snapshot"))
+    log = _last_log(final)
+    rnd = random.Random(7)
+    outcomes = {"error": 0, "read": 0}
+    for path, parse in ((snap, zk.parse_snapshot), (log, zk.parse_txn_log)):
+        good = path.read_bytes()
+        used = len(good.rstrip(b"\x00")) + 16  # mutate where the records are, not only the zero tail
+        for _ in range(300):
+            b = bytearray(good[: rnd.randrange(used)] if rnd.random() < 0.2 else good)
+            for _ in range(rnd.randrange(1, 4)):
+                b[rnd.randrange(min(len(b), used))] = rnd.randrange(256)
+            try:
+                parse(bytes(b), str(path))
+                outcomes["read"] += 1
+            except zk.ZooKeeperDataError:
+                outcomes["error"] += 1
+    assert outcomes["error"] > 0 and outcomes["read"] > 0, outcomes
