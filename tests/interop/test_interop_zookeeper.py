@@ -44,9 +44,14 @@ from pulsarkit.proto import LedgerMetadataFormat, ManagedLedgerInfo
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
-kazoo_client = pytest.importorskip("kazoo.client", reason="kazoo is in scripts/requirements-test.txt")
-kazoo_security = pytest.importorskip("kazoo.security")
-kazoo_serialization = pytest.importorskip("kazoo.protocol.serialization")
+try:
+    import kazoo.client as kazoo_client
+    import kazoo.protocol.serialization as kazoo_serialization
+    import kazoo.security as kazoo_security
+except ImportError:  # a test dependency (scripts/requirements-test.txt): missing in CI is a failure
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip("kazoo is not installed (scripts/requirements-test.txt)", allow_module_level=True)
 
 HERE = Path(__file__).resolve().parent / "zookeeper"
 CACHE = Path(os.environ.get("PULSARKIT_TEST_CACHE") or Path.home() / ".cache" / "pulsarkit-tests").resolve()
