@@ -38,6 +38,13 @@ class MetadataNotFoundError(MetadataStoreError, _NotFound):
     """No value at this metadata path."""
 
 
+class ZooKeeperDataError(MetadataStoreError):
+    """A ZooKeeper data directory (snapshot or transaction log) cannot be read, or cannot give the state asked
+    for; the message names the file and the byte offset (``offset``, -1 when it concerns a whole file)."""
+
+    offset: int = -1
+
+
 class BookieError(PulsarkitError):
     """A bookie (ledger storage) operation failed."""
 
@@ -121,4 +128,5 @@ __all__ = [
     "TransactionError",
     "TransactionNotFoundError",
     "UnsupportedCompressionError",
+    "ZooKeeperDataError",
 ]
