@@ -29,7 +29,7 @@ from pathlib import Path
 import pulsarkit as pk
 import pyarrow.dataset as ds
 from pulsarkit.cli import export as export_mod
-from pulsarkit.spark.message_scan import plan
+from pulsarkit.scan import plan
 
 TOPICS = [
     ("public/default/persistent/orders", "LZ4"),

@@ -7,10 +7,10 @@ import json
 import os
 
 import pulsarkit as pk
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.fsck import fsck
 from pulsarkit.bookkeeper import scan_entry_logs
 from pulsarkit.cli import main
+from pulsarkit.scan.datadir import open_data_dir
 
 
 def build(root, logs=1):

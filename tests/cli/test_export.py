@@ -9,11 +9,11 @@ import os
 import pulsarkit as pk
 import pyarrow.dataset as ds
 import pytest
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import read_messages
 from pulsarkit.cli import export as export_mod
 from pulsarkit.cli import main
-from pulsarkit.spark.message_scan import flat_record
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.messages import flat_record
 
 ORDERS = "public/default/persistent/orders"
 EVENTS = "public/default/persistent/events-partition-0"

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..bookkeeper import scan_entry_logs
-from .datadir import DataDir
+from ..scan.datadir import DataDir
 
 
 def _finding(check: str, severity: str, message: str, **where: Any) -> dict[str, Any]:

@@ -87,11 +87,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..analysis.datadir import open_data_dir
-from ..analysis.records import DataDirError
 from ..broker.topic_name import ml_to_topic
+from ..scan import MESSAGE_FIELDS, ScanPartition, arrow_schema, plan, read_partition
+from ..scan.datadir import open_data_dir
+from ..scan.records import DataDirError
 from ..spark import local_session, register
-from ..spark.message_scan import MESSAGE_FIELDS, ScanPartition, arrow_schema, plan, read_partition
 from .command import EXIT_OK, Progress, Runner, command, progress_arg
 
 MARKS_FILE = "_pulsarkit_export.json"
