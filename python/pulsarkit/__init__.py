@@ -18,7 +18,6 @@ columns is :mod:`pulsarkit.bulk`.
 
 from . import bulk, proto
 from ._native import __version__, build_info
-from .analysis.datadir import DataDir, DataDirError, open_data_dir
 from .broker.topic import MessageId, PersistentTopic, PublishResult
 from .codec.commands import FrameDecoder, command, encode_command
 from .codec.entry import (
@@ -68,6 +67,7 @@ from .managed_ledger import (
     Position,
     Store,
 )
+from .scan.datadir import DataDir, DataDirError, open_data_dir
 
 __all__ = [
     "COMPRESSION_TYPES",

@@ -41,7 +41,7 @@ def _now_ms() -> int:
 class ManagedLedgerFactory:
     """Metadata store + bookie + the managed ledgers opened on them (``ManagedLedgerFactoryImpl``)."""
 
-    #: Hook set by :mod:`pulsarkit.analysis.datadir` (a higher layer): opens a real Pulsar data
+    #: Hook set by :mod:`pulsarkit.scan.datadir` (a higher layer): opens a real Pulsar data
     #: directory (one without pulsarkit's ``bookie/``) read-only, never writing to it.
     foreign_opener: Callable[[str], Any] | None = None
 
