@@ -32,13 +32,7 @@ type IndexedRecords = Vec<(i32, BatchRecord)>;
 
 fn body_records(data: &[u8], e: &ParsedEntry, limit: usize) -> Result<(Vec<u8>, IndexedRecords)> {
     let body = uncompressed_payload(data, e, limit)?;
-    let recs = indexed_batch_records(&body, e).map_err(|err| match err {
-        Error::Corrupt { offset, what } => Error::Corrupt {
-            offset: e.layout.payload.start as u64,
-            what: format!("in the uncompressed batch at byte {offset}: {what}"),
-        },
-        other => other,
-    })?;
+    let recs = indexed_batch_records(&body, e)?;
     Ok((body, recs))
 }
 

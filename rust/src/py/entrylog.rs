@@ -1,7 +1,7 @@
 //! Bindings for BookKeeper entry logs and bookie entry digests. File work runs with the GIL released.
 use super::buffer::ByteBuffer;
 use super::errors::{to_py, IntoPyResult};
-use crate::bookkeeper::digest::{self, DigestType, Digester};
+use crate::bookkeeper::digest::{self, DigestType, Digester, LedgerRun};
 use crate::bookkeeper::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use crate::bookkeeper::entrylog::reader::PayloadRead;
 use crate::bookkeeper::entrylog::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner, DEFAULT_MAX_RECORD_SIZE};
@@ -65,7 +65,8 @@ fn bookie_pack_many<'py>(
     let slices: Vec<&[u8]> = payloads.iter().map(|p| &**p).collect();
     // Digests with the GIL released; then each entry is copied once, straight into its bytes object
     // (packing into Vecs first cost a second copy and its page faults: most of the time for 1 KiB entries).
-    let heads = py.detach(|| d.heads_many(ledger_id, first_entry_id, last_add_confirmed, length, &slices));
+    let run = LedgerRun { ledger_id, first_entry_id, last_add_confirmed, length };
+    let heads = py.detach(|| d.heads_many(run, &slices));
     let out = PyList::empty(py);
     for ((h, dv), p) in heads.iter().zip(&slices) {
         let (hl, dl) = (h.len(), dv.as_bytes().len());

@@ -5,7 +5,7 @@ use super::reader::{list_log_ids, metadata_by_scan, read_metadata, PayloadRead};
 use super::scan::{scan_all, IssueKind, ScanOptions};
 use super::writer::read_last_id;
 use super::*;
-use crate::bookkeeper::digest::{DigestType, Digester};
+use crate::bookkeeper::digest::{DigestType, Digester, LedgerRun};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::Array;
@@ -605,7 +605,8 @@ proptest! {
 fn read_payloads_verifies_each_entry_and_reports_each_fault_apart() {
     let t = TempDir::new();
     let d = Digester::new(DigestType::Crc32c, b"");
-    let stored = d.pack_many(9, 0, -1, 0, &[b"zero".as_slice(), b"one", b"two", b"three"]);
+    let run = LedgerRun { ledger_id: 9, first_entry_id: 0, last_add_confirmed: -1, length: 0 };
+    let stored = d.pack_many(run, &[b"zero".as_slice(), b"one", b"two", b"three"]);
     let mut w = EntryLogWriter::open(&t.0, opts(1 << 30)).unwrap();
     let mut locs: Vec<i64> = stored.iter().map(|e| w.append_stored(e).unwrap() as i64).collect();
     w.close().unwrap();
