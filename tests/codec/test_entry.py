@@ -3,7 +3,6 @@
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from pulsarkit import _native
 from pulsarkit.proto import BaseCommand, MessageMetadata
 
 H = bytes.fromhex
@@ -28,17 +27,6 @@ def test_crc32c_vectors_and_resume():
     assert pk.crc32c(bytearray(b"data")) == pk.crc32c(memoryview(b"xdatax")[1:5]) == 0xAED87DD1
     with pytest.raises(TypeError):
         pk.crc32c("data")
-
-
-def test_byte_arguments_borrow_any_contiguous_buffer_alone_in_lists_and_in_pairs():
-    records = [b"first", b"second record"]
-    want = _native.pack_batched_txn_entry(records)
-    assert _native.pack_batched_txn_entry([bytearray(records[0]), memoryview(records[1])]) == want
-    assert _native.split_txn_entry(bytearray(want)) == (True, records)
-    with pytest.raises(TypeError, match="C-contiguous"):
-        pk.crc32c(memoryview(b"abcdef")[::2])
-    with pytest.raises(TypeError, match="byte buffer"):
-        _native.pack_batched_txn_entry([b"ok", 3])
 
 
 def test_worked_example_bytes():
