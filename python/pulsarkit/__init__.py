@@ -14,29 +14,19 @@ Pulsar or BookKeeper concept it holds (see ARCHITECTURE.md): :mod:`pulsarkit.cod
 :mod:`pulsarkit.bookkeeper`, :mod:`pulsarkit.metadata`, :mod:`pulsarkit.managed_ledger`,
 :mod:`pulsarkit.broker`, :mod:`pulsarkit.analysis`, :mod:`pulsarkit.spark`; bulk work over Arrow
 columns is :mod:`pulsarkit.bulk`.
+
+The root is light: ``import pulsarkit`` (and so ``import pulsarkit.codec``) loads only the native
+module and the errors. Every other name here, and each subpackage, is imported on first use
+(PEP 562), so codec users do not pay for RocksDB, Arrow datasets or the broker.
 """
 
-from . import bulk, proto
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING, Any
+
 from ._native import __version__, build_info
-from .analysis.datadir import DataDir, DataDirError, open_data_dir
-from .broker.topic import MessageId, PersistentTopic, PublishResult
-from .codec.commands import FrameDecoder, command, encode_command
-from .codec.entry import (
-    COMPRESSION_TYPES,
-    DEFAULT_DECOMPRESSION_LIMIT,
-    BrokerEntryMetadata,
-    Entry,
-    Message,
-    add_broker_entry_metadata,
-    compress,
-    crc32c,
-    decompress,
-    encode_batch,
-    encode_entry,
-    message_metadata,
-    peek_broker_entry_metadata,
-    strip_broker_entry_metadata,
-)
 from .errors import (
     BadVersionError,
     BookieError,
@@ -60,14 +50,86 @@ from .errors import (
     PulsarkitError,
     UnsupportedCompressionError,
 )
-from .managed_ledger import (
-    ManagedCursor,
-    ManagedLedger,
-    ManagedLedgerConfig,
-    ManagedLedgerFactory,
-    Position,
-    Store,
-)
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at runtime these come from __getattr__
+    from . import bulk, proto
+    from .analysis.datadir import DataDir, DataDirError, open_data_dir
+    from .broker.topic import MessageId, PersistentTopic, PublishResult
+    from .codec.commands import FrameDecoder, command, encode_command
+    from .codec.entry import (
+        COMPRESSION_TYPES,
+        DEFAULT_DECOMPRESSION_LIMIT,
+        BrokerEntryMetadata,
+        Entry,
+        Message,
+        add_broker_entry_metadata,
+        compress,
+        crc32c,
+        decompress,
+        encode_batch,
+        encode_entry,
+        message_metadata,
+        peek_broker_entry_metadata,
+        strip_broker_entry_metadata,
+    )
+    from .managed_ledger import (
+        ManagedCursor,
+        ManagedLedger,
+        ManagedLedgerConfig,
+        ManagedLedgerFactory,
+        Position,
+        Store,
+    )
+
+#: Re-exported name -> the module that defines it, imported on first access.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("DataDir", "DataDirError", "open_data_dir"), ".analysis.datadir"),
+    **dict.fromkeys(("MessageId", "PersistentTopic", "PublishResult"), ".broker.topic"),
+    **dict.fromkeys(("FrameDecoder", "command", "encode_command"), ".codec.commands"),
+    **dict.fromkeys(
+        (
+            "COMPRESSION_TYPES",
+            "DEFAULT_DECOMPRESSION_LIMIT",
+            "BrokerEntryMetadata",
+            "Entry",
+            "Message",
+            "add_broker_entry_metadata",
+            "compress",
+            "crc32c",
+            "decompress",
+            "encode_batch",
+            "encode_entry",
+            "message_metadata",
+            "peek_broker_entry_metadata",
+            "strip_broker_entry_metadata",
+        ),
+        ".codec.entry",
+    ),
+    **dict.fromkeys(
+        ("ManagedCursor", "ManagedLedger", "ManagedLedgerConfig", "ManagedLedgerFactory", "Position", "Store"),
+        ".managed_ledger",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _submodules():  # pk.bookkeeper, pk.bulk, ... without importing them first
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later accesses skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _submodules())
+
+
+def _submodules() -> set[str]:
+    return {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+
 
 __all__ = [
     "COMPRESSION_TYPES",
