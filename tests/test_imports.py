@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pulsarkit
 import pytest
+from datadir_fixtures import file_hashes
 
 ROOT_INIT = Path(pulsarkit.__file__)
 #: What a codec user must not pay for: RocksDB, Arrow datasets, and every layer above the codec.
@@ -91,3 +93,39 @@ def test_type_checkers_see_what_the_root_exports_lazily() -> None:
     assert set(pulsarkit.__all__) <= imported, sorted(set(pulsarkit.__all__) - imported)
     lazy = pulsarkit._LAZY  # type: ignore[attr-defined]
     assert set(lazy) <= set(pulsarkit.__all__), sorted(set(lazy) - set(pulsarkit.__all__))
+
+
+def _copy_as_standalone(synthetic: tuple[Path, dict], dest: Path) -> Path:
+    """A directory laid out as a Pulsar standalone's (``metadata/``, ``bookkeeper/``), not as pulsarkit's."""
+    root, _ = synthetic
+    shutil.copytree(root / "metadata", dest / "metadata")
+    shutil.copytree(root / "bookie", dest / "bookkeeper")
+    return dest
+
+
+def test_root_store_open_still_reaches_the_data_dir_reader(synthetic, tmp_path: Path) -> None:
+    """``pk.Store.open`` on a real data directory gives the read-only reader in a fresh interpreter too:
+    the lazy root loads the layer that registers the hook with ``Store``."""
+    standalone = _copy_as_standalone(synthetic, tmp_path / "standalone")
+    code = f"import pulsarkit as pk\nprint(type(pk.Store.open({str(standalone)!r})).__name__)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["DataDir"]
+    assert not (standalone / "bookie").exists()
+
+
+def test_store_open_without_the_reader_refuses_a_foreign_directory(synthetic, tmp_path: Path) -> None:
+    """Without the reader's layer loaded, ``Store.open`` refuses a real data directory instead of
+    creating pulsarkit's ``bookie/`` inside it."""
+    standalone = _copy_as_standalone(synthetic, tmp_path / "standalone")
+    before = file_hashes(standalone)
+    code = (
+        "import sys\nfrom pulsarkit.errors import ManagedLedgerError\n"
+        "from pulsarkit.managed_ledger import Store\n"
+        "assert 'pulsarkit.analysis' not in sys.modules\n"
+        f"try:\n    Store.open({str(standalone)!r})\nexcept ManagedLedgerError as e:\n    print(e)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "is a Pulsar data directory" in r.stdout
+    assert not (standalone / "bookie").exists() and file_hashes(standalone) == before

@@ -114,7 +114,14 @@ _LAZY: dict[str, str] = {
 }
 
 
+#: Classes whose hook a higher layer fills: ``Store.open`` hands a real Pulsar data directory to
+#: ``open_data_dir``, registered by ``analysis.datadir`` (loaded with them, as the eager root did).
+_WIRED: dict[str, str] = {"Store": ".analysis.datadir", "ManagedLedgerFactory": ".analysis.datadir"}
+
+
 def __getattr__(name: str) -> object:
+    if name in _WIRED:
+        importlib.import_module(_WIRED[name], __name__)
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
     elif name in _submodules():  # pk.bookkeeper, pk.bulk, ... without importing them first
