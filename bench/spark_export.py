@@ -29,8 +29,8 @@ from pathlib import Path
 import pulsarkit as pk
 import pyarrow.dataset as ds
 from pulsarkit.export import ExportSummary
+from pulsarkit.scan import plan
 from pulsarkit.spark import export as export_mod
-from pulsarkit.spark.message_scan import plan
 
 TOPICS = [
     ("public/default/persistent/orders", "LZ4"),

@@ -24,10 +24,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 from pulsarkit import bulk
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.bookkeeper.entrylog import scan_entry_logs
 from pulsarkit.broker.topic_name import ml_to_topic
-from pulsarkit.spark.message_scan import ReadStats, plan, read_partition
+from pulsarkit.scan import ReadStats, plan, read_partition
+from pulsarkit.scan.datadir import open_data_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spark_export import T0, build, topic_list  # noqa: E402

@@ -14,8 +14,8 @@ import random
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.orphans import disk_usage_rows, find_orphans
+from pulsarkit.scan.datadir import open_data_dir
 
 
 @pytest.fixture(scope="module")

@@ -122,7 +122,7 @@ def test_architecture_md_names_every_module_in_its_layer_row(row: tuple[int, str
     root = PKG / package
     modules = {str(p.relative_to(root)) for p in root.rglob("*.py") if p.name != "__init__.py"}
     spans = set(re.findall(r"`([\w/]+\.py)`", row[2]))
-    # `spark/message_scan.py` in another package's row is a cross-reference, not one of its modules
+    # `scan/datadir.py` in another package's row is a cross-reference, not one of its modules
     others = {p.name for p in PKG.iterdir() if p.is_dir()} - {p.name for p in root.iterdir() if p.is_dir()}
     named = {n for n in spans if n.split("/")[0] not in others}
     assert not modules - named, f"ARCHITECTURE.md's {package} row does not name {sorted(modules - named)}"

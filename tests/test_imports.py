@@ -122,7 +122,7 @@ def test_store_open_without_the_reader_refuses_a_foreign_directory(synthetic, tm
     code = (
         "import sys\nfrom pulsarkit.errors import ManagedLedgerError\n"
         "from pulsarkit.managed_ledger import Store\n"
-        "assert 'pulsarkit.analysis' not in sys.modules\n"
+        "assert 'pulsarkit.scan' not in sys.modules\n"
         f"try:\n    Store.open({str(standalone)!r})\nexcept ManagedLedgerError as e:\n    print(e)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -12,7 +12,7 @@ factory (``Store``) and its ledgers and cursors, ``PersistentTopic``, ``open_dat
 Pulsar data directory, and the errors. Everything else is in its subpackage, named after the
 Pulsar or BookKeeper concept it holds (see ARCHITECTURE.md): :mod:`pulsarkit.codec`,
 :mod:`pulsarkit.bookkeeper`, :mod:`pulsarkit.metadata`, :mod:`pulsarkit.managed_ledger`,
-:mod:`pulsarkit.broker`, :mod:`pulsarkit.analysis`, :mod:`pulsarkit.spark`; bulk work over Arrow
+:mod:`pulsarkit.broker`, :mod:`pulsarkit.scan`, :mod:`pulsarkit.analysis`, :mod:`pulsarkit.spark`; bulk work over Arrow
 columns is :mod:`pulsarkit.bulk`.
 
 The root is light: ``import pulsarkit`` (and so ``import pulsarkit.codec``) loads only the native
@@ -55,7 +55,6 @@ from .errors import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import bulk, proto
-    from .analysis.datadir import DataDir, DataDirError, open_data_dir
     from .broker.topic import MessageId, PersistentTopic, PublishResult
     from .codec.commands import FrameDecoder, command, encode_command
     from .codec.entry import (
@@ -82,10 +81,11 @@ if TYPE_CHECKING:
         Position,
         Store,
     )
+    from .scan.datadir import DataDir, DataDirError, open_data_dir
 
 #: Re-exported name -> the module that defines it, imported on first access.
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("DataDir", "DataDirError", "open_data_dir"), ".analysis.datadir"),
+    **dict.fromkeys(("DataDir", "DataDirError", "open_data_dir"), ".scan.datadir"),
     **dict.fromkeys(("MessageId", "PersistentTopic", "PublishResult"), ".broker.topic"),
     **dict.fromkeys(("FrameDecoder", "command", "encode_command"), ".codec.commands"),
     **dict.fromkeys(
@@ -115,8 +115,8 @@ _LAZY: dict[str, str] = {
 
 
 #: Classes whose hook a higher layer fills: ``Store.open`` hands a real Pulsar data directory to
-#: ``open_data_dir``, registered by ``analysis.datadir`` (loaded with them, as the eager root did).
-_WIRED: dict[str, str] = {"Store": ".analysis.datadir", "ManagedLedgerFactory": ".analysis.datadir"}
+#: ``open_data_dir``, registered by ``scan.datadir`` (loaded with them, as the eager root did).
+_WIRED: dict[str, str] = {"Store": ".scan.datadir", "ManagedLedgerFactory": ".scan.datadir"}
 
 
 def __getattr__(name: str) -> object:

@@ -26,7 +26,6 @@ from datadir_fixtures import (
     txn_record,
 )
 from pulsarkit.analysis.backlog import backlog_table, iter_backlog
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import (
     iter_messages,
     ledger_entries,
@@ -34,10 +33,11 @@ from pulsarkit.analysis.messages import (
     read_messages,
     transactions,
 )
-from pulsarkit.analysis.records import DataDirError
 from pulsarkit.bookkeeper.journal import journal_table, scan_journal
 from pulsarkit.codec.txn import decode_txn_log_entry
 from pulsarkit.managed_ledger import Position
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.records import DataDirError
 
 ORDERS_PENDING_ACK = "persistent://public/default/orders-sub-none__transaction_pending_ack"
 

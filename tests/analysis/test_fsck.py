@@ -8,10 +8,10 @@ import os
 
 import pulsarkit as pk
 from datadir_fixtures import build_synthetic
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.fsck import fsck
 from pulsarkit.bookkeeper import scan_entry_logs
 from pulsarkit.cli import main
+from pulsarkit.scan.datadir import open_data_dir
 
 
 def build(root, logs=1):

@@ -6,12 +6,12 @@ import json
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError, execute_cleanup, restore_backup
 from pulsarkit.analysis.orphans import cleanup_plan, disk_usage_rows, find_orphans
 from pulsarkit.broker.compaction import Compactor
 from pulsarkit.cli import main
 from pulsarkit.managed_ledger.ledger_handle import LedgerHandle
+from pulsarkit.scan.datadir import open_data_dir
 
 ML = "public/default/persistent/orders"
 

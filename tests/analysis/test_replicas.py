@@ -22,13 +22,13 @@ from datadir_fixtures import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from pulsarkit.analysis.bookie_dir import read_cookie
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import read_messages
-from pulsarkit.analysis.records import DataDirError
-from pulsarkit.analysis.replicas import Layout, replica_report, write_set
 from pulsarkit.cli import main
 from pulsarkit.proto import LedgerMetadataFormat
+from pulsarkit.scan.bookie_dir import read_cookie
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.records import DataDirError
+from pulsarkit.scan.replicas import Layout, replica_report, write_set
 
 TOPIC = ORDERS
 A, B, C = IDS = BOOKIE_IDS

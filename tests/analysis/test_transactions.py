@@ -7,9 +7,9 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from pulsarkit.cli import main
+from pulsarkit.scan.datadir import open_data_dir
 
 
 def test_every_transaction_with_state_age_and_timeout(synthetic):

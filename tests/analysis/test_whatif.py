@@ -6,9 +6,9 @@ import json
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.whatif import HOUR_MS, WhatIf, compaction_to_target, simulate
 from pulsarkit.bookkeeper.gc import GcConfig
+from pulsarkit.scan.datadir import open_data_dir
 
 T0 = 1_700_000_000_000
 GC = GcConfig(gc_wait_time_ms=600_000, minor_compaction_interval_s=3600, major_compaction_interval_s=86_400)

@@ -10,11 +10,11 @@ import pulsarkit as pk
 import pyarrow.dataset as ds
 import pytest
 from pulsarkit import export as px
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import read_messages
 from pulsarkit.cli import main
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.messages import flat_record
 from pulsarkit.spark import export as export_mod
-from pulsarkit.spark.message_scan import flat_record
 
 ORDERS = "public/default/persistent/orders"
 EVENTS = "public/default/persistent/events-partition-0"

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 from pulsarkit import export as px
-from pulsarkit.spark.message_scan import plan, read_partition
+from pulsarkit.scan import plan, read_partition
 
 ORDERS = "public/default/persistent/orders"
 EVENTS = "public/default/persistent/events"

@@ -9,11 +9,12 @@ from __future__ import annotations
 import pyarrow.compute as pc
 import pytest
 from datadir_fixtures import BOOKIE_IDS, ORDERS, build_bookies, build_cluster_source, direct_write_set
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import read_messages
-from pulsarkit.analysis.replicas import read_order
 from pulsarkit.errors import PulsarkitError
-from pulsarkit.spark.message_scan import ReadStats, flat_record, plan, read_all, read_partition
+from pulsarkit.scan import ReadStats, plan, read_all, read_partition
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.messages import flat_record
+from pulsarkit.scan.replicas import read_order
 
 A, B, C = BOOKIE_IDS
 

@@ -17,9 +17,10 @@ from pathlib import Path
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.messages import messages_table, read_messages
-from pulsarkit.spark.message_scan import MESSAGE_FIELDS, flat_record, plan, read_all
+from pulsarkit.scan import MESSAGE_FIELDS, ReadStats, plan, read_all
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.messages import flat_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop" / "standalone"))
 from test_datadir_oracle import oracle  # noqa: E402,F401  (the module-scoped fixture)
@@ -117,7 +118,7 @@ def test_incremental_bounds_keep_a_chunked_message_whose_first_chunks_are_before
 
 
 def read_all_partition(task):
-    from pulsarkit.spark.message_scan import read_partition
+    from pulsarkit.scan import read_partition
 
     return [r for b in read_partition(task) for r in b.to_pylist()]
 
@@ -233,13 +234,13 @@ def test_bulk_entry_reads_give_the_entry_by_entry_rows_for_damaged_and_missing_l
     and a missing entry log give exactly the rows and error messages of reading each entry on its own."""
     import dataclasses
 
-    from pulsarkit.spark import message_scan as ms
+    from pulsarkit.scan import read as ms
 
     root, _ = synthetic
 
     def both_ways(path):
         p = plan([str(path)], include_deleted=True)
-        stats_bulk, stats_one = ms.ReadStats(), ms.ReadStats()
+        stats_bulk, stats_one = ReadStats(), ReadStats()
         bulk = [row for part in p.partitions for row in ms.iter_entries(part, stats_bulk)]
         one_by_one = []
         for part in p.partitions:
@@ -280,7 +281,7 @@ def test_bulk_entry_reads_give_the_entry_by_entry_rows_for_damaged_and_missing_l
 def test_batches_cut_where_the_entry_by_entry_reader_cut_them(synthetic):
     """``_batches`` over native chunks gives the batches that appending entry by entry and cutting at
     ``batch_entries`` or ``batch_bytes`` gives, limits of 0 included (one entry per batch)."""
-    from pulsarkit.spark import message_scan as ms
+    from pulsarkit.scan import read as ms
 
     root, _ = synthetic
 

@@ -14,15 +14,15 @@ from pathlib import Path
 import pulsarkit as pk
 import pytest
 from datadir_fixtures import BOOKIE_IDS, build_bookies, build_cluster_source, file_hashes
-from pulsarkit.analysis import bookie_dir
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.orphans import cleanup_plan, disk_usage_table, orphans_table
-from pulsarkit.analysis.records import DataDirError
 from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig
 from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from pulsarkit.cli import main
 from pulsarkit.managed_ledger.ledger_handle import LedgerHandle
 from pulsarkit.metadata.store import MetadataStore
+from pulsarkit.scan import bookie_dir
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.records import DataDirError
 from pulsarkit.spark import storage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop" / "standalone"))

@@ -7,9 +7,9 @@ from decimal import Decimal
 
 import pyarrow as pa
 from pulsarkit import bulk
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from pulsarkit.codec.txn import pack_batched_entry, txn_metadata_record
+from pulsarkit.scan.datadir import open_data_dir
 from pulsarkit.spark import explode_transaction_log, transactions_dataframe
 
 NOW = 100_000

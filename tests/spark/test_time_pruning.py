@@ -22,8 +22,9 @@ import pytest
 from helpers import Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pulsarkit.analysis.datadir import open_data_dir
-from pulsarkit.spark.message_scan import PRUNED, ReadStats, plan, read_all, read_heads, read_partition
+from pulsarkit.scan import PRUNED, ReadStats, plan, read_all, read_partition
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.heads import read_heads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop" / "standalone"))
 from test_datadir_oracle import oracle  # noqa: E402,F401  (the module-scoped fixture)

@@ -22,9 +22,9 @@ from ..broker.topic_name import PENDING_ACK_SUFFIX
 from ..codec.txn import decode_pending_ack_entry
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
-from .datadir import DataDir
+from ..scan.datadir import DataDir
+from ..scan.records import Cursor
 from .messages import iter_messages, message_batches, message_schema
-from .records import Cursor
 
 
 @dataclass

@@ -14,8 +14,8 @@ from .. import _native
 from ..broker.compaction import CompactedTopic, MessagePosition
 from ..codec.entry import Entry
 from ..managed_ledger.position import Position
-from .datadir import DataDir
-from .records import DataDirError
+from ..scan.datadir import DataDir
+from ..scan.records import DataDirError
 
 
 def _data(d: bytes | DataDirError) -> bytes:

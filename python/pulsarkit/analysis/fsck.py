@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow as pa
 
 from ..bookkeeper import scan_entry_logs
-from .bookie_dir import entry_payload
-from .datadir import DataDir
-from .records import DataDirError
+from ..scan.bookie_dir import entry_payload
+from ..scan.datadir import DataDir
+from ..scan.records import DataDirError
 
 
 def _finding(check: str, severity: str, message: str, **where: Any) -> dict[str, Any]:

@@ -34,11 +34,10 @@ from ..codec.txn import MARKER_TYPES, decode_pending_ack_entry, decode_txn_log_e
 from ..errors import PulsarkitError
 from ..managed_ledger.position import Position
 from ..proto import PositionInfo
-from .datadir import DataDir
-from .records import DataDirError, Issue
-from .transactions import Transaction, entry_txn, topic_markers, transactions
-
-TXN_MODES = ("committed", "all")
+from ..scan.datadir import DataDir
+from ..scan.records import DataDirError, Issue
+from ..scan.transactions import TXN_MODES, entry_txn, topic_markers
+from .transactions import Transaction, transactions
 
 
 def _txn_state(

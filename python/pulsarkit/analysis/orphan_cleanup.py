@@ -33,7 +33,7 @@ import pyarrow.ipc as ipc
 
 from ..errors import BadVersionError, MetadataNotFoundError, PulsarkitError
 from ..metadata.store import MetadataStore, ledger_path
-from .datadir import DataDir
+from ..scan.datadir import DataDir
 from .orphans import find_orphans
 
 PLAN_KIND = "orphan-ledger-cleanup"

@@ -43,7 +43,7 @@ import pyarrow as pa
 from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR
 from ..codec.protobuf_wire import fields
 from ..metadata.store import ledger_path
-from .datadir import DataDir
+from ..scan.datadir import DataDir
 
 #: Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
 MINOR_COMPACTION_THRESHOLD = 0.2

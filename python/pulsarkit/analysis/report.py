@@ -13,7 +13,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from .datadir import DataDir
+from ..scan.datadir import DataDir
 from .fsck import fsck
 from .orphans import disk_usage_rows, find_orphans
 from .whatif import WhatIf, compaction_to_target, simulate

@@ -26,19 +26,15 @@ import pyarrow as pa
 
 from ..broker.topic_name import PENDING_ACK_SUFFIX, TXN_LOG_PREFIX, ml_kind, ml_to_topic
 from ..broker.transaction import PENDING_ACK_CURSOR, TRANSACTION_LOG_CURSOR
-from ..codec.entry import Entry
 from ..codec.txn import (
-    MARKER_TYPES,
-    TXN_ABORT_MARKER,
-    TXN_COMMIT_MARKER,
     decode_pending_ack_entry,
     decode_txn_log_entry,
 )
-from ..errors import PulsarkitError
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
-from .datadir import DataDir
-from .records import Cursor, DataDirError
+from ..scan.datadir import DataDir
+from ..scan.records import Cursor
+from ..scan.transactions import topic_markers
 
 _UNFINISHED = ("OPEN", "COMMITTING", "ABORTING")
 
@@ -165,39 +161,6 @@ def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
             out.setdefault(key, Transaction(*key)).markers[name] = m
     dd._txns = out  # type: ignore[attr-defined]
     return out
-
-
-def entry_txn(md: Any) -> tuple[int, int] | None:
-    """The transaction of a message's metadata, or None."""
-    if md.HasField("txnid_most_bits") or md.HasField("txnid_least_bits"):
-        return (md.txnid_most_bits, md.txnid_least_bits)
-    return None
-
-
-def topic_markers(dd: DataDir, ml: str) -> tuple[dict[tuple[int, int], str], dict[tuple[int, int], Position]]:
-    """(txn -> TXN_COMMIT/TXN_ABORT marker, txn -> position of its first message) of one topic (cached)."""
-    cache: dict[str, Any] = dd.__dict__.setdefault("_marker_cache", {})
-    if ml in cache:
-        return cache[ml]
-    out: dict[tuple[int, int], str] = {}
-    used: dict[tuple[int, int], Position] = {}
-    for pos, data in dd.ml_entries(ml):
-        if isinstance(data, DataDirError):
-            continue
-        try:
-            e = Entry.parse(data, verify_checksum=False)
-        except PulsarkitError:
-            continue
-        md = e.metadata
-        key = entry_txn(md)
-        if key is None:
-            continue
-        if md.HasField("marker_type") and md.marker_type in (TXN_COMMIT_MARKER, TXN_ABORT_MARKER):
-            out[key] = MARKER_TYPES[md.marker_type]
-        elif not md.marker_type:
-            used.setdefault(key, pos)
-    cache[ml] = (out, used)
-    return out, used
 
 
 def _now(now_ms: int | None) -> int:
@@ -411,10 +374,8 @@ __all__ = [
     "TRANSACTION_LOG_SCHEMA",
     "TRANSACTION_LOG_CURSOR",
     "Transaction",
-    "entry_txn",
     "pending_ack_rows",
     "pending_ack_table",
-    "topic_markers",
     "transaction_log_rows",
     "transaction_log_table",
     "transaction_rows",

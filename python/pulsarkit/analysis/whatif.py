@@ -28,7 +28,7 @@ from typing import Any
 
 from ..bookkeeper.gc import GcConfig
 from ..managed_ledger.trim import retention_candidates
-from .datadir import DataDir
+from ..scan.datadir import DataDir
 
 HOUR_MS = 3_600_000
 

@@ -29,11 +29,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..analysis.backlog import iter_backlog
-from ..analysis.datadir import open_data_dir
 from ..analysis.messages import ledger_entries, message_batches, message_schema, read_messages
-from ..analysis.records import DataDirError, topic_dict
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
+from ..scan.datadir import open_data_dir
+from ..scan.records import DataDirError, topic_dict
 from .command import (
     EXIT_DATA_PROBLEMS,
     EXIT_OK,

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..analysis.bookie_dir import find_layout
 from ..analysis.fsck import fsck_table
 from ..analysis.orphan_cleanup import execute_cleanup
 from ..analysis.orphans import (
@@ -39,10 +38,11 @@ from ..analysis.orphans import (
     disk_usage_table,
     orphans_table,
 )
-from ..analysis.records import DataDirError
 from ..bookkeeper.gc import GarbageCollector, GcConfig
 from ..bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from ..metadata.store import MetadataStore
+from ..scan.bookie_dir import find_layout
+from ..scan.records import DataDirError
 from .command import EXIT_DATA_PROBLEMS, Runner, command, output_file, overwrite_arg
 from .datadir import _dir_args, _finish, _inputs, _open, _table
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..analysis.bookie_dir import bookie_ledger_dir, find_layout, is_rocksdb
-from ..analysis.datadir import open_data_dir
-from ..analysis.records import DataDirError
-from ..analysis.replicas import replica_report
+from ..scan.bookie_dir import bookie_ledger_dir, find_layout, is_rocksdb
+from ..scan.datadir import open_data_dir
+from ..scan.records import DataDirError
+from ..scan.replicas import replica_report
 from .command import EXIT_DATA_PROBLEMS, Runner, command, output_args, output_file
 from .datadir import _finish, _table
 

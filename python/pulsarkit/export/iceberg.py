@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from ..analysis.records import DataDirError
+from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, TABLE_FIELDS, staged_table

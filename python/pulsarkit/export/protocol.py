@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..analysis.records import DataDirError
+from ..scan.records import DataDirError
 from .marks import Mark
 
 #: the marks file of a Parquet export (files starting with ``_`` are skipped by Spark and pyarrow readers)

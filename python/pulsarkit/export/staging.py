@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..spark.message_scan import MESSAGE_FIELDS, arrow_schema
+from ..scan import MESSAGE_FIELDS, arrow_schema
 
 PARTITION_COLUMNS = ("topic", "date")
 #: the columns of the data files (the partition columns are in the directory names)

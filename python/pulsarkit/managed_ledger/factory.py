@@ -41,7 +41,7 @@ def _now_ms() -> int:
 class ManagedLedgerFactory:
     """Metadata store + bookie + the managed ledgers opened on them (``ManagedLedgerFactoryImpl``)."""
 
-    #: Hook set by :mod:`pulsarkit.analysis.datadir` (a higher layer): opens a real Pulsar data
+    #: Hook set by :mod:`pulsarkit.scan.datadir` (a higher layer): opens a real Pulsar data
     #: directory (one without pulsarkit's ``bookie/``) read-only, never writing to it.
     foreign_opener: Callable[[str], Any] | None = None
 
@@ -93,7 +93,7 @@ class ManagedLedgerFactory:
             if ManagedLedgerFactory.foreign_opener is None:  # never create our bookie/ inside it
                 raise ManagedLedgerError(
                     f"{path} is a Pulsar data directory, not a pulsarkit store: open it with "
-                    "pulsarkit.open_data_dir (importing pulsarkit.analysis lets Store.open do it)"
+                    "pulsarkit.open_data_dir (importing pulsarkit.scan lets Store.open do it)"
                 )
             return ManagedLedgerFactory.foreign_opener(path)  # the read-only reader
         if not read_only:

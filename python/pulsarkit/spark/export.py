@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..analysis.records import DataDirError
+from ..scan.records import DataDirError
 from ..export import Engine, ExportJob, ExportSummary, LocalEngine, Reporter, StagingWriter, Target
 from ..export import export as export_locally
 from ..export.run import log_to_stderr

@@ -10,7 +10,7 @@ consumer received them; ``format("pulsarkit-entries")``: their managed ledgers' 
     raw = spark.read.format("pulsarkit-entries").load("/pulsar/data")   # topic, kind, ids, payload, error
 
 Rows and columns equal :func:`pulsarkit.analysis.messages.read_messages` (``pulsarkit messages``),
-flattened for Spark (:data:`~pulsarkit.spark.message_scan.MESSAGE_FIELDS`): ``topic, partition,
+flattened for Spark (:data:`~pulsarkit.scan.MESSAGE_FIELDS`): ``topic, partition,
 ledger_id, entry_id, batch_index, key, properties, payload (binary), publish_time, event_time,
 sequence_id, producer_name, null_value, encrypted, broker_timestamp, broker_index, txn_most_bits,
 txn_least_bits, txn_state`` (``marker`` with ``markers=true``). Batches are split and codecs undone
@@ -20,7 +20,7 @@ rows cross into the JVM once.
 Partitions follow the data: (topic, ledger range) of about ``max_partition_bytes`` (default 64 MiB)
 and at least ``min_partitions`` overall, planned on the driver from the metadata, the bookie's
 location index and one native pass over the entry logs for transactions and chunked messages (see
-:mod:`~pulsarkit.spark.message_scan`). An empty data directory gives an empty DataFrame.
+:mod:`~pulsarkit.scan`). An empty data directory gives an empty DataFrame.
 
 Options: ``path`` (comma-separated data directories), ``pushdown`` (below), ``txn`` (``committed``,
 the default, or ``all``), ``markers``, ``system`` (also system topics), ``include_deleted`` (ledgers
@@ -34,7 +34,7 @@ memory follows it, and so do the Arrow batches handed to the JVM), ``metadata_pa
 bookie directories of a cluster whose metadata store is the one ``path``: each entry is read once, from
 the first copy of its write set whose digest verifies, as ``pulsarkit replicas`` reads it; copies passed
 over are counted in the read statistics and listed by ``pulsarkit replicas``), ``stats_dir`` (a directory the
-plan and each task write their :class:`~pulsarkit.spark.message_scan.ReadStats` to as JSON, for
+plan and each task write their :class:`~pulsarkit.scan.ReadStats` to as JSON, for
 benchmarks and tests; :func:`read_stats` sums them).
 
 Memory: a task holds about one batch of rows (``batch_bytes`` of entries, decompressed) at a time,
@@ -52,7 +52,7 @@ is in a matching one); on ``publish_time`` and ``broker_timestamp`` ``= IN < <= 
 reads the metadata of every entry of the selected topics (only the heads of the entries, at their
 locations, when the topics are a small part of the directory) and the tasks read only the entries
 one of whose rows can pass; exact, no assumption about clocks (a chunked message's chunks go
-together; ledgers are not pruned by time alone: see :mod:`~pulsarkit.spark.message_scan`). Each
+together; ledgers are not pruned by time alone: see :mod:`~pulsarkit.scan`). Each
 pushed filter is applied exactly to the rows in the task, so Spark does not re-check it. Everything
 else (``OR``, ``NOT``, other columns, nested expressions) stays with Spark. A query for one topic and
 one hour of publish time out of a day reads about 1.1x the bytes of the entries holding its answer
@@ -79,8 +79,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import datasource as _entrylog
-from .message_scan import (
+from ..scan import (
     BATCH_BYTES,
     ENTRY_FIELDS,
     PUSHABLE,
@@ -90,6 +89,7 @@ from .message_scan import (
     plan,
     read_partition,
 )
+from . import datasource as _entrylog
 
 FORMAT_NAME = "pulsarkit"
 ENTRIES_FORMAT_NAME = "pulsarkit-entries"

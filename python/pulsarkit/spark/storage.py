@@ -4,12 +4,12 @@ single-process results (:mod:`pulsarkit.analysis.orphans`, :class:`pulsarkit.boo
 What costs is reading the entry logs: each log's ledgers map, or a scan of the whole log when it has
 none (a log a bookie never finished, or one written before ledgers maps existed). That work runs in
 Spark tasks, one (bookie directory, log) pair per item, through the very functions the single process
-calls (:func:`pulsarkit.analysis.bookie_dir.read_log`, :func:`pulsarkit.bookkeeper.gc.read_entry_log`).
+calls (:func:`pulsarkit.scan.bookie_dir.read_log`, :func:`pulsarkit.bookkeeper.gc.read_entry_log`).
 The driver reads the metadata store, the bookies' indexes and journals (small next to the logs),
 opens the data directory on the logs the tasks read, and classifies with the single-process code, so
 there is one implementation of each rule. (A bookie whose ``locations`` index is missing has it rebuilt
 by a scan of its logs on the driver, as in the single process.) Planning never writes: the data
-directory is opened read-only (:func:`pulsarkit.analysis.datadir.open_data_dir`) and GC plans open
+directory is opened read-only (:func:`pulsarkit.scan.datadir.open_data_dir`) and GC plans open
 each bookie read-only, as ``pulsarkit gc`` does without ``--execute``.
 
 The entry logs are read where the tasks run: every executor must see the bookie directories at the
@@ -25,9 +25,14 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from ..analysis import datadir as _datadir
 from ..analysis import orphans as _orphans
-from ..analysis.bookie_dir import (
+from ..bookkeeper.entrylog import EntryLogReader
+from ..bookkeeper.gc import EntryLogFacts, GarbageCollector, GcConfig, read_entry_log
+from ..bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
+from ..errors import PulsarkitError
+from ..metadata.store import MetadataStore
+from ..scan import datadir as _datadir
+from ..scan.bookie_dir import (
     BookieMapping,
     LogRead,
     bookie_ledger_dir,
@@ -35,13 +40,8 @@ from ..analysis.bookie_dir import (
     mapping_dirs,
     read_log,
 )
-from ..analysis.datadir import DataDir, PathLike
-from ..analysis.records import DataDirError
-from ..bookkeeper.entrylog import EntryLogReader
-from ..bookkeeper.gc import EntryLogFacts, GarbageCollector, GcConfig, read_entry_log
-from ..bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
-from ..errors import PulsarkitError
-from ..metadata.store import MetadataStore
+from ..scan.datadir import DataDir, PathLike
+from ..scan.records import DataDirError
 from ._schema import spark_fields
 
 T = TypeVar("T")
@@ -100,7 +100,7 @@ def _read_gc_logs(items: Iterable[tuple[int, str, int]]) -> Iterator[tuple[int, 
 def _ledger_dirs(
     path: PathLike | None, ledger_dirs: Sequence[PathLike] | None, bookies: BookieMapping | None
 ) -> list[Path]:
-    """The ledger directories :func:`~pulsarkit.analysis.datadir.open_data_dir` reads for these
+    """The ledger directories :func:`~pulsarkit.scan.datadir.open_data_dir` reads for these
     arguments, in its order ([] when they name none: opening then says why)."""
     try:
         if ledger_dirs:
@@ -116,7 +116,7 @@ def _ledger_dirs(
 
 def read_entry_logs(spark: Any, ledger_dirs: Iterable[PathLike]) -> dict[str, dict[int, LogRead]]:
     """Every entry log of the ledger directories, read in Spark tasks: ``{real path of current/:
-    {log id: LogRead}}``, what :func:`~pulsarkit.analysis.datadir.open_data_dir`'s ``log_reads`` takes."""
+    {log id: LogRead}}``, what :func:`~pulsarkit.scan.datadir.open_data_dir`'s ``log_reads`` takes."""
     out: dict[str, dict[int, LogRead]] = {}
     for key, r in _run(spark, _work(_current(Path(d)) for d in ledger_dirs), _read_logs):
         out.setdefault(key, {})[r.log_id] = r
@@ -134,7 +134,7 @@ def open_data_dir(
     strict: bool = False,
     bookies: BookieMapping | None = None,
 ) -> DataDir:
-    """:func:`pulsarkit.analysis.datadir.open_data_dir` (same arguments, read-only), its entry logs
+    """:func:`pulsarkit.scan.datadir.open_data_dir` (same arguments, read-only), its entry logs
     read by Spark tasks: the same :class:`DataDir`, issues included."""
     reads = read_entry_logs(spark, _ledger_dirs(path, ledger_dirs, bookies))
     return _datadir.open_data_dir(

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..analysis import transactions as _txn
-from ..analysis.datadir import open_data_dir
+from ..scan.datadir import open_data_dir
 from ._schema import spark_arrow_type, spark_fields, to_spark_arrow
 
 #: view name -> the single-process table it runs

@@ -39,7 +39,6 @@ import rocksdict
 from oracle import JavaOracle
 from pulsarkit.analysis.backlog import iter_backlog
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id, phase_one
-from pulsarkit.analysis.datadir import open_data_dir
 from pulsarkit.analysis.fsck import fsck
 from pulsarkit.analysis.messages import iter_messages, read_messages
 from pulsarkit.analysis.orphan_cleanup import execute_cleanup
@@ -51,6 +50,7 @@ from pulsarkit.bookkeeper.journal import journal_table, scan_journal
 from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from pulsarkit.managed_ledger.position import Position
 from pulsarkit.metadata.store import MetadataStore, ledger_path
+from pulsarkit.scan.datadir import open_data_dir
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 

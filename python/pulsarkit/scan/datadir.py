@@ -8,7 +8,7 @@
   journal_dirs=[...], index_dirs=[...])``;
 * several bookies sharing one metadata store: their ledger directories (each bookie known by its
   cookie, ``current/VERSION``), or ``bookies={"host:3181": [dir, ...], ...}``. Each entry is then read
-  once, from one replica its ledger's ensembles choose (:mod:`pulsarkit.analysis.replicas`).
+  once, from one replica its ledger's ensembles choose (:mod:`pulsarkit.scan.replicas`).
 
 Nothing under those paths is ever written (no ``LOCK``/``LOG`` file, no RocksDB compaction): each
 RocksDB (the metadata store, ``ledgers/``, ``locations/``) is copied into a temporary directory, opened

@@ -1,0 +1,39 @@
+"""The one message reader, with no Spark: a data directory opened read-only (:func:`open_data_dir`),
+its topics planned into partitions of ledger segments (:func:`plan`), each partition's entries read
+and verified and turned into rows of the one message schema (:func:`read_partition`,
+:data:`MESSAGE_FIELDS`). ``pulsarkit messages``, ``backlog``, the analysis, the Spark sources and the
+export all read messages through it."""
+
+from .datadir import DataDir, open_data_dir
+from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
+from .plan import Plan, plan
+from .read import BATCH_BYTES, UnreadableEntry, iter_entries, read_all, read_partition
+from .records import DataDirError
+from .schema import ENTRY_FIELDS, MESSAGE_FIELDS, PUSHABLE, TIME_COLUMNS, Filter, arrow_schema, message_fields
+from .transactions import TXN_MODES
+
+__all__ = [
+    "BATCH_BYTES",
+    "DataDir",
+    "DataDirError",
+    "ENTRY_FIELDS",
+    "Filter",
+    "MESSAGE_FIELDS",
+    "PRUNED",
+    "PUSHABLE",
+    "Plan",
+    "ReadStats",
+    "Replica",
+    "ScanPartition",
+    "Segment",
+    "TIME_COLUMNS",
+    "TXN_MODES",
+    "UnreadableEntry",
+    "arrow_schema",
+    "iter_entries",
+    "message_fields",
+    "open_data_dir",
+    "plan",
+    "read_all",
+    "read_partition",
+]

@@ -1,0 +1,117 @@
+"""What a scan reads: partitions of ledger segments and where the bookies keep them, and what a read
+took from the entry logs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..bookkeeper.entrylog import EntryLogReader
+from .replicas import Layout
+from .schema import Pos
+
+# ------------------------------------------------------------------------------------------- stats
+
+
+@dataclass
+class ReadStats:
+    """What a plan or a read took from the entry logs, counted where it was read. A head read counts
+    the bytes it asked of the file (the record's 4-byte length, the bookie header, broker entry
+    metadata and MessageMetadata, and any slack read past them); a full read the record and its
+    length; the native pass whole files. Entries the journal holds are in memory: counted apart."""
+
+    head_reads: int = 0
+    head_bytes: int = 0
+    entry_reads: int = 0
+    entry_bytes: int = 0
+    #: whole entry logs read by the plan's native pass
+    scan_bytes: int = 0
+    journal_entries: int = 0
+    #: entries left out because no row of theirs can pass the time filters
+    pruned_entries: int = 0
+    #: with several bookies: copies passed over because they did not verify (another one did)
+    skipped_copies: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return self.head_bytes + self.entry_bytes + self.scan_bytes
+
+    def add(self, other: ReadStats) -> None:
+        for k in self.__dataclass_fields__:
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+# ------------------------------------------------------------------------------------------- plan
+
+
+@dataclass
+class Segment:
+    """Entries ``first..last`` of one ledger and where the bookie keeps them."""
+
+    ledger_id: int
+    first: int
+    last: int
+    #: the bookie's ``current/`` holding the ledger's entry logs
+    current: str | None
+    #: the ledger's digest type (None: detected per entry) and password, as its metadata says
+    digest: str | None
+    password: bytes
+    #: native-endian int64 per entry: its location in the entry logs, -1 when the index lacks it,
+    #: :data:`PRUNED` when the plan found no row of it can pass the time filters (not read)
+    locations: bytes
+    #: stored entries only the journal holds (replayed as bookie recovery would)
+    journal: dict[int, bytes] = field(default_factory=dict)
+    #: with several bookies: every copy, and the ledger's layout that orders them per entry (then
+    #: ``current`` is None and ``locations`` only marks pruned entries)
+    replicas: list[Replica] = field(default_factory=list)
+    layout: Layout | None = None
+
+    @property
+    def entries(self) -> int:
+        return self.last - self.first + 1
+
+
+@dataclass
+class Replica:
+    """One bookie's copies of a segment's entries: one of its ledger directories (``current`` and a
+    location per entry, -1 when absent) or its journal (``current`` None)."""
+
+    bookie_id: str
+    current: str | None
+    locations: bytes
+    journal: dict[int, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class ScanPartition:
+    """One read task: consecutive segments of one topic, and what of them to emit."""
+
+    data_dir: str
+    topic: str | None
+    kind: str
+    partition: int
+    segments: list[Segment]
+    #: emit only rows at positions after this one (entries before it are read for chunks)
+    after: Pos | None = None
+    #: txn -> TXN_COMMIT / TXN_ABORT marker in this topic; txn -> the coordinator's state
+    markers: dict[Pos, str] = field(default_factory=dict)
+    coordinator: dict[Pos, str] = field(default_factory=dict)
+    bytes: int = 0
+
+
+#: A segment location for an entry the plan pruned by its times.
+PRUNED = -2
+# ------------------------------------------------------------------------------------------- read
+
+
+class Readers:
+    def __init__(self) -> None:
+        self._r: dict[str, EntryLogReader] = {}
+
+    def get(self, current: str) -> EntryLogReader:
+        r = self._r.get(current)
+        if r is None:
+            r = self._r[current] = EntryLogReader(current)
+        return r

@@ -1,0 +1,450 @@
+"""Messages and entries of data directories, planned on one machine and read partition by partition.
+
+This is the engine behind the ``pulsarkit`` / ``pulsarkit-entries`` Spark data sources and
+``pulsarkit export``; it needs no Spark. :func:`plan` opens each data directory once (the driver)
+and cuts every topic's ledgers into :class:`ScanPartition` s of about ``max_partition_bytes``;
+:func:`read_partition` (an executor, or the same process) reads a partition's entries by their
+bookie locations (digests verified) and turns each Arrow batch of entries into messages with two
+native calls (``decode_metadata``, then ``explode_messages`` on the plain entries): batches split,
+codecs undone, PIP-70 indexes computed in the core.
+
+Rows equal :func:`pulsarkit.analysis.messages.read_messages` (flattened, see :data:`MESSAGE_FIELDS`):
+
+* **Transactions** are topic-wide: a message's state is its commit/abort marker in the topic, else
+  the coordinator's log, and read-committed stops a topic at the first message of a transaction
+  with no marker yet (``maxReadPosition``). The driver finds them in one native pass over the entry
+  logs (``scan_entry_logs`` as views + ``decode_metadata``: no payload copied or decompressed), then
+  reads the few transactional entries exactly as the single process does; every partition gets the
+  states and the cut.
+* **Chunked messages** (an id is the last chunk's position) never straddle two partitions: the
+  same pass gives every chunked message's span, and no cut falls inside one; an incremental read
+  after a position starts at the first chunk of a message that ends after it.
+* Markers, encrypted entries and chunks (rare) take the single process's own code path per entry.
+
+Deleted ledgers (no longer in their managed ledger: deleted topics, retention-trimmed ledgers whose
+entries the bookie still holds) are left out unless ``include_deleted``; their topic is the one
+their metadata names, when it survives, else null.
+
+**The metadata pass.** Transactions and chunks need the MessageMetadata of every entry of the
+selected topics, so the plan decodes it, one of two ways: ``scan``, one native pass over all the
+entry logs of the directory (views, nothing copied), or ``heads``, for each entry of the selected
+ledgers a positioned read (``os.pread``, :func:`read_heads`) of its head only: the record's length,
+the bookie header and digest, broker entry metadata, Pulsar's magic, checksum and metadata size and
+the MessageMetadata, typically 100-200 bytes, decoded by one native call per 8192 heads. ``auto``
+(the default) reads heads when the selected entries times :data:`HEAD_COST_BYTES` are fewer than the
+entry logs' bytes (a topic filter selecting a small part of a directory), else scans. Only the
+transactional entries the pass found are then read whole.
+
+**Time filters** (``publish_time``, ``broker_timestamp``: ``= IN < <= > >=``) prune entries, exactly:
+every row of an entry carries its entry's publish time (a batch's) and broker timestamp, so an entry
+none of whose rows can pass is left out of its segment (:data:`PRUNED`) and never read; a run of 256
+or more such entries splits a segment, and partitions are sized by the entries kept. A chunked
+message's row carries its completing chunk's times, so its chunks are kept or left out together:
+kept when any of them passes (Pulsar's Java producer gives every chunk the message's publish time;
+another client need not). An entry whose metadata does not decode is kept (its read reports it).
+The rows read are filtered again, so a pruned read gives the rows of the unpruned one, filtered.
+
+Ledgers are not pruned by time alone. Publish times are the producers' clocks. A ledger's broker
+timestamps are not bounded by its metadata either: the broker stamps an entry when it is added,
+which can be before the ledger that stores it was created (``ManagedLedgerImpl`` stamps adds that wait
+while a ledger rolls over, and moves the pending adds of a failed write to the next ledger); Pulsar
+4.0.7 stores no ledger ``ctime``; the close time its managed ledger records
+(:attr:`~pulsarkit.scan.records.Ledger.closed_time`) bounds it only while the brokers' clocks
+agree (Pulsar's own time seek allows 60 s of skew there). The metadata pass times every entry
+anyway (transactions are topic-wide), and deciding per entry needs no assumption about clocks.
+
+:class:`ReadStats` counts what was read from the entry logs: :attr:`Plan.read_stats` for the plan,
+``read_partition(..., stats=...)`` for a partition.
+"""
+
+from __future__ import annotations
+
+import array
+import bisect
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..broker.topic_name import is_system_topic, ml_kind, ml_to_topic, partition_of
+from ..errors import PulsarkitError
+from .datadir import DataDir, open_data_dir
+from .facts import TopicFacts, location_index, topic_facts
+from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
+from .schema import TIME_COLUMNS, Filter, Pos, passes
+from .transactions import TXN_MODES, coordinator_states
+
+
+@dataclass
+class Plan:
+    partitions: list[ScanPartition]
+    #: per data dir and topic: the last position planned (every position up to it was considered)
+    marks: dict[str, dict[str, Pos]]
+    #: issues met while opening the directories (as strings, file and offset named)
+    issues: list[str]
+    #: per data dir: seconds spent planning (index, transaction/chunk pass)
+    stats: dict[str, Any]
+    #: the size a task aims at
+    target_bytes: float = 64 << 20
+    #: per data dir and topic: its managed ledger's ledgers, in order
+    topic_ledgers: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: what planning read from the entry logs (all directories)
+    read_stats: ReadStats = field(default_factory=ReadStats)
+
+    def tasks(self) -> list[list[ScanPartition]]:
+        """The partitions grouped into tasks of about :attr:`target_bytes`: a large topic is cut into
+        ledger ranges, small topics share a task."""
+        out: list[list[ScanPartition]] = []
+        size = 0.0
+        for p in self.partitions:
+            if out and size + p.bytes <= self.target_bytes:
+                out[-1].append(p)
+                size += p.bytes
+            else:
+                out.append([p])
+                size = p.bytes
+        return out
+
+
+def _runs(dd: DataDir, lids: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(ledger, first, last) readable ranges, as ``DataDir.entries`` reads them."""
+    out = []
+    for lid in lids:
+        led = dd.ledgers.get(lid)
+        last = led.last_entry_id if led is not None else -1
+        if last >= 0:
+            out.append((lid, 0, last))
+    return out
+
+
+def _clip(runs: list[tuple[int, int, int]], lo: Pos | None, hi: Pos | None) -> list[tuple[int, int, int]]:
+    """The runs' positions p with lo <= p (when lo) and p <= hi (when hi)."""
+    out = []
+    for lid, a, b in runs:
+        if lo is not None:
+            if lid < lo[0]:
+                continue
+            if lid == lo[0]:
+                a = max(a, lo[1])
+        if hi is not None:
+            if lid > hi[0]:
+                continue
+            if lid == hi[0]:
+                b = min(b, hi[1])
+        if a <= b:
+            out.append((lid, a, b))
+    return out
+
+
+def _last(runs: list[tuple[int, int, int]]) -> Pos | None:
+    return (runs[-1][0], runs[-1][2]) if runs else None
+
+
+def _before(runs: list[tuple[int, int, int]], p: Pos) -> Pos | None:
+    """The last position of the runs strictly before ``p``."""
+    prev = None
+    for lid, a, b in runs:
+        if (lid, a) >= p:
+            break
+        prev = (lid, min(b, p[1] - 1)) if lid == p[0] else (lid, b)
+    return prev
+
+
+def _segment(
+    dd: DataDir,
+    lid: int,
+    a: int,
+    b: int,
+    index: dict[int, tuple[str, dict[int, int]]],
+    dropped: array.array | None = None,
+) -> Segment:
+    led = dd.ledgers.get(lid)
+    current, locs = index.get(lid, (None, {}))
+    arr = array.array("q", (locs.get(e, -1) for e in range(a, b + 1)))
+    gone: set[int] = set()
+    if dropped:
+        for i in range(bisect.bisect_left(dropped, a), bisect.bisect_right(dropped, b)):
+            arr[dropped[i] - a] = PRUNED
+            gone.add(dropped[i])
+    if dd.replicas is not None:
+        return _replicated_segment(dd, lid, a, b, arr, gone)
+    journal = {}
+    for e, rec in dd.journal.get(lid, {}).items():
+        if a <= e <= b and e not in locs and e not in gone:
+            journal[e] = rec.data
+    if current is None:
+        currents = dd.bookie_current_dirs()
+        current = currents[0] if currents else None
+    return Segment(
+        lid,
+        a,
+        b,
+        current,
+        led.digest_type if led is not None and led.digest_type else None,
+        led.password if led is not None else b"",
+        arr.tobytes(),
+        journal,
+    )
+
+
+def _replicated_segment(dd: DataDir, lid: int, a: int, b: int, marks: array.array, gone: set[int]) -> Segment:
+    """A segment of a ledger several bookies hold: every bookie's copies (per ledger directory, and
+    its journal's records no directory of it indexes) and the layout that orders them per entry."""
+    assert dd.replicas is not None
+    led = dd.ledgers.get(lid)
+    copies: list[Replica] = []
+    for bookie in dd.replicas.bookies:
+        indexed: set[int] = set()
+        for d in bookie.dirs:
+            locs = d.locations.get(lid, {})
+            if not any(a <= e <= b for e in locs):
+                continue
+            indexed.update(locs)
+            arr = array.array("q", (locs.get(e, -1) for e in range(a, b + 1)))
+            copies.append(Replica(bookie.bookie_id, str(d.current), arr.tobytes()))
+        jr = {
+            e: rec.data
+            for e, rec in bookie.journal.get(lid, {}).items()
+            if a <= e <= b and e not in indexed and e not in gone
+        }
+        if jr:
+            copies.append(Replica(bookie.bookie_id, None, array.array("q", [-1]).tobytes() * (b - a + 1), jr))
+    for i in range(len(marks)):
+        marks[i] = PRUNED if marks[i] == PRUNED else 0
+    return Segment(
+        lid,
+        a,
+        b,
+        None,
+        led.digest_type if led is not None and led.digest_type else None,
+        led.password if led is not None else b"",
+        marks.tobytes(),
+        {},
+        copies,
+        dd.replicas.layout(lid),
+    )
+
+
+def _kept(dropped: dict[int, array.array] | None, lid: int, a: int, b: int) -> int:
+    """Entries a..b of a ledger that the time filters did not prune."""
+    d = dropped.get(lid) if dropped else None
+    return b - a + 1 - (bisect.bisect_right(d, b) - bisect.bisect_left(d, a) if d else 0)
+
+
+#: Pruned entries between two kept ones that still split a run into two segments (fewer stay inside
+#: one segment, marked :data:`PRUNED`, which costs their 8-byte location each and no read).
+SPLIT_GAP = 256
+
+
+def _prune_runs(runs: list[tuple[int, int, int]], dropped: dict[int, array.array]) -> list[tuple[int, int, int]]:
+    """The runs without their pruned entries: trimmed to the kept ones, split at long pruned stretches."""
+    out = []
+    for lid, a, b in runs:
+        d = dropped.get(lid)
+        if not d:
+            out.append((lid, a, b))
+            continue
+        start = None  # first kept entry of the current piece
+        prev = a - 1  # last kept entry seen
+        i = bisect.bisect_left(d, a)
+        e = a
+        while e <= b:
+            if i < len(d) and d[i] == e:  # a pruned stretch d[i] .. d[j-1]
+                j = i
+                while j + 1 < len(d) and d[j + 1] == d[j] + 1 and d[j + 1] <= b:
+                    j += 1
+                stop = d[j]
+                if start is not None and stop - e + 1 >= SPLIT_GAP:
+                    out.append((lid, start, prev))
+                    start = None
+                e, i = stop + 1, j + 1
+                continue
+            nxt = min(d[i] - 1 if i < len(d) else b, b)  # kept stretch e .. nxt
+            if start is None:
+                start = e
+            prev = nxt
+            e = nxt + 1
+        if start is not None:
+            out.append((lid, start, prev))
+    return out
+
+
+def _cut(
+    runs: list[tuple[int, int, int]],
+    entry_bytes: dict[int, float],
+    target: float,
+    spans: list[tuple[Pos, Pos]],
+    dropped: dict[int, array.array] | None = None,
+) -> list[list[tuple[int, int, int]]]:
+    """Groups the runs into pieces of about ``target`` bytes (entries the time filters pruned weigh
+    nothing), never cutting inside a span."""
+
+    def hold(p: Pos) -> Pos | None:  # the end of the spans a cut right after p would split
+        ends = [hi for lo, hi in spans if lo <= p < hi]
+        return max(ends) if ends else None
+
+    pieces: list[list[tuple[int, int, int]]] = []
+    cur: list[tuple[int, int, int]] = []
+    size = 0.0
+    for lid, a, b in runs:
+        per = max(entry_bytes.get(lid, 1.0), 1.0)
+        start = a
+        while start <= b:
+            end = min(b, start + max(int((target - size) / per), 1) - 1)
+            while end < b:
+                h = hold((lid, end))
+                if h is None:
+                    break
+                end = min(b, max(end + 1, h[1])) if h[0] == lid else b
+            cur.append((lid, start, end))
+            size += _kept(dropped, lid, start, end) * per
+            start = end + 1
+            if size >= target and hold((lid, end)) is None:
+                pieces.append(cur)
+                cur, size = [], 0.0
+    if cur:
+        pieces.append(cur)
+    return pieces
+
+
+def plan(
+    paths: Sequence[str],
+    *,
+    kind: str = "messages",
+    txn: str = "committed",
+    include_system: bool = False,
+    include_deleted: bool = False,
+    filters: Sequence[Filter] = (),
+    after: dict[str, dict[str, Pos]] | None = None,
+    until: dict[str, dict[str, Pos]] | None = None,
+    max_partition_bytes: int = 64 << 20,
+    min_partitions: int = 2,
+    metadata_pass: str = "auto",
+    ledger_dirs: Sequence[str] | None = None,
+) -> Plan:
+    """Plans a read of ``paths`` (data directories). ``kind`` is ``messages`` or ``entries``;
+    ``after``/``until`` (data dir -> topic -> position) bound each topic (exclusive/inclusive), the
+    incremental export's high-water marks; ``filters`` prune topics, ledgers and (on publish_time and
+    broker_timestamp) entries, and are applied again to the rows by :func:`read_partition`.
+    ``metadata_pass`` is how the selected entries' metadata is read (``heads``, ``scan`` or ``auto``,
+    see the module doc); :attr:`Plan.read_stats` counts what it read. ``ledger_dirs`` are the bookie
+    directories of a cluster whose metadata store is ``paths``' one directory: each entry is then read
+    once, from the first copy of its write set that verifies (see ``analysis.replicas``)."""
+    if ledger_dirs and len(paths) != 1:
+        raise PulsarkitError(f"ledger_dirs needs exactly one data directory (its metadata store), not {len(paths)}")
+    if kind not in ("messages", "entries"):
+        raise ValueError(f"kind must be messages or entries, not {kind!r}")
+    if txn not in TXN_MODES:
+        raise PulsarkitError(f"txn must be one of {TXN_MODES}, not {txn!r}")
+    partitions: list[ScanPartition] = []
+    target = 1.0
+    marks: dict[str, dict[str, Pos]] = {}
+    topic_ledgers: dict[str, dict[str, list[int]]] = {}
+    issues: list[str] = []
+    stats: dict[str, Any] = {}
+    read_stats = ReadStats()
+    time_filters = [f for f in filters if f[0] in TIME_COLUMNS] if kind == "messages" else []
+    for path in paths:
+        with open_data_dir(path, ledger_dirs=list(ledger_dirs) if ledger_dirs else None) as dd:
+            issues += [str(i) for i in dd.issues]
+            t0 = time.perf_counter()
+            index = location_index(dd)
+            topics: list[tuple[str | None, str, list[tuple[int, int, int]], str | None]] = []
+            for ml in dd.managed_ledger_names():
+                k = ml_kind(ml)
+                name = ml_to_topic(ml)
+                if kind == "messages" and (k != "topic" or (is_system_topic(name) and not include_system)):
+                    continue
+                topics.append((name, k, _runs(dd, dd.ml_ledgers(ml)), ml))
+                topic_ledgers.setdefault(path, {})[name] = dd.ml_ledgers(ml)
+            if include_deleted:
+                for led in sorted(dd.ledgers.values(), key=lambda x: x.ledger_id):
+                    if led.referenced or led.entries_on_bookie == 0:
+                        continue
+                    if kind == "messages" and not (
+                        led.kind == "topic" or (led.state == "DELETED" and led.deleted_guess == "topic")
+                    ):
+                        continue
+                    topics.append((led.topic, led.kind, _runs(dd, [led.ledger_id]), None))
+            topics = [t for t in topics if passes(filters, "topic", t[0])]
+            owner = {lid: t[0] or f"#{lid}" for t in topics for lid, _, _ in t[2]} if kind == "messages" else {}
+            pstats = ReadStats()
+            facts, dropped = topic_facts(
+                dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats
+            )
+            coord = coordinator_states(dd) if kind == "messages" else {}
+            stats[path] = {"plan_seconds": time.perf_counter() - t0, "read": pstats.as_dict()}
+            total = 0.0
+            per_entry: dict[int, float] = {}
+            work: list[tuple[str | None, str, list[tuple[int, int, int]], TopicFacts, Pos | None]] = []
+            dmarks = marks.setdefault(path, {})
+            for name, k, runs, _ in topics:
+                f = facts.get(name or f"#{runs[0][0] if runs else -1}", TopicFacts())
+                lo = (after or {}).get(path, {}).get(name) if name else None
+                hi = (until or {}).get(path, {}).get(name) if name else None
+                cut = _clip(runs, None, hi)
+                if kind == "messages" and txn == "committed" and name is not None:
+                    ongoing = [p for key, p in f.first_txn.items() if key not in f.markers]
+                    if ongoing:
+                        stop = _before(cut, min(ongoing))
+                        cut = _clip(cut, None, stop) if stop is not None else []
+                mark = _last(cut)
+                if name is not None:
+                    if mark is not None and (lo is None or mark >= lo):
+                        dmarks[name] = mark
+                    elif lo is not None:
+                        dmarks[name] = lo
+                start = None
+                if lo is not None:
+                    start = (lo[0], lo[1] + 1)
+                    for a, b in f.chunks.values():  # a message that ends after the mark needs all its chunks
+                        if a <= lo < b and a < start:
+                            start = a
+                rd = _clip(cut, start, None)
+                rd = [r for r in rd if _ledger_needed(r[0], filters, f, rd)]
+                if dropped:
+                    before = sum(b - a + 1 for _, a, b in rd)
+                    rd = _prune_runs(rd, dropped)
+                    pstats.pruned_entries += before - sum(_kept(dropped, *r) for r in rd)
+                if not rd:
+                    continue
+                for lid, a, b in rd:
+                    led = dd.ledgers.get(lid)
+                    n = max(led.entries_on_bookie, 1) if led is not None else 1
+                    per_entry[lid] = (led.bytes_on_bookie / n) if led is not None and led.bytes_on_bookie else 1024.0
+                    total += per_entry[lid] * _kept(dropped, lid, a, b)
+                work.append((name, k, rd, f, lo))
+            target = max(min(float(max_partition_bytes), total / max(min_partitions, 1)), 1.0, target)
+            for name, k, rd, f, lo in work:
+                spans = list(f.chunks.values())
+                for piece in _cut(rd, per_entry, target, spans, dropped):
+                    segs = [_segment(dd, lid, a, b, index, (dropped or {}).get(lid)) for lid, a, b in piece]
+                    part = partition_of(name)[1] if name else -1
+                    partitions.append(
+                        ScanPartition(
+                            path,
+                            name,
+                            k,
+                            part,
+                            segs,
+                            lo,
+                            dict(f.markers),
+                            coord,
+                            int(
+                                sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)
+                            ),
+                        )
+                    )
+            stats[path]["read"] = pstats.as_dict()
+            read_stats.add(pstats)
+    return Plan(partitions, marks, issues, stats, target, topic_ledgers, read_stats)
+
+
+def _ledger_needed(lid: int, filters: Sequence[Filter], f: TopicFacts, runs: list[tuple[int, int, int]]) -> bool:
+    """A ledger is read when it passes the ledger filters, or holds chunks of a message ending in one that does."""
+    if passes(filters, "ledger_id", lid):
+        return True
+    for a, b in f.chunks.values():
+        if a[0] <= lid <= b[0] and passes(filters, "ledger_id", b[0]):
+            return True
+    return False

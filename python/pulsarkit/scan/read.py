@@ -1,0 +1,359 @@
+"""A plan's partitions read: entries by their bookie locations (digests verified; with several bookies
+the first copy in read order that verifies), in bounded batches, turned into rows of the one schema."""
+
+from __future__ import annotations
+
+import array
+import itertools
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..bookkeeper import digest as bookie_digest
+from ..errors import PulsarkitError
+from .messages import MessageState
+from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment
+from .plan import plan
+from .records import DataDirError
+from .replicas import read_order
+from .schema import ENTRY_FIELDS, TIME_COLUMNS, Filter, arrow_schema, filter_mask, message_fields
+
+
+def iter_entries(
+    part: ScanPartition, stats: ReadStats | None = None
+) -> Iterator[tuple[int, int, bytes | None, str | None]]:
+    """``(ledger, entry, data, error)`` of the partition's entries in order, read as
+    ``DataDir.read_entry`` reads them (the index's location, else the journal; digest verified);
+    entries the plan pruned are not read. ``stats`` counts the reads."""
+    for lids, eids, datas, errs in _entry_chunks(part, stats if stats is not None else ReadStats()):
+        yield from zip(lids, eids, datas, errs)
+
+
+_Chunk = tuple[list[int], list[int], list[bytes | None], list[str | None]]
+
+
+def _entry_chunks(part: ScanPartition, stats: ReadStats) -> Iterator[_Chunk]:
+    """:func:`iter_entries`' rows as column lists, a chunk at a time (at most ``_READ_AHEAD``
+    entries): a chunk of entries that all read and verify is passed on as built by the native read,
+    with no Python work per entry."""
+    readers = Readers()
+    for seg in part.segments:
+        locs = array.array("q")
+        locs.frombytes(seg.locations)
+        if seg.replicas or seg.layout is not None:
+            yield from _sliced(_replicated_entries(seg, readers, stats))
+            continue
+        try:
+            if seg.current is None or seg.digest is None:
+                raise LookupError  # no bookie log or no known digest: entry by entry
+            lid, digest = seg.ledger_id, bookie_digest.digest_type_name(seg.digest)
+            overhead = 4 + 32 + bookie_digest.digest_length(digest)  # record length, header, digest
+            reader = readers.get(seg.current)
+        except (LookupError, PulsarkitError):  # _read_one makes each entry's row, its error included
+            yield from _sliced(r for i in range(len(locs)) if (r := _read_one(seg, locs, i, readers, stats)))
+            continue
+        # The digest is known and the entries are in one bookie's logs: read and verified
+        # _READ_AHEAD at a time in one native call each, with the rows of the entry-by-entry path.
+        start = 0
+        while start < len(locs):
+            chunk = locs[start : start + _READ_AHEAD]
+            first = seg.first + start
+            try:
+                got = reader.read_payloads(chunk, lid, first, digest, seg.password, _READ_AHEAD_BYTES)
+            except OSError:  # a log missing or unreadable: entry by entry, each saying so
+                got = [None] * len(chunk)
+            base, start = start, start + len(got)
+            if all(type(g) is bytes for g in got):
+                n = len(got)
+                stats.entry_reads += n
+                stats.entry_bytes += sum(map(len, got)) + n * overhead
+                yield [lid] * n, list(range(first, first + n)), got, [None] * n
+                continue
+            rows = []
+            for k, data in enumerate(got):
+                eid = first + k
+                if isinstance(data, bytes):
+                    stats.entry_reads += 1
+                    stats.entry_bytes += len(data) + overhead
+                    rows.append((lid, eid, data, None))
+                elif isinstance(data, tuple):  # (message, stored length when it was read)
+                    message, stored = data
+                    if stored is not None:
+                        stats.entry_reads += 1
+                        stats.entry_bytes += stored + 4
+                    rows.append((lid, eid, None, f"ledger {lid} entry {eid}: {message}"))
+                elif (row := _read_one(seg, locs, base + k, readers, stats)) is not None:
+                    rows.append(row)
+            yield _columns(rows)
+
+
+def _sliced(rows: Iterable[tuple[int, int, bytes | None, str | None]]) -> Iterator[_Chunk]:
+    """Rows made one by one, passed on ``_READ_AHEAD`` at a time (what a read holds stays bounded)."""
+    it = iter(rows)
+    while chunk := list(itertools.islice(it, _READ_AHEAD)):
+        yield _columns(chunk)
+
+
+def _columns(rows: Iterable[tuple[int, int, bytes | None, str | None]]) -> _Chunk:
+    cols = tuple(map(list, zip(*rows)))
+    return cols if cols else ([], [], [], [])  # type: ignore[return-value]
+
+
+#: Entries, and bytes, read and verified per native call (it stops after the entry that reaches the
+#: bytes): bounds what a read holds beyond its batch, whatever the entries' sizes.
+_READ_AHEAD = 256
+_READ_AHEAD_BYTES = 1 << 20
+
+
+def _read_one(
+    seg: Segment, locs: array.array, i: int, readers: Readers, stats: ReadStats
+) -> tuple[int, int, bytes | None, str | None] | None:
+    """Entry ``seg.first + i`` of a one-bookie segment, read and verified on its own (None when the
+    plan pruned it): from its entry log, else the journal."""
+    lid, eid, loc = seg.ledger_id, seg.first + i, locs[i]
+    if loc == PRUNED:
+        return None
+    try:
+        if loc >= 0 and seg.current is not None:
+            try:
+                raw = readers.get(seg.current).read(loc, lid, eid)
+            except OSError as e:
+                raise DataDirError(f"entry log missing or unreadable for ledger {lid} entry {eid}: {e}")
+            stats.entry_reads += 1
+            stats.entry_bytes += len(raw) + 4
+        elif eid in seg.journal:
+            raw = seg.journal[eid]
+            stats.journal_entries += 1
+        else:
+            raise DataDirError(f"ledger {lid} entry {eid} is on no bookie and in no journal")
+        digest = seg.digest or bookie_digest.detect_digest_type(raw, seg.password) or "CRC32C"
+        data = bookie_digest.unpack_entry(raw, digest, seg.password, ledger_id=lid, entry_id=eid).payload
+    except PulsarkitError as e:
+        return lid, eid, None, f"ledger {lid} entry {eid}: {e}"
+    return lid, eid, data, None
+
+
+def _replicated_entries(
+    seg: Segment, readers: Readers, stats: ReadStats
+) -> Iterator[tuple[int, int, bytes | None, str | None]]:
+    """A segment's entries from several bookies, as ``DataDir.read_entry`` reads them there: each from
+    the first copy in read order (:func:`~pulsarkit.scan.replicas.read_order`: its write set
+    first) whose digest verifies. A copy passed over is counted in ``stats.skipped_copies``; an entry
+    no copy verifies is an error naming every copy's fault."""
+    lid = seg.ledger_id
+    marks = array.array("q")
+    marks.frombytes(seg.locations)
+    locs = []
+    for r in seg.replicas:
+        a = array.array("q")
+        a.frombytes(r.locations)
+        locs.append(a)
+    for i, eid in enumerate(range(seg.first, seg.last + 1)):
+        if marks[i] == PRUNED:
+            continue
+        holders = [k for k, r in enumerate(seg.replicas) if locs[k][i] >= 0 or eid in r.journal]
+        order = read_order(seg.layout, list(dict.fromkeys(seg.replicas[k].bookie_id for k in holders)), eid)
+        faults: list[str] = []
+        data: bytes | None = None
+        for bookie_id in order:
+            for k in holders:
+                r = seg.replicas[k]
+                if r.bookie_id != bookie_id:
+                    continue
+                try:
+                    if locs[k][i] >= 0 and r.current is not None:
+                        try:
+                            raw = readers.get(r.current).read(locs[k][i], lid, eid)
+                        except OSError as e:
+                            raise DataDirError(f"entry log missing or unreadable: {e}")
+                        stats.entry_reads += 1
+                        stats.entry_bytes += len(raw) + 4
+                    else:
+                        raw = r.journal[eid]
+                        stats.journal_entries += 1
+                    digest = seg.digest or bookie_digest.detect_digest_type(raw, seg.password) or "CRC32C"
+                    data = bookie_digest.unpack_entry(raw, digest, seg.password, ledger_id=lid, entry_id=eid).payload
+                    break
+                except PulsarkitError as e:
+                    faults.append(f"bookie {bookie_id}: {e}")
+            if data is not None:
+                break
+        if data is None:
+            if not faults:
+                ws = f" (write set {', '.join(seg.layout.write_set(eid))})" if seg.layout is not None else ""
+                yield lid, eid, None, f"ledger {lid} entry {eid} is on no given bookie{ws}"
+            else:
+                yield lid, eid, None, f"ledger {lid} entry {eid}: no copy verifies: {'; '.join(faults)}"
+            continue
+        stats.skipped_copies += len(faults)
+        yield lid, eid, data, None
+
+
+def _batches(
+    part: ScanPartition, batch_entries: int, batch_bytes: int, stats: ReadStats | None = None
+) -> Iterator[tuple[list[int], list[int], list[bytes | None], list[str | None]]]:
+    lids: list[int] = []
+    eids: list[int] = []
+    datas: list[bytes | None] = []
+    errs: list[str | None] = []
+    size = 0
+    for c_lids, c_eids, c_datas, c_errs in _entry_chunks(part, stats if stats is not None else ReadStats()):
+        i = 0
+        while i < len(c_lids):
+            # how many of this chunk's entries the batch takes: up to its entry or byte limit
+            room, j = batch_entries - len(lids), i
+            # (one entry at least, so limits of 0 or less give one-entry batches, as they always did)
+            while j < len(c_lids) and (j == i or (j - i < room and size < batch_bytes)):
+                d = c_datas[j]
+                size += len(d) if d else 0
+                j += 1
+            lids += c_lids[i:j]
+            eids += c_eids[i:j]
+            datas += c_datas[i:j]
+            errs += c_errs[i:j]
+            i = j
+            if len(lids) >= batch_entries or size >= batch_bytes:
+                yield lids, eids, datas, errs
+                lids, eids, datas, errs, size = [], [], [], [], 0
+    if lids:
+        yield lids, eids, datas, errs
+
+
+#: Entry bytes decoded together (one native call each for metadata and messages). The rows of a
+#: batch are about 2-3x its entry bytes once decompressed, and a read holds a few copies of them at
+#: its peak: with 1 MiB a process reading 64 MiB partitions peaks near 210 MB (2 MiB: 225 MB, 16 MiB:
+#: 480 MB, with 105 MB of it the interpreter and its modules), and decodes as fast or faster (smaller
+#: buffers stay in cache); one entry larger than this is a batch of its own. See bench/spark_memory.py.
+BATCH_BYTES = 1 << 20
+
+
+class UnreadableEntry(DataDirError):
+    """An entry the read could not decode, with ``on_error="fail"``."""
+
+
+def read_partition(
+    part: ScanPartition | Sequence[ScanPartition] | None,
+    *,
+    kind: str = "messages",
+    columns: Sequence[str] | None = None,
+    txn: str = "committed",
+    markers: bool = False,
+    filters: Sequence[Filter] = (),
+    on_error: str = "skip",
+    batch_entries: int = 2048,
+    batch_bytes: int = BATCH_BYTES,
+    stats: ReadStats | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of one partition as Arrow record batches of ``columns`` (default: all, in the order
+    of :data:`MESSAGE_FIELDS` / :data:`ENTRY_FIELDS`). Unreadable entries are skipped, as the single
+    process skips them (``on_error="fail"`` raises :class:`UnreadableEntry` instead). ``stats``, when
+    given, counts what was read from the entry logs (:class:`ReadStats`)."""
+    if part is None:
+        return
+    if not isinstance(part, ScanPartition):
+        for p in part:
+            yield from read_partition(
+                p,
+                kind=kind,
+                columns=columns,
+                txn=txn,
+                markers=markers,
+                filters=filters,
+                on_error=on_error,
+                batch_entries=batch_entries,
+                batch_bytes=batch_bytes,
+                stats=stats,
+            )
+        return
+    fields = message_fields(markers) if kind == "messages" else ENTRY_FIELDS
+    types = dict(fields)
+    names = list(columns) if columns is not None else [n for n, _ in fields]
+    unknown = [n for n in names if n not in types]
+    if unknown:
+        raise ValueError(f"unknown columns {unknown}; the columns are {[n for n, _ in fields]}")
+    schema = arrow_schema([(n, types[n]) for n in names])
+    if kind == "entries":
+        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats):
+            if on_error == "fail" and any(errs):
+                raise UnreadableEntry(next(e for e in errs if e))
+            n = len(lids)
+            t = pa.table(
+                {
+                    "topic": pa.array([part.topic] * n, pa.string()),
+                    "kind": pa.array([part.kind] * n, pa.string()),
+                    "ledger_id": pa.array(lids, pa.int64()),
+                    "entry_id": pa.array(eids, pa.int64()),
+                    "payload": pa.array(datas, pa.binary()),
+                    "error": pa.array(errs, pa.string()),
+                }
+            )
+            out = _emit(t, part, filters)
+            if out.num_rows:
+                yield _select(out, schema)
+        return
+    state = MessageState(part, txn, markers)
+    try:
+        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats):
+            if on_error == "fail" and any(errs):
+                raise UnreadableEntry(next(e for e in errs if e))
+            t = state.messages(lids, eids, datas, filters)
+            if on_error == "fail" and state.bad:
+                raise UnreadableEntry(state.bad[0])
+            out = _emit(t, part, filters)
+            if out.num_rows:
+                yield _select(out, schema)
+    finally:
+        # the Arrow pool keeps freed pages for reuse; a Spark worker then sits idle holding a
+        # partition's peak until its next task: hand them back
+        pa.default_memory_pool().release_unused()
+
+
+def _one_array(c: pa.ChunkedArray) -> pa.Array:
+    # combine_chunks copies even a single chunk: 20% of an export's time went to copying payloads
+    return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+
+
+def _select(t: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
+    cols = [_one_array(t.column(n)) for n in schema.names]
+    cols = [c.cast(f.type) if c.type != f.type else c for c, f in zip(cols, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def _emit(t: pa.Table, part: ScanPartition, filters: Sequence[Filter]) -> pa.Table:
+    """The rows after the partition's mark that pass the pushed-down filters."""
+    m = filter_mask(t, filters, [c for c in ("ledger_id", "topic", *TIME_COLUMNS) if c in t.column_names])
+    if part.after is not None:
+        lid, eid = part.after
+        x = pc.or_(
+            pc.greater(t.column("ledger_id"), lid),
+            pc.and_(pc.equal(t.column("ledger_id"), lid), pc.greater(t.column("entry_id"), eid)),
+        )
+        m = x if m is None else pc.and_(m, x)
+    return t if m is None else t.filter(m)
+
+
+def read_all(
+    paths: Sequence[str] | str,
+    *,
+    kind: str = "messages",
+    columns: Sequence[str] | None = None,
+    txn: str = "committed",
+    markers: bool = False,
+    filters: Sequence[Filter] = (),
+    **plan_kw: Any,
+) -> pa.Table:
+    """Plans and reads everything in this process: the data source's rows as one Arrow table."""
+    paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    p = plan([os.fspath(x) for x in paths], kind=kind, txn=txn, filters=filters, **plan_kw)
+    fields = message_fields(markers) if kind == "messages" else ENTRY_FIELDS
+    names = list(columns) if columns is not None else [n for n, _ in fields]
+    schema = arrow_schema([(n, dict(fields)[n]) for n in names])
+    batches = [
+        b
+        for task in p.tasks()
+        for b in read_partition(task, kind=kind, columns=names, txn=txn, markers=markers, filters=filters)
+    ]
+    return pa.Table.from_batches(batches, schema=schema)

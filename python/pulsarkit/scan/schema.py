@@ -1,0 +1,108 @@
+"""The one message schema (flat Arrow rows, payload as bytes), the entries' schema, and the filters a
+scan pushes down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MASK = (1 << 64) - 1
+Pos = tuple[int, int]
+
+#: One row per message, flattened: ``message_schema()``'s ``message_id`` struct becomes
+#: ``partition``/``ledger_id``/``entry_id``/``batch_index``, ``broker_entry_metadata`` becomes
+#: ``broker_timestamp``/``broker_index``, ``txn`` becomes ``txn_most_bits``/``txn_least_bits``
+#: (Java longs, as ``TxnID`` prints them) and ``txn_state``; ``payload`` is the bytes (null for a
+#: null value or an encrypted message), not base64.
+MESSAGE_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("ledger_id", pa.int64()),
+    ("entry_id", pa.int64()),
+    ("batch_index", pa.int32()),
+    ("key", pa.string()),
+    ("properties", pa.map_(pa.string(), pa.string())),
+    ("payload", pa.binary()),
+    ("publish_time", pa.int64()),
+    ("event_time", pa.int64()),
+    ("sequence_id", pa.int64()),
+    ("producer_name", pa.string()),
+    ("null_value", pa.bool_()),
+    ("encrypted", pa.bool_()),
+    ("broker_timestamp", pa.int64()),
+    ("broker_index", pa.int64()),
+    ("txn_most_bits", pa.int64()),
+    ("txn_least_bits", pa.int64()),
+    ("txn_state", pa.string()),
+]
+MARKER_FIELD = ("marker", pa.string())
+
+#: One row per entry of a managed ledger: its topic (managed ledger), what the ledger holds
+#: (``topic``, ``transaction_log``, ``pending_ack``; a deleted ledger's kind), the ids, the entry bytes
+#: (what the BookKeeper client wrote, digest verified) and, for an unreadable entry, ``error``.
+ENTRY_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("topic", pa.string()),
+    ("kind", pa.string()),
+    ("ledger_id", pa.int64()),
+    ("entry_id", pa.int64()),
+    ("payload", pa.binary()),
+    ("error", pa.string()),
+]
+
+
+def message_fields(markers: bool = False) -> list[tuple[str, pa.DataType]]:
+    return MESSAGE_FIELDS + ([MARKER_FIELD] if markers else [])
+
+
+def arrow_schema(fields: Sequence[tuple[str, pa.DataType]]) -> pa.Schema:
+    return pa.schema([pa.field(n, t) for n, t in fields])
+
+
+# ------------------------------------------------------------------------------------------ filters
+
+#: Pushed-down filters: (column, op, value), op one of = in > >= < <= startswith; ANDed.
+Filter = tuple[str, str, Any]
+PUSHABLE = {"topic": ("=", "in", "startswith"), "ledger_id": ("=", "in", ">", ">=", "<", "<="),
+            "publish_time": ("=", "in", ">", ">=", "<", "<="),
+            "broker_timestamp": ("=", "in", ">", ">=", "<", "<=")}  # fmt: skip
+#: The columns whose filters prune entries: every row of an entry has its entry's publish time and
+#: broker timestamp (a chunked message the completing chunk's).
+TIME_COLUMNS = ("publish_time", "broker_timestamp")
+
+
+def _test(op: str, v: Any, ref: Any) -> bool:
+    if v is None:
+        return False
+    if op == "=":
+        return bool(v == ref)
+    if op == "in":
+        return v in ref
+    if op == "startswith":
+        return str(v).startswith(ref)
+    return bool({">": v > ref, ">=": v >= ref, "<": v < ref, "<=": v <= ref}[op])
+
+
+def passes(filters: Iterable[Filter], column: str, v: Any) -> bool:
+    return all(_test(op, v, ref) for c, op, ref in filters if c == column)
+
+
+def filter_mask(table: pa.Table, filters: Iterable[Filter], columns: Sequence[str]) -> Any:
+    """A boolean mask of the rows passing the filters on ``columns`` (None when none applies)."""
+    m = None
+    for c, op, ref in filters:
+        if c not in columns:
+            continue
+        col = table.column(c)
+        if op == "in":
+            x = pc.is_in(col, value_set=pa.array(list(ref), col.type))
+        elif op == "startswith":
+            x = pc.starts_with(col, ref)
+        else:
+            fn = {"=": pc.equal, ">": pc.greater, ">=": pc.greater_equal, "<": pc.less, "<=": pc.less_equal}[op]
+            x = fn(col, pa.scalar(ref, col.type))
+        x = pc.fill_null(x, False)
+        m = x if m is None else pc.and_(m, x)
+    return m
