@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..scan.datadir import open_data_dir
-from ..scan.records import DataDirError
 from ..broker.topic_name import ml_to_topic
 from ..scan import Plan, plan, read_partition
+from ..scan.datadir import open_data_dir
+from ..scan.records import DataDirError
 from .delta import DeltaTarget
 from .iceberg import IcebergTarget
 from .marks import Mark

@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..scan.records import DataDirError
 from ..export import Engine, ExportJob, ExportSummary, LocalEngine, Reporter, StagingWriter, Target
 from ..export import export as export_locally
 from ..export.run import log_to_stderr
 from ..export.staging import DAY_MS, PARTITION_COLUMNS
-from .message_scan import ScanPartition, read_partition
+from ..scan import ScanPartition, read_partition
+from ..scan.records import DataDirError
 from .messages_source import register
 from .session import local_session
 
