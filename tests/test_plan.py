@@ -130,6 +130,7 @@ def test_malformed_plans_name_the_field(world, tmp_path):
         nested = [nested]
     _bad(GcPlans, json.dumps({"kind": "bookie-gc-plans", "x": nested}), "deeply")
     _bad(GcPlans, "[]", "a JSON object", "")
+    _bad(GcPlans, text.replace('"threshold": 0.9', '"threshold": NaN'), "NaN is not a number")
     _bad(GcPlans, json.dumps({**doc, "kind": "retention"}), "not a 'bookie-gc-plans' plan", "kind")
     _bad(Plan, json.dumps({**doc, "kind": "no-such-thing"}), "unknown plan kind", "kind")
     _bad(GcPlans, json.dumps({**doc, "format_version": 99}), "format version 99", "format_version")

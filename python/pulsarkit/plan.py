@@ -101,7 +101,7 @@ class Plan:
     @classmethod
     def from_json(cls: type[P], text: str | bytes) -> P:
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, parse_constant=_no_constant)
         except RecursionError:
             raise PlanFormatError("the plan nests too deeply to be a plan") from None
         except (ValueError, TypeError) as e:  # JSONDecodeError, bad UTF-8
@@ -124,6 +124,10 @@ class Plan:
             return cls.from_json(text)
         except PlanFormatError as e:
             raise PlanFormatError(f"{path}: {e}", e.field) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a plan holds")  # NaN, Infinity: Python's JSON extensions
 
 
 # ------------------------------------------------------------------------------------ encoding
