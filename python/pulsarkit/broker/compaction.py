@@ -259,14 +259,15 @@ class Compactor:
         if self._state() != plan.state:
             raise StalePlanError(f"{self.topic} changed since the compaction plan was made; plan again")
         last = plan.horizon
-        if last is None:
-            return CompactionResult(None, view.horizon, plan.previous_ledger_id, 0, 0, 0, 0)
-        if latest is None:  # a plan read back from JSON: phase one again, on the same (unchanged) topic
+        if last is not None and latest is None:  # a plan read back from JSON: phase one again, same topic
             latest = self._phase_one(view, last)
             if (len(latest), latest.tombstones, latest.messages) != (plan.keys, plan.tombstones, plan.messages_read):
                 raise StalePlanError(f"{self.topic}: phase one no longer finds what the plan says; plan again")
         self._planned = None
+        # the subscription exists from the first run on, even one with nothing new (as before plans)
         cursor = self.ml.open_cursor(COMPACTION_CURSOR, "earliest")
+        if last is None:
+            return CompactionResult(None, view.horizon, plan.previous_ledger_id, 0, 0, 0, 0)
         previous = plan.previous_ledger_id
         handle = LedgerHandle.create(self.factory, compacted_ledger_metadata(self.topic, last), "CRC32", b"")
         written = 0
