@@ -11,7 +11,16 @@ from dataclasses import replace
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.bookkeeper.gc import DiskPressure, GarbageCollector, GcConfig, GcPlan, GcState, Skipped
+from pulsarkit.bookkeeper.gc import (
+    DiskPressure,
+    GarbageCollector,
+    GcConfig,
+    GcPlan,
+    GcState,
+    Skipped,
+    log_usage,
+    select_for_compaction,
+)
 from pulsarkit.cli import main
 from pulsarkit.errors import BookieError
 
@@ -152,6 +161,17 @@ def test_disk_pressure_suspends_major_then_minor_or_forces_a_run(small_logs):
     p = g.plan(disk_usage=0.97)
     assert p.forced and p.compaction.level == "major" and p.compaction.logs
     assert 0.0 <= g.disk_pressure().disk_usage <= 1.0  # measured on the directory when not given
+
+
+def test_the_compaction_rule_is_lowest_bucket_first_then_log_id():
+    """``doCompactEntryLogs``' order, the one whatif replays: usage buckets of 10%, then log id (not
+    usage: 0.15 and 0.12 share bucket 1, so log 1 goes before log 2)."""
+    logs = [("a", 1, 0.15), ("b", 2, 0.12), ("c", 3, 0.05), ("d", 4, 0.5), ("e", 0, 0.19)]
+    assert select_for_compaction(logs, 0.2) == [("c", 0.05), ("e", 0.19), ("a", 0.15), ("b", 0.12)]
+    assert select_for_compaction(logs, 0.0) == []
+    cfg = GcConfig(use_target_entry_log_size_for_gc=True, log_size_limit=1000)
+    assert log_usage(50, 100, GcConfig()) == 0.5 and log_usage(50, 100, cfg) == 0.05
+    assert log_usage(100, 100, cfg) == 1.0 and log_usage(0, 0, GcConfig()) == 1.0
 
 
 def test_config_validation():
