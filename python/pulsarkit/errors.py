@@ -85,6 +85,20 @@ class LifecycleError(PulsarkitError):
     """TTL or retention refused to act on inconsistent inputs."""
 
 
+class StalePlanError(LifecycleError):
+    """A plan was made on a state that has changed since: it is refused, with nothing done."""
+
+
+class PlanFormatError(PulsarkitError):
+    """A plan file is not a valid plan (malformed JSON, wrong kind or version, a missing or mistyped
+    field). ``field`` names the offending field (``bookies[0].compaction.logs[2].log_id``), or is
+    None when the file is not JSON at all."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class TransactionError(PulsarkitError):
     """A transaction-coordinator or pending-ack operation was refused."""
 
@@ -122,9 +136,11 @@ __all__ = [
     "ManagedLedgerError",
     "ManagedLedgerFencedError",
     "ManagedLedgerTerminatedError",
+    "PlanFormatError",
     "MetadataNotFoundError",
     "MetadataStoreError",
     "PulsarkitError",
+    "StalePlanError",
     "TransactionError",
     "TransactionNotFoundError",
     "UnsupportedCompressionError",

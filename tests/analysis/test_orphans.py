@@ -6,10 +6,11 @@ import json
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError, execute_cleanup, restore_backup
-from pulsarkit.analysis.orphans import cleanup_plan, disk_usage_rows, find_orphans
+from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError, execute, restore_backup
+from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan, disk_usage_rows, find_orphans
 from pulsarkit.broker.compaction import Compactor
 from pulsarkit.cli import main
+from pulsarkit.errors import PlanFormatError
 from pulsarkit.managed_ledger.ledger_handle import LedgerHandle
 from pulsarkit.scan.datadir import open_data_dir
 
@@ -66,8 +67,9 @@ def test_finds_exactly_the_orphans_made_and_nothing_live(tmp_path):
         live = {led.ledger_id for led in dd.ledgers.values() if led.referenced}
         assert not live & set(found)  # the topic's ledgers, its cursor and the current compacted ledger are not orphans
         plan = cleanup_plan(dd)
-        assert {i["ledger_id"] for i in plan["items"]} == set(made.values()) - {made["no_owner"]}
-        assert plan["bytes"] == sum(i["bytes_on_bookie"] for i in plan["items"]) > 0
+        assert {i.ledger_id for i in plan.items} == set(made.values()) - {made["no_owner"]}
+        assert plan.bytes == sum(i.bytes_on_bookie for i in plan.items) > 0
+        assert all(i.reason.startswith(f"{i.category} (safe): ") for i in plan.items)
         rows = list(disk_usage_rows(dd))
         by = {r["ledger_id"]: r for r in rows}
         assert by[made["on_disk_only"]]["live"] is False and by[made["owner_gone"]]["owner_class"] == "orphan"
@@ -102,16 +104,16 @@ def _metadata_ids(root):
         return set(store.metadata.ledger_ids())
 
 
-def test_cleanup_dry_run_writes_nothing_then_execute_deletes_exactly_the_plan(tmp_path):
+def test_cleanup_dry_run_is_the_plan_then_execute_deletes_exactly_the_plan(tmp_path):
     made = build(tmp_path / "d")
     plan = _plan(tmp_path / "d")
     before = _metadata_ids(tmp_path / "d")
-    dry = execute_cleanup(plan)
-    planned = {i["ledger_id"] for i in dry.to_delete}
+    planned = {i.ledger_id for i in plan.to_delete}  # the dry run: the plan alone
     # on_disk_only has no metadata to delete; no_owner is 'review' and not in a default plan
     assert planned == set(made.values()) - {made["no_owner"], made["on_disk_only"]}
-    assert dry.deleted == [] and _metadata_ids(tmp_path / "d") == before
-    res = execute_cleanup(plan, dry_run=False, backup_dir=tmp_path / "bak")
+    assert _metadata_ids(tmp_path / "d") == before
+    res = execute(plan, backup_dir=tmp_path / "bak")
+    assert [i.ledger_id for i in res.to_delete] == [i.ledger_id for i in plan.to_delete]
     assert set(res.deleted) == planned == set(res.backed_up)
     assert _metadata_ids(tmp_path / "d") == before - planned
     # the topic is untouched: every message still reads, and nothing the plan deleted is an orphan any more
@@ -126,8 +128,8 @@ def test_cleanup_dry_run_writes_nothing_then_execute_deletes_exactly_the_plan(tm
         t = ipc.open_file(str(tmp_path / "bak" / f"ledger-{lid}" / "entries.arrow")).read_all()
         assert t.column("entry_id").to_pylist() == [0, 1] and all(len(d) > 100 for d in t.column("data").to_pylist())
     # running the same plan again is harmless (a crash mid-way is recovered by rerunning it)
-    again = execute_cleanup(plan, dry_run=False)
-    assert again.deleted == [] and {s["why"] for s in again.skipped} == {"already deleted"}
+    again = execute(plan)
+    assert again.deleted == [] and {s.why for s in again.skipped} == {"already deleted"}
     # and the backup restores the metadata
     assert sorted(restore_backup(tmp_path / "bak", tmp_path / "d" / "metadata")) == sorted(planned)
     assert _metadata_ids(tmp_path / "d") == before
@@ -142,8 +144,8 @@ def test_cleanup_rechecks_each_item_against_the_current_state(tmp_path):
         md, stat = store.metadata.ledger_metadata(lid)
         store.metadata.put_ledger_metadata(lid, md, expected_version=stat.version)
         store.managed_ledger(ML).open_cursor("old-sub", "earliest")
-    res = execute_cleanup(plan, dry_run=False)
-    why = {s["ledger_id"]: s["why"] for s in res.skipped}
+    res = execute(plan)
+    why = {s.ledger_id: s.why for s in res.skipped}
     assert why[made["owner_gone"]] == "its metadata changed since the plan"
     assert made["owner_gone"] not in res.deleted
     assert set(res.deleted) == {made["old_compacted"], made["schema_of_deleted"], made["deleted_subscription"]} - {
@@ -155,7 +157,10 @@ def test_cleanup_refuses_inconsistent_inputs_and_foreign_plans(tmp_path):
     build(tmp_path / "d")
     plan = _plan(tmp_path / "d")
     with pytest.raises(OrphanCleanupError, match="not an orphan cleanup plan"):
-        execute_cleanup({"kind": "bookie-gc"})
+        execute({"kind": "orphan-ledger-cleanup"})  # type: ignore[arg-type]
+    with pytest.raises(PlanFormatError, match="not a 'orphan-ledger-cleanup' plan") as e:
+        OrphanCleanupPlan.from_json('{"kind": "bookie-gc", "format_version": 1}')
+    assert e.value.field == "kind"
     with open_data_dir(tmp_path / "d") as dd:
         first = dd.ml_ledgers(ML)[0]
     with pk.Store.open(tmp_path / "d") as store:
@@ -167,11 +172,11 @@ def test_cleanup_refuses_inconsistent_inputs_and_foreign_plans(tmp_path):
     if cats.get(first) != "missing":
         pytest.fail(f"setting up a missing ledger failed: {cats.get(first)}")
     with pytest.raises(OrphanCleanupError, match="inconsistent"):
-        execute_cleanup(plan, dry_run=False)
+        execute(plan)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("mine")
     with pytest.raises(OrphanCleanupError, match="not empty"):
-        execute_cleanup(plan, dry_run=False, backup_dir=tmp_path / "full")
+        execute(plan, backup_dir=tmp_path / "full")
 
 
 def test_cli_orphans_cleanup_dry_run_then_execute(tmp_path, capsys):

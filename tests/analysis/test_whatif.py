@@ -6,6 +6,7 @@ import json
 
 import pulsarkit as pk
 import pytest
+from pulsarkit.analysis import whatif as whatif_module
 from pulsarkit.analysis.whatif import HOUR_MS, WhatIf, compaction_to_target, simulate
 from pulsarkit.bookkeeper.gc import GcConfig
 from pulsarkit.scan.datadir import open_data_dir
@@ -55,6 +56,28 @@ def test_retention_zero_deletes_consumed_ledgers_then_gc_reclaims(tmp_path):
     (bk,) = s["bookies"].values()
     assert bk["bytes_before"] == before and bk["bytes_after"] == before - s["bytes_reclaimed"]
     assert s["bytes_written_by_compaction"] == sum(r.get("bytes_written", 0) for r in rows)
+
+
+def test_compaction_is_replayed_in_gc_order(tmp_path, monkeypatch):
+    """whatif picks and orders the logs to compact with GC's own rule (lowest usage bucket first, then
+    log id: ``bookkeeper.gc.select_for_compaction``), not a copy of it sorted by usage."""
+    build(tmp_path / "d")
+    calls = []
+    real = whatif_module.select_for_compaction
+
+    def spy(logs, threshold):
+        out = real(logs, threshold)
+        calls.append(out)
+        return out
+
+    monkeypatch.setattr(whatif_module, "select_for_compaction", spy)
+    with open_data_dir(tmp_path / "d") as dd:
+        out = simulate(dd, WhatIf(gc=GC, horizon_hours=2))
+    events = [r for r in out["timeline"] if r["event"].endswith("_compaction")]
+    assert events and calls
+    assert [r["log_id"] for r in events] == [lg.log_id for chosen in calls for lg, _ in chosen]
+    order = [(min(9, int(r["usage"] * 10)), r["log_id"]) for r in events if r["hours"] == events[0]["hours"]]
+    assert order == sorted(order)
 
 
 def test_retention_time_and_ttl_decide_when(tmp_path):

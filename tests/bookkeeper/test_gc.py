@@ -7,10 +7,20 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcState
+from pulsarkit.bookkeeper.gc import (
+    DiskPressure,
+    GarbageCollector,
+    GcConfig,
+    GcPlan,
+    GcState,
+    Skipped,
+    log_usage,
+    select_for_compaction,
+)
 from pulsarkit.cli import main
 from pulsarkit.errors import BookieError
 
@@ -66,13 +76,14 @@ def test_deleting_topics_then_gc_reclaims_and_keeps_every_live_entry(small_logs)
     bytes_before = log_bytes(store)
     g = gc(store, major_compaction_threshold=0.8, minor_compaction_threshold=0.2)
     plan = g.plan(force=True)
-    assert plan["compaction"]["level"] == "major" and plan["compaction"]["logs"]
-    json.dumps(plan)  # reviewable
+    assert plan.compaction.level == "major" and plan.compaction.logs
+    assert all(it.reason for it in plan.items)
+    assert GcPlan.from_json(plan.to_json()) == plan  # reviewable: the file is the plan
     res = g.execute(plan)
     assert res.compacted_logs and res.reclaimed_bytes > 0
     assert log_bytes(store) < bytes_before * 0.7
     assert live_entries(mls[2:]) == before  # every live entry, digest verified on read
-    assert gc(store).plan(force=True)["compaction"]["logs"] == []  # nothing left under the threshold
+    assert gc(store).plan(force=True).compaction.logs == []  # nothing left under the threshold
 
 
 def test_ledgers_missing_from_metadata_are_deleted_and_logs_with_nothing_live_removed(small_logs):
@@ -83,8 +94,8 @@ def test_ledgers_missing_from_metadata_are_deleted_and_logs_with_nothing_live_re
     store.metadata.delete_ledger_metadata(lid)  # metadata gone, the bookie still holds it
     g = gc(store)
     plan = g.plan()
-    assert [d["ledger_id"] for d in plan["ledgers_to_delete"]] == [lid]
-    assert plan["logs_to_remove"]  # the log(s) holding only that ledger
+    assert [d.ledger_id for d in plan.ledgers_to_delete] == [lid]
+    assert plan.logs_to_remove  # the log(s) holding only that ledger
     res = g.execute(plan)
     assert res.deleted_ledgers == [lid] and res.removed_logs
     assert not store.bookie.ledger_exists(lid)
@@ -102,7 +113,7 @@ def test_verify_metadata_on_gc_never_deletes_on_a_failed_read(small_logs):
             raise pk.PulsarkitError("metadata store timeout")
 
     g = GarbageCollector(store.bookie.dirs[0], Flaky(), GcConfig(**FAST, verify_metadata_on_gc=True), fsync=False)
-    assert g.plan()["ledgers_to_delete"] == []
+    assert g.plan().ledgers_to_delete == []
 
 
 def test_levels_intervals_force_and_suspend(small_logs):
@@ -118,12 +129,12 @@ def test_levels_intervals_force_and_suspend(small_logs):
         clock_ms=lambda: t[0],
         fsync=False,
     )
-    assert g.plan()["compaction"]["level"] is None  # neither interval has passed
-    assert g.plan(force=True)["compaction"]["level"] == "major"
-    assert g.plan(force=True, suspend_major=True)["compaction"]["level"] == "minor"
-    assert g.plan(force=True, suspend_major=True, suspend_minor=True)["compaction"]["level"] is None
+    assert g.plan().compaction.level is None  # neither interval has passed
+    assert g.plan(force=True).compaction.level == "major"
+    assert g.plan(force=True, suspend_major=True).compaction.level == "minor"
+    assert g.plan(force=True, suspend_major=True, suspend_minor=True).compaction.level is None
     t[0] += 3600_000
-    assert g.plan()["compaction"]["level"] == "minor"
+    assert g.plan().compaction.level == "minor"
 
 
 def test_disk_pressure_suspends_major_then_minor_or_forces_a_run(small_logs):
@@ -138,22 +149,29 @@ def test_disk_pressure_suspends_major_then_minor_or_forces_a_run(small_logs):
     cfg.update(disk_usage_warn_threshold=0.90, disk_usage_threshold=0.95)
     cfg.update(minor_compaction_threshold=0.8, major_compaction_threshold=0.9)
     g = GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**cfg), **kw)
-    level = lambda **a: g.plan(**a)["compaction"]["level"]  # noqa: E731
+    level = lambda **a: g.plan(**a).compaction.level  # noqa: E731
     assert level(force=True, disk_usage=0.5) == "major"
     assert level(force=True, disk_usage=0.92) == "minor"  # almost full: major suspended
     assert level(force=True, disk_usage=0.97) is None  # full: both suspended
-    assert g.plan(disk_usage=0.97)["disk_pressure"] == {
-        "disk_usage": 0.97,
-        "state": "full",
-        "force": False,
-        "suspend_major": True,
-        "suspend_minor": True,
-    }
+    assert g.plan(disk_usage=0.97).disk_pressure == DiskPressure(
+        disk_usage=0.97, state="full", force=False, suspend_major=True, suspend_minor=True
+    )
     g = GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**cfg, force_gc_allow_when_no_space=True), **kw)
     assert level(disk_usage=0.5) is None  # no interval has passed, nothing forces a run
     p = g.plan(disk_usage=0.97)
-    assert p["forced"] and p["compaction"]["level"] == "major" and p["compaction"]["logs"]
-    assert 0.0 <= g.disk_pressure()["disk_usage"] <= 1.0  # measured on the directory when not given
+    assert p.forced and p.compaction.level == "major" and p.compaction.logs
+    assert 0.0 <= g.disk_pressure().disk_usage <= 1.0  # measured on the directory when not given
+
+
+def test_the_compaction_rule_is_lowest_bucket_first_then_log_id():
+    """``doCompactEntryLogs``' order, the one whatif replays: usage buckets of 10%, then log id (not
+    usage: 0.15 and 0.12 share bucket 1, so log 1 goes before log 2)."""
+    logs = [("a", 1, 0.15), ("b", 2, 0.12), ("c", 3, 0.05), ("d", 4, 0.5), ("e", 0, 0.19)]
+    assert select_for_compaction(logs, 0.2) == [("c", 0.05), ("e", 0.19), ("a", 0.15), ("b", 0.12)]
+    assert select_for_compaction(logs, 0.0) == []
+    cfg = GcConfig(use_target_entry_log_size_for_gc=True, log_size_limit=1000)
+    assert log_usage(50, 100, GcConfig()) == 0.5 and log_usage(50, 100, cfg) == 0.05
+    assert log_usage(100, 100, cfg) == 1.0 and log_usage(0, 0, GcConfig()) == 1.0
 
 
 def test_config_validation():
@@ -171,11 +189,14 @@ def test_a_stale_plan_is_rechecked(small_logs):
     mls[0].delete()
     g = gc(store, major_compaction_threshold=0.8)
     plan = g.plan(force=True)
-    assert plan["compaction"]["logs"]
-    first = plan["compaction"]["logs"][0]["log_id"]
-    plan["compaction"]["logs"][0]["total_size"] += 1  # as if the log changed after planning
+    assert plan.compaction.logs
+    first = plan.compaction.logs[0]
+    # as if the log changed after planning
+    changed = replace(first, total_size=first.total_size + 1)
+    plan = replace(plan, compaction=replace(plan.compaction, logs=[changed, *plan.compaction.logs[1:]]))
     res = g.execute(plan)
-    assert {"log_id": first, "why": "the log changed since the plan"} in res.skipped
+    assert Skipped("compaction", first.log_id, "the log changed since the plan") in res.skipped
+    assert first.log_id not in {c.log_id for c in res.compacted_logs}
 
 
 def test_throttle_sleeps_for_its_rate(small_logs):
@@ -194,7 +215,7 @@ def test_throttle_sleeps_for_its_rate(small_logs):
     res = g.execute(g.plan(force=True))
     assert res.compacted_logs and len(slept) == len(res.compacted_logs)
     for s_, c in zip(slept, res.compacted_logs, strict=True):  # 100 entries/s: a copy of n entries takes n/100 s
-        assert c["entries"] / 100 - 0.05 <= s_ <= c["entries"] / 100
+        assert c.entries / 100 - 0.05 <= s_ <= c.entries / 100
 
 
 def test_max_time_stops_between_logs(small_logs):
@@ -216,7 +237,7 @@ def test_max_time_stops_between_logs(small_logs):
         fsync=False,
     )
     plan = g.plan(force=True)
-    assert len(plan["compaction"]["logs"]) >= 2
+    assert len(plan.compaction.logs) >= 2
     res = g.execute(plan)
     assert res.stopped_by_max_time and len(res.compacted_logs) == 1
 
@@ -263,7 +284,7 @@ def test_the_embedded_store_reclaims_space_after_retention_deletes_ledgers(small
     left = live_entries([ml, *other])
     before = log_bytes(store)
     dry = store.garbage_collect(GcConfig(**{**FAST, "major_compaction_threshold": 0.9}), force=True, dry_run=True)
-    assert dry[0]["result"] is None and dry[0]["plan"]["compaction"]["logs"] and log_bytes(store) == before
+    assert dry[0].result is None and dry[0].plan.compaction.logs and log_bytes(store) == before
     (run,) = store.garbage_collect(GcConfig(**{**FAST, "major_compaction_threshold": 0.9}), force=True)
-    assert run["result"]["reclaimed_bytes"] > 0 and log_bytes(store) < before
+    assert run.result is not None and run.result.reclaimed_bytes > 0 and log_bytes(store) < before
     assert live_entries([ml, *other]) == left

@@ -7,15 +7,16 @@ task scans it). The entry logs are read by Spark tasks, not by the driver, and n
 
 from __future__ import annotations
 
-import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pulsarkit as pk
 import pytest
 from datadir_fixtures import BOOKIE_IDS, build_bookies, build_cluster_source, file_hashes
 from pulsarkit.analysis.orphans import cleanup_plan, disk_usage_table, orphans_table
-from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig
+from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan
+from pulsarkit.bookkeeper.gc_cluster import GcPlans
 from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from pulsarkit.cli import main
 from pulsarkit.managed_ledger.ledger_handle import LedgerHandle
@@ -126,7 +127,8 @@ def test_cluster_disk_usage_orphans_and_plan_are_the_single_process_ones(spark, 
     assert {str(d): file_hashes(d) for d in cluster["dirs"]} == before  # planning wrote nothing
 
 
-def _single_gc_plans(metadata_dir, dirs, config, **kw) -> dict:
+def _single_gc_plans(metadata_dir, dirs, config, **kw) -> list[GcPlan]:
+    """One GarbageCollector per directory, without the many-bookie driver: the reference."""
     plans = []
     with MetadataStore(metadata_dir, read_only=True) as ms:
         for d in dirs:
@@ -135,7 +137,7 @@ def _single_gc_plans(metadata_dir, dirs, config, **kw) -> dict:
                 plans.append(GarbageCollector(s, ms, config, clock_ms=lambda: NOW_MS).plan(**kw))
             finally:
                 s.close()
-    return {"kind": "bookie-gc-plans", "bookies": plans}
+    return plans
 
 
 @pytest.mark.parametrize(
@@ -158,16 +160,16 @@ def test_cluster_gc_plans_are_the_single_process_ones(spark, cluster, config, fl
     got = storage.gc_plans(
         spark, metadata_dir=md, ledger_dirs=dirs, config=config, disk_usage=DISK, clock_ms=lambda: NOW_MS, **flags
     )
-    assert got == want
+    assert got.bookies == want and got.created_ms == NOW_MS
     deleted = {cluster["made"]["on_disk_only"], cluster["deleted_topic_ledger"]}
-    for plan in want["bookies"]:
-        assert {d["ledger_id"] for d in plan["ledgers_to_delete"]} == deleted  # each bookie holds a copy of both
-    assert all(bool(p["compaction"]["logs"]) == compacts for p in want["bookies"])
+    for plan in want:
+        assert {d.ledger_id for d in plan.ledgers_to_delete} == deleted  # each bookie holds a copy of both
+    assert all(bool(p.compaction.logs) == compacts for p in want)
     mapping = {b: [d] for b, d in zip(BOOKIE_IDS, dirs, strict=True)}
     by_mapping = storage.gc_plans(
         spark, metadata_dir=md, bookies=mapping, config=config, disk_usage=DISK, clock_ms=lambda: NOW_MS, **flags
     )
-    assert by_mapping == want
+    assert by_mapping == got
     assert {str(d): file_hashes(d) for d in dirs} == before
 
 
@@ -203,10 +205,8 @@ def test_real_standalone(spark, oracle, kind, monkeypatch, capsys):  # noqa: F81
     # GC plans: the plan ``pulsarkit gc --json`` prints, but for the clock
     got = storage.gc_plans(spark, data, disk_usage=DISK, force=True, clock_ms=lambda: NOW_MS)
     md_dir, bookies = bookie_dir.find_layout(data)
-    assert got == _single_gc_plans(md_dir, bookies, GcConfig(), disk_usage=DISK, force=True)
+    assert got.bookies == _single_gc_plans(md_dir, bookies, GcConfig(), disk_usage=DISK, force=True)
     assert main(["gc", str(data), "--json", "--force", "--disk-usage", str(DISK)]) == 0
-    cli = json.loads(capsys.readouterr().out)
-    for plan in [*cli["bookies"], *got["bookies"]]:
-        plan.pop("created_ms")
-    assert got == cli
+    cli = GcPlans.from_json(capsys.readouterr().out)
+    assert [replace(p, created_ms=0) for p in got.bookies] == [replace(p, created_ms=0) for p in cli.bookies]
     assert file_hashes(data) == before  # planning wrote nothing

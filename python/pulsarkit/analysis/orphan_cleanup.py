@@ -1,7 +1,8 @@
 """Executing an orphan-ledger cleanup plan: re-checked, backed up, then deleted one ledger at a time.
 
-:func:`pulsarkit.analysis.orphans.cleanup_plan` writes a reviewable plan from one snapshot; this
-module applies it later, when the state may have moved on. The order is the point:
+:func:`pulsarkit.analysis.orphans.cleanup_plan` writes a reviewable :class:`OrphanCleanupPlan` from one
+snapshot (a dry run is that plan alone); :func:`execute` applies it later, when the state may have moved
+on. The order is the point:
 
 1. The metadata store is opened for writing first. Its RocksDB lock means no broker or bookie can be
    running on it, and none can start while the cleanup runs.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,37 +35,38 @@ import pyarrow.ipc as ipc
 
 from ..errors import BadVersionError, MetadataNotFoundError, PulsarkitError
 from ..metadata.store import MetadataStore, ledger_path
+from ..plan import to_data
 from ..scan.datadir import DataDir
-from .orphans import find_orphans
+from .orphans import OrphanCleanupItem, OrphanCleanupPlan, find_orphans
 
-PLAN_KIND = "orphan-ledger-cleanup"
-_DELETE = "delete ledger metadata"
 _ENTRIES_SCHEMA = pa.schema([("entry_id", pa.int64()), ("data", pa.binary())])
 
 
 class OrphanCleanupError(PulsarkitError):
-    """The plan cannot be applied: wrong kind, inconsistent inputs, or an unusable backup directory."""
+    """The plan cannot be applied: inconsistent inputs, or an unusable backup directory."""
+
+
+@dataclass(frozen=True)
+class CleanupSkip:
+    """A planned ledger left alone, and why (the state moved on since the plan)."""
+
+    ledger_id: int
+    why: str
 
 
 @dataclass
 class CleanupResult:
-    dry_run: bool
+    """What :func:`execute` did."""
+
     deleted: list[int] = field(default_factory=list)
-    #: would be deleted (dry run) or were: with their bytes
-    to_delete: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
+    #: The items that passed the re-check, with their bytes.
+    to_delete: list[OrphanCleanupItem] = field(default_factory=list)
+    skipped: list[CleanupSkip] = field(default_factory=list)
     backed_up: list[int] = field(default_factory=list)
     bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "deleted": self.deleted,
-            "to_delete": self.to_delete,
-            "skipped": self.skipped,
-            "backed_up": self.backed_up,
-            "bytes": self.bytes,
-        }
+        return typing.cast(dict[str, Any], to_data(self))
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
@@ -81,15 +84,15 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _open_snapshot(plan: dict[str, Any], store: MetadataStore | None) -> DataDir:
+def _open_snapshot(plan: OrphanCleanupPlan, store: MetadataStore) -> DataDir:
     # under the lock, the metadata is read through the handle that holds it: copying the directory of a
     # store open for writing races its own flushes and compactions (an SST can vanish mid-copy)
     return DataDir(
-        plan["metadata_dir"],
-        plan["ledger_dirs"],
-        journal_dirs=plan.get("journal_dirs"),
-        index_dirs=plan.get("index_dirs"),
-        metadata_pairs=None if store is None else store.raw_items(),
+        plan.metadata_dir,
+        plan.ledger_dirs,
+        journal_dirs=plan.journal_dirs,
+        index_dirs=plan.index_dirs,
+        metadata_pairs=store.raw_items(),
     )
 
 
@@ -100,7 +103,7 @@ def _raw_node(store: MetadataStore, lid: int) -> bytes:
     return raw
 
 
-def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: dict[str, Any], root: Path) -> None:
+def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupItem, root: Path) -> None:
     d = root / f"ledger-{lid}"
     d.mkdir()
     _fsync_write(d / "metadata.node", raw_node)
@@ -116,85 +119,68 @@ def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: dict[str, Any],
     with ipc.new_file(sink, _ENTRIES_SCHEMA) as w:
         w.write_table(pa.table({"entry_id": pa.array(ids, pa.int64()), "data": pa.array(datas, pa.binary())}))
     _fsync_write(d / "entries.arrow", sink.getvalue().to_pybytes())
-    _fsync_write(d / "item.json", json.dumps({**item, "entries_backed_up": len(ids)}, indent=1).encode())
+    _fsync_write(d / "item.json", json.dumps({**to_data(item), "entries_backed_up": len(ids)}, indent=1).encode())
     _fsync_dir(d)
     _fsync_dir(root)
 
 
-def execute_cleanup(
-    plan: dict[str, Any],
-    *,
-    dry_run: bool = True,
-    backup_dir: str | os.PathLike[str] | None = None,
-) -> CleanupResult:
-    """Applies (or, by default, only re-checks) an orphan cleanup plan; see the module docstring."""
-    if plan.get("kind") != PLAN_KIND or "ledger_dirs" not in plan:
-        raise OrphanCleanupError(f"not an orphan cleanup plan (kind {plan.get('kind')!r}); write one with --plan")
+def execute(plan: OrphanCleanupPlan, *, backup_dir: str | os.PathLike[str] | None = None) -> CleanupResult:
+    """Applies an orphan cleanup plan: re-checked, backed up, compare-and-deleted (the module
+    docstring). A dry run is the plan alone (:attr:`OrphanCleanupPlan.to_delete`)."""
+    if not isinstance(plan, OrphanCleanupPlan):
+        raise OrphanCleanupError(f"not an orphan cleanup plan: {type(plan).__name__}; write one with --plan")
     backup = Path(backup_dir) if backup_dir is not None else None
-    if backup is not None and not dry_run:
+    if backup is not None:
         if backup.exists() and any(backup.iterdir()):
             raise OrphanCleanupError(f"{backup}: backup directory exists and is not empty; give a new one")
         backup.mkdir(parents=True, exist_ok=True)
-    res = CleanupResult(dry_run=dry_run)
-    # dry run: a read-only snapshot is enough; execute: take the writer's lock before looking
-    store = None if dry_run else MetadataStore(plan["metadata_dir"])
-    try:
-        with _open_snapshot(plan, store) as dd:
-            bad = [i for i in dd.issues if i.kind in ("bad_metadata_value", "bad_ledger_metadata")]
-            if bad:
-                raise OrphanCleanupError(f"refusing: the metadata store has unreadable nodes ({bad[0].message})")
-            now = {f.ledger_id: f for f in find_orphans(dd)}
-            missing = sorted(lid for lid, f in now.items() if f.category == "missing")
-            if missing:
-                raise OrphanCleanupError(
-                    f"refusing: ledgers {missing[:10]} are referenced but have neither metadata nor data; "
-                    "the inputs are inconsistent (see pulsarkit orphans)"
-                )
-            todo = []
-            for item in plan["items"]:
-                lid = item["ledger_id"]
-                if not item["action"].startswith(_DELETE):
-                    continue
-                path = ledger_path(lid)
-                f = now.get(lid)
-                if path not in dd.node_versions:
-                    res.skipped.append({"ledger_id": lid, "why": "already deleted"})
-                elif f is None:
-                    res.skipped.append({"ledger_id": lid, "why": "no longer an orphan: something refers to it now"})
-                elif f.category != item["category"]:
-                    res.skipped.append(
-                        {"ledger_id": lid, "why": f"now classed {f.category!r}, planned as {item['category']!r}"}
-                    )
-                elif list(dd.node_versions[path]) != [item["metadata_version"], item["metadata_ctime"]]:
-                    res.skipped.append({"ledger_id": lid, "why": "its metadata changed since the plan"})
-                else:
-                    todo.append(item)
-            res.to_delete = todo
-            res.bytes = sum(i["bytes_on_bookie"] for i in todo)
-            if dry_run:
-                return res
-            assert store is not None
-            for item in todo:
-                lid = item["ledger_id"]
-                got = store.get(ledger_path(lid))
-                if got is None:
-                    res.skipped.append({"ledger_id": lid, "why": "already deleted"})
-                    continue
-                if backup is not None:
-                    _backup_ledger(dd, lid, _raw_node(store, lid), item, backup)
-                    res.backed_up.append(lid)
-                try:
-                    store.delete(ledger_path(lid), expected_version=item["metadata_version"])
-                except BadVersionError:
-                    res.skipped.append({"ledger_id": lid, "why": "its metadata changed while cleaning"})
-                    continue
-                except MetadataNotFoundError:
-                    res.skipped.append({"ledger_id": lid, "why": "already deleted"})
-                    continue
-                res.deleted.append(lid)
-    finally:
-        if store is not None:
-            store.close()
+    res = CleanupResult()
+    # the writer's lock is taken before looking, so nothing moves between the re-check and the deletes
+    with MetadataStore(plan.metadata_dir) as store, _open_snapshot(plan, store) as dd:
+        bad = [i for i in dd.issues if i.kind in ("bad_metadata_value", "bad_ledger_metadata")]
+        if bad:
+            raise OrphanCleanupError(f"refusing: the metadata store has unreadable nodes ({bad[0].message})")
+        now = {f.ledger_id: f for f in find_orphans(dd)}
+        missing = sorted(lid for lid, f in now.items() if f.category == "missing")
+        if missing:
+            raise OrphanCleanupError(
+                f"refusing: ledgers {missing[:10]} are referenced but have neither metadata nor data; "
+                "the inputs are inconsistent (see pulsarkit orphans)"
+            )
+        todo = []
+        for item in plan.to_delete:
+            lid = item.ledger_id
+            path = ledger_path(lid)
+            f = now.get(lid)
+            if path not in dd.node_versions:
+                res.skipped.append(CleanupSkip(lid, "already deleted"))
+            elif f is None:
+                res.skipped.append(CleanupSkip(lid, "no longer an orphan: something refers to it now"))
+            elif f.category != item.category:
+                res.skipped.append(CleanupSkip(lid, f"now classed {f.category!r}, planned as {item.category!r}"))
+            elif tuple(dd.node_versions[path]) != (item.metadata_version, item.metadata_ctime):
+                res.skipped.append(CleanupSkip(lid, "its metadata changed since the plan"))
+            else:
+                todo.append(item)
+        res.to_delete = todo
+        res.bytes = sum(i.bytes_on_bookie for i in todo)
+        for item in todo:
+            lid = item.ledger_id
+            if store.get(ledger_path(lid)) is None:
+                res.skipped.append(CleanupSkip(lid, "already deleted"))
+                continue
+            if backup is not None:
+                _backup_ledger(dd, lid, _raw_node(store, lid), item, backup)
+                res.backed_up.append(lid)
+            try:
+                store.delete(ledger_path(lid), expected_version=item.metadata_version)
+            except BadVersionError:
+                res.skipped.append(CleanupSkip(lid, "its metadata changed while cleaning"))
+                continue
+            except MetadataNotFoundError:
+                res.skipped.append(CleanupSkip(lid, "already deleted"))
+                continue
+            res.deleted.append(lid)
     return res
 
 

@@ -24,8 +24,9 @@ class                     meaning                                               
 ========================= ============================================================ ===========
 
 ``safe`` means nothing in this snapshot refers to the ledger; ``review`` means a person should look
-(a live broker may be mid-operation). :func:`cleanup_plan` turns the findings into a reviewable JSON
-plan, pinning each ledger's metadata version; this module never deletes anything
+(a live broker may be mid-operation). :func:`cleanup_plan` turns the findings into a reviewable
+:class:`OrphanCleanupPlan` (:mod:`pulsarkit.plan`; its dry run is the plan alone), pinning each ledger's
+metadata version; this module never deletes anything
 (:mod:`pulsarkit.analysis.orphan_cleanup` executes a plan).
 
 :func:`disk_usage` attributes the bytes of each entry log to ledgers and owners, live or dead, and
@@ -34,15 +35,17 @@ says why dead bytes are still on disk (a log is only reclaimed when compaction r
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
 from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR
 from ..codec.protobuf_wire import fields
 from ..metadata.store import ledger_path
+from ..plan import Plan, PlanItem
 from ..scan.datadir import DataDir
 
 #: Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
@@ -244,29 +247,91 @@ def orphans_table(dd: DataDir) -> Any:
     return pa.Table.from_pylist([asdict(f) for f in find_orphans(dd)], schema=ORPHANS_SCHEMA)
 
 
-def cleanup_plan(dd: DataDir, include_review: bool = False) -> dict[str, Any]:
-    """A reviewable plan (plain JSON): the ledgers whose deletion is safe by this snapshot, each with
-    its reason and bytes, and the snapshot facts an executor must re-check before deleting."""
+#: What a plan item does when it deletes something (the others need nothing: the bookies' GC reclaims them).
+DELETE_METADATA = "delete ledger metadata (the bookies then reclaim the entries)"
+
+
+@dataclass(frozen=True)
+class OrphanCleanupItem(PlanItem):
+    """One orphan in a cleanup plan, its metadata node's version and creation time pinned."""
+
+    ledger_id: int
+    category: str
+    verdict: str
+    kind: str
+    owner: str | None
+    evidence: str
+    #: The ledger's state (OPEN, CLOSED, ...; DELETED: no metadata).
+    state: str
+    entries: int
+    bytes_on_bookie: int
+    action: str
+    metadata_version: int
+    metadata_ctime: int
+    reason: str
+
+    @property
+    def deletes_metadata(self) -> bool:
+        return self.action == DELETE_METADATA
+
+
+@dataclass(frozen=True)
+class OrphanCleanupPlan(Plan):
+    """A reviewable orphan cleanup: the ledgers whose deletion is safe by one snapshot, and the
+    directories an executor re-reads to re-check them (:mod:`pulsarkit.analysis.orphan_cleanup`)."""
+
+    KIND: ClassVar[str] = "orphan-ledger-cleanup"
+
+    metadata_dir: str
+    ledger_dirs: list[str]
+    journal_dirs: list[str]
+    index_dirs: list[str]
+    items: list[OrphanCleanupItem]
+    #: When the plan was made (ms); not part of what it does, so not compared.
+    created_ms: int = field(default=0, compare=False)
+    #: The snapshot's size: ledgers in the metadata store, managed ledgers.
+    state: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def to_delete(self) -> list[OrphanCleanupItem]:
+        """The items whose metadata :func:`~pulsarkit.analysis.orphan_cleanup.execute` deletes."""
+        return [i for i in self.items if i.deletes_metadata]
+
+    @property
+    def bytes(self) -> int:
+        return sum(i.bytes_on_bookie for i in self.items)
+
+
+def cleanup_plan(dd: DataDir, include_review: bool = False, now_ms: int | None = None) -> OrphanCleanupPlan:
+    """A reviewable plan: the ledgers whose deletion is safe by this snapshot (with ``include_review``
+    the ``review`` ones too), each with its reason and bytes, and the facts an executor must re-check
+    before deleting. A dry run is this plan alone."""
     items = []
     for f in find_orphans(dd):
         if f.verdict == "safe" or (include_review and f.verdict == "review"):
             if f.category == "on_disk_only":
                 action = "none: the bookie's GC reclaims it (no metadata to delete)"
             else:
-                action = "delete ledger metadata (the bookies then reclaim the entries)"
+                action = DELETE_METADATA
             version, ctime = dd.node_versions.get(ledger_path(f.ledger_id), (-1, -1))
-            items.append({**asdict(f), "action": action, "metadata_version": version, "metadata_ctime": ctime})
-    return {
-        "kind": "orphan-ledger-cleanup",
-        "metadata_dir": str(dd.metadata_dir),
-        "ledger_dirs": [str(d) for d in dd.ledger_dirs],
-        "journal_dirs": [str(d) for d in dd.journal_dirs],
-        "index_dirs": [str(d) for d in dd.index_dirs],
-        "ledgers_in_metadata": len(dd.ledger_metadata),
-        "managed_ledgers": len(dd.ml_infos),
-        "items": items,
-        "bytes": sum(i["bytes_on_bookie"] for i in items),
-    }
+            items.append(
+                OrphanCleanupItem(
+                    **asdict(f),
+                    action=action,
+                    metadata_version=version,
+                    metadata_ctime=ctime,
+                    reason=f"{f.category} ({f.verdict}): {f.evidence}",
+                )
+            )
+    return OrphanCleanupPlan(
+        metadata_dir=str(dd.metadata_dir),
+        ledger_dirs=[str(d) for d in dd.ledger_dirs],
+        journal_dirs=[str(d) for d in dd.journal_dirs],
+        index_dirs=[str(d) for d in dd.index_dirs],
+        items=items,
+        created_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        state={"ledgers_in_metadata": len(dd.ledger_metadata), "managed_ledgers": len(dd.ml_infos)},
+    )
 
 
 # ------------------------------------------------------------------------------------ disk usage
@@ -359,6 +424,9 @@ __all__ = [
     "MAJOR_COMPACTION_THRESHOLD",
     "MINOR_COMPACTION_THRESHOLD",
     "ORPHANS_SCHEMA",
+    "DELETE_METADATA",
+    "OrphanCleanupItem",
+    "OrphanCleanupPlan",
     "OrphanFinding",
     "cleanup_plan",
     "disk_usage_rows",

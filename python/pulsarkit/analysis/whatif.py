@@ -7,9 +7,10 @@
   moves each cursor past every ledger closed more than ``ttl_seconds`` ago; this is ledger-granular,
   so it never expires a ledger before the broker would;
 * every ``gcWaitTime`` each bookie removes the entry logs left with no live ledger, and when a
-  compaction interval has passed, rewrites the logs under that level's threshold (major wins), as
-  :class:`pulsarkit.bookkeeper.gc.GarbageCollector` plans it: the dead bytes are reclaimed and the live
-  ones written again, into a log that is then fully live.
+  compaction interval has passed, rewrites the logs under that level's threshold (major wins), with
+  GC's own rules (:mod:`pulsarkit.bookkeeper.gc`'s ``compaction_level``, ``log_usage`` and
+  ``select_for_compaction``: lowest usage bucket first, then by log id): the dead bytes are reclaimed
+  and the live ones written again, into a log that is then fully live.
 
 The result is a timeline (one row per event, with the bytes on each bookie after it) and a summary.
 Topics a broker never loads are never trimmed (Pulsar #9057); ``assume_loaded=False`` models that
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from ..bookkeeper.gc import GcConfig
+from ..bookkeeper.gc import GcConfig, GcState, compaction_level, log_usage, select_for_compaction
 from ..managed_ledger.trim import retention_candidates
 from ..scan.datadir import DataDir
 
@@ -158,17 +159,14 @@ def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
             else:
                 kept.append(lg)
         logs = kept
-        level, threshold = None, 0.0
-        if w.gc.major_enabled() and t - last_major >= w.gc.major_compaction_interval_s * 1000:
-            level, threshold, last_major, last_minor = "major", w.gc.major_compaction_threshold, t, t
-        elif w.gc.minor_enabled() and t - last_minor >= w.gc.minor_compaction_interval_s * 1000:
-            level, threshold, last_minor = "minor", w.gc.minor_compaction_threshold, t
+        gc_state = GcState(last_minor, last_major)
+        level, threshold, _ = compaction_level(w.gc, t, gc_state)
         if level is None:
             continue
-        for lg in sorted(logs, key=lambda x: (sum(x.ledgers.values()) / x.total if x.total else 1.0, x.log_id)):
+        last_minor, last_major = t, (t if level == "major" else last_major)
+        usages = ((lg, lg.log_id, log_usage(sum(lg.ledgers.values()), lg.total, w.gc)) for lg in logs)
+        for lg, usage in select_for_compaction(usages, threshold):
             remaining = sum(lg.ledgers.values())
-            if not lg.total or remaining / lg.total >= threshold:
-                continue
             reclaimed = lg.total - remaining
             disk[lg.bookie] -= reclaimed
             written += remaining
@@ -177,7 +175,7 @@ def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
                 f"{level}_compaction",
                 bookie=lg.bookie,
                 log_id=lg.log_id,
-                usage=round(remaining / lg.total, 4),
+                usage=round(usage, 4),
                 bytes_reclaimed=reclaimed,
                 bytes_written=remaining,
                 disk=disk[lg.bookie],

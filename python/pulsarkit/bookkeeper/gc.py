@@ -1,7 +1,8 @@
 """Bookie garbage collection as BookKeeper's ``GarbageCollectorThread`` does it, for one ledger directory
 of pulsarkit's own bookie, in the plan → dry run → execute shape.
 
-:meth:`GarbageCollector.plan` is pure and returns a JSON-serialisable plan with a reason per item:
+:meth:`GarbageCollector.plan` is pure and returns a :class:`GcPlan` (:mod:`pulsarkit.plan`: frozen,
+JSON-serialisable, a reason per item):
 
 1. ``doGcLedgers``: ledgers the bookie holds that the metadata store no longer has (with
    ``verify_metadata_on_gc`` each is re-read before it counts; a ledger whose metadata read fails is
@@ -25,12 +26,13 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from .. import _native
 from ..errors import BookieError, PulsarkitError
+from ..plan import Plan, PlanItem
 from .digest import digest_type_name
 from .entrylog import EntryLogMetadata, EntryLogReader
 from .ledger_storage import SingleDirectoryDbLedgerStorage
@@ -123,13 +125,165 @@ def _bucket(usage: float) -> int:
     return min(9, int(usage * 10))
 
 
+def log_usage(remaining: int, total: int, config: GcConfig) -> float:
+    """The usage GC compares to a compaction threshold: the live fraction of the log (of
+    ``logSizeLimit`` instead, with ``useTargetEntryLogSizeForGc``, for a log not fully live)."""
+    usage = remaining / total if total else 1.0
+    if config.use_target_entry_log_size_for_gc and usage < 1:
+        usage = remaining / max(total, config.log_size_limit)
+    return usage
+
+
+def compaction_level(
+    config: GcConfig,
+    now_ms: int,
+    state: GcState,
+    force: bool = False,
+    suspend_major: bool = False,
+    suspend_minor: bool = False,
+) -> tuple[str | None, float, int]:
+    """The compaction level due now, ``(level, threshold, max_time_ms)``; ``(None, 0.0, -1)`` when none
+    is: major wins when its interval has passed (``force`` ignores intervals and, with
+    ``force_allow_compaction``, runs a disabled level), a suspended level never runs."""
+    cfg = config
+    major_due = now_ms - state.last_major_ms >= cfg.major_compaction_interval_s * 1000
+    minor_due = now_ms - state.last_minor_ms >= cfg.minor_compaction_interval_s * 1000
+    can_major = (cfg.major_enabled() or (force and cfg.force_allow_compaction)) and not suspend_major
+    can_minor = (cfg.minor_enabled() or (force and cfg.force_allow_compaction)) and not suspend_minor
+    if can_major and (force or major_due):
+        return "major", cfg.major_compaction_threshold, cfg.major_compaction_max_time_ms
+    if can_minor and (force or minor_due):
+        return "minor", cfg.minor_compaction_threshold, cfg.minor_compaction_max_time_ms
+    return None, 0.0, -1
+
+
+L = TypeVar("L")
+
+
+def select_for_compaction(logs: Iterable[tuple[L, int, float]], threshold: float) -> list[tuple[L, float]]:
+    """``doCompactEntryLogs``' choice: of ``(log, log id, usage)``, the logs under ``threshold``,
+    lowest of the ten usage buckets first, by log id within a bucket. The one rule GC plans with and
+    :mod:`pulsarkit.analysis.whatif` replays."""
+    cands = [(lg, log_id, usage) for lg, log_id, usage in logs if usage < threshold]
+    cands.sort(key=lambda c: (_bucket(c[2]), c[1]))
+    return [(lg, usage) for lg, _, usage in cands]
+
+
+@dataclass(frozen=True)
+class DiskPressure:
+    """What the ledger directory's fill level does to a run (``SingleDirectoryDbLedgerStorage``'s disk
+    listener): ``state`` ``ok``, ``almost_full`` (major suspended) or ``full`` (minor too), unless
+    ``force_gc_allow_when_no_space`` forces the run instead."""
+
+    disk_usage: float
+    state: str
+    force: bool
+    suspend_major: bool
+    suspend_minor: bool
+
+
+@dataclass(frozen=True)
+class LedgerToDelete(PlanItem):
+    """A ledger the bookie holds that the metadata store no longer has (``doGcLedgers``)."""
+
+    ledger_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class LogToRemove(PlanItem):
+    """An entry log with no live ledger left (``doGcEntryLogs``): removing it frees ``file_size``."""
+
+    log_id: int
+    total_size: int
+    file_size: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class LogToCompact(PlanItem):
+    """An entry log under the level's threshold: its live ``ledgers`` are copied, the rest reclaimed."""
+
+    log_id: int
+    total_size: int
+    remaining_size: int
+    usage: float
+    ledgers: list[int]
+    bucket: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class GcCompaction:
+    """The compaction a run makes: ``level`` None when none is due."""
+
+    level: str | None
+    threshold: float
+    max_time_ms: int
+    logs: list[LogToCompact] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GcPlan(Plan):
+    """One GC run of one ledger directory, planned (see the module docstring)."""
+
+    KIND: ClassVar[str] = "bookie-gc"
+
+    ledger_dir: str
+    created_ms: int
+    active_log_id: int | None
+    disk_pressure: DiskPressure
+    forced: bool
+    ledgers_to_delete: list[LedgerToDelete]
+    logs_to_remove: list[LogToRemove]
+    compaction: GcCompaction
+    bytes_reclaimed_estimate: int
+    #: What the plan was made on: the entry logs (id -> total size) and the ledgers the bookie held.
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def items(self) -> list[PlanItem]:
+        return [*self.ledgers_to_delete, *self.logs_to_remove, *self.compaction.logs]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A plan item execute did not apply, and why (the state moved on since the plan)."""
+
+    kind: str
+    id: int
+    why: str
+
+
+@dataclass(frozen=True)
+class CompactedLog:
+    """One log compacted: ``into`` the new log (None when nothing in it was live)."""
+
+    log_id: int
+    into: int | None
+    entries: int
+    bytes: int
+    dropped_entries: int
+    dropped_bytes: int
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """A compaction a crash interrupted, finished or rolled back by :meth:`GarbageCollector.recover`."""
+
+    file: str
+    action: str
+
+
 @dataclass
 class GcResult:
+    """What :meth:`GarbageCollector.execute` did."""
+
     deleted_ledgers: list[int] = field(default_factory=list)
     removed_logs: list[int] = field(default_factory=list)
-    compacted_logs: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    recovered: list[dict[str, Any]] = field(default_factory=list)
+    compacted_logs: list[CompactedLog] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    recovered: list[Recovered] = field(default_factory=list)
     reclaimed_bytes: int = 0
     written_bytes: int = 0
     stopped_by_max_time: bool = False
@@ -170,7 +324,7 @@ class GarbageCollector:
         except PulsarkitError:
             return None
 
-    def disk_pressure(self, disk_usage: float | None = None) -> dict[str, Any]:
+    def disk_pressure(self, disk_usage: float | None = None) -> DiskPressure:
         """What the ledger directory's fill level does to this run, as ``SingleDirectoryDbLedgerStorage``'s
         disk listener decides it: ``disk_usage`` is the used fraction (measured when not given)."""
         cfg = self.config
@@ -183,13 +337,13 @@ class GarbageCollector:
         elif disk_usage >= cfg.disk_usage_warn_threshold:
             state = "almost_full"
         force = state != "ok" and cfg.force_gc_allow_when_no_space
-        return {
-            "disk_usage": round(disk_usage, 4),
-            "state": state,
-            "force": force,
-            "suspend_major": state != "ok" and not force,
-            "suspend_minor": state == "full" and not force,
-        }
+        return DiskPressure(
+            disk_usage=round(disk_usage, 4),
+            state=state,
+            force=force,
+            suspend_major=state != "ok" and not force,
+            suspend_minor=state == "full" and not force,
+        )
 
     def plan(
         self,
@@ -198,20 +352,22 @@ class GarbageCollector:
         suspend_minor: bool = False,
         disk_usage: float | None = None,
         entry_logs: Mapping[int, EntryLogFacts] | None = None,
-    ) -> dict[str, Any]:
+        known_ledgers: set[int] | None = None,
+    ) -> GcPlan:
         """The run a GC thread would make now. ``force`` is the manual trigger (``forceGC``); the
         directory's disk usage (measured unless given) may suspend a level or, with
         ``force_gc_allow_when_no_space``, force the run, and the plan says which. ``entry_logs``
         holds logs already read by :func:`read_entry_log` elsewhere (one Spark task per log in
-        :mod:`pulsarkit.spark.storage`); each log it lacks is read here."""
+        :mod:`pulsarkit.spark.storage`); each log it lacks is read here. ``known_ledgers`` is the
+        metadata store's ledger set when the caller read it once for many bookies."""
         cfg = self.config
         now = self._clock()
         s = self.storage
         pressure = self.disk_pressure(disk_usage)
-        force = force or pressure["force"]
-        suspend_major = suspend_major or pressure["suspend_major"]
-        suspend_minor = suspend_minor or pressure["suspend_minor"]
-        known = set(self.ledger_manager.ledger_ids())
+        force = force or pressure.force
+        suspend_major = suspend_major or pressure.suspend_major
+        suspend_minor = suspend_minor or pressure.suspend_minor
+        known = set(self.ledger_manager.ledger_ids()) if known_ledgers is None else known_ledgers
         local = {lid for lid, ld in s.ledger_data.items() if ld.exists}
         delete = []
         for lid in sorted(local - known):
@@ -219,18 +375,19 @@ class GarbageCollector:
                 has = self._metadata_has(lid)
                 if has is not False:
                     continue  # present after all, or unknown: never delete on a failed read
-            delete.append({"ledger_id": lid, "reason": "not in the metadata store (doGcLedgers)"})
-        gone = {d["ledger_id"] for d in delete}
+            delete.append(LedgerToDelete(lid, "not in the metadata store (doGcLedgers)"))
+        gone = {d.ledger_id for d in delete}
         active = s.active_log_id()
-        logs: list[dict[str, Any]] = []
-        remove: list[dict[str, Any]] = []
+        logs: list[tuple[tuple[int, int, int, list[int]], int, float]] = []
+        remove: list[LogToRemove] = []
+        sizes: dict[str, int] = {}
         for log_id in s.entry_log_ids():
             if log_id == active:
                 continue
             facts = (entry_logs or {}).get(log_id) or read_entry_log(s.current, log_id)
             md = facts.metadata
+            sizes[str(log_id)] = md.total_size
             live = {lid: size for lid, size in md.ledgers.items() if lid in local and lid not in gone}
-            remaining = sum(live.values())
             total = md.total_size
             if not live:
                 # an empty log too (a preallocated one the bookie never wrote): extractMetaFromEntryLogs
@@ -240,58 +397,42 @@ class GarbageCollector:
                     if not md.ledgers
                     else "no live ledger left (doGcEntryLogs)"
                 )
-                remove.append({"log_id": log_id, "total_size": total, "file_size": facts.file_size, "reason": why})
+                remove.append(LogToRemove(log_id, total, facts.file_size, why))
                 continue
-            usage = remaining / total
-            if cfg.use_target_entry_log_size_for_gc and usage < 1:
-                usage = remaining / max(total, cfg.log_size_limit)
-            logs.append(
-                {
-                    "log_id": log_id,
-                    "total_size": total,
-                    "remaining_size": remaining,
-                    "usage": usage,
-                    "ledgers": sorted(live),
-                }
-            )
-        level, threshold, max_time = None, 0.0, -1
-        major_due = now - self.state.last_major_ms >= cfg.major_compaction_interval_s * 1000
-        minor_due = now - self.state.last_minor_ms >= cfg.minor_compaction_interval_s * 1000
-        can_major = (cfg.major_enabled() or (force and cfg.force_allow_compaction)) and not suspend_major
-        can_minor = (cfg.minor_enabled() or (force and cfg.force_allow_compaction)) and not suspend_minor
-        if can_major and (force or major_due):
-            level, threshold, max_time = "major", cfg.major_compaction_threshold, cfg.major_compaction_max_time_ms
-        elif can_minor and (force or minor_due):
-            level, threshold, max_time = "minor", cfg.minor_compaction_threshold, cfg.minor_compaction_max_time_ms
+            remaining = sum(live.values())
+            logs.append(((log_id, total, remaining, sorted(live)), log_id, log_usage(remaining, total, cfg)))
+        level, threshold, max_time = compaction_level(cfg, now, self.state, force, suspend_major, suspend_minor)
         compact = []
         if level is not None:
-            cands = [lg for lg in logs if lg["usage"] < threshold]
-            cands.sort(key=lambda lg: (_bucket(lg["usage"]), lg["log_id"]))
-            for lg in cands:
+            for (log_id, total, remaining, ledgers), usage in select_for_compaction(logs, threshold):
                 compact.append(
-                    {
-                        **lg,
-                        "bucket": _bucket(lg["usage"]),
-                        "reason": f"usage {lg['usage']:.1%} below the {level} threshold {threshold:.0%}",
-                    }
+                    LogToCompact(
+                        log_id,
+                        total,
+                        remaining,
+                        usage,
+                        ledgers,
+                        _bucket(usage),
+                        f"usage {usage:.1%} below the {level} threshold {threshold:.0%}",
+                    )
                 )
-        return {
-            "kind": "bookie-gc",
-            "ledger_dir": s.ledger_dir,
-            "created_ms": now,
-            "active_log_id": active,
-            "disk_pressure": pressure,
-            "forced": force,
-            "ledgers_to_delete": delete,
-            "logs_to_remove": remove,
-            "compaction": {"level": level, "threshold": threshold, "max_time_ms": max_time, "logs": compact},
-            "bytes_reclaimed_estimate": sum(r["file_size"] for r in remove)
-            + sum(c["total_size"] - c["remaining_size"] for c in compact),
-        }
+        return GcPlan(
+            ledger_dir=s.ledger_dir,
+            created_ms=now,
+            active_log_id=active,
+            disk_pressure=pressure,
+            forced=force,
+            ledgers_to_delete=delete,
+            logs_to_remove=remove,
+            compaction=GcCompaction(level, threshold, max_time, compact),
+            bytes_reclaimed_estimate=sum(r.file_size for r in remove)
+            + sum(c.total_size - c.remaining_size for c in compact),
+            state={"entry_logs": sizes, "ledgers": sorted(local)},
+        )
 
     # ------------------------------------------------------------------------------ execute
 
-    def recover(self) -> list[dict[str, Any]]:
+    def recover(self) -> list[Recovered]:
         """``cleanUpAndRecover``: ``.compacting`` copies are deleted (phase two never finished: the source
         is intact); each ``<dst>.log.<src>.compacted`` finishes phase three (its locations rescanned)."""
         s = self.storage
@@ -300,7 +441,7 @@ class GarbageCollector:
             path = os.path.join(s.current, name)
             if name.endswith(".log.compacting"):
                 os.remove(path)
-                out.append({"file": name, "action": "deleted an unfinished copy"})
+                out.append(Recovered(name, "deleted an unfinished copy"))
                 continue
             pair = _native.parse_compacted_name(name)
             if pair is None:
@@ -308,7 +449,7 @@ class GarbageCollector:
             dst, src = pair
             locs = _native.compacted_locations(path, dst)
             moved = s.install_compacted_log(path, dst, src, locs)
-            out.append({"file": name, "action": f"finished: {moved} entries moved to {dst:x}.log"})
+            out.append(Recovered(name, f"finished: {moved} entries moved to {dst:x}.log"))
         return out
 
     def _digests(self, lids: list[int]) -> dict[int, tuple[str, bytes] | None]:
@@ -331,17 +472,19 @@ class GarbageCollector:
         if need > spent:
             self._sleep(need - spent)
 
-    def execute(self, plan: dict[str, Any]) -> GcResult:
-        """Applies a plan after re-checking each item against the current state."""
-        if plan.get("kind") != "bookie-gc" or plan.get("ledger_dir") != self.storage.ledger_dir:
+    def execute(self, plan: GcPlan) -> GcResult:
+        """Applies a plan after re-checking each item against the current state: an item the state
+        moved away from (a ledger the metadata has again, a log that changed, the active log) is
+        skipped and said so, as the GC thread's own checks do."""
+        if not isinstance(plan, GcPlan) or plan.ledger_dir != self.storage.ledger_dir:
             raise BookieError("not a GC plan for this ledger directory")
         s = self.storage
         res = GcResult(recovered=self.recover())
         known = set(self.ledger_manager.ledger_ids())
-        for item in plan["ledgers_to_delete"]:
-            lid = item["ledger_id"]
+        for d in plan.ledgers_to_delete:
+            lid = d.ledger_id
             if lid in known:
-                res.skipped.append({**item, "why": "the metadata store has it again"})
+                res.skipped.append(Skipped("ledger", lid, "the metadata store has it again"))
                 continue
             if s.ledger_data.get(lid) is None or not s.ledger_data[lid].exists:
                 continue
@@ -350,31 +493,30 @@ class GarbageCollector:
         s.flush()  # the deleted ledgers' locations go with the checkpoint
         local = {lid for lid, ld in s.ledger_data.items() if ld.exists}
         active = s.active_log_id()
-        for item in plan["logs_to_remove"]:
-            log_id = item["log_id"]
-            if log_id == active or log_id not in s.entry_log_ids():
-                res.skipped.append({**item, "why": "active or already gone"})
+        for r in plan.logs_to_remove:
+            if r.log_id == active or r.log_id not in s.entry_log_ids():
+                res.skipped.append(Skipped("log", r.log_id, "active or already gone"))
                 continue
-            md = s.entry_log_metadata(log_id)
+            md = s.entry_log_metadata(r.log_id)
             if any(lid in local for lid in md.ledgers):
-                res.skipped.append({**item, "why": "a ledger in it is live again"})
+                res.skipped.append(Skipped("log", r.log_id, "a ledger in it is live again"))
                 continue
-            s.remove_entry_log(log_id)
-            res.removed_logs.append(log_id)
-            res.reclaimed_bytes += item.get("file_size", item["total_size"])
-        comp = plan["compaction"]
+            s.remove_entry_log(r.log_id)
+            res.removed_logs.append(r.log_id)
+            res.reclaimed_bytes += r.file_size
+        comp = plan.compaction
         started_all = time.monotonic()
-        for item in comp["logs"]:
-            if comp["max_time_ms"] > 0 and (time.monotonic() - started_all) * 1000 >= comp["max_time_ms"]:
+        for c in comp.logs:
+            if comp.max_time_ms > 0 and (time.monotonic() - started_all) * 1000 >= comp.max_time_ms:
                 res.stopped_by_max_time = True
                 break
-            log_id = item["log_id"]
+            log_id = c.log_id
             if log_id == active or log_id not in s.entry_log_ids():
-                res.skipped.append({"log_id": log_id, "why": "active or already gone"})
+                res.skipped.append(Skipped("compaction", log_id, "active or already gone"))
                 continue
             md = s.entry_log_metadata(log_id)
-            if md.total_size != item["total_size"]:
-                res.skipped.append({"log_id": log_id, "why": "the log changed since the plan"})
+            if md.total_size != c.total_size:
+                res.skipped.append(Skipped("compaction", log_id, "the log changed since the plan"))
                 continue
             live = [lid for lid in md.ledgers if lid in local]
             started = time.monotonic()
@@ -386,17 +528,20 @@ class GarbageCollector:
                 s.install_compacted_log(out["compacted_path"], dst, log_id, out["locations"])
             self._throttle(started, out["entries"], out["bytes"])
             res.compacted_logs.append(
-                {
-                    "log_id": log_id,
-                    "into": dst if out["compacted_path"] else None,
-                    **{k: out[k] for k in ("entries", "bytes", "dropped_entries", "dropped_bytes")},
-                }
+                CompactedLog(
+                    log_id,
+                    dst if out["compacted_path"] else None,
+                    out["entries"],
+                    out["bytes"],
+                    out["dropped_entries"],
+                    out["dropped_bytes"],
+                )
             )
             res.reclaimed_bytes += out["dropped_bytes"]
             res.written_bytes += out["bytes"]
-        if comp["level"] == "major":
+        if comp.level == "major":
             self.state.last_major_ms = self.state.last_minor_ms = self._clock()
-        elif comp["level"] == "minor":
+        elif comp.level == "minor":
             self.state.last_minor_ms = self._clock()
         return res
 
@@ -407,10 +552,30 @@ class GarbageCollector:
         suspend_major: bool = False,
         suspend_minor: bool = False,
         disk_usage: float | None = None,
-    ) -> dict[str, Any] | GcResult:
+    ) -> GcPlan | GcResult:
         """One GC pass (``runWithFlags``): the plan alone with ``dry_run``, else plan and execute."""
         p = self.plan(force, suspend_major, suspend_minor, disk_usage)
         return p if dry_run else self.execute(p)
 
 
-__all__ = ["EntryLogFacts", "GarbageCollector", "GcConfig", "GcResult", "GcState", "LedgerManager", "read_entry_log"]
+__all__ = [
+    "CompactedLog",
+    "DiskPressure",
+    "EntryLogFacts",
+    "GarbageCollector",
+    "GcCompaction",
+    "GcConfig",
+    "GcPlan",
+    "GcResult",
+    "GcState",
+    "LedgerManager",
+    "LedgerToDelete",
+    "LogToCompact",
+    "LogToRemove",
+    "Recovered",
+    "Skipped",
+    "compaction_level",
+    "log_usage",
+    "read_entry_log",
+    "select_for_compaction",
+]

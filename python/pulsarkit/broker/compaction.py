@@ -1,12 +1,14 @@
 """Topic compaction as Pulsar's two-phase compactor does it, and the compacted view it serves.
 
-:class:`Compactor` reads the topic as the ``__compaction`` subscription sees it (the previous compacted
-ledger below the horizon, then the topic after it), builds the latest message per key (phase one,
-one native call per batch of entries), then writes a new compacted ledger with only those messages
-(phase two: batches rebatched with placeholders and PIP-429 ``compacted_batch_indexes``). Only then
-does the ``__compaction`` cursor move: its mark-delete is the new horizon, with the ledger id in its
-``CompactedTopicLedger`` property; the previous compacted ledger is deleted last. A run that fails
-deletes the ledger it was writing and leaves the old state as it was.
+:class:`Compactor` plans, then executes (the shape of :mod:`pulsarkit.plan`). :meth:`Compactor.plan`
+reads the topic as the ``__compaction`` subscription sees it (the previous compacted ledger below the
+horizon, then the topic after it) and builds the latest message per key (phase one, one native call
+per batch of entries): a :class:`CompactionPlan`, nothing written (a dry run is that plan).
+:meth:`Compactor.execute` re-checks that the topic has not changed, then writes a new compacted ledger
+with only those messages (phase two: batches rebatched with placeholders and PIP-429
+``compacted_batch_indexes``). Only then does the ``__compaction`` cursor move: its mark-delete is the
+new horizon, with the ledger id in its ``CompactedTopicLedger`` property; the previous compacted
+ledger is deleted last. A run that fails deletes the ledger it was writing and leaves the old state as it was.
 
 :class:`CompactedTopic` is ``CompactedTopicImpl`` with ``PulsarTopicCompactionService``'s answers: reads
 through the compacted view (``find_start_point``), seek by publish time and by broker index, and the
@@ -17,16 +19,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple
 
 import pyarrow as pa
 
 from .. import _native
 from ..codec.entry import Entry
-from ..errors import CursorNotFoundError
+from ..errors import CursorNotFoundError, LifecycleError, StalePlanError
 from ..managed_ledger.ledger_handle import LedgerHandle
 from ..managed_ledger.position import Position
+from ..plan import Plan, PlanItem
 from ..proto import MessageIdData
 from .topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR, ml_to_topic
 
@@ -72,6 +75,50 @@ class CompactionResult:
     entries_written: int
 
 
+@dataclass(frozen=True)
+class CompactionOptions:
+    """The compactor's settings a plan was made with (its execution must use the same)."""
+
+    retain_null_key: bool
+    event_time_order: bool
+    retained_only: bool
+    partition: int
+
+
+@dataclass(frozen=True)
+class CompactionItem(PlanItem):
+    """A ledger range phase two reads (``action`` ``read``; the previous compacted ledger, then the
+    topic after the horizon), or the previous compacted ledger it deletes (``delete``)."""
+
+    action: str
+    ledger_id: int
+    first_entry: int
+    last_entry: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompactionPlan(Plan):
+    """One topic compaction, planned: what phase one found (``keys`` kept, ``tombstones``, messages
+    read up to the new ``horizon``: None when nothing is new) and what phase two reads and deletes."""
+
+    KIND: ClassVar[str] = "topic-compaction"
+
+    managed_ledger: str
+    topic: str
+    horizon: Position | None
+    previous_horizon: Position | None
+    previous_ledger_id: int | None
+    keys: int
+    tombstones: int
+    messages_read: int
+    items: list[CompactionItem]
+    options: CompactionOptions
+    created_ms: int
+    #: The topic the plan was made on: last entry, ledgers, the compaction horizon and ledger.
+    state: dict[str, Any] = field(default_factory=dict)
+
+
 def _chunks(rows: Iterator[tuple[int, int, bytes]]) -> Iterator[tuple[Any, Any, Any]]:
     buf: list[tuple[int, int, bytes]] = []
     for r in rows:
@@ -114,9 +161,8 @@ class Compactor:
         #: PIP-429's smaller batches (only the retained messages): unreadable by clients that predate it.
         self.retained_only = retained_only
         self.partition = partition
-
-    def _cursor(self) -> Any:
-        return self.ml.open_cursor(COMPACTION_CURSOR, "earliest")
+        #: The last plan made here and its phase one, so executing it reads the topic only once more.
+        self._planned: tuple[CompactionPlan, Any, CompactedTopic] | None = None
 
     def view(self) -> CompactedTopic:
         return CompactedTopic.open(self.factory, self.ml)
@@ -128,16 +174,101 @@ class Compactor:
                 return
             yield pos.ledger_id, pos.entry_id, data
 
-    def compact(self) -> CompactionResult:
-        cursor = self._cursor()
-        view = self.view()
-        previous = view.compacted_ledger_id
-        last = self.ml.last_confirmed_entry
-        if last.entry_id < 0 or (view.horizon is not None and last <= view.horizon):
-            return CompactionResult(None, view.horizon, previous, 0, 0, 0, 0)
+    def _state(self) -> dict[str, Any]:
+        """What a plan is made on, read afresh: the topic's last entry and ledgers, and the
+        ``__compaction`` cursor (its mark-delete, the horizon, and its compacted-ledger property)."""
+        try:
+            cursor = self.ml.cursor(COMPACTION_CURSOR)
+            compaction: Any = [list(cursor.mark_delete_position), cursor.properties.get(COMPACTED_LEDGER_PROPERTY)]
+        except CursorNotFoundError:
+            compaction = None
+        return {
+            "last_confirmed_entry": list(self.ml.last_confirmed_entry),
+            "ledgers": [[li.ledger_id, li.entries] for li in self.ml.ledgers()],
+            "compaction_cursor": compaction,
+        }
+
+    def _phase_one(self, view: CompactedTopic, last: Position) -> Any:
         latest = _native.LatestForKey(self.event_time_order)
         for entries, lids, eids in _chunks(self._source(view, last)):
             latest.add_entries(entries, lids, eids)
+        return latest
+
+    def plan(self, now_ms: int | None = None) -> CompactionPlan:
+        """Phase one, nothing written: the latest message per key up to the last entry (the new
+        horizon), and what phase two reads, writes and deletes. A dry run is this plan alone."""
+        view = self.view()
+        previous = view.compacted_ledger_id
+        last = self.ml.last_confirmed_entry
+        state = self._state()
+        now = self.ml.now() if now_ms is None else int(now_ms)
+        options = CompactionOptions(self.retain_null_key, self.event_time_order, self.retained_only, self.partition)
+        if last.entry_id < 0 or (view.horizon is not None and last <= view.horizon):
+            return CompactionPlan(
+                self.ml.name, self.topic, None, view.horizon, previous, 0, 0, 0, [], options, now, state
+            )
+        latest = self._phase_one(view, last)
+        items = []
+        if previous is not None and view.horizon is not None:
+            items.append(
+                CompactionItem(
+                    "read", previous, 0, len(view._ids) - 1, f"the compacted ledger up to the horizon {view.horizon}"
+                )
+            )
+        after = view.horizon if view.horizon is not None else Position(-1, -1)
+        for li in self.ml.ledgers():
+            first = after.entry_id + 1 if li.ledger_id == after.ledger_id else 0
+            end = li.entries - 1 if li.ledger_id != last.ledger_id else last.entry_id
+            if li.ledger_id < after.ledger_id or li.ledger_id > last.ledger_id or first > end:
+                continue
+            items.append(CompactionItem("read", li.ledger_id, first, end, "topic entries after the horizon"))
+        if previous is not None:
+            items.append(CompactionItem("delete", previous, -1, -1, "replaced by the new compacted ledger"))
+        p = CompactionPlan(
+            self.ml.name,
+            self.topic,
+            last,
+            view.horizon,
+            previous,
+            len(latest),
+            latest.tombstones,
+            latest.messages,
+            items,
+            options,
+            now,
+            state,
+        )
+        self._planned = (p, latest, view)
+        return p
+
+    def execute(self, plan: CompactionPlan) -> CompactionResult:
+        """Phase two: writes the compacted ledger the plan describes, moves the ``__compaction`` cursor
+        to its horizon, deletes the previous compacted ledger. A topic that changed since the plan (an
+        entry added, a ledger trimmed, another compaction) refuses it with :class:`StalePlanError`,
+        nothing written."""
+        if plan.managed_ledger != self.ml.name:
+            raise LifecycleError(f"the compaction plan is for {plan.managed_ledger!r}, not {self.ml.name!r}")
+        options = CompactionOptions(self.retain_null_key, self.event_time_order, self.retained_only, self.partition)
+        if plan.options != options:
+            raise LifecycleError(f"the compaction plan was made with {plan.options}, this compactor has {options}")
+        latest: Any = None
+        if self._planned is not None and self._planned[0] is plan:
+            _, latest, view = self._planned
+        else:
+            view = self.view()
+        if self._state() != plan.state:
+            raise StalePlanError(f"{self.topic} changed since the compaction plan was made; plan again")
+        last = plan.horizon
+        if last is not None and latest is None:  # a plan read back from JSON: phase one again, same topic
+            latest = self._phase_one(view, last)
+            if (len(latest), latest.tombstones, latest.messages) != (plan.keys, plan.tombstones, plan.messages_read):
+                raise StalePlanError(f"{self.topic}: phase one no longer finds what the plan says; plan again")
+        self._planned = None
+        # the subscription exists from the first run on, even one with nothing new (as before plans)
+        cursor = self.ml.open_cursor(COMPACTION_CURSOR, "earliest")
+        if last is None:
+            return CompactionResult(None, view.horizon, plan.previous_ledger_id, 0, 0, 0, 0)
+        previous = plan.previous_ledger_id
         handle = LedgerHandle.create(self.factory, compacted_ledger_metadata(self.topic, last), "CRC32", b"")
         written = 0
         try:
@@ -165,6 +296,10 @@ class Compactor:
         return CompactionResult(
             handle.ledger_id, last, previous, len(latest), latest.tombstones, latest.messages, written
         )
+
+    def compact(self) -> CompactionResult:
+        """Plans and executes one compaction."""
+        return self.execute(self.plan())
 
 
 class CompactedTopic:
@@ -247,9 +382,11 @@ class CompactedTopic:
     def find_entry_by_index(self, index: int) -> Position | None:
         """The first compacted entry whose broker entry metadata index reaches ``index`` (PIP-70)."""
         return self._first_match(
-            lambda e: e.broker_entry_metadata is not None
-            and e.broker_entry_metadata.index is not None
-            and e.broker_entry_metadata.index >= index
+            lambda e: (
+                e.broker_entry_metadata is not None
+                and e.broker_entry_metadata.index is not None
+                and e.broker_entry_metadata.index >= index
+            )
         )
 
     def last_message_position(self) -> MessagePosition:
@@ -291,6 +428,9 @@ __all__ = [
     "EARLIEST",
     "READ_BATCH",
     "CompactedTopic",
+    "CompactionItem",
+    "CompactionOptions",
+    "CompactionPlan",
     "CompactionResult",
     "Compactor",
     "MessagePosition",

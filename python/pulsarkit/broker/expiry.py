@@ -12,21 +12,23 @@ TTL acknowledges on a subscription's behalf, in two steps:
    The mark-delete moves there, keeping the cursor's properties.
 
 The shape is the one of every maintenance operation: :func:`plan` changes nothing and returns an
-:class:`ExpiryPlan` (one :class:`ExpiryResult` per cursor, with the reason); :func:`execute`
-re-checks each cursor against the plan (a cursor that moved is refused) and acknowledges.
+:class:`ExpiryPlan` (:mod:`pulsarkit.plan`; one :class:`ExpiryResult` per cursor, with the reason);
+:func:`execute` re-checks each cursor against the plan (a cursor that moved refuses the plan with
+:class:`~pulsarkit.errors.StalePlanError`) and acknowledges.
 :func:`expire_messages` and :func:`apply_ttl` do both, or only plan with ``dry_run``.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import ClassVar
 
-from ..errors import LifecycleError, PulsarkitError
+from ..errors import LifecycleError, PulsarkitError, StalePlanError
 from ..managed_ledger.cursor import ManagedCursor
 from ..managed_ledger.ledger import LedgerInfo, ManagedLedger
 from ..managed_ledger.position import Position
 from ..managed_ledger.trim import check_cursor
+from ..plan import Plan, PlanItem
 from .dedup import DEDUPLICATION_CURSOR_NAME
 from .finder import EntrySpace, LedgerSpan, entry_timestamp, find_newest_matching
 
@@ -37,8 +39,8 @@ def is_entry_expired(ttl_seconds: int, entry_timestamp_ms: int, now_ms: int) -> 
 
 
 @dataclass(frozen=True)
-class ExpiryResult:
-    """What a TTL check did (or, with ``dry_run``, would do) to one cursor."""
+class ExpiryResult(PlanItem):
+    """What a TTL check did (or, with ``dry_run``, would do) to one cursor: the plan's item for it."""
 
     cursor: str
     ttl_seconds: int
@@ -52,18 +54,42 @@ class ExpiryResult:
     expired_entries: int
     dry_run: bool
 
+    @property
+    def reason(self) -> str:
+        if self.mark_delete == self.previous_mark_delete:
+            return f"nothing older than {self.ttl_seconds}s after the mark-delete"
+        how = [
+            f"ledgers closed more than {self.ttl_seconds}s ago up to {self.by_ledger_close_time}"
+            if self.by_ledger_close_time is not None
+            else "",
+            f"entries older than {self.ttl_seconds}s up to {self.by_entry_time}" if self.by_entry_time else "",
+        ]
+        return "expired: " + "; ".join(h for h in how if h)
+
 
 @dataclass(frozen=True)
-class ExpiryPlan:
-    """TTL over some cursors of one managed ledger, planned at ``now_ms``; plain data."""
+class ExpiryPlan(Plan):
+    """TTL over some cursors of one managed ledger, planned at ``now_ms`` (a :class:`~pulsarkit.plan.Plan`):
+    one item per cursor; the state it was made on is each cursor's ``previous_mark_delete``."""
+
+    KIND: ClassVar[str] = "ttl"
 
     managed_ledger: str
     ttl_seconds: int
     now_ms: int
     cursors: list[ExpiryResult] = field(default_factory=list)
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+    @property
+    def items(self) -> list[ExpiryResult]:
+        return self.cursors
+
+    @property
+    def created_ms(self) -> int:
+        return self.now_ms
+
+    @property
+    def state(self) -> dict[str, Position]:
+        return {r.cursor: r.previous_mark_delete for r in self.cursors}
 
 
 def _check_ttl(ttl_seconds: int) -> None:
@@ -139,7 +165,7 @@ def execute(ml: ManagedLedger, p: ExpiryPlan) -> list[ExpiryResult]:
     for r in p.cursors:
         c = ml.cursor(r.cursor)
         if c.mark_delete_position != r.previous_mark_delete:
-            raise LifecycleError(
+            raise StalePlanError(
                 f"cursor {r.cursor!r} of {ml.name!r} moved to {c.mark_delete_position} since the TTL plan "
                 f"(made at {r.previous_mark_delete}); plan again"
             )

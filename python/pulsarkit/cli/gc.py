@@ -11,8 +11,8 @@
 snapshot; ``--plan`` writes the reviewable cleanup plan (JSON). ``du`` attributes every byte of the
 entry logs to its ledger and owner, live or dead, and says why dead bytes are still on disk. Nothing
 is ever deleted by these commands, except ``orphans-cleanup --execute``: it re-checks a reviewed plan
-against the current metadata (dry run without ``--execute``), backs up what it deletes with
-``--backup``, and deletes only ledger metadata (the bookies' GC then reclaims the entries); and
+against the current metadata (without ``--execute``, the dry run, it shows the plan alone), backs up
+what it deletes with ``--backup``, and deletes only ledger metadata (the bookies' GC then reclaims the entries); and
 ``gc --execute``, the bookie's own garbage collection and transactional compaction run offline on a
 stopped bookie (a plan, printed or written with ``--plan``, without ``--execute``).
 """
@@ -23,24 +23,26 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from ..analysis.fsck import fsck_table
-from ..analysis.orphan_cleanup import execute_cleanup
+from ..analysis.orphan_cleanup import execute
 from ..analysis.orphans import (
     MAJOR_COMPACTION_THRESHOLD,
     MINOR_COMPACTION_THRESHOLD,
+    OrphanCleanupPlan,
     cleanup_plan,
     disk_usage_rows,
     disk_usage_table,
     orphans_table,
 )
-from ..bookkeeper.gc import GarbageCollector, GcConfig
-from ..bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
+from ..bookkeeper.gc import GcConfig
+from ..bookkeeper.gc_cluster import BookieGcRun, GcPlans, execute_bookies, open_bookies, plan_bookies
+from ..errors import BookieError
 from ..metadata.store import MetadataStore
+from ..plan import to_data
 from ..scan.bookie_dir import find_layout
 from ..scan.records import DataDirError
 from .command import EXIT_DATA_PROBLEMS, Runner, command, output_file, overwrite_arg
@@ -65,8 +67,7 @@ def _orphans(p: argparse.ArgumentParser) -> Runner:
         dd = _open(args)
         if args.plan:
             with output_file(args.plan, overwrite=args.overwrite, inputs=_inputs(args)) as dest:
-                with open(dest, "w") as f:
-                    json.dump(cleanup_plan(dd, include_review=args.include_review), f, indent=1)
+                cleanup_plan(dd, include_review=args.include_review).write(dest)
         if args.parquet:
             with output_file(args.parquet, overwrite=args.overwrite, inputs=_inputs(args)) as dest:
                 pq.write_table(orphans_table(dd), dest)
@@ -186,27 +187,28 @@ def _orphans_cleanup(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     def run(args: argparse.Namespace) -> int:
-        try:
-            with open(args.plan) as f:
-                plan = json.load(f)
-        except (OSError, ValueError) as e:
-            raise DataDirError(f"{args.plan}: cannot read the plan: {e}") from None
-        res = execute_cleanup(plan, dry_run=not args.execute, backup_dir=args.backup).to_dict()
+        plan = OrphanCleanupPlan.read(args.plan)
+        if not args.execute:  # the dry run is the plan alone: nothing is opened, nothing re-checked
+            todo, skipped, deleted, nbytes = plan.to_delete, [], [], sum(i.bytes_on_bookie for i in plan.to_delete)
+            res = {"dry_run": True, "to_delete": to_data(todo), "skipped": [], "deleted": [], "bytes": nbytes}
+        else:
+            r = execute(plan, backup_dir=args.backup)
+            todo, skipped, deleted, nbytes = r.to_delete, r.skipped, r.deleted, r.bytes
+            res = {"dry_run": False, **r.to_dict()}
         if args.json:
             print(json.dumps(res))
             return 0
-        rows = [
-            {"ledger_id": i["ledger_id"], "category": i["category"], "bytes": i["bytes_on_bookie"]}
-            for i in res["to_delete"]
-        ]
-        _table(rows, ["ledger_id", "category", "bytes"])
-        for s in res["skipped"]:
-            print(f"skipped ledger {s['ledger_id']}: {s['why']}")
-        verb = "would delete" if res["dry_run"] else "deleted"
-        n = len(res["to_delete"]) if res["dry_run"] else len(res["deleted"])
+        _table(
+            [{"ledger_id": i.ledger_id, "category": i.category, "bytes": i.bytes_on_bookie} for i in todo],
+            ["ledger_id", "category", "bytes"],
+        )
+        for s in skipped:
+            print(f"skipped ledger {s.ledger_id}: {s.why}")
+        verb = "would delete" if not args.execute else "deleted"
+        n = len(todo) if not args.execute else len(deleted)
         print(
-            f"{verb} the metadata of {n} ledger(s), {res['bytes']} bytes on the bookies"
-            + ("" if not res["dry_run"] else "; run again with --execute to delete")
+            f"{verb} the metadata of {n} ledger(s), {nbytes} bytes on the bookies"
+            + ("; run again with --execute to delete (re-checked then)" if not args.execute else "")
         )
         return 0
 
@@ -251,54 +253,50 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
         if args.from_plan:
             if not args.execute:
                 raise DataDirError("--from-plan applies a plan: give --execute too")
-            with open(args.from_plan) as f:
-                reviewed = json.load(f)
-        out: list[dict] = []
-        with MetadataStore(md_dir, read_only=True) as metadata:
-            for bk in bookies:
-                # a dry run never opens the bookie for writing (its RocksDB lock also keeps a running bookie out)
-                storage = SingleDirectoryDbLedgerStorage(str(bk), read_only=not args.execute)
-                try:
-                    gc = GarbageCollector(storage, metadata, config)
-                    plan = gc.plan(args.force, args.suspend_major, args.suspend_minor, args.disk_usage)
-                    if reviewed is not None:
-                        plan = next((x for x in reviewed["bookies"] if x["ledger_dir"] == storage.ledger_dir), None)
-                        if plan is None:
-                            raise DataDirError(f"the plan has nothing for {storage.ledger_dir}")
-                    if args.execute:
-                        res = gc.execute(plan)
-                        out.append({"ledger_dir": storage.ledger_dir, "plan": plan, "result": asdict(res)})
-                    else:
-                        out.append(plan)
-                finally:
-                    storage.close()
-        doc = {"kind": "bookie-gc-run" if args.execute else "bookie-gc-plans", "bookies": out}
-        if args.plan and not args.execute:
-            with output_file(args.plan, overwrite=args.overwrite, inputs=[str(root)]) as dest:
-                with open(dest, "w") as f:
-                    json.dump({"kind": "bookie-gc-plans", "bookies": out}, f, indent=1)
-        if args.json:
-            print(json.dumps(doc))
-            return 0
-        for item in out:
-            plan = item["plan"] if args.execute else item
-            comp = plan["compaction"]
-            print(f"{plan['ledger_dir']}: disk {plan['disk_pressure']['state']}, {comp['level'] or 'no'} compaction")
-            rows = [
-                {"log_id": f"{c['log_id']:x}", "usage": f"{c['usage']:.1%}", "reason": c["reason"]}
-                for c in comp["logs"]
-            ]
-            _table(rows, ["log_id", "usage", "reason"])
-            print(
-                f"  {len(plan['ledgers_to_delete'])} ledger(s) to delete, {len(plan['logs_to_remove'])} log(s) to "
-                f"remove, {len(comp['logs'])} to compact: about {plan['bytes_reclaimed_estimate']} bytes"
+            reviewed = GcPlans.read(args.from_plan)
+        with (
+            MetadataStore(md_dir, read_only=True) as metadata,
+            open_bookies(bookies, read_only=not args.execute) as dirs,
+        ):
+            plans = reviewed or plan_bookies(
+                dirs,
+                metadata,
+                config,
+                force=args.force,
+                suspend_major=args.suspend_major,
+                suspend_minor=args.suspend_minor,
+                disk_usage=args.disk_usage,
             )
             if args.execute:
-                r = item["result"]
+                try:
+                    runs = execute_bookies(dirs, metadata, plans, config)
+                except BookieError as e:
+                    raise DataDirError(str(e)) from None
+            else:
+                runs = [BookieGcRun(p.ledger_dir, p, None) for p in plans.bookies]
+        if args.plan and not args.execute:
+            with output_file(args.plan, overwrite=args.overwrite, inputs=[str(root)]) as dest:
+                plans.write(dest)
+        if args.json:
+            doc = {"kind": "bookie-gc-run", "bookies": to_data(runs)} if args.execute else plans.to_dict()
+            print(json.dumps(doc))
+            return 0
+        for run_ in runs:
+            plan = run_.plan
+            comp = plan.compaction
+            print(f"{plan.ledger_dir}: disk {plan.disk_pressure.state}, {comp.level or 'no'} compaction")
+            rows = [{"log_id": f"{c.log_id:x}", "usage": f"{c.usage:.1%}", "reason": c.reason} for c in comp.logs]
+            _table(rows, ["log_id", "usage", "reason"])
+            print(
+                f"  {len(plan.ledgers_to_delete)} ledger(s) to delete, {len(plan.logs_to_remove)} log(s) to "
+                f"remove, {len(comp.logs)} to compact: about {plan.bytes_reclaimed_estimate} bytes"
+            )
+            r = run_.result
+            if r is not None:
                 print(
-                    f"  done: {len(r['deleted_ledgers'])} ledger(s) deleted, {len(r['removed_logs'])} log(s) removed, "
-                    f"{len(r['compacted_logs'])} compacted, {r['reclaimed_bytes']} bytes reclaimed, "
-                    f"{r['written_bytes']} written, {len(r['skipped'])} skipped"
+                    f"  done: {len(r.deleted_ledgers)} ledger(s) deleted, {len(r.removed_logs)} log(s) removed, "
+                    f"{len(r.compacted_logs)} compacted, {r.reclaimed_bytes} bytes reclaimed, "
+                    f"{r.written_bytes} written, {len(r.skipped)} skipped"
                 )
         if not args.execute:
             print("dry run: nothing was written; run again with --execute (the bookie must be stopped)")

@@ -17,10 +17,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from typing import Any
 
-from ..bookkeeper.gc import GarbageCollector, GcConfig, GcState
+from ..bookkeeper.gc import GcConfig, GcState
+from ..bookkeeper.gc_cluster import BookieGcRun, execute_bookies, plan_bookies
 from ..bookkeeper.ledger_storage import (
     DEFAULT_BOOKIE_ID,
     DEFAULT_LOG_SIZE_LIMIT,
@@ -179,7 +179,7 @@ class ManagedLedgerFactory:
 
     def garbage_collect(
         self, config: GcConfig | None = None, *, force: bool = False, dry_run: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[BookieGcRun]:
         """One run of the bookie's garbage collector on each of this store's ledger directories, as its
         GC thread would make it now (``force``: the manual trigger, intervals ignored): ledgers retention
         deleted leave the index, emptied logs go, logs under a threshold are compacted. Returns per
@@ -187,14 +187,12 @@ class ManagedLedgerFactory:
         self._check(write=not dry_run)
         with self._lock:
             self.bookie.flush()
-            out = []
-            for storage in self.bookie.dirs:
-                state = self._gc_state.setdefault(storage.ledger_dir, GcState())
-                gc = GarbageCollector(storage, self.metadata, config, state=state, clock_ms=self.clock)
-                plan = gc.plan(force=force)
-                result = None if dry_run else asdict(gc.execute(plan))
-                out.append({"ledger_dir": storage.ledger_dir, "plan": plan, "result": result})
-            return out
+            dirs = self.bookie.dirs
+            states = {s.ledger_dir: self._gc_state.setdefault(s.ledger_dir, GcState()) for s in dirs}
+            plans = plan_bookies(dirs, self.metadata, config, force=force, states=states, clock_ms=self.clock)
+            if dry_run:
+                return [BookieGcRun(p.ledger_dir, p, None) for p in plans.bookies]
+            return execute_bookies(dirs, self.metadata, plans, config, states=states, clock_ms=self.clock)
 
     def close(self) -> None:
         with self._lock:

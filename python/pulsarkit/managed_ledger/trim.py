@@ -20,11 +20,11 @@ ledger or is still open.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import LedgerNotFoundError, LifecycleError
+from ..errors import LedgerNotFoundError, LifecycleError, StalePlanError
+from ..plan import Plan, PlanItem
 from ..proto import LedgerMetadataFormat
 from .config import MB
 from .position import Position
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class TrimItem:
+class TrimItem(PlanItem):
     """One ledger a retention pass deletes, and why."""
 
     ledger_id: int
@@ -48,8 +48,10 @@ class TrimItem:
 
 
 @dataclass(frozen=True)
-class TrimPlan:
-    """What a retention pass will do; plain data (see :meth:`to_json`)."""
+class TrimPlan(Plan):
+    """What a retention pass will do (a :class:`~pulsarkit.plan.Plan`: frozen, JSON round trip)."""
+
+    KIND: ClassVar[str] = "retention"
 
     managed_ledger: str
     items: list[TrimItem]
@@ -64,8 +66,9 @@ class TrimPlan:
     #: The state the plan was made on: every ledger ``(id, entries, size)`` and cursor mark-delete.
     state: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+    @property
+    def created_ms(self) -> int:
+        return self.now_ms
 
 
 @dataclass(frozen=True)
@@ -239,12 +242,12 @@ def _result(ml: ManagedLedger, p: TrimPlan, dry_run: bool) -> TrimResult:
 
 def execute(ml: ManagedLedger, p: TrimPlan) -> TrimResult:
     """Applies a plan made by :func:`plan` on this managed ledger, after checking that nothing it was
-    made on has changed (:class:`LifecycleError` otherwise, with nothing done)."""
+    made on has changed (:class:`StalePlanError`, a :class:`LifecycleError`, otherwise, with nothing done)."""
     if p.managed_ledger != ml.name:
         raise LifecycleError(f"the plan is for {p.managed_ledger!r}, not {ml.name!r}")
     ml.check_mutable()
     if _state(ml) != p.state:
-        raise LifecycleError(f"{ml.name!r} changed since the retention plan was made; plan again")
+        raise StalePlanError(f"{ml.name!r} changed since the retention plan was made; plan again")
     for it in p.items:
         _check_ledger_metadata(ml, it.ledger_id)
     result = _result(ml, p, dry_run=False)

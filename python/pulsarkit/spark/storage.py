@@ -1,5 +1,5 @@
 """Disk usage, orphan ledgers and bookie GC plans over many bookies on Spark, with exactly the
-single-process results (:mod:`pulsarkit.analysis.orphans`, :class:`pulsarkit.bookkeeper.gc.GarbageCollector`).
+single-process results (:mod:`pulsarkit.analysis.orphans`, :mod:`pulsarkit.bookkeeper.gc_cluster`).
 
 What costs is reading the entry logs: each log's ledgers map, or a scan of the whole log when it has
 none (a log a bookie never finished, or one written before ledgers maps existed). That work runs in
@@ -27,8 +27,8 @@ import pyarrow as pa
 
 from ..analysis import orphans as _orphans
 from ..bookkeeper.entrylog import EntryLogReader
-from ..bookkeeper.gc import EntryLogFacts, GarbageCollector, GcConfig, read_entry_log
-from ..bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
+from ..bookkeeper.gc import EntryLogFacts, GcConfig, read_entry_log
+from ..bookkeeper.gc_cluster import GcPlans, open_bookies, plan_bookies
 from ..errors import PulsarkitError
 from ..metadata.store import MetadataStore
 from ..scan import datadir as _datadir
@@ -190,8 +190,9 @@ def orphans(spark: Any, source: DataDir | PathLike | None = None, **open_args: A
 
 def cleanup_plan(
     spark: Any, source: DataDir | PathLike | None = None, *, include_review: bool = False, **open_args: Any
-) -> dict[str, Any]:
-    """:func:`pulsarkit.analysis.orphans.cleanup_plan` (plain JSON, for review; nothing deleted)."""
+) -> _orphans.OrphanCleanupPlan:
+    """:func:`pulsarkit.analysis.orphans.cleanup_plan` (a plan for review, ``to_json`` writes it; nothing
+    deleted)."""
     return _on(spark, source, open_args, lambda dd: _orphans.cleanup_plan(dd, include_review=include_review))
 
 
@@ -211,11 +212,10 @@ def gc_plans(
     suspend_minor: bool = False,
     disk_usage: float | None = None,
     clock_ms: Callable[[], int] | None = None,
-) -> dict[str, Any]:
-    """The GC plan of every bookie ledger directory, as ``pulsarkit gc --json`` prints them
-    (``{"kind": "bookie-gc-plans", "bookies": [plan, ...]}``), each exactly
-    :meth:`GarbageCollector.plan` on that directory with the same arguments; its entry logs are
-    read by Spark tasks. The directories: a standalone's ``path``, or ``ledger_dirs`` / ``bookies``
+) -> GcPlans:
+    """The GC plan of every bookie ledger directory, as ``pulsarkit gc --plan`` writes them: exactly
+    :func:`pulsarkit.bookkeeper.gc_cluster.plan_bookies` on those directories with the same arguments,
+    its entry logs read by Spark tasks. The directories: a standalone's ``path``, or ``ledger_dirs`` / ``bookies``
     with ``metadata_dir``. Each bookie is opened read-only (a dry run: nothing is written)."""
     if path is not None:
         root = Path(path)
@@ -229,24 +229,23 @@ def gc_plans(
         if metadata_dir is None or not (ledger_dirs or bookies):
             raise DataDirError("gc_plans needs a path, or metadata_dir and ledger_dirs (or bookies)")
         dirs = [bookie_ledger_dir(Path(d)) for d in ledger_dirs] if ledger_dirs else mapping_dirs(bookies or {})
-    plans = []
-    with MetadataStore(metadata_dir, read_only=True) as metadata:
-        storages: list[SingleDirectoryDbLedgerStorage] = []
-        try:
-            for d in dirs:
-                storages.append(SingleDirectoryDbLedgerStorage(str(d), read_only=True))
-            work = [(i, s.current, log_id) for i, s in enumerate(storages) for log_id in s.entry_log_ids()]
-            logs: list[dict[int, EntryLogFacts]] = [{} for _ in storages]
-            for i, facts in _run(spark, work, _read_gc_logs):
-                if facts is not None:
-                    logs[i][facts.log_id] = facts
-            for s, read in zip(storages, logs, strict=True):
-                gc = GarbageCollector(s, metadata, config, clock_ms=clock_ms)
-                plans.append(gc.plan(force, suspend_major, suspend_minor, disk_usage, entry_logs=read))
-        finally:
-            for s in storages:
-                s.close()
-    return {"kind": "bookie-gc-plans", "bookies": plans}
+    with MetadataStore(metadata_dir, read_only=True) as metadata, open_bookies(dirs, read_only=True) as storages:
+        work = [(i, s.current, log_id) for i, s in enumerate(storages) for log_id in s.entry_log_ids()]
+        logs: list[dict[int, EntryLogFacts]] = [{} for _ in storages]
+        for i, facts in _run(spark, work, _read_gc_logs):
+            if facts is not None:
+                logs[i][facts.log_id] = facts
+        return plan_bookies(
+            storages,
+            metadata,
+            config,
+            force=force,
+            suspend_major=suspend_major,
+            suspend_minor=suspend_minor,
+            disk_usage=disk_usage,
+            entry_logs=logs,
+            clock_ms=clock_ms,
+        )
 
 
 __all__ = [

@@ -25,12 +25,13 @@ import shutil
 import struct
 import subprocess
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pulsarkit.bookkeeper import EntryLogReader
-from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcResult
+from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan, GcResult
 from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from pulsarkit.metadata import MetadataStore
 from test_datadir_oracle import HERE as ORACLE_HERE
@@ -105,7 +106,7 @@ def _record_bytes(st: dict[str, Any], log_id: int) -> tuple[int, int]:
     return max(0, end - LOG_HEADER_SIZE), size - end
 
 
-def _pulsarkit_gc(data: Path) -> tuple[dict[str, Any], GcResult]:
+def _pulsarkit_gc(data: Path) -> tuple[GcPlan, GcResult]:
     storage = SingleDirectoryDbLedgerStorage(str(data / "bookkeeper"), read_only=False)
     metadata = MetadataStore(data / "metadata", read_only=True)
     try:
@@ -245,12 +246,12 @@ def test_bookkeeper_gc_and_pulsarkit_gc_reclaim_the_same_ledgers(oracle, tmp_pat
     assert set(bk["extracted"]) == set(before["logs"])  # every log before was a flushed one
     # the usage buckets of pulsarkit's candidates are among BookKeeper's (which counts every log it holds)
     buckets_a = [0] * 10
-    for c in plan_a["compaction"]["logs"]:
-        buckets_a[c["bucket"]] += 1
+    for c in plan_a.compaction.logs:
+        buckets_a[c.bucket] += 1
     assert all(x <= y for x, y in zip(buckets_a, bk["usage_buckets_before"], strict=True))
 
     # --- entry logs: the same compacted, the same removed (the 0-byte preallocated log too) ---------------
-    compacted_a = sorted(c["log_id"] for c in res_a.compacted_logs)
+    compacted_a = sorted(c.log_id for c in res_a.compacted_logs)
     assert compacted_a, "a log holding deleted ledgers is under the 0.99 threshold"
     assert compacted_a == bk["compacted_logs"]
     empty_before = {lid for lid, size in before["logs"].items() if size == 0}
@@ -268,7 +269,7 @@ def test_bookkeeper_gc_and_pulsarkit_gc_reclaim_the_same_ledgers(oracle, tmp_pat
     assert _in_logs(after_b) & existed == (logged & live) | left
     new_a = sorted(set(after_a["logs"]) - set(before["logs"]))
     new_b = sorted(set(after_b["logs"]) - set(before["logs"]))
-    assert new_a == sorted(c["into"] for c in res_a.compacted_logs if c["into"] is not None)
+    assert new_a == sorted(c.into for c in res_a.compacted_logs if c.into is not None)
     written_b = [lid for lid in new_b if after_b["logs"][lid] > 0]
     preallocated_b = [lid for lid in new_b if after_b["logs"][lid] == 0]
     assert len(preallocated_b) == 1 and preallocated_b[0] == max(new_b)  # the bookie's next log
@@ -332,7 +333,7 @@ def test_bookkeeper_gc_and_pulsarkit_gc_reclaim_the_same_ledgers(oracle, tmp_pat
             "removed_logs": [_name(x) for x in res_a.removed_logs],
             "usage_buckets_of_candidates": buckets_a,
             "compacted_logs": [
-                {**c, "log_id": _name(c["log_id"]), "into": c["into"] and _name(c["into"])}
+                {**asdict(c), "log_id": _name(c.log_id), "into": c.into and _name(c.into)}
                 for c in res_a.compacted_logs
             ],
             "empty_logs_removed": [_name(x) for x in sorted(empty_before)],

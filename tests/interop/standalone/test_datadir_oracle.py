@@ -41,8 +41,8 @@ from pulsarkit.analysis.backlog import iter_backlog
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id, phase_one
 from pulsarkit.analysis.fsck import fsck
 from pulsarkit.analysis.messages import iter_messages, read_messages
-from pulsarkit.analysis.orphan_cleanup import execute_cleanup
-from pulsarkit.analysis.orphans import cleanup_plan, disk_usage_rows, find_orphans
+from pulsarkit.analysis.orphan_cleanup import execute as execute_cleanup
+from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan, disk_usage_rows, find_orphans
 from pulsarkit.analysis.transactions import pending_ack_table, transaction_log_table, transactions, transactions_table
 from pulsarkit.bookkeeper import EntryLogReader
 from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig
@@ -625,7 +625,7 @@ def test_pulsarkit_gc_on_a_copy_then_real_pulsar_reads_every_live_message(oracle
             storage, metadata, GcConfig(major_compaction_threshold=0.99, compaction_rate_by_entries=0)
         )
         plan = gc.plan(force=True)
-        assert plan["compaction"]["logs"], plan
+        assert plan.compaction.logs, plan
         res = gc.execute(plan)
         assert res.compacted_logs and res.reclaimed_bytes > 0 and not res.skipped
     finally:
@@ -805,8 +805,10 @@ def test_orphans_made_on_purpose_are_found_cleaned_and_pulsar_still_reads_everyt
         indexed = {lid for lid in planted if dd.ledgers[lid].entries_on_bookie > dd.ledgers[lid].journal_only_entries}
     assert {lid: c for lid, c in found.items() if baseline.get(lid) != c} == planted
     assert not live & set(found)
-    assert execute_cleanup(plan).deleted == []  # the dry run deletes nothing
-    res = execute_cleanup(plan, dry_run=False, backup_dir=work / "backup")
+    # the dry run is the plan alone, and the plan file reads back as the same plan
+    assert sorted(i.ledger_id for i in plan.to_delete) == sorted([*owner_gone, cursor_ledger])
+    assert OrphanCleanupPlan.from_json(plan.to_json()) == plan
+    res = execute_cleanup(plan, backup_dir=work / "backup")
     assert sorted(res.deleted) == sorted([*owner_gone, cursor_ledger]) == sorted(res.backed_up)
     storage = SingleDirectoryDbLedgerStorage(str(data / "bookkeeper"), read_only=False)
     metadata = MetadataStore(data / "metadata", read_only=True)
