@@ -9,11 +9,10 @@ import os
 import pulsarkit as pk
 import pyarrow.dataset as ds
 import pytest
-from pulsarkit.analysis.messages import read_messages
+from pulsarkit.analysis.messages import read_message_rows
 from pulsarkit.cli import export as export_mod
 from pulsarkit.cli import main
 from pulsarkit.scan.datadir import open_data_dir
-from pulsarkit.scan.messages import flat_record
 
 ORDERS = "public/default/persistent/orders"
 EVENTS = "public/default/persistent/events-partition-0"
@@ -69,7 +68,7 @@ def _key(r):
 
 def _single(root):
     with open_data_dir(root) as dd:
-        return [flat_record(r) for r in read_messages(dd)]
+        return list(read_message_rows(dd))
 
 
 def _iceberg_table(out):

@@ -8,7 +8,7 @@ bookie locations (digests verified) and turns each Arrow batch of entries into m
 native calls (``decode_metadata``, then ``explode_messages`` on the plain entries): batches split,
 codecs undone, PIP-70 indexes computed in the core.
 
-Rows equal :func:`pulsarkit.analysis.messages.read_messages` (flattened, see :data:`MESSAGE_FIELDS`):
+Rows equal :func:`pulsarkit.analysis.messages.read_message_rows` (the one schema, :data:`MESSAGE_FIELDS`):
 
 * **Transactions** are topic-wide: a message's state is its commit/abort marker in the topic, else
   the coordinator's log, and read-committed stops a topic at the first message of a transaction
