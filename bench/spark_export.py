@@ -28,8 +28,9 @@ from pathlib import Path
 
 import pulsarkit as pk
 import pyarrow.dataset as ds
-from pulsarkit.cli import export as export_mod
+from pulsarkit.export import ExportSummary
 from pulsarkit.scan import plan
+from pulsarkit.spark import export as export_mod
 
 TOPICS = [
     ("public/default/persistent/orders", "LZ4"),
@@ -184,7 +185,7 @@ def main() -> None:
         result["plan_seconds"], p = timed(lambda: plan([str(root)]))
         result["partitions"] = len(p.partitions)
 
-        def local() -> dict:
+        def local() -> ExportSummary:
             out = work / "out-local"
             shutil.rmtree(out, ignore_errors=True)
             return export_mod.export(str(root), "parquet", str(out), engine="local", log=quiet)
@@ -204,7 +205,7 @@ def main() -> None:
         summaries = {"local": s_local}
         for engine in ("spark", "spark-sql"):
 
-            def on_spark(engine: str = engine) -> dict:
+            def on_spark(engine: str = engine) -> ExportSummary:
                 out = work / f"out-{engine}"
                 shutil.rmtree(out, ignore_errors=True)
                 return export_mod.export(str(root), "parquet", str(out), engine=engine, spark=spark, log=quiet)
@@ -214,7 +215,7 @@ def main() -> None:
         counts = {
             e: ds.dataset(str(work / f"out-{e}"), format="parquet", partitioning="hive").count_rows() for e in summaries
         }
-        assert len({*counts.values(), *(s["rows"] for s in summaries.values())}) == 1, (counts, summaries)
+        assert len({*counts.values(), *(s.rows for s in summaries.values())}) == 1, (counts, summaries)
         result["rows"] = counts["local"]
         for e in summaries:
             result[f"parquet_bytes_{e}"] = sum(f.stat().st_size for f in (work / f"out-{e}").rglob("*.parquet"))

@@ -4,9 +4,11 @@ importing the package root, and a README that names the layers the code has."""
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -73,11 +75,58 @@ def test_no_module_imports_the_package_root(path: Path) -> None:
             pytest.fail(f"line {node.lineno}: absolute import of the package root")
 
 
-def test_architecture_md_names_every_subpackage() -> None:
+def _layer_table() -> list[tuple[int, str, str]]:
+    """ARCHITECTURE.md's layers table as (layer number, package cell, modules cell) rows."""
     text = (REPO / "ARCHITECTURE.md").read_text()
-    subpackages = sorted(p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists())
-    missing = [s for s in subpackages if f"{s}/" not in text]
-    assert not missing, f"ARCHITECTURE.md does not describe {missing}"
+    section = text.split("## Layers (top to bottom)", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip().strip("|").split("|") for line in section.splitlines() if line.startswith("|")]
+    assert rows and [c.strip() for c in rows[0]] == ["layer", "package", "modules"], rows[:1]
+    return [(int(layer), package.strip(), modules) for layer, package, modules in rows[2:]]
+
+
+def _contract_layers() -> list[set[str]]:
+    contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    assert contract["type"] == "layers"
+    return [{m.strip().removeprefix("pulsarkit.") for m in layer.split("|")} for layer in contract["layers"]]
+
+
+def _top_level() -> set[str]:
+    """The package's top-level modules and subpackages, as named in the table (``bulk.py``, ``cli/``)."""
+    return {p.name for p in PKG.glob("*.py") if p.name != "__init__.py"} | {
+        f"{p.name}/" for p in PKG.iterdir() if (p / "__init__.py").exists()
+    }
+
+
+def test_architecture_md_layers_are_the_contracts() -> None:
+    """The table's rows, grouped by layer number, are import-linter's layers in the same order, and every
+    top-level module and subpackage has a row (``_native``, the Rust core, is outside the contract)."""
+    table = _layer_table()
+    named = [package.strip("`") for _, package, _ in table]
+    assert sorted(n for n in named if n != "_native") == sorted(_top_level()), "a package has no row, or a stale one"
+    numbers = [layer for layer, _, _ in table]
+    assert numbers == sorted(numbers) and set(numbers) == set(range(1, max(numbers) + 1)), numbers
+    grouped = [
+        {n.removesuffix("/").removesuffix(".py") for (layer, _, _), n in zip(table, named) if layer == k} - {"_native"}
+        for k in range(1, max(numbers) + 1)
+    ]
+    assert grouped == _contract_layers()
+
+
+@pytest.mark.parametrize("row", _layer_table(), ids=lambda r: r[1].strip("`"))
+def test_architecture_md_names_every_module_in_its_layer_row(row: tuple[int, str, str]) -> None:
+    """Each package's row names exactly its modules (``topic.py``, ``transaction/log.py``): none
+    missing, none that no longer exists."""
+    package = row[1].strip("`")
+    if not package.endswith("/"):
+        return  # a top-level module: its row is the module itself
+    root = PKG / package
+    modules = {str(p.relative_to(root)) for p in root.rglob("*.py") if p.name != "__init__.py"}
+    spans = set(re.findall(r"`([\w/]+\.py)`", row[2]))
+    # `scan/datadir.py` in another package's row is a cross-reference, not one of its modules
+    others = {p.name for p in PKG.iterdir() if p.is_dir()} - {p.name for p in root.iterdir() if p.is_dir()}
+    named = {n for n in spans if n.split("/")[0] not in others}
+    assert not modules - named, f"ARCHITECTURE.md's {package} row does not name {sorted(modules - named)}"
+    assert not named - modules, f"ARCHITECTURE.md's {package} row names missing {sorted(named - modules)}"
 
 
 def test_ruff_lint_including_the_configured_line_length() -> None:

@@ -101,5 +101,6 @@ def test_zero_copy_strip_matches_copying_strip(typ):
     if typ == pa.binary():
         # The views share the input's values buffer: no entry bytes were copied.
         assert view.column("entry").buffers()[2].address == arr.buffers()[2].address
-    with pytest.raises(pk.PulsarkitError, match="output"):
+    with pytest.raises(pk.PulsarkitError, match="output") as ei:
         pk.bulk.strip_broker_entry_metadata(arr, output="nope")
+    assert ei.value.offset is None  # every native PulsarkitError is built with its attributes

@@ -81,6 +81,26 @@ def test_demo_replaces_its_own_directory_only_with_overwrite(tmp_path):
     assert json.loads(r.stdout)["all_match"]
 
 
+def test_demo_overwrite_never_removes_a_file_it_did_not_write(tmp_path):
+    """Issue 21 item 3: a file a user added inside an earlier demo directory survives --overwrite,
+    which then removes nothing; an unfinished run (marker without its file list) is refused too."""
+    d = tmp_path / "d"
+    assert _demo("--data", str(d), "--json").returncode == 0
+    marker = (d / ".pulsarkit-demo").read_text().splitlines()
+    assert "files:" in marker and "metadata/CURRENT" in marker
+    (d / "bookie" / "notes.txt").write_text("mine")
+    before = sorted(str(p.relative_to(d)) for p in d.rglob("*"))
+    r = _demo("--data", str(d), "--overwrite", "--json")
+    assert r.returncode == 2 and "bookie/notes.txt" in r.stderr and r.stderr.count("\n") == 1
+    assert sorted(str(p.relative_to(d)) for p in d.rglob("*")) == before
+    (d / "bookie" / "notes.txt").unlink()
+    r = _demo("--data", str(d), "--overwrite", "--json")
+    assert r.returncode == 0, r.stderr
+    (d / ".pulsarkit-demo").write_text("made by python -m pulsarkit.demo\n")  # as a run killed mid-way leaves it
+    r = _demo("--data", str(d), "--overwrite", "--json")
+    assert r.returncode == 2 and "did not finish" in r.stderr and (d / "metadata").is_dir()
+
+
 def test_demo_without_data_leaves_no_directory(tmp_path):
     env_tmp = tmp_path / "tmp"
     env_tmp.mkdir()

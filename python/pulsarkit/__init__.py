@@ -12,30 +12,20 @@ factory (``Store``) and its ledgers and cursors, ``PersistentTopic``, ``open_dat
 Pulsar data directory, and the errors. Everything else is in its subpackage, named after the
 Pulsar or BookKeeper concept it holds (see ARCHITECTURE.md): :mod:`pulsarkit.codec`,
 :mod:`pulsarkit.bookkeeper`, :mod:`pulsarkit.metadata`, :mod:`pulsarkit.managed_ledger`,
-:mod:`pulsarkit.broker`, :mod:`pulsarkit.analysis`, :mod:`pulsarkit.spark`; bulk work over Arrow
+:mod:`pulsarkit.broker`, :mod:`pulsarkit.scan`, :mod:`pulsarkit.analysis`, :mod:`pulsarkit.spark`; bulk work over Arrow
 columns is :mod:`pulsarkit.bulk`.
+
+The root is light: ``import pulsarkit`` (and so ``import pulsarkit.codec``) loads only the native
+module and the errors. Every other name here, and each subpackage, is imported on first use
+(PEP 562), so codec users do not pay for RocksDB, Arrow datasets or the broker.
 """
 
-from . import bulk, proto
+from __future__ import annotations
+
+import importlib
+import os
+
 from ._native import __version__, build_info
-from .broker.topic import MessageId, PersistentTopic, PublishResult
-from .codec.commands import FrameDecoder, command, encode_command
-from .codec.entry import (
-    COMPRESSION_TYPES,
-    DEFAULT_DECOMPRESSION_LIMIT,
-    BrokerEntryMetadata,
-    Entry,
-    Message,
-    add_broker_entry_metadata,
-    compress,
-    crc32c,
-    decompress,
-    encode_batch,
-    encode_entry,
-    message_metadata,
-    peek_broker_entry_metadata,
-    strip_broker_entry_metadata,
-)
 from .errors import (
     BadVersionError,
     BookieError,
@@ -59,15 +49,102 @@ from .errors import (
     PulsarkitError,
     UnsupportedCompressionError,
 )
-from .managed_ledger import (
-    ManagedCursor,
-    ManagedLedger,
-    ManagedLedgerConfig,
-    ManagedLedgerFactory,
-    Position,
-    Store,
-)
-from .scan.datadir import DataDir, DataDirError, open_data_dir
+
+# What type checkers and IDEs see; at runtime these names come from __getattr__. A local constant rather
+# than typing.TYPE_CHECKING, which would import typing (mypy and pyright honour the name either way).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from . import bulk, proto
+    from .broker.topic import MessageId, PersistentTopic, PublishResult
+    from .codec.commands import FrameDecoder, command, encode_command
+    from .codec.entry import (
+        COMPRESSION_TYPES,
+        DEFAULT_DECOMPRESSION_LIMIT,
+        BrokerEntryMetadata,
+        Entry,
+        Message,
+        add_broker_entry_metadata,
+        compress,
+        crc32c,
+        decompress,
+        encode_batch,
+        encode_entry,
+        message_metadata,
+        peek_broker_entry_metadata,
+        strip_broker_entry_metadata,
+    )
+    from .managed_ledger import (
+        ManagedCursor,
+        ManagedLedger,
+        ManagedLedgerConfig,
+        ManagedLedgerFactory,
+        Position,
+        Store,
+    )
+    from .scan.datadir import DataDir, DataDirError, open_data_dir
+
+#: Re-exported name -> the module that defines it, imported on first access.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("DataDir", "DataDirError", "open_data_dir"), ".scan.datadir"),
+    **dict.fromkeys(("MessageId", "PersistentTopic", "PublishResult"), ".broker.topic"),
+    **dict.fromkeys(("FrameDecoder", "command", "encode_command"), ".codec.commands"),
+    **dict.fromkeys(
+        (
+            "COMPRESSION_TYPES",
+            "DEFAULT_DECOMPRESSION_LIMIT",
+            "BrokerEntryMetadata",
+            "Entry",
+            "Message",
+            "add_broker_entry_metadata",
+            "compress",
+            "crc32c",
+            "decompress",
+            "encode_batch",
+            "encode_entry",
+            "message_metadata",
+            "peek_broker_entry_metadata",
+            "strip_broker_entry_metadata",
+        ),
+        ".codec.entry",
+    ),
+    **dict.fromkeys(
+        ("ManagedCursor", "ManagedLedger", "ManagedLedgerConfig", "ManagedLedgerFactory", "Position", "Store"),
+        ".managed_ledger",
+    ),
+}
+
+
+#: Classes whose hook a higher layer fills: ``Store.open`` hands a real Pulsar data directory to
+#: ``open_data_dir``, registered by ``scan.datadir`` (loaded with them, as the eager root did).
+_WIRED: dict[str, str] = {"Store": ".scan.datadir", "ManagedLedgerFactory": ".scan.datadir"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _WIRED:
+        importlib.import_module(_WIRED[name], __name__)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _submodules():  # pk.bookkeeper, pk.bulk, ... without importing them first
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later accesses skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _submodules())
+
+
+def _submodules() -> set[str]:
+    """The public subpackages and modules on disk (``os``, not ``pkgutil``: cheaper to import)."""
+    names = set()
+    for d in __path__:
+        for n in os.listdir(d):
+            if n.endswith(".py") or os.path.isfile(os.path.join(d, n, "__init__.py")):
+                names.add(n.removesuffix(".py"))
+    return {n for n in names if not n.startswith("_")}
+
 
 __all__ = [
     "COMPRESSION_TYPES",

@@ -12,8 +12,9 @@ dedup audit and the clock-skew report.
 
 Without ``--data`` the directory is a private temporary one, removed at the end. ``--data DIR``
 keeps it: DIR must be new, empty, or a directory an earlier demo made (marked by a
-``.pulsarkit-demo`` file), which only ``--overwrite`` replaces; anything else is refused, never
-deleted.
+``.pulsarkit-demo`` file, which lists the files the run wrote), which only ``--overwrite`` replaces;
+anything else is refused, never deleted, and so is an earlier demo's directory that holds a file the
+demo did not write.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sys
 import tempfile
 import time
@@ -246,26 +246,78 @@ class _Refused(Exception):
     pass
 
 
+def _demo_files(data: str) -> list[str]:
+    """Every file and link under ``data`` (relative paths), without following links."""
+    found = []
+    for root, dirs, files in os.walk(data):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            found.append(os.path.relpath(os.path.join(root, name), data))
+    return sorted(found)
+
+
+def _read_manifest(data: str) -> set[str]:
+    """The files a finished demo run wrote, as its marker lists them (one relative path a line after
+    the first). A marker without a list is a run that did not finish: what it wrote is unknown."""
+    with open(os.path.join(data, DEMO_MARKER)) as f:
+        lines = f.read().splitlines()
+    if "files:" not in lines:
+        raise _Refused(
+            f"{data} holds a demo run that did not finish (its {DEMO_MARKER} lists no files); "
+            "remove the directory yourself or give another"
+        )
+    return set(lines[lines.index("files:") + 1 :])
+
+
 def prepare_data_dir(data: str, overwrite: bool) -> None:
     """Makes ``data`` an empty demo directory, or refuses (:class:`_Refused`) to touch a path the
-    demo did not make. Only a directory holding the demo's marker is ever removed."""
+    demo did not make. ``--overwrite`` removes only the files an earlier finished run listed in its
+    marker, and refuses (removing nothing) when the directory holds anything else."""
     if os.path.islink(data):
         raise _Refused(f"{data} is a symbolic link; give the directory itself")
     if os.path.lexists(data):
         if not os.path.isdir(data):
             raise _Refused(f"{data} exists and is not a directory")
         if os.listdir(data):
-            if not os.path.isfile(os.path.join(data, DEMO_MARKER)):
+            if not os.path.isfile(os.path.join(data, DEMO_MARKER)) or os.path.islink(os.path.join(data, DEMO_MARKER)):
                 raise _Refused(
                     f"{data} is not empty and was not made by the demo (no {DEMO_MARKER}); "
                     "give a new or empty directory"
                 )
             if not overwrite:
                 raise _Refused(f"{data} holds an earlier demo run; pass --overwrite to replace it")
-            shutil.rmtree(data)
+            ours = _read_manifest(data) | {DEMO_MARKER}
+            foreign = [f for f in _demo_files(data) if f not in ours]
+            if foreign:
+                raise _Refused(
+                    f"{data} holds {len(foreign)} file(s) the demo did not write (first: {foreign[0]}); "
+                    "nothing removed: move them away or give another directory"
+                )
+            _remove_demo_files(data, ours)
     os.makedirs(data, mode=0o700, exist_ok=True)
     with open(os.path.join(data, DEMO_MARKER), "w") as f:
         f.write("made by python -m pulsarkit.demo; --overwrite may replace this directory\n")
+
+
+def _remove_demo_files(data: str, ours: set[str]) -> None:
+    """Removes the listed files, then the directories left empty (deepest first); the marker last,
+    so an interruption leaves a directory that is still recognisably the demo's."""
+    for rel in sorted(ours - {DEMO_MARKER}):
+        path = os.path.join(data, rel)
+        if os.path.lexists(path):
+            os.unlink(path)
+    for root, dirs, _files in os.walk(data, topdown=False):
+        for d in dirs:
+            path = os.path.join(root, d)
+            if not os.path.islink(path) and not os.listdir(path):
+                os.rmdir(path)
+    os.unlink(os.path.join(data, DEMO_MARKER))
+
+
+def finish_manifest(data: str) -> None:
+    """Lists in the marker every file this run wrote, so a later ``--overwrite`` removes those only."""
+    files = [f for f in _demo_files(data) if f != DEMO_MARKER]
+    with open(os.path.join(data, DEMO_MARKER), "a") as f:
+        f.write("files:\n" + "".join(x + "\n" for x in files))
 
 
 def _has_pyspark() -> bool:
@@ -315,6 +367,8 @@ def _run(args: argparse.Namespace, data: str) -> int:
     if progress:
         print(f"building the embedded data directory in {data}", file=progress)
     built = build(data, entries_per_topic=args.entries, log=progress)
+    if os.path.isfile(os.path.join(data, DEMO_MARKER)):
+        finish_manifest(data)
     current = os.path.join(data, "bookie", "current")
     t0 = time.perf_counter()
     if args.engine == "spark":

@@ -22,6 +22,10 @@ class _NotFound(KeyError):
     __str__ = Exception.__str__
 
 
+class EncryptedMessageError(PulsarkitError):
+    """An end-to-end encrypted entry was asked for its clear text, which needs the private key."""
+
+
 class MetadataStoreError(PulsarkitError):
     """A metadata-store operation failed (bad stored value, read-only store, ...)."""
 
@@ -32,6 +36,13 @@ class BadVersionError(MetadataStoreError):
 
 class MetadataNotFoundError(MetadataStoreError, _NotFound):
     """No value at this metadata path."""
+
+
+class ZooKeeperDataError(MetadataStoreError):
+    """A ZooKeeper data directory (snapshot or transaction log) cannot be read, or cannot give the state asked
+    for; the message names the file and the byte offset (``offset``, -1 when it concerns a whole file)."""
+
+    offset: int = -1
 
 
 class BookieError(PulsarkitError):
@@ -100,6 +111,7 @@ __all__ = [
     "CursorNotFoundError",
     "DecompressionError",
     "DigestMismatchError",
+    "EncryptedMessageError",
     "EntryNotFoundError",
     "InvalidCursorPositionError",
     "InvalidTxnStatusError",
@@ -116,4 +128,5 @@ __all__ = [
     "TransactionError",
     "TransactionNotFoundError",
     "UnsupportedCompressionError",
+    "ZooKeeperDataError",
 ]

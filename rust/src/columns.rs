@@ -10,22 +10,53 @@ use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field};
 use std::sync::Arc;
 
-/// Indexed accumulators (`decode_metadata`): one slot per input row. Arrow's builders cost an
-/// out-of-line call per append, which dominated this 29-column loop; here a present value is two plain
-/// stores into zeroed memory and an absent one only bumps a counter, so all-valid and all-null columns
-/// (the common cases) skip building a bitmap.
-pub(crate) struct Prim<T: ArrowPrimitiveType> {
-    vals: Vec<T::Native>,
+/// What a [`Slots`] column becomes: a primitive Arrow type, or [`Bool`].
+pub(crate) trait SlotArray {
+    type Value: Copy + Default;
+    fn build(vals: Vec<Self::Value>, nulls: Option<NullBuffer>) -> ArrayRef;
+}
+
+impl<T: ArrowPrimitiveType> SlotArray for T {
+    type Value = T::Native;
+    fn build(vals: Vec<T::Native>, nulls: Option<NullBuffer>) -> ArrayRef {
+        Arc::new(PrimitiveArray::<T>::new(vals.into(), nulls))
+    }
+}
+
+/// Booleans (Arrow's `BooleanType` is not primitive: its values are bits).
+pub(crate) struct Bool;
+
+impl SlotArray for Bool {
+    type Value = bool;
+    fn build(vals: Vec<bool>, nulls: Option<NullBuffer>) -> ArrayRef {
+        Arc::new(BooleanArray::new(BooleanBuffer::from(vals), nulls))
+    }
+}
+
+/// Fixed-width values with their validity, either written by row index into `n` slots (`set`, for
+/// `decode_metadata`'s one row per input) or appended (`push`, for outputs whose row count is known
+/// only at the end). A present value is plain stores and an absent one bumps a counter, so all-valid
+/// and all-null columns (the common cases) build no bitmap.
+pub(crate) struct Slots<A: SlotArray> {
+    vals: Vec<A::Value>,
     valid: Vec<bool>,
     nulls: usize,
 }
 
-impl<T: ArrowPrimitiveType> Prim<T> {
+pub(crate) type Prim<T> = Slots<T>;
+pub(crate) type Bools = Slots<Bool>;
+
+impl<A: SlotArray> Slots<A> {
+    /// `n` unset slots, for [`Self::set`].
     pub(crate) fn new(n: usize) -> Self {
-        Prim { vals: vec![T::Native::default(); n], valid: vec![false; n], nulls: 0 }
+        Slots { vals: vec![A::Value::default(); n], valid: vec![false; n], nulls: 0 }
+    }
+    /// Room for `n` values, for [`Self::push`].
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Slots { vals: Vec::with_capacity(n), valid: Vec::with_capacity(n), nulls: 0 }
     }
     #[inline(always)]
-    pub(crate) fn set(&mut self, i: usize, v: Option<T::Native>) {
+    pub(crate) fn set(&mut self, i: usize, v: Option<A::Value>) {
         match v {
             Some(x) => {
                 self.vals[i] = x;
@@ -34,35 +65,15 @@ impl<T: ArrowPrimitiveType> Prim<T> {
             None => self.nulls += 1,
         }
     }
-    pub(crate) fn finish(self) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        Arc::new(PrimitiveArray::<T>::new(self.vals.into(), nulls))
-    }
-}
-
-pub(crate) struct Bools {
-    vals: Vec<bool>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl Bools {
-    pub(crate) fn new(n: usize) -> Self {
-        Bools { vals: vec![false; n], valid: vec![false; n], nulls: 0 }
-    }
     #[inline(always)]
-    pub(crate) fn set(&mut self, i: usize, v: Option<bool>) {
-        match v {
-            Some(x) => {
-                self.vals[i] = x;
-                self.valid[i] = true;
-            }
-            None => self.nulls += 1,
-        }
+    pub(crate) fn push(&mut self, v: Option<A::Value>) {
+        self.vals.push(v.unwrap_or_default());
+        self.valid.push(v.is_some());
+        self.nulls += usize::from(v.is_none());
     }
     pub(crate) fn finish(self) -> ArrayRef {
         let nulls = nulls(self.valid, self.nulls);
-        Arc::new(BooleanArray::new(BooleanBuffer::from(self.vals), nulls))
+        A::build(self.vals, nulls)
     }
 }
 
@@ -110,53 +121,6 @@ pub(crate) fn nulls(valid: Vec<bool>, count: usize) -> Option<NullBuffer> {
         0 => None,
         c if c == valid.len() => Some(NullBuffer::new_null(c)),
         _ => Some(NullBuffer::from(valid)),
-    }
-}
-
-/// Push-based accumulators (`explode_messages`, the entry-log scan), for outputs whose row count is
-/// only known at the end. Like [`Prim`]/[`Var`]: plain vector stores instead of Arrow builders' out-of-line appends,
-/// and no bitmap for all-valid or all-null columns.
-pub(crate) struct PushPrim<T: ArrowPrimitiveType> {
-    vals: Vec<T::Native>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl<T: ArrowPrimitiveType> PushPrim<T> {
-    pub(crate) fn new(n: usize) -> Self {
-        PushPrim { vals: Vec::with_capacity(n), valid: Vec::with_capacity(n), nulls: 0 }
-    }
-    #[inline(always)]
-    pub(crate) fn push(&mut self, v: Option<T::Native>) {
-        self.vals.push(v.unwrap_or_default());
-        self.valid.push(v.is_some());
-        self.nulls += usize::from(v.is_none());
-    }
-    pub(crate) fn finish(self) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        Arc::new(PrimitiveArray::<T>::new(self.vals.into(), nulls))
-    }
-}
-
-pub(crate) struct PushBools {
-    vals: Vec<bool>,
-    valid: Vec<bool>,
-    nulls: usize,
-}
-
-impl PushBools {
-    pub(crate) fn new(n: usize) -> Self {
-        PushBools { vals: Vec::with_capacity(n), valid: Vec::with_capacity(n), nulls: 0 }
-    }
-    #[inline(always)]
-    pub(crate) fn push(&mut self, v: Option<bool>) {
-        self.vals.push(v.unwrap_or_default());
-        self.valid.push(v.is_some());
-        self.nulls += usize::from(v.is_none());
-    }
-    pub(crate) fn finish(self) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        Arc::new(BooleanArray::new(BooleanBuffer::from(self.vals), nulls))
     }
 }
 

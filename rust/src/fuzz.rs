@@ -884,8 +884,31 @@ pub fn fuzz_compaction(data: &[u8]) -> bool {
     true
 }
 
+/// A pending-ack store record (an individual ACK) of transaction `(most, least)` for one position
+/// `(ledger, entry)` with its ack set and batch size: the one such fixture of the seeds and the tests.
+pub fn pending_ack_entry(
+    (most, least): (u64, u64),
+    (ledger_id, entry_id): (u64, u64),
+    ack_set: Vec<i64>,
+    batch_size: i32,
+) -> crate::codec::proto::transaction::PendingAckMetadataEntry {
+    use crate::codec::proto::transaction;
+    transaction::PendingAckMetadataEntry {
+        pending_ack_op: Some(1),
+        ack_type: Some(0),
+        txnid_least_bits: Some(least),
+        txnid_most_bits: Some(most),
+        pending_ack_metadata: vec![transaction::PendingAckMetadata {
+            ledger_id,
+            entry_id,
+            ack_set,
+            batch_size: Some(batch_size),
+        }],
+    }
+}
+
 pub fn seeds_txn_log() -> Vec<Vec<u8>> {
-    use crate::codec::proto::{transaction, TransactionMetadataEntry};
+    use crate::codec::proto::TransactionMetadataEntry;
     use crate::codec::txn::pack_batched_entry;
     let rec = |i: u64| {
         TransactionMetadataEntry {
@@ -898,19 +921,7 @@ pub fn seeds_txn_log() -> Vec<Vec<u8>> {
         }
         .encode_to_vec()
     };
-    let pa = transaction::PendingAckMetadataEntry {
-        pending_ack_op: Some(1),
-        ack_type: Some(0),
-        txnid_least_bits: Some(1),
-        txnid_most_bits: Some(0),
-        pending_ack_metadata: vec![transaction::PendingAckMetadata {
-            ledger_id: 5,
-            entry_id: 6,
-            ack_set: vec![-2, 7],
-            batch_size: Some(70),
-        }],
-    }
-    .encode_to_vec();
+    let pa = pending_ack_entry((0, 1), (5, 6), vec![-2, 7], 70).encode_to_vec();
     let recs: Vec<Vec<u8>> = (0..4).map(rec).collect();
     let mut batched = Vec::new();
     pack_batched_entry(recs.iter().map(Vec::as_slice), &mut batched);
@@ -923,30 +934,21 @@ pub fn seeds_compaction() -> Vec<Vec<u8>> {
     sample_entries()
 }
 
+/// The decompression target of one codec (a `fn` pointer cannot capture the codec, so each is its own closure).
+macro_rules! decompress_target {
+    ($name:literal, $codec:expr) => {
+        Target { name: $name, run: |d| fuzz_decompress_codec($codec, d), seeds: || seeds_decompress_codec($codec) }
+    };
+}
+
 pub fn targets() -> Vec<Target> {
     vec![
         Target { name: "entry_parse", run: fuzz_entry_parse, seeds: seeds_entry_parse },
         Target { name: "batch_decode", run: fuzz_batch_decode, seeds: seeds_batch_decode },
-        Target {
-            name: "decompress_lz4",
-            run: |d| fuzz_decompress_codec(Codec::Lz4, d),
-            seeds: || seeds_decompress_codec(Codec::Lz4),
-        },
-        Target {
-            name: "decompress_zlib",
-            run: |d| fuzz_decompress_codec(Codec::Zlib, d),
-            seeds: || seeds_decompress_codec(Codec::Zlib),
-        },
-        Target {
-            name: "decompress_zstd",
-            run: |d| fuzz_decompress_codec(Codec::Zstd, d),
-            seeds: || seeds_decompress_codec(Codec::Zstd),
-        },
-        Target {
-            name: "decompress_snappy",
-            run: |d| fuzz_decompress_codec(Codec::Snappy, d),
-            seeds: || seeds_decompress_codec(Codec::Snappy),
-        },
+        decompress_target!("decompress_lz4", Codec::Lz4),
+        decompress_target!("decompress_zlib", Codec::Zlib),
+        decompress_target!("decompress_zstd", Codec::Zstd),
+        decompress_target!("decompress_snappy", Codec::Snappy),
         Target { name: "frame_decoder", run: fuzz_frame_decoder, seeds: seeds_frame_decoder },
         Target { name: "bulk", run: fuzz_bulk, seeds: seeds_bulk },
         Target { name: "txn_log", run: fuzz_txn_log, seeds: seeds_txn_log },

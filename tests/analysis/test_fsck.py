@@ -7,6 +7,7 @@ import json
 import os
 
 import pulsarkit as pk
+from datadir_fixtures import build_synthetic
 from pulsarkit.analysis.fsck import fsck
 from pulsarkit.bookkeeper import scan_entry_logs
 from pulsarkit.cli import main
@@ -59,3 +60,22 @@ def test_a_missing_entry_log_leaves_dangling_locations(tmp_path):
         found = serious(list(fsck(dd)))
     assert found and {f["check"] for f in found} == {"dangling_location"}
     assert all(f["path"].endswith(logs[0].name) for f in found)
+
+
+def test_a_damaged_entry_only_the_journal_holds_is_an_error(tmp_path_factory, capsys):
+    """Issue 21 item 4: fsck called a store clean whose journal-only entry `messages` reports unreadable."""
+    root, facts = build_synthetic(tmp_path_factory)
+    lid, eid = facts["journal_ledger"], facts["journal_first"] + 1
+    with open_data_dir(root) as dd:
+        assert serious(list(fsck(dd))) == []
+        rec = dd.journal[lid][eid]
+    with open(rec.path, "r+b") as f:
+        f.seek(rec.offset + 4 + len(rec.data) - 1)  # the last payload byte of the record
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0xFF]))
+    with open_data_dir(root) as dd:
+        (f,) = serious(list(fsck(dd)))
+    assert (f["check"], f["severity"], f["path"], f["offset"]) == ("journal_digest", "error", rec.path, rec.offset)
+    assert (f["ledger_id"], f["entry_id"]) == (lid, eid)
+    assert main(["fsck", str(root), "--json"]) == 3

@@ -9,10 +9,11 @@ import os
 import pulsarkit as pk
 import pyarrow.dataset as ds
 import pytest
+from pulsarkit import export as px
 from pulsarkit.analysis.messages import read_message_rows
-from pulsarkit.cli import export as export_mod
 from pulsarkit.cli import main
 from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.spark import export as export_mod
 
 ORDERS = "public/default/persistent/orders"
 EVENTS = "public/default/persistent/events-partition-0"
@@ -75,7 +76,7 @@ def _iceberg_table(out):
     """The export's table, through its own catalog (the module doc's way of reading it)."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    catalog = SqlCatalog("pulsarkit", uri=f"sqlite:///{out}/{export_mod.ICEBERG_CATALOG}", warehouse=str(out))
+    catalog = SqlCatalog("pulsarkit", uri=f"sqlite:///{out}/{px.ICEBERG_CATALOG}", warehouse=str(out))
     try:
         return catalog.load_table("pulsarkit.messages")
     finally:
@@ -139,8 +140,8 @@ def test_incremental_parquet_exports_only_new_messages(tmp_path, capsys):
     assert _norm(got) == _norm(final)  # nothing lost
     payloads = {r["payload"] for r in got}
     assert {WHOLE, b"in-txn", b"behind-the-open-txn", b"late1", b"e-after"} <= payloads
-    marks = json.loads((out / export_mod.MARKS_FILE).read_text())
-    assert set(marks["files"]) == set(export_mod._data_files(out)) and len(marks["runs"]) == 3
+    marks = json.loads((out / px.MARKS_FILE).read_text())
+    assert set(marks["files"]) == set(px.data_files(out)) and len(marks["runs"]) == 3
 
 
 def test_a_run_that_dies_before_its_marks_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
@@ -149,16 +150,16 @@ def test_a_run_that_dies_before_its_marks_leaves_nothing_behind(tmp_path, monkey
     export_mod.export(str(root), "parquet", str(out), log=lambda m: None)
     _append(root, 1)
 
-    def die(self, run, files, marks):
+    def die(self, doc):
         raise KeyboardInterrupt("killed between the data files and the marks file")
 
-    monkeypatch.setattr(export_mod.ParquetState, "commit", die)
+    monkeypatch.setattr(px.ParquetTarget, "write_marks_file", die)
     with pytest.raises(KeyboardInterrupt):
         export_mod.export(str(root), "parquet", str(out), log=lambda m: None)
-    assert len(export_mod._data_files(out)) > len(json.loads((out / export_mod.MARKS_FILE).read_text())["files"])
+    assert len(px.data_files(out)) > len(json.loads((out / px.MARKS_FILE).read_text())["files"])
     monkeypatch.undo()
     summary = export_mod.export(str(root), "parquet", str(out), log=lambda m: None)
-    assert summary["removed_leftovers"]
+    assert summary.removed_leftovers
     got = _exported(out)
     assert len({_key(r) for r in got}) == len(got) and _norm(got) == _norm(_single(root))
 
@@ -193,7 +194,7 @@ def test_delta_export_is_incremental_with_marks_in_the_commit(tmp_path, capsys):
     from deltalake import DeltaTable
 
     (last,) = DeltaTable(str(out)).history(1)
-    assert json.loads(last[export_mod.DELTA_MARKS_KEY])["marks"]
+    assert json.loads(last[px.DELTA_MARKS_KEY])["marks"]
 
 
 @pytest.mark.spark
@@ -206,7 +207,7 @@ def test_local_and_spark_engines_give_the_same_export(tmp_path, spark, capsys):
             _append(root, 1)
         for engine, out in outs.items():
             s = export_mod.export(str(root), "parquet", str(out), engine=engine, spark=spark, log=lambda m: None)
-            assert s["rows"] > 0, engine
+            assert s.rows > 0, engine
     want = _norm(_single(root))
     for engine, out in outs.items():
         assert _exported(out) == _exported(outs["local"]) and _norm(_exported(out)) == want, engine
@@ -236,14 +237,14 @@ def test_a_mark_in_a_ledger_retention_removed_is_reported(tmp_path):
     root, out = tmp_path / "data", tmp_path / "out"
     _append(root, 0)
     first = export_mod.export(str(root), "parquet", str(out), log=lambda m: None)
-    assert first["warnings"] == []
+    assert first.warnings == []
     _append(root, 1)
     store = pk.Store.open(root, sync=False)
     trim_ledgers(store.managed_ledger(ORDERS, _cfg()), retention_time_ms=0, retention_size_mb=0, now_ms=T0 * 10)
     store.close()
     logged = []
     second = export_mod.export(str(root), "parquet", str(out), log=logged.append)
-    (warning,) = second["warnings"]
+    (warning,) = second.warnings
     assert "orders" in warning and "trimmed" in warning and any(warning in m for m in logged)
 
 
@@ -251,7 +252,7 @@ def test_a_mark_in_a_ledger_retention_removed_is_reported(tmp_path):
 
 
 def _snapshot_marks(table):
-    return json.loads(table.current_snapshot().summary[export_mod.ICEBERG_MARKS_KEY])
+    return json.loads(table.current_snapshot().summary[px.ICEBERG_MARKS_KEY])
 
 
 def _files_under(out):
@@ -274,12 +275,12 @@ def test_iceberg_export_is_incremental_with_marks_in_the_snapshot(tmp_path, caps
     code, stdout, _ = _run(["export", str(root), "--to", "iceberg", str(ice), "--json"], capsys)
     first = json.loads(stdout)
     assert code == 0 and first["rows"] == len(first_want) > 0
-    assert export_mod.export(str(root), "parquet", str(pq_out), log=lambda m: None)["rows"] == first["rows"]
+    assert export_mod.export(str(root), "parquet", str(pq_out), log=lambda m: None).rows == first["rows"]
     # the same rows as the Parquet export, date included (a YYYY-MM-DD string in both)
     assert _exported(ice, "iceberg") == _exported(pq_out) and _norm(_exported(ice, "iceberg")) == _norm(first_want)
     table = _iceberg_table(ice)
     first_snapshot = table.current_snapshot().snapshot_id
-    parquet_marks = json.loads((pq_out / export_mod.MARKS_FILE).read_text())["marks"]
+    parquet_marks = json.loads((pq_out / px.MARKS_FILE).read_text())["marks"]
     assert _snapshot_marks(table)["marks"] == parquet_marks and _snapshot_marks(table)["source"] == str(root)
     # identity partitions on topic and date, data files under data/topic=.../date=...
     assert [f.name for f in table.spec().fields] == ["topic", "date"]
@@ -305,7 +306,7 @@ def test_iceberg_export_is_incremental_with_marks_in_the_snapshot(tmp_path, caps
     assert before == {_key(r) for r in first_want} and {_key(r) for r in got} - before == new
     assert len({_key(r) for r in got}) == len(got) and _norm(got) == _norm(final)
     export_mod.export(str(root), "parquet", str(pq_out), log=lambda m: None)
-    assert _snapshot_marks(table)["marks"] == json.loads((pq_out / export_mod.MARKS_FILE).read_text())["marks"]
+    assert _snapshot_marks(table)["marks"] == json.loads((pq_out / px.MARKS_FILE).read_text())["marks"]
     assert len(table.snapshots()) == 3
     # any Iceberg reader given the metadata JSON the summary names reads the same table
     assert second["metadata"] == table.metadata_location
@@ -385,7 +386,7 @@ def test_an_iceberg_run_that_dies_before_its_commit_leaves_the_table_as_it_was(t
 
     logged = []
     summary = export_mod.export(str(root), "iceberg", str(out), log=logged.append)
-    assert sorted(summary["removed_leftovers"]) == sorted(leftovers) and any("did not commit" in m for m in logged)
+    assert sorted(summary.removed_leftovers) == sorted(leftovers) and any("did not commit" in m for m in logged)
     assert not leftovers & _files_under(out)  # every one of them gone, the new run's own files in place
     assert not [d for d, dirs, files in os.walk(out / "data") if not dirs and not files]  # no empty folders
     got = _exported(out, "iceberg")
@@ -416,7 +417,7 @@ def test_local_and_spark_engines_give_the_same_iceberg_export(tmp_path, spark):
             _append(root, 1)
         for engine, out in outs.items():
             s = export_mod.export(str(root), "iceberg", str(out), engine=engine, spark=spark, log=lambda m: None)
-            assert s["rows"] > 0, engine
+            assert s.rows > 0, engine
     want = _norm(_single(root))
     for engine, out in outs.items():
         assert (
@@ -458,5 +459,5 @@ def test_auto_engine_takes_a_given_session_and_survives_a_spark_that_cannot_star
     monkeypatch.setattr(export_mod, "spark_session", broken)
     logged: list[str] = []
     s = export_mod.export(str(root), "parquet", str(tmp_path / "out"), spark_threshold=0, log=logged.append)
-    assert s["engine"] == "local" and s["rows"] > 0
+    assert s.engine == "local" and s.rows > 0
     assert any("Spark did not start" in m and "exporting in this process" in m for m in logged)

@@ -3,6 +3,8 @@
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pulsarkit.proto import BaseCommand, MessageMetadata
 
 H = bytes.fromhex
@@ -268,3 +270,43 @@ def test_a_raised_decompression_limit_never_allocates_what_the_input_cannot_hold
         forged = pk.encode_entry(md, pk.compress(codec, b"x" * 100))  # metadata as given
         with pytest.raises(pk.DecompressionError):
             pk.Entry.parse(forged).messages(max_uncompressed_size=1 << 62)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    codec=st.sampled_from(["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]),
+    size=st.integers(min_value=-(2**70), max_value=2**70),
+    limit=st.one_of(st.just(pk.codec.entry.DEFAULT_DECOMPRESSION_LIMIT), st.integers(-(2**70), 2**70)),
+)
+def test_decompress_takes_any_integer_size_or_limit_with_a_typed_error(codec: str, size: int, limit: int) -> None:
+    """Issue 21 item 6: a negative or huge size or limit was an OverflowError from the conversion."""
+    try:
+        out = pk.decompress(codec, pk.compress(codec, b"abc"), size, limit)
+    except pk.PulsarkitError:
+        return
+    assert out == b"abc" and (size == 3 or codec == "NONE")  # NONE has no declared size to check
+
+
+def test_an_encrypted_entry_never_passes_its_ciphertext_for_clear_text() -> None:
+    """Issue 21 item 9: messages() of an encrypted batch returned the ciphertext as message payloads."""
+    md = pk.message_metadata("p", 5, 1_700_000_000_000, partition_key="k1", encryption_algo="RSA")
+    ek = md.encryption_keys.add(key="myapp.key", value=b"\x01" * 32)
+    ek.metadata.add(key="v", value="1")
+    md.encryption_param = b"\x02" * 12
+    md.properties.add(key="a", value="b")
+    ciphertext = b"\x9f" * 40  # stands for the encrypted, then compressed, batch
+    md.num_messages_in_batch = 3
+    md.compression = 1  # LZ4: not decompressible before decryption
+    md.uncompressed_size = 999
+    raw = pk.add_broker_entry_metadata(pk.encode_entry(md, ciphertext), broker_timestamp=7, index=12)
+    e = pk.Entry.parse(raw)
+    assert e.is_encrypted
+    with pytest.raises(pk.errors.EncryptedMessageError, match=r"myapp.key.*RSA.*ciphertext=True") as err:
+        e.messages()
+    assert isinstance(err.value, pk.PulsarkitError)
+    (m,) = e.messages(ciphertext=True)
+    assert (m.encrypted, m.encryption_keys, m.encryption_algo) == (True, ("myapp.key",), "RSA")
+    assert (m.payload, m.key, m.batch_index, m.batch_size, m.sequence_id) == (ciphertext, "k1", -1, 3, 5)
+    assert (m.properties, m.index, m.broker_timestamp) == ({"a": "b"}, 12, 7)
+    clear = pk.Entry.parse(pk.encode_batch(pk.message_metadata("p", 0, 1), [b"x"]))
+    assert not clear.is_encrypted and not clear.messages()[0].encrypted

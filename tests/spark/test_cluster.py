@@ -27,7 +27,8 @@ from pathlib import Path
 import pulsarkit as pk
 import pyarrow.dataset as ds
 import pytest
-from pulsarkit.cli import export as export_mod
+from pulsarkit import export as px
+from pulsarkit.spark import export as export_mod
 from pulsarkit.testing.spark_cluster import StandaloneCluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -146,7 +147,7 @@ def test_export_and_analysis_on_a_cluster_that_loses_a_worker(tmp_path, spark):
                 str(data), "parquet", str(tmp_path / "out-local"), engine="spark", spark=spark,
                 max_partition_bytes=PARTITION_BYTES, log=lambda m: None,
             )  # fmt: skip
-            assert local_summary["rows"] == messages == sum(r["rows"] for r in local_analysis)
+            assert local_summary.rows == messages == sum(r["rows"] for r in local_analysis)
             t_local = time.monotonic()
 
             starting.result()
@@ -182,15 +183,15 @@ def test_export_and_analysis_on_a_cluster_that_loses_a_worker(tmp_path, spark):
 
     # the analysis and the export equal the local run's
     assert doc["analysis"] == local_analysis
-    assert summary["rows"] == local_summary["rows"] == messages
-    assert summary["topics"] == local_summary["topics"]
+    assert summary["rows"] == local_summary.rows == messages
+    assert summary["topics"] == local_summary.to_json()["topics"]
     got, want = _exported(out), _exported(tmp_path / "out-local")
     assert got.num_rows == want.num_rows == messages
     assert got.equals(want)
-    marks = json.loads((out / export_mod.MARKS_FILE).read_text())
-    local_marks = json.loads((tmp_path / "out-local" / export_mod.MARKS_FILE).read_text())
+    marks = json.loads((out / px.MARKS_FILE).read_text())
+    local_marks = json.loads((tmp_path / "out-local" / px.MARKS_FILE).read_text())
     assert marks["marks"] == local_marks["marks"]
-    assert sorted(marks["files"]) == export_mod._data_files(out)  # nothing of the killed attempt left
+    assert sorted(marks["files"]) == px.data_files(out)  # nothing of the killed attempt left
     assert not (out / "_staging").exists()
 
     # how Spark got there: the killed worker's executor removed, its running task lost and re-run on

@@ -75,7 +75,7 @@ def compacted_messages(dd: DataDir, topic: str) -> Iterator[dict[str, Any]]:
         if e.metadata.HasField("marker_type"):
             continue
         compacted = view.horizon is not None and pos <= view.horizon
-        for m in e.messages():
+        for m in e.messages(ciphertext=True):  # an encrypted entry is one message, as CONSUME hands it
             yield {
                 "ledger_id": pos.ledger_id,
                 "entry_id": pos.entry_id,

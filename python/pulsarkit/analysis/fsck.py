@@ -18,7 +18,9 @@ from typing import Any
 import pyarrow as pa
 
 from ..bookkeeper import scan_entry_logs
+from ..scan.bookie_dir import entry_payload
 from ..scan.datadir import DataDir
+from ..scan.records import DataDirError
 
 
 def _finding(check: str, severity: str, message: str, **where: Any) -> dict[str, Any]:
@@ -96,6 +98,7 @@ def fsck(dd: DataDir) -> Iterator[dict[str, Any]]:
                 ledger_id=lid,
                 entry_id=eid,
             )
+    on_bookie = {(lid, eid) for _current, lid, eid in indexed}
     for lid, entries in dd.journal.items():
         led = dd.ledgers.get(lid)
         if led is not None and led.journal_only_entries:
@@ -105,6 +108,26 @@ def fsck(dd: DataDir) -> Iterator[dict[str, Any]]:
                 f"{led.journal_only_entries} entries only in the journal (bookie recovery replays them)",
                 ledger_id=lid,
             )
+        # Entries only the journal holds are read from it (as bookie recovery replays them), so their
+        # digests are checked like the entry logs' records.
+        digest = led.digest_type if led is not None and led.digest_type else None
+        password = led.password if led is not None else b""
+        for eid in sorted(entries):
+            if (lid, eid) in on_bookie:
+                continue
+            rec = entries[eid]
+            try:
+                entry_payload(rec.data, digest, password, lid, eid, rec.path, rec.offset)
+            except DataDirError as e:
+                yield _finding(
+                    "journal_digest",
+                    "error" if lid in live else "info",
+                    f"an entry only the journal holds does not verify: {e.reason or e}",
+                    path=rec.path,
+                    offset=rec.offset,
+                    ledger_id=lid,
+                    entry_id=eid,
+                )
 
 
 FSCK_SCHEMA = pa.schema(

@@ -7,18 +7,31 @@ need: the one place pulsarkit opens a RocksDB database.
   temporary directory (without ``LOCK`` and ``LOG*``) and the copy is opened read-only, its WAL
   replayed there. RocksDB writes ``LOCK``, ``LOG`` and options files into any directory it opens,
   even read-only, so the original is never opened at all.
+
+Damage is never read past silently. RocksDB's default recovery (point in time) stops replaying a
+write-ahead log at its first bad record and opens the database with what came before, so a few
+flipped bytes used to make most of a metadata store vanish without a word. A copy is opened with
+``tolerate_corrupted_tail_records`` instead: an incomplete last record (a writer that crashed
+mid-write, which RocksDB itself drops on restart) is accepted, anything else is an error naming the
+log, the offset of the first bad record and how many write batches and records after it would be
+lost. :func:`wal_damage` reads each log's framing and checksums before RocksDB replays it, since
+some damage (a zeroed record header) reads to RocksDB as the log's end in every recovery mode. A
+read that meets a damaged table file is an error too, never the end of the iteration.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import struct
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import rocksdict
 
+from ..codec.entry import crc32c
 from ..errors import PulsarkitError
 
 
@@ -59,6 +72,134 @@ def write_batch() -> Any:
     return rocksdict.WriteBatch(raw_mode=True)
 
 
+_WAL_BLOCK = 32 * 1024
+_MASK_DELTA = 0xA282EAD8
+#: Record types of RocksDB's log format: full, first, middle, last; the recyclable variants carry a
+#: 4-byte log number after the type.
+_LEGACY = {1, 2, 3, 4}
+_RECYCLABLE = {5, 6, 7, 8}
+
+
+def _unmask(masked: int) -> int:
+    rot = (masked - _MASK_DELTA) & 0xFFFFFFFF
+    return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class WalDamage:
+    """The first bad record of a RocksDB write-ahead log and what replaying stops short of."""
+
+    log: str
+    offset: int
+    reason: str
+    #: Write batches (and the records in them) whose checksums verify after the damage: what a
+    #: point-in-time recovery would drop although they are intact.
+    batches_after: int
+    records_after: int
+    #: Bytes of the log from the damage to its end.
+    bytes_after: int
+
+    def describe(self) -> str:
+        return (
+            f"write-ahead log {self.log} is damaged at offset {self.offset} ({self.reason}); "
+            f"{self.bytes_after} bytes after it, holding at least {self.batches_after} intact write batch(es) "
+            f"with {self.records_after} record(s), would be dropped"
+        )
+
+
+def _verifies(buf: bytes, pos: int, block_end: int) -> bool:
+    masked, length, rtype = struct.unpack_from("<IHB", buf, pos)
+    head = 11 if rtype in _RECYCLABLE else 7
+    if (rtype not in _LEGACY and rtype not in _RECYCLABLE) or pos + head + length > block_end:
+        return False
+    return crc32c(buf[pos + 6 : pos + head + length]) == _unmask(masked)
+
+
+def _wal_records(buf: bytes) -> list[tuple[int, int, bytes | None, str | None]]:
+    """The log's physical records as (offset, type, payload or None, reason if bad). Reading goes on
+    after a bad record from the next block, where records start again, to count what follows."""
+    out: list[tuple[int, int, bytes | None, str | None]] = []
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        left_in_block = _WAL_BLOCK - pos % _WAL_BLOCK
+        if left_in_block < 7:  # the block's trailer: zero padding
+            pos += left_in_block
+            continue
+        if n - pos < 7:
+            out.append((pos, -1, None, "incomplete record header at the end of the log"))
+            break
+        masked, length, rtype = struct.unpack_from("<IHB", buf, pos)
+        if rtype == 0 and length == 0 and masked == 0:  # preallocated, never written
+            if not any(buf[pos : pos + left_in_block]):
+                pos += left_in_block
+                continue
+        head = 11 if rtype in _RECYCLABLE else 7
+        if rtype not in _LEGACY and rtype not in _RECYCLABLE:
+            reason = f"unknown record type {rtype}"
+        elif head + length > left_in_block:
+            reason = f"record length {length} runs past its block"
+        elif pos + head + length > n:
+            out.append((pos, rtype, None, "incomplete record at the end of the log"))
+            break
+        elif crc32c(buf[pos + 6 : pos + head + length]) != _unmask(masked):
+            reason = "checksum mismatch"
+        else:
+            out.append((pos, rtype, buf[pos + head : pos + head + length], None))
+            pos += head + length
+            continue
+        out.append((pos, rtype, None, reason))
+        # Damage may have hit the framing: go on at the next offset of this block where a record
+        # verifies (a CRC32C match makes a false start negligible), else at the next block.
+        block_end = min(n, pos + left_in_block)
+        pos = next((p for p in range(pos + 1, block_end - 6) if _verifies(buf, p, block_end)), block_end)
+    return out
+
+
+def wal_damage(path: str) -> WalDamage | None:
+    """The first bad record of the write-ahead log at ``path``, or None when every record verifies
+    (an incomplete last record, a crashed writer's, is not damage)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    records = _wal_records(buf)
+    bad = next((i for i, r in enumerate(records) if r[3] is not None), None)
+    if bad is None or (bad == len(records) - 1 and records[bad][3].startswith("incomplete")):  # type: ignore[union-attr]
+        return None
+    batches = counted = 0
+    fragments: list[bytes] | None = None
+    for _off, rtype, payload, reason in records[bad + 1 :]:
+        if reason is not None or payload is None:
+            fragments = None
+            continue
+        kind = rtype - 4 if rtype in _RECYCLABLE else rtype
+        if kind == 1:
+            fragments = [payload]
+        elif kind == 2:
+            fragments = [payload]
+            continue
+        elif kind == 3:
+            if fragments is not None:
+                fragments.append(payload)
+            continue
+        elif fragments is not None:
+            fragments.append(payload)
+        if fragments:
+            batch = b"".join(fragments)
+            if len(batch) >= 12:  # sequence number (8) and record count (4)
+                batches += 1
+                counted += struct.unpack_from("<I", batch, 8)[0]
+        fragments = None
+    off, _t, _p, reason = records[bad]
+    return WalDamage(os.path.basename(path), off, str(reason), batches, counted, len(buf) - off)
+
+
+def _strict_options() -> Any:
+    opts = rocksdict.Options(raw_mode=True)
+    opts.set_wal_recovery_mode(rocksdict.DBRecoveryMode.tolerate_corrupted_tail_records())
+    opts.set_paranoid_checks(True)
+    return opts
+
+
 class ReadOnlyCopy:
     """A read-only view of a database through a private copy; ``close()`` removes the copy."""
 
@@ -81,12 +222,16 @@ class ReadOnlyCopy:
                 if name == "LOCK" or name.startswith("LOG") or not os.path.isfile(src):
                     continue
                 shutil.copyfile(src, os.path.join(db_dir, name))
+            # Every log is checked before RocksDB replays it: some damage (a zeroed record header)
+            # reads to RocksDB as the log's end, in any recovery mode.
+            damage = [d for d in map(wal_damage, _wal_files(db_dir)) if d is not None]
+            if damage:
+                raise error(f"{what} {self.path}: {damage[0].describe()}; refusing to read it incomplete")
             try:
-                self.db = rocksdict.Rdict(
-                    db_dir, rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only()
-                )
+                self.db = rocksdict.Rdict(db_dir, _strict_options(), access_type=rocksdict.AccessType.read_only())
             except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
                 raise _error(error, self.path, what, e) from None
+            self._error, self._what = error, what
         except OSError as e:
             self.close()
             raise error(f"{what} {self.path}: cannot be read: {e}") from None
@@ -95,8 +240,16 @@ class ReadOnlyCopy:
             raise
 
     def get(self, key: bytes) -> bytes | None:
-        v = self.db.get(key)
+        try:
+            v = self.db.get(key)
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception (a damaged table file)
+            raise self._damaged(e) from None
         return None if v is None else bytes(v)
+
+    def _damaged(self, e: BaseException) -> PulsarkitError:
+        # RocksDB names the private copy's files; the user knows the original's.
+        text = str(e).replace(os.path.join(self._tmp or "", "db"), self.path)
+        return self._error(f"{self._what} {self.path}: cannot be read to its end: {text}")
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every key/value pair in key order."""
@@ -105,6 +258,10 @@ class ReadOnlyCopy:
         while it.valid():
             yield bytes(it.key()), bytes(it.value())
             it.next()
+        try:
+            it.status()  # an iteration that stopped on a damaged table file raises here
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
+            raise self._damaged(e) from None
 
     def close(self) -> None:
         db = self.__dict__.pop("db", None)
@@ -121,6 +278,10 @@ class ReadOnlyCopy:
         self.close()
 
 
+def _wal_files(db_dir: str) -> list[str]:
+    return [os.path.join(db_dir, n) for n in sorted(os.listdir(db_dir)) if n.endswith(".log")]
+
+
 def read_all(
     path: str | os.PathLike[str],
     *,
@@ -132,4 +293,4 @@ def read_all(
         return list(db.items())
 
 
-__all__ = ["ReadOnlyCopy", "open_writable", "read_all", "write_batch"]
+__all__ = ["ReadOnlyCopy", "WalDamage", "open_writable", "read_all", "wal_damage", "write_batch"]

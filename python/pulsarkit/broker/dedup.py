@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
 
 from ..codec.entry import Buffer, Entry
 from ..errors import PulsarkitError
+from ..managed_ledger.cursor import ManagedCursor
+from ..managed_ledger.ledger import ManagedLedger
+from ..managed_ledger.position import Position
 
 DEDUPLICATION_CURSOR_NAME = "pulsar.dedup"
 
@@ -39,14 +41,13 @@ class Status(enum.Enum):
 class MessageDeduplication:
     """Deduplication state of one topic over its managed ledger.
 
-    ``ml`` needs ``open_cursor(name)``, ``delete_cursor(name)`` and ``read(start, n)``; the cursor needs
-    ``mark_delete(position, properties)``, ``mark_delete_position``, ``properties`` and ``read(n)``/
-    ``reset``. Defaults are the broker's (``brokerDeduplication*``).
+    The snapshot is the ``pulsar.dedup`` cursor's mark-delete properties on ``ml``. Defaults are the
+    broker's (``brokerDeduplication*``).
     """
 
     def __init__(
         self,
-        ml: Any,
+        ml: ManagedLedger,
         enabled: bool = False,
         entries_interval: int = 1000,
         max_number_of_producers: int = 10_000,
@@ -65,7 +66,7 @@ class MessageDeduplication:
         self.inactive_producers: dict[str, float] = {}
         self.snapshot_counter = 0
         self.last_snapshot_time = clock()
-        self.cursor: Any = None
+        self.cursor: ManagedCursor | None = None
         self.status = Status.Initialized
         self.replayed_entries = 0
         self._enabled_config = enabled
@@ -87,7 +88,7 @@ class MessageDeduplication:
             self.status = Status.Recovering
             try:
                 self.cursor = self.ml.open_cursor(DEDUPLICATION_CURSOR_NAME)
-                self._replay_cursor()
+                self._replay_cursor(self.cursor)
             except Exception:
                 self.status = Status.Failed
                 raise
@@ -104,16 +105,16 @@ class MessageDeduplication:
             self.inactive_producers.clear()
             self.status = Status.Disabled
 
-    def _replay_cursor(self) -> None:
+    def _replay_cursor(self, cursor: ManagedCursor) -> None:
         self.pushed.clear()
         self.persisted.clear()
         now = self._clock()
-        for name, seq in (self.cursor.properties or {}).items():
+        for name, seq in (cursor.properties or {}).items():
             self.pushed[name] = seq
             self.persisted[name] = seq
             self.inactive_producers[name] = now
         replayed = 0
-        start = self.cursor.mark_delete_position
+        start = cursor.mark_delete_position
         for _, data in self._entries_after(start):
             md = Entry.parse(data, verify_checksum=False).metadata
             seq = max(md.highest_sequence_id, md.sequence_id)
@@ -125,10 +126,10 @@ class MessageDeduplication:
         if replayed >= self.entries_interval and replayed > 0:
             self.take_snapshot(self._last_position())
 
-    def _entries_after(self, position: Any) -> Any:
+    def _entries_after(self, position: Position) -> Iterator[tuple[Position, bytes]]:
         yield from self.ml.read_after(position)
 
-    def _last_position(self) -> Any:
+    def _last_position(self) -> Position | None:
         lac = self.ml.last_confirmed_entry
         return None if lac is None or lac.entry_id < 0 else lac
 
@@ -163,7 +164,7 @@ class MessageDeduplication:
         producer_name: str,
         sequence_id: int,
         highest_sequence_id: int,
-        position: Any,
+        position: Position,
         is_chunk: bool = False,
         is_last_chunk: bool = True,
     ) -> None:
@@ -195,7 +196,7 @@ class MessageDeduplication:
             out[name] = self.persisted[name]
         return out
 
-    def take_snapshot(self, position: Any) -> None:
+    def take_snapshot(self, position: Position | None) -> None:
         if self.cursor is None or position is None:
             return
         self.snapshot_counter = 0
@@ -236,7 +237,7 @@ class MessageDeduplication:
         return gone
 
 
-def _after(a: Any, b: Any) -> bool:
+def _after(a: Position, b: Position | None) -> bool:
     if b is None:
         return True
     return (a.ledger_id, a.entry_id) > (b.ledger_id, b.entry_id)

@@ -5,13 +5,13 @@ and seek by publish time and by index."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from .. import _native
 from ..codec.entry import Buffer, strip_broker_entry_metadata
 from ..errors import PulsarkitError
+from ..managed_ledger.ledger import ManagedLedger
 from ..managed_ledger.position import Position
 from .dedup import MessageDeduplication, MessageDupStatus
 from .finder import DEFAULT_MAX_CLOCK_SKEW_MS, LedgerSpan, find_position_by_index, find_position_by_time
@@ -71,7 +71,7 @@ class PersistentTopic:
 
     def __init__(
         self,
-        ml: Any,
+        ml: ManagedLedger,
         interceptors: Iterable[str | BrokerEntryMetadataInterceptor] = (),
         deduplication: bool = False,
         exposing_broker_entry_metadata_to_client: bool = False,
@@ -104,7 +104,7 @@ class PersistentTopic:
             if self.interceptor.interceptors:
                 ml.interceptor = self.interceptor
         self.deduplication = MessageDeduplication(
-            self._view,
+            ml,
             enabled=deduplication,
             entries_interval=deduplication_entries_interval,
             max_number_of_producers=deduplication_max_number_of_producers,
@@ -198,17 +198,19 @@ class PersistentTopic:
 
     # -- seek ---------------------------------------------------------------------------------
 
-    def find_position_by_time(self, publish_time_ms: int) -> Any:
+    def find_position_by_time(self, publish_time_ms: int) -> Position | None:
         """The position a cursor is reset to by ``seek(publish_time)`` (``PersistentMessageFinder``)."""
         pos = find_position_by_time(self._view.spans(), self._view.read_entry, publish_time_ms, self.max_clock_skew_ms)
-        return None if pos is None else self._view.position(*pos)
+        return None if pos is None else Position(*pos)
 
-    def find_position_by_index(self, index: int) -> Any:
+    def find_position_by_index(self, index: int) -> Position | None:
         """The position of the entry holding the message with broker index ``index``."""
         pos = find_position_by_index(self._view.spans(), self._view.read_entry, index)
-        return None if pos is None else self._view.position(*pos)
+        return None if pos is None else Position(*pos)
 
-    def reset_cursor(self, cursor_name: str, publish_time_ms: int | None = None, index: int | None = None) -> Any:
+    def reset_cursor(
+        self, cursor_name: str, publish_time_ms: int | None = None, index: int | None = None
+    ) -> Position | None:
         """Resets a subscription's cursor to a publish time or a broker index; returns the position."""
         if (publish_time_ms is None) == (index is None):
             raise PulsarkitError("give exactly one of publish_time_ms and index")
@@ -218,8 +220,7 @@ class PersistentTopic:
             else self.find_position_by_index(index)
         )  # type: ignore[arg-type]
         if pos is not None:
-            cursor = self.ml.open_cursor(cursor_name)
-            (cursor.reset if hasattr(cursor, "reset") else cursor.seek)(pos)
+            self.ml.open_cursor(cursor_name).reset(pos)
         return pos
 
     # -- state ----------------------------------------------------------------------------------
@@ -242,42 +243,20 @@ class PersistentTopic:
 
 
 class _ManagedLedgerView:
-    """The few managed-ledger operations the broker mechanisms use, in one place."""
+    """The few managed-ledger reads the interceptors and the finder use, in one place."""
 
-    def __init__(self, ml: Any) -> None:
+    def __init__(self, ml: ManagedLedger) -> None:
         self.ml = ml
-
-    def open_cursor(self, name: str) -> Any:
-        return self.ml.open_cursor(name)
-
-    def delete_cursor(self, name: str) -> None:
-        self.ml.delete_cursor(name)
-
-    @property
-    def last_confirmed_entry(self) -> Any:
-        lac = self.ml.last_confirmed_entry
-        return None if lac is None or lac.entry_id < 0 else lac
-
-    def read_after(self, position: Any) -> Iterator[tuple[Any, bytes]]:
-        if position is None:
-            first = self.ml.first_position
-            if first is None:
-                return iter(())
-            position = self.ml.previous_position(first)
-        return self.ml.read_after(position)
 
     def spans(self) -> list[LedgerSpan]:
         return [LedgerSpan(i.ledger_id, i.entries, i.timestamp) for i in self.ml.ledgers()]
 
     def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
-        return self.ml.read_entry(self.position(ledger_id, entry_id))
-
-    def position(self, ledger_id: int, entry_id: int) -> Any:
-        return Position(ledger_id, entry_id)
+        return self.ml.read_entry(Position(ledger_id, entry_id))
 
     def last_entry(self) -> bytes | None:
-        lac = self.last_confirmed_entry
-        return None if lac is None else self.ml.read_entry(lac)
+        lac = self.ml.last_confirmed_entry
+        return None if lac.entry_id < 0 else self.ml.read_entry(lac)
 
     def properties(self) -> dict[str, str]:
         return dict(self.ml.properties)

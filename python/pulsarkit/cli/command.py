@@ -9,7 +9,8 @@ subparser and returns the function that runs it::
         return run
 
 Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage, 3 with ``--strict``
-when the data has problems (scan issues, digest mismatches).
+when the data has problems (scan issues, digest mismatches), 130 interrupted (Ctrl-C: one line, and
+every process the command started is stopped).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -31,11 +33,13 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_DATA_PROBLEMS = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 EXIT_CODES_HELP = """exit codes:
   0 success
   1 an error: missing, unreadable or wrong input, a refused output path (one line on stderr)
   2 bad usage (unknown option, missing argument)
   3 with --strict: the data has problems (scan issues, digest mismatches, unreadable parts)
+  130 interrupted (Ctrl-C): one line on stderr; the processes it started (Spark's JVM) are stopped
 
 Outputs (--parquet, -o) are never written over an existing file without --overwrite, never through a
 symbolic link and never inside an input; they are written under a temporary name and renamed."""
@@ -84,10 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     # Library warnings (a skipped FIFO, ...) reach the user as one line each, like the errors.
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(f"pulsarkit {args.command}: warning: %(message)s"))
+    handler.setFormatter(_VisibleFormatter(f"pulsarkit {args.command}: warning: %(message)s"))
     log = logging.getLogger("pulsarkit")
     log.addHandler(handler)
     log.propagate = False
+    stdout = sys.stdout
+    if _is_terminal(stdout):
+        sys.stdout = TerminalText(stdout)  # type: ignore[assignment]
     try:
         return int(run(args) or 0)
     except BrokenPipeError:
@@ -96,12 +103,102 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except (OSError, PulsarkitError) as e:
-        print(f"pulsarkit {args.command}: error: {e}", file=sys.stderr)
+        print(f"pulsarkit {args.command}: error: {visible(str(e))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        return 130
+        print(f"pulsarkit {args.command}: interrupted", file=sys.stderr)
+        stop_descendants()
+        return EXIT_INTERRUPTED
     finally:
+        sys.stdout = stdout
         log.removeHandler(handler)
+
+
+# Names in the data (topics, producers, keys, properties) are the data's: on a terminal their control
+# characters would move the cursor, clear the screen or retitle the window, so they are shown escaped.
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)] if c not in (0x09, 0x0A)}
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters (but tab and newline) written as ``\\xNN``."""
+    return text.translate(_CONTROL)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _VisibleFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
+class TerminalText:
+    """A text stream to a terminal that shows control characters escaped (:func:`visible`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(visible(text))
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, buffer, ...
+        return getattr(self._stream, name)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (Linux /proc), children before their own children."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command name (field 2) may hold spaces and parentheses: the fields after its last ')'.
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def stop_descendants(grace: float = 5.0) -> None:
+    """Stops what this process started (a Spark driver's JVM and its Python workers ignore SIGINT,
+    and a JVM whose parent died may outlive it): SIGTERM to each, SIGKILL to what is left after
+    ``grace`` seconds. Their output is not ours to show: stderr is closed for them first."""
+    pids = _descendants(os.getpid())
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while pids and time.monotonic() < deadline:
+        for pid in list(pids):
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)  # reaps our own children; others' are reaped by their parent
+            if not os.path.exists(f"/proc/{pid}") or _zombie(pid):
+                pids.remove(pid)
+        time.sleep(0.05)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3] == b"Z"
 
 
 # ------------------------------------------------------------------------------------------------

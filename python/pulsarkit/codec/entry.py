@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as _PbMessage
 
 from .. import _native
-from ..errors import CorruptEntryError, PulsarkitError
+from ..errors import CorruptEntryError, EncryptedMessageError, LimitExceededError, PulsarkitError
 from ..proto import MessageMetadata, SingleMessageMetadata
 from .txn import MARKER_TYPES
 
@@ -53,6 +53,12 @@ class Message:
     index: int | None = None
     #: The broker timestamp of the entry holding this message, if recorded.
     broker_timestamp: int | None = None
+    #: The entry is end-to-end encrypted: ``payload`` is the ciphertext as stored (compressed after
+    #: decryption, a whole batch when ``batch_size``), handed over only on request (``ciphertext=True``).
+    encrypted: bool = False
+    #: The names of the data key's encryptions (``EncryptionKeys.key``) and the algorithm, when encrypted.
+    encryption_keys: tuple[str, ...] = ()
+    encryption_algo: str | None = None
 
 
 class Entry:
@@ -175,11 +181,26 @@ class Entry:
             return b.broker_timestamp
         return self.metadata.publish_time
 
+    @property
+    def is_encrypted(self) -> bool:
+        """True when the payload is end-to-end encrypted (``encryption_keys`` present)."""
+        return len(self.metadata.encryption_keys) > 0
+
     def messages(
-        self, include_compacted_out: bool = False, max_uncompressed_size: int = DEFAULT_DECOMPRESSION_LIMIT
+        self,
+        include_compacted_out: bool = False,
+        max_uncompressed_size: int = DEFAULT_DECOMPRESSION_LIMIT,
+        ciphertext: bool = False,
     ) -> list[Message]:
-        """The messages a consumer would receive, in batch order."""
+        """The messages a consumer would receive, in batch order.
+
+        An encrypted entry cannot be decompressed or split without its key: by default it raises
+        :class:`EncryptedMessageError` (ciphertext never passes for a message's clear text); with
+        ``ciphertext=True`` it is one message flagged ``encrypted``, its payload the stored ciphertext,
+        which is what a Java consumer whose crypto failure action is CONSUME receives."""
         md = self.metadata
+        if self.is_encrypted:
+            return [self._encrypted_message(ciphertext)]
         records = _native.entry_messages(self._data, include_compacted_out, False, max_uncompressed_size)
         batch_size = md.num_messages_in_batch if self.is_batch else 0
         bem = self.broker_entry_metadata
@@ -207,6 +228,35 @@ class Entry:
                 )
             )
         return out
+
+    def _encrypted_message(self, ciphertext: bool) -> Message:
+        md = self.metadata
+        keys = tuple(k.key for k in md.encryption_keys)
+        algo = md.encryption_algo if md.HasField("encryption_algo") else None
+        if not ciphertext:
+            raise EncryptedMessageError(
+                f"the entry is encrypted (keys {list(keys)}, algorithm {algo or 'unnamed'}): its payload cannot be "
+                "read without the private key; pass ciphertext=True for the encrypted payload, flagged"
+            )
+        bem = self.broker_entry_metadata
+        return Message(
+            payload=self.payload,
+            key=md.partition_key if md.HasField("partition_key") else None,
+            ordering_key=md.ordering_key if md.HasField("ordering_key") else None,
+            properties={kv.key: kv.value for kv in md.properties},
+            event_time=md.event_time or None,
+            publish_time=md.publish_time,
+            producer_name=md.producer_name,
+            sequence_id=md.sequence_id,
+            batch_size=md.num_messages_in_batch if self.is_batch else 0,
+            null_value=md.null_value,
+            partition_key_b64_encoded=md.partition_key_b64_encoded,
+            index=bem.index if bem else None,
+            broker_timestamp=bem.broker_timestamp if bem else None,
+            encrypted=True,
+            encryption_keys=keys,
+            encryption_algo=algo,
+        )
 
     def __repr__(self) -> str:
         md = self.metadata
@@ -388,6 +438,14 @@ def compress(codec: str, data: Buffer) -> bytes:
 
 def decompress(codec: str, data: Buffer, uncompressed_size: int, limit: int = DEFAULT_DECOMPRESSION_LIMIT) -> bytes:
     """Decompresses to exactly ``uncompressed_size`` bytes; sizes above ``limit`` are refused."""
+    # Checked here so that a negative or oversized integer is a typed error, not the OverflowError
+    # of the conversion to the core's unsigned sizes.
+    if not 0 <= limit < 1 << 63:
+        raise LimitExceededError(f"decompression limit must be between 0 and 2^63-1, got {limit}")
+    if not 0 <= uncompressed_size <= limit:
+        raise LimitExceededError(
+            f"declared uncompressed size {uncompressed_size} is outside 0..{limit} (the decompression limit)"
+        )
     return _native.decompress(codec, data, uncompressed_size, limit)
 
 

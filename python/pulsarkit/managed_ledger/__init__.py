@@ -7,7 +7,7 @@ from .cursor import ManagedCursor
 from .factory import ManagedLedgerFactory, Store
 from .interceptor import ManagedLedgerInterceptor
 from .ledger import LedgerInfo, ManagedLedger
-from .position import Position
+from .position import Position, PositionLike
 
 __all__ = [
     "LedgerInfo",
@@ -17,6 +17,7 @@ __all__ = [
     "ManagedLedgerFactory",
     "ManagedLedgerInterceptor",
     "Position",
+    "PositionLike",
     "Store",
     "ack_set_for",
     "bitset_from_words",

@@ -26,7 +26,7 @@ from ..errors import (
 from ..proto import ManagedCursorInfo, PositionInfo
 from .ack_set import ack_set_for, bitset_from_words, bitset_words, lowest_bit
 from .lock import synchronized
-from .position import Position, PositionRangeSet, as_position
+from .position import Position, PositionLike, PositionRangeSet, as_position
 
 if TYPE_CHECKING:
     from .ledger import ManagedLedger
@@ -203,13 +203,13 @@ class ManagedCursor:
         """Individually deleted entries as open-closed ``(lo, hi]`` ranges."""
         return list(self._ranges)
 
-    def deleted_batch_indexes(self, position: Any) -> list[int] | None:
+    def deleted_batch_indexes(self, position: PositionLike) -> list[int] | None:
         """``getDeletedBatchIndexesAsLongArray``: the ack-set words kept for a partly acknowledged
         batch (set bit = not yet acknowledged), or None."""
         bits = self._batch.get(as_position(position))
         return None if bits is None else bitset_words(bits)
 
-    def is_deleted(self, position: Any) -> bool:
+    def is_deleted(self, position: PositionLike) -> bool:
         p = as_position(position)
         return p <= self._md or self._ranges.contains(p)
 
@@ -238,7 +238,7 @@ class ManagedCursor:
             p = self.ml._first_at_or_after(p.next())
         return out
 
-    def seek(self, position: Any) -> None:
+    def seek(self, position: PositionLike) -> None:
         """Moves the read position only."""
         self._read_position = as_position(position)
 
@@ -248,7 +248,7 @@ class ManagedCursor:
 
     # ------------------------------------------------------------------------ acknowledging
 
-    def acknowledged_position(self, position: Any) -> Position:
+    def acknowledged_position(self, position: PositionLike) -> Position:
         """Where the mark-delete would end up after a cumulative ack of ``position``: individually
         deleted entries that follow it are absorbed. Changes nothing (maintenance plans use it)."""
         new_md = as_position(position)
@@ -263,7 +263,7 @@ class ManagedCursor:
             nxt = ml.next_valid_position(new_md)
         return new_md
 
-    def backlog_after(self, mark_delete: Any) -> int:
+    def backlog_after(self, mark_delete: PositionLike) -> int:
         """``number_of_entries_in_backlog`` if the mark-delete were at ``mark_delete`` (not before the current one)."""
         md = max(as_position(mark_delete), self._md)
         n = self.ml.count_entries(md, self.ml.last_confirmed_entry)
@@ -290,7 +290,7 @@ class ManagedCursor:
 
     @synchronized
     def mark_delete(
-        self, position: Any, properties: Mapping[str, int] | None = None, ack_set: Iterable[int] | None = None
+        self, position: PositionLike, properties: Mapping[str, int] | None = None, ack_set: Iterable[int] | None = None
     ) -> None:
         """Cumulative acknowledgement up to ``position`` (inclusive). ``properties`` are stored with
         it and replace the previous ones (None clears them, as ``markDelete(position)`` does).
@@ -315,7 +315,7 @@ class ManagedCursor:
         self.persist()
 
     @synchronized
-    def delete(self, positions: Any, ack_set: Iterable[int] | None = None) -> None:
+    def delete(self, positions: PositionLike | Iterable[PositionLike], ack_set: Iterable[int] | None = None) -> None:
         """Individual acknowledgement of one position or a list of them. With ``ack_set`` (batch
         words, a set bit = still to acknowledge) the batch indexes cleared in it are acknowledged;
         the entry counts as deleted once no bit is left."""
@@ -352,12 +352,12 @@ class ManagedCursor:
                 self._set_acknowledged(hi)
         self.persist()
 
-    def delete_batch_index(self, position: Any, batch_index: int, batch_size: int) -> None:
+    def delete_batch_index(self, position: PositionLike, batch_index: int, batch_size: int) -> None:
         """Acknowledges one message of a batch entry."""
         self.delete(as_position(position), ack_set=ack_set_for(batch_size, [batch_index]))
 
     @synchronized
-    def reset(self, position: Any) -> None:
+    def reset(self, position: PositionLike) -> None:
         """``resetCursor``: the next read is ``position``; the mark-delete moves just before it and
         individual and batch-index acks are forgotten."""
         self._check()

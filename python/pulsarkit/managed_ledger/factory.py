@@ -89,8 +89,13 @@ class ManagedLedgerFactory:
     def open(cls, path: str | os.PathLike[str], *, read_only: bool = False, **kw: Any) -> ManagedLedgerFactory:
         """Opens (creating it unless ``read_only``) the store under ``path``."""
         path = os.fspath(path)
-        if ManagedLedgerFactory.foreign_opener is not None and ManagedLedgerFactory.foreign_opener_accepts(path):
-            return ManagedLedgerFactory.foreign_opener(path)  # a directory pulsarkit did not create: read-only reader
+        if ManagedLedgerFactory.foreign_opener_accepts(path):  # a directory pulsarkit did not create
+            if ManagedLedgerFactory.foreign_opener is None:  # never create our bookie/ inside it
+                raise ManagedLedgerError(
+                    f"{path} is a Pulsar data directory, not a pulsarkit store: open it with "
+                    "pulsarkit.open_data_dir (importing pulsarkit.scan lets Store.open do it)"
+                )
+            return ManagedLedgerFactory.foreign_opener(path)  # the read-only reader
         if not read_only:
             os.makedirs(path, mode=0o700, exist_ok=True)
         return cls(os.path.join(path, "metadata"), [os.path.join(path, "bookie")], read_only=read_only, **kw)

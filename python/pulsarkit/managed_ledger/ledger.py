@@ -55,7 +55,7 @@ from .config import MB, ManagedLedgerConfig, ledger_custom_metadata
 from .cursor import ManagedCursor
 from .interceptor import ManagedLedgerInterceptor
 from .lock import synchronized
-from .position import Position, as_position
+from .position import Position, PositionLike, as_position
 
 
 def _digest_name(lmd: Any) -> str:
@@ -647,7 +647,7 @@ class ManagedLedger:
         ).payload
 
     @synchronized
-    def read_entry(self, position: Any) -> bytes:
+    def read_entry(self, position: PositionLike) -> bytes:
         """The Pulsar entry bytes at ``position``."""
         self.check_open()
         p = as_position(position)
@@ -656,7 +656,7 @@ class ManagedLedger:
         return self._read_payload(p)
 
     @synchronized
-    def read(self, start: Any, max_entries: int) -> list[tuple[Position, bytes]]:
+    def read(self, start: PositionLike, max_entries: int) -> list[tuple[Position, bytes]]:
         """Up to ``max_entries`` entries from ``start`` on (inclusive; positions past the end of a
         ledger continue in the next one)."""
         self.check_open()
@@ -667,7 +667,7 @@ class ManagedLedger:
             p = self._first_at_or_after(p.next())
         return out
 
-    def read_after(self, position: Any) -> Iterator[tuple[Position, bytes]]:
+    def read_after(self, position: PositionLike) -> Iterator[tuple[Position, bytes]]:
         """Every entry after ``position``, lazily."""
         p = self._first_at_or_after(as_position(position).next())
         while p is not None:

@@ -7,17 +7,19 @@ Entries are packed with the ledger's digest (CRC32 and an empty password for com
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from ..bookkeeper.digest import digest_type_name, digest_type_value, master_key, pack_entry, unpack_entry
 from ..errors import BookieError, ManagedLedgerClosedError
 from ..proto import LedgerMetadataFormat
+from .factory import ManagedLedgerFactory
 
 
 class LedgerHandle:
     """One ledger: create it (writable until ``close()``) or open an existing one to read."""
 
-    def __init__(self, factory: Any, ledger_id: int, digest_type: str, password: bytes, writable: bool) -> None:
+    def __init__(
+        self, factory: ManagedLedgerFactory, ledger_id: int, digest_type: str, password: bytes, writable: bool
+    ) -> None:
         self.factory = factory
         self.ledger_id = ledger_id
         self.digest_type = digest_type
@@ -33,7 +35,7 @@ class LedgerHandle:
     @classmethod
     def create(
         cls,
-        factory: Any,
+        factory: ManagedLedgerFactory,
         custom_metadata: Mapping[str, bytes],
         digest_type: str = "CRC32",
         password: bytes = b"",
@@ -66,7 +68,7 @@ class LedgerHandle:
         return cls(factory, lid, digest_type, password, writable=True)
 
     @classmethod
-    def open(cls, factory: Any, ledger_id: int) -> LedgerHandle:
+    def open(cls, factory: ManagedLedgerFactory, ledger_id: int) -> LedgerHandle:
         """An existing ledger, read-only (its digest type and password from its metadata)."""
         lmd, _ = factory.metadata.ledger_metadata(ledger_id)
         try:

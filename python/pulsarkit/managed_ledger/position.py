@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from ..errors import InvalidCursorPositionError
 
@@ -28,7 +28,12 @@ Position.EARLIEST = Position(-1, -1)  # type: ignore[attr-defined]
 Position.LATEST = Position(LONG_MAX, LONG_MAX)  # type: ignore[attr-defined]
 
 
-def as_position(p: Any) -> Position:
+#: What the managed ledger and its cursors accept as a position: a :class:`Position` or a
+#: ``(ledger_id, entry_id)`` pair.
+PositionLike: TypeAlias = Position | tuple[int, int]
+
+
+def as_position(p: PositionLike) -> Position:
     if isinstance(p, Position):
         return p
     try:

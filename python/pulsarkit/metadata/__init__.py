@@ -1,5 +1,7 @@
-"""Pulsar's metadata store (RocksDB, Pulsar's paths and protobuf values)."""
+"""Pulsar's metadata: the RocksDB store (Pulsar's paths and protobuf values), a ZooKeeper data directory read
+offline, and the read interface both satisfy (``MetadataReader``)."""
 
+from .reader import MetadataReader
 from .store import (
     LEDGERS_ROOT,
     MANAGED_LEDGERS_ROOT,
@@ -16,12 +18,15 @@ from .store import (
     parse_managed_ledger_info,
     serialize_ledger_metadata,
 )
+from .zookeeper import ZkSnapshotStore
 
 __all__ = [
     "LEDGERS_ROOT",
     "MANAGED_LEDGERS_ROOT",
+    "MetadataReader",
     "MetadataStore",
     "Stat",
+    "ZkSnapshotStore",
     "cursor_path",
     "decode_meta_value",
     "encode_meta_value",

@@ -105,7 +105,7 @@ class CompactedTopicOracle:
         """What a ``readCompacted`` reader reads from the start, in order."""
         out = []
         for pos, data in self.view().read_entries():
-            for m in Entry.parse(data).messages():
+            for m in Entry.parse(data).messages(ciphertext=True):  # encrypted: one message, as CONSUME
                 out.append(ExpectedMessage(pos.ledger_id, pos.entry_id, m.batch_index, m.key, bytes(m.payload)))
         return out
 

@@ -172,6 +172,17 @@ pub fn parse_bookie_entry(data: &[u8], digest_len: usize) -> Result<BookieEntry<
     })
 }
 
+/// Consecutive entries of one ledger as a `LedgerHandle` packs them: entry ids from
+/// `first_entry_id`, each entry's LAC the previous entry id (the first's `last_add_confirmed`),
+/// `length` accumulating each payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerRun {
+    pub ledger_id: i64,
+    pub first_entry_id: i64,
+    pub last_add_confirmed: i64,
+    pub length: i64,
+}
+
 impl Digester {
     /// `password` matters only for MAC (it keys the HMAC), as in BookKeeper.
     pub fn new(kind: DigestType, password: &[u8]) -> Self {
@@ -230,18 +241,9 @@ impl Digester {
         out.extend_from_slice(payload);
     }
 
-    /// Consecutive entries of one ledger as a `LedgerHandle` packs them: entry ids from
-    /// `first_entry_id`, each entry's LAC the previous entry id (the first's `last_add_confirmed`),
-    /// `length` accumulating each payload.
-    pub fn pack_many<P: AsRef<[u8]>>(
-        &self,
-        ledger_id: i64,
-        first_entry_id: i64,
-        last_add_confirmed: i64,
-        length: i64,
-        payloads: &[P],
-    ) -> Vec<Vec<u8>> {
-        self.heads_many(ledger_id, first_entry_id, last_add_confirmed, length, payloads)
+    /// The stored bytes of a [`LedgerRun`]'s entries.
+    pub fn pack_many<P: AsRef<[u8]>>(&self, run: LedgerRun, payloads: &[P]) -> Vec<Vec<u8>> {
+        self.heads_many(run, payloads)
             .into_iter()
             .zip(payloads)
             .map(|((h, d), p)| [&h[..], d.as_bytes(), p.as_ref()].concat())
@@ -252,12 +254,10 @@ impl Digester {
     /// payloads: a caller that allocates the output itself (a Python `bytes`) copies each once.
     pub fn heads_many<P: AsRef<[u8]>>(
         &self,
-        ledger_id: i64,
-        first_entry_id: i64,
-        last_add_confirmed: i64,
-        length: i64,
+        run: LedgerRun,
         payloads: &[P],
     ) -> Vec<([u8; BOOKIE_HEADER_SIZE], DigestValue)> {
+        let LedgerRun { ledger_id, first_entry_id, last_add_confirmed, length } = run;
         let (mut lac, mut len) = (last_add_confirmed, length);
         payloads
             .iter()
@@ -342,7 +342,8 @@ mod tests {
     #[test]
     fn pack_many_chains_lac_and_length_like_a_ledger_handle() {
         let d = Digester::new(DigestType::Crc32c, b"");
-        let out = d.pack_many(7, 3, 2, 100, &[b"ab".as_slice(), b"cde".as_slice()]);
+        let run = LedgerRun { ledger_id: 7, first_entry_id: 3, last_add_confirmed: 2, length: 100 };
+        let out = d.pack_many(run, &[b"ab".as_slice(), b"cde".as_slice()]);
         let a = d.verify(&out[0], Some(7), Some(3)).unwrap();
         let b = d.verify(&out[1], Some(7), Some(4)).unwrap();
         assert_eq!((a.last_add_confirmed, a.length, a.payload), (2, 102, b"ab".as_slice()));

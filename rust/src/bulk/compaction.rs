@@ -1,15 +1,13 @@
 //! Compaction kernels over Arrow columns: phase one's rows (one per message: key, position, size),
 //! the retained map as a batch, and phase two over a column of topic entries.
 use super::{batch, err_field, EntryColumn};
-use crate::codec::compaction::{
-    compact_entry, compact_entry_by_indexes, compaction_records, BatchFormat, LatestForKey,
-};
+use crate::codec::compaction::{compact_entry, compaction_records, BatchFormat, LatestForKey, Retained};
 use crate::codec::proto::MessageIdData;
 use crate::error::{Error, Result};
 use arrow_array::builder::*;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::{Array, ListArray, PrimitiveArray, RecordBatch};
+use arrow_array::{Array, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, Field};
 use std::sync::Arc;
 
@@ -95,40 +93,97 @@ pub fn retained_batch(latest: &LatestForKey) -> RecordBatch {
     )
 }
 
+/// A column of topic entries with the position of each (phase one's and two's input).
+pub struct PositionedEntries<'a> {
+    entries: EntryColumn<'a>,
+    ledger_ids: &'a PrimitiveArray<Int64Type>,
+    entry_ids: &'a PrimitiveArray<Int64Type>,
+}
+
+impl<'a> PositionedEntries<'a> {
+    /// Entries (binary, large_binary or binary_view) with int64 ledger and entry ids of the same length.
+    pub fn new(entries: &'a dyn Array, ledger_ids: &'a dyn Array, entry_ids: &'a dyn Array) -> Result<Self> {
+        fn ids<'b>(a: &'b dyn Array, what: &str) -> Result<&'b PrimitiveArray<Int64Type>> {
+            a.as_primitive_opt::<Int64Type>()
+                .ok_or_else(|| Error::invalid(format!("{what} must be an Arrow int64 array, not {}", a.data_type())))
+        }
+        let (l, n) = (ids(ledger_ids, "ledger_ids")?, ids(entry_ids, "entry_ids")?);
+        if l.len() != entries.len() || n.len() != entries.len() {
+            return Err(Error::invalid(format!(
+                "entries, ledger_ids and entry_ids differ in length ({}, {}, {})",
+                entries.len(),
+                l.len(),
+                n.len()
+            )));
+        }
+        Ok(PositionedEntries { entries: EntryColumn::from_array(entries)?, ledger_ids: l, entry_ids: n })
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Row `i` as (ledger id, entry id, bytes); a null entry is an error naming its position.
+    fn entry(&self, i: usize) -> Result<(i64, i64, &'a [u8])> {
+        let (l, n) = (self.ledger_ids.value(i), self.entry_ids.value(i));
+        let d = self.entries.get(i).ok_or_else(|| Error::invalid(format!("entry {l}:{n} is null")))?;
+        Ok((l, n, d))
+    }
+
+    /// The compacted ledger's id of row `i` (a position must be given and not negative).
+    fn message_id(&self, i: usize, partition: i32) -> Result<MessageIdData> {
+        let (l, n) = (self.ledger_ids.value(i), self.entry_ids.value(i));
+        if l < 0 || n < 0 || self.ledger_ids.is_null(i) || self.entry_ids.is_null(i) {
+            return Err(Error::invalid(format!("entry {i} has no valid position ({l}:{n})")));
+        }
+        Ok(MessageIdData { ledger_id: l as u64, entry_id: n as u64, partition: Some(partition), ..Default::default() })
+    }
+}
+
+/// The same error, saying which entry it is about (a corrupt entry fails the whole call).
+fn naming_entry(e: Error, ledger_id: i64, entry_id: i64) -> Error {
+    match e {
+        Error::Corrupt { offset, what } => {
+            Error::Corrupt { offset, what: format!("entry {ledger_id}:{entry_id}: {what}") }
+        }
+        other => other,
+    }
+}
+
+/// Phase one over a column: every message of every entry added to `latest`, in row order. A null or
+/// corrupt entry fails the call (as it fails Pulsar's compaction run), naming the entry; the messages
+/// of the rows before it stay added.
+pub fn add_entries(latest: &mut LatestForKey, input: &PositionedEntries, limit: usize) -> Result<()> {
+    for i in 0..input.len() {
+        let (l, n, d) = input.entry(i)?;
+        latest.add_entry(l, n, d, limit).map_err(|e| naming_entry(e, l, n))?;
+    }
+    Ok(())
+}
+
 /// Phase two over a column of topic entries with their positions: one output row per entry that
 /// retains anything, with its raw-message bytes for the compacted ledger. A corrupt entry fails the
 /// call (as it fails Pulsar's compaction run), naming the entry.
-#[allow(clippy::too_many_arguments)]
 pub fn compact_entries(
     latest: &LatestForKey,
-    col: &EntryColumn,
-    ledger_ids: &PrimitiveArray<Int64Type>,
-    entry_ids: &PrimitiveArray<Int64Type>,
+    input: &PositionedEntries,
     partition: i32,
     retain_null_key: bool,
     format: BatchFormat,
     limit: usize,
 ) -> Result<RecordBatch> {
-    let n = col.len();
     let mut l = Int64Builder::new();
     let mut e = Int64Builder::new();
     let mut raw = BinaryBuilder::new();
-    for i in 0..n {
-        let (li, ei) = (ledger_ids.value(i), entry_ids.value(i));
-        let d = col.get(i).ok_or_else(|| Error::invalid(format!("entry {li}:{ei} is null")))?;
-        if li < 0 || ei < 0 || ledger_ids.is_null(i) || entry_ids.is_null(i) {
-            return Err(Error::invalid(format!("entry {i} has no valid position ({li}:{ei})")));
-        }
-        let id = MessageIdData {
-            ledger_id: li as u64,
-            entry_id: ei as u64,
-            partition: Some(partition),
-            ..Default::default()
-        };
-        let out = compact_entry(latest, &id, d, retain_null_key, format, limit).map_err(|x| match x {
-            Error::Corrupt { offset, what } => Error::Corrupt { offset, what: format!("entry {li}:{ei}: {what}") },
-            other => other,
-        })?;
+    for i in 0..input.len() {
+        let (li, ei, d) = input.entry(i)?;
+        let id = input.message_id(i, partition)?;
+        let out = compact_entry(Retained::Latest(latest), &id, d, retain_null_key, format, limit)
+            .map_err(|x| naming_entry(x, li, ei))?;
         if let Some(r) = out {
             l.append_value(li);
             e.append_value(ei);
@@ -145,28 +200,28 @@ pub fn compact_entries(
     ))
 }
 
-/// Phase two with phase one's answer joined to each row: `kept` lists the retained batch indexes of
-/// each entry (-1 for an entry taken whole; null or empty for none). One output row per input row,
-/// `raw_message` null where nothing is retained, so the caller keeps its own row order and partitioning.
-#[allow(clippy::too_many_arguments)]
+/// Phase two with phase one's answer joined to each row: `kept` (list<int32>) lists the retained
+/// batch indexes of each entry (-1 for an entry taken whole; null or empty for none). One output row
+/// per input row, `raw_message` null where nothing is retained, so the caller keeps its own row order
+/// and partitioning; a bad entry is an `error` row, not a failed call.
 pub fn compact_entries_by_indexes(
-    col: &EntryColumn,
-    ledger_ids: &PrimitiveArray<Int64Type>,
-    entry_ids: &PrimitiveArray<Int64Type>,
-    kept: &ListArray,
+    input: &PositionedEntries,
+    kept: &dyn Array,
     partition: i32,
     retain_null_key: bool,
     format: BatchFormat,
     limit: usize,
 ) -> Result<RecordBatch> {
-    let n = col.len();
+    let kept = kept
+        .as_list_opt::<i32>()
+        .ok_or_else(|| Error::invalid(format!("kept must be an Arrow list<int32> array, not {}", kept.data_type())))?;
+    let n = input.len();
     if kept.len() != n {
         return Err(Error::invalid(format!("kept has {} rows for {n} entries", kept.len())));
     }
     let mut raw = BinaryBuilder::new();
     let mut err = StringBuilder::new();
     for i in 0..n {
-        let (li, ei) = (ledger_ids.value(i), entry_ids.value(i));
         let indexes: Vec<i32> = if kept.is_null(i) {
             Vec::new()
         } else {
@@ -176,14 +231,9 @@ pub fn compact_entries_by_indexes(
                 .ok_or_else(|| Error::invalid(format!("kept must be a list of int32, not {}", v.data_type())))?;
             a.iter().flatten().collect()
         };
-        let res = col.get(i).ok_or_else(|| Error::invalid(format!("entry {li}:{ei} is null"))).and_then(|d| {
-            let id = MessageIdData {
-                ledger_id: li as u64,
-                entry_id: ei as u64,
-                partition: Some(partition),
-                ..Default::default()
-            };
-            compact_entry_by_indexes(&indexes, &id, d, retain_null_key, format, limit)
+        let res = input.entry(i).and_then(|(_, _, d)| {
+            let id = input.message_id(i, partition)?;
+            compact_entry(Retained::Indexes(&indexes), &id, d, retain_null_key, format, limit)
         });
         match res {
             Ok(r) => {
@@ -191,6 +241,7 @@ pub fn compact_entries_by_indexes(
                 err.append_null();
             }
             Err(e) => {
+                let (li, ei) = (input.ledger_ids.value(i), input.entry_ids.value(i));
                 raw.append_null();
                 err.append_value(format!("entry {li}:{ei}: {e}"));
             }
@@ -200,4 +251,86 @@ pub fn compact_entries_by_indexes(
         vec![Field::new("raw_message", DataType::Binary, true), err_field()],
         vec![Arc::new(raw.finish()), Arc::new(err.finish())],
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::batch::encode_batch;
+    use crate::codec::compaction::MessagePosition;
+    use crate::codec::compression::Codec;
+    use crate::codec::proto::{MessageMetadata, SingleMessageMetadata};
+    use arrow_array::{BinaryArray, Int64Array, ListArray};
+
+    const LIMIT: usize = 1 << 24;
+
+    fn entry(keys: &[(&str, &[u8])]) -> Vec<u8> {
+        let md = MessageMetadata { producer_name: "p".into(), publish_time: 1, ..Default::default() };
+        let msgs: Vec<(SingleMessageMetadata, &[u8])> = keys
+            .iter()
+            .map(|(k, p)| (SingleMessageMetadata { partition_key: Some(k.to_string()), ..Default::default() }, *p))
+            .collect();
+        encode_batch(&md, &msgs, Codec::None, true).unwrap()
+    }
+
+    #[test]
+    fn add_entries_feeds_every_row_in_order_and_names_a_bad_entry() {
+        let (a, b) = (entry(&[("k", b"1"), ("j", b"2")]), entry(&[("k", b"3")]));
+        let entries = BinaryArray::from_iter([Some(a.as_slice()), Some(b.as_slice())]);
+        let (l, n) = (Int64Array::from(vec![7, 7]), Int64Array::from(vec![0, 1]));
+        let input = PositionedEntries::new(&entries, &l, &n).unwrap();
+        let mut latest = LatestForKey::new(false);
+        add_entries(&mut latest, &input, LIMIT).unwrap();
+        assert_eq!(latest.messages, 3);
+        assert!(latest.is_latest("k", MessagePosition { ledger_id: 7, entry_id: 1, batch_index: 0 }));
+        assert!(latest.is_latest("j", MessagePosition { ledger_id: 7, entry_id: 0, batch_index: 1 }));
+
+        let bad = BinaryArray::from_iter([Some(a.as_slice()), Some(&b"\x0e\x01junk"[..]), None]);
+        let (l, n) = (Int64Array::from(vec![7, 7, 7]), Int64Array::from(vec![0, 1, 2]));
+        let err = add_entries(&mut LatestForKey::new(false), &PositionedEntries::new(&bad, &l, &n).unwrap(), LIMIT)
+            .unwrap_err();
+        assert!(matches!(&err, Error::Corrupt { what, .. } if what.starts_with("entry 7:1: ")), "{err}");
+        let nulls = BinaryArray::from_iter([None::<&[u8]>]);
+        let (l, n) = (Int64Array::from(vec![7]), Int64Array::from(vec![2]));
+        let err = add_entries(&mut LatestForKey::new(false), &PositionedEntries::new(&nulls, &l, &n).unwrap(), LIMIT)
+            .unwrap_err();
+        assert_eq!(err.to_string(), "entry 7:2 is null");
+    }
+
+    #[test]
+    fn positioned_entries_check_types_and_lengths() {
+        let entries = BinaryArray::from_iter([Some(&b"x"[..])]);
+        let ids = Int64Array::from(vec![1]);
+        let short = Int64Array::from(Vec::<i64>::new());
+        let wrong = arrow_array::Int32Array::from(vec![1]);
+        assert!(PositionedEntries::new(&entries, &ids, &short).err().unwrap().to_string().contains("differ in length"));
+        assert!(PositionedEntries::new(&entries, &wrong, &ids)
+            .err()
+            .unwrap()
+            .to_string()
+            .starts_with("ledger_ids must"));
+        assert!(PositionedEntries::new(&ids, &ids, &ids).err().unwrap().to_string().contains("binary"));
+    }
+
+    #[test]
+    fn both_phase_twos_agree_and_by_indexes_reports_per_row() {
+        let (a, b) = (entry(&[("k", b"1"), ("j", b"2")]), entry(&[("k", b"3")]));
+        let entries = BinaryArray::from_iter([Some(a.as_slice()), Some(b.as_slice()), None]);
+        let (l, n) = (Int64Array::from(vec![7, 7, 7]), Int64Array::from(vec![0, 1, 2]));
+        let input = PositionedEntries::new(&entries, &l, &n).unwrap();
+        let (e2, l2, n2) = (entries.slice(0, 2), l.slice(0, 2), n.slice(0, 2));
+        let two = PositionedEntries::new(&e2, &l2, &n2).unwrap();
+        let mut latest = LatestForKey::new(false);
+        add_entries(&mut latest, &two, LIMIT).unwrap();
+        let by_latest = compact_entries(&latest, &two, -1, false, BatchFormat::Placeholders, LIMIT).unwrap();
+        assert_eq!(by_latest.num_rows(), 2);
+        let kept = ListArray::from_iter_primitive::<Int32Type, _, _>([Some(vec![Some(1)]), Some(vec![Some(0)]), None]);
+        let by_idx = compact_entries_by_indexes(&input, &kept, -1, false, BatchFormat::Placeholders, LIMIT).unwrap();
+        assert_eq!(by_idx.column(0).as_binary::<i32>().slice(0, 2), *by_latest.column(2).as_binary::<i32>());
+        assert_eq!(by_idx.column(1).as_string::<i32>().value(2), "entry 7:2: entry 7:2 is null");
+        assert!(compact_entries(&latest, &input, -1, false, BatchFormat::Placeholders, LIMIT).is_err());
+        let not_a_list = Int64Array::from(vec![1, 2, 3]);
+        let err = compact_entries_by_indexes(&input, &not_a_list, -1, false, BatchFormat::Placeholders, LIMIT);
+        assert!(err.unwrap_err().to_string().starts_with("kept must be an Arrow list<int32> array"));
+    }
 }

@@ -17,7 +17,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
 
-use crate::columns::{Bools, Prim, PushBools, PushMap, PushPrim, PushVar, Var};
+use crate::columns::{Bools, Prim, PushMap, PushVar, Var};
 
 /// A column of entry bytes, whichever binary layout it came in.
 pub enum EntryColumn<'a> {
@@ -499,19 +499,19 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
 /// The output columns of [`explode_messages`], appended row by row.
 struct ExplodeRows {
     entry_index: Vec<i64>,
-    batch_index: PushPrim<Int32Type>,
+    batch_index: Prim<Int32Type>,
     payload: PushVar<i64>,
     key: PushVar<i32>,
     okey: PushVar<i32>,
     props: PushMap,
-    event: PushPrim<Int64Type>,
-    publish: PushPrim<Int64Type>,
+    event: Prim<Int64Type>,
+    publish: Prim<Int64Type>,
     producer: PushVar<i32>,
-    seq: PushPrim<Int64Type>,
-    null_value: PushBools,
-    compacted_out: PushBools,
-    b_ts: PushPrim<Int64Type>,
-    msg_index: PushPrim<Int64Type>,
+    seq: Prim<Int64Type>,
+    null_value: Bools,
+    compacted_out: Bools,
+    b_ts: Prim<Int64Type>,
+    msg_index: Prim<Int64Type>,
     err: PushVar<i32>,
 }
 
@@ -548,19 +548,19 @@ impl ExplodeRows {
         let _ = payload.reserve(bytes);
         ExplodeRows {
             entry_index: Vec::with_capacity(n),
-            batch_index: PushPrim::new(n),
+            batch_index: Prim::with_capacity(n),
             payload,
             key: PushVar::new(n, 0),
             okey: PushVar::new(n, 0),
             props: PushMap::new(n),
-            event: PushPrim::new(n),
-            publish: PushPrim::new(n),
+            event: Prim::with_capacity(n),
+            publish: Prim::with_capacity(n),
             producer: PushVar::new(n, 0),
-            seq: PushPrim::new(n),
-            null_value: PushBools::new(n),
-            compacted_out: PushBools::new(n),
-            b_ts: PushPrim::new(n),
-            msg_index: PushPrim::new(n),
+            seq: Prim::with_capacity(n),
+            null_value: Bools::with_capacity(n),
+            compacted_out: Bools::with_capacity(n),
+            b_ts: Prim::with_capacity(n),
+            msg_index: Prim::with_capacity(n),
             err: PushVar::new(n, 0),
         }
     }

@@ -46,7 +46,12 @@ impl RowHead {
         self.record_bytes.append_value(e.records[k].len() as i32);
         self.err.append_null();
     }
-    fn failed(&mut self, i: usize, error: Option<String>) {
+    /// The row of an entry that gave no record: null (`outcome` None) or not decoded (its error).
+    fn failed<T>(&mut self, i: usize, outcome: Option<Result<T>>) {
+        let error = match outcome {
+            Some(Err(e)) => Some(e.to_string()),
+            _ => None,
+        };
         self.entry_index.append_value(i as i64);
         self.batched.append_null();
         self.batch_size.append_null();
@@ -139,13 +144,7 @@ pub fn explode_transaction_log(col: &EntryColumn) -> RecordBatch {
                 }
             }
             other => {
-                head.failed(
-                    i,
-                    match other {
-                        Some(Err(e)) => Some(e.to_string()),
-                        _ => None,
-                    },
-                );
+                head.failed(i, other);
                 op.append_null();
                 most.append_null();
                 least.append_null();
@@ -244,13 +243,7 @@ pub fn explode_pending_ack_log(col: &EntryColumn) -> RecordBatch {
                 }
             }
             other => {
-                head.failed(
-                    i,
-                    match other {
-                        Some(Err(e)) => Some(e.to_string()),
-                        _ => None,
-                    },
-                );
+                head.failed(i, other);
                 op.append_null();
                 ack_type.append_null();
                 most.append_null();
@@ -283,7 +276,7 @@ pub fn explode_pending_ack_log(col: &EntryColumn) -> RecordBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::proto::{transaction, TransactionMetadataEntry};
+    use crate::codec::proto::TransactionMetadataEntry;
     use crate::codec::txn::pack_batched_entry;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int32Type, UInt64Type};
@@ -321,19 +314,7 @@ mod tests {
 
     #[test]
     fn pending_ack_rows_carry_their_positions() {
-        let e = transaction::PendingAckMetadataEntry {
-            pending_ack_op: Some(1),
-            ack_type: Some(0),
-            txnid_least_bits: Some(4),
-            txnid_most_bits: Some(0),
-            pending_ack_metadata: vec![transaction::PendingAckMetadata {
-                ledger_id: 12,
-                entry_id: 3,
-                ack_set: vec![-3],
-                batch_size: Some(10),
-            }],
-        }
-        .encode_to_vec();
+        let e = crate::fuzz::pending_ack_entry((0, 4), (12, 3), vec![-3], 10).encode_to_vec();
         let arr = BinaryArray::from(vec![e.as_slice()]);
         let out = explode_pending_ack_log(&EntryColumn::from_array(&arr).unwrap());
         assert_eq!(out.num_rows(), 1);

@@ -60,8 +60,19 @@ pub fn decode_batch(batch: &[u8], num_messages: i32) -> Result<Vec<BatchRecord>>
 
 /// The records of a batch with their real batch indexes: every record (compacted-out placeholders
 /// included), or, for a PIP-429 batch holding only retained messages, those with the indexes listed
-/// in `compacted_batch_indexes`.
+/// in `compacted_batch_indexes`. A corrupt record is reported at the entry's payload (the batch is
+/// no slice of the entry once decompressed), naming its byte in the uncompressed batch.
 pub fn indexed_batch_records(body: &[u8], e: &ParsedEntry) -> Result<Vec<(i32, BatchRecord)>> {
+    records_of_body(body, e).map_err(|err| match err {
+        Error::Corrupt { offset, what } => Error::Corrupt {
+            offset: e.layout.payload.start as u64,
+            what: format!("in the uncompressed batch at byte {offset}: {what}"),
+        },
+        other => other,
+    })
+}
+
+fn records_of_body(body: &[u8], e: &ParsedEntry) -> Result<Vec<(i32, BatchRecord)>> {
     let md = &e.metadata;
     let n = md.num_messages_in_batch.unwrap_or(1);
     let retained = &md.compacted_batch_indexes;
@@ -208,13 +219,7 @@ pub fn entry_messages(
             compacted_out: false,
         }]);
     }
-    let records = indexed_batch_records(&body, e).map_err(|err| match err {
-        Error::Corrupt { offset, what } => Error::Corrupt {
-            offset: e.layout.payload.start as u64,
-            what: format!("in the uncompressed batch at byte {offset}: {what}"),
-        },
-        other => other,
-    })?;
+    let records = indexed_batch_records(&body, e)?;
     let mut out = Vec::with_capacity(records.len());
     for (i, rec) in records {
         let s = rec.metadata;

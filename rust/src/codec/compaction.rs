@@ -32,13 +32,7 @@ type IndexedRecords = Vec<(i32, BatchRecord)>;
 
 fn body_records(data: &[u8], e: &ParsedEntry, limit: usize) -> Result<(Vec<u8>, IndexedRecords)> {
     let body = uncompressed_payload(data, e, limit)?;
-    let recs = indexed_batch_records(&body, e).map_err(|err| match err {
-        Error::Corrupt { offset, what } => Error::Corrupt {
-            offset: e.layout.payload.start as u64,
-            what: format!("in the uncompressed batch at byte {offset}: {what}"),
-        },
-        other => other,
-    })?;
+    let recs = indexed_batch_records(&body, e)?;
     Ok((body, recs))
 }
 
@@ -240,43 +234,41 @@ pub fn rebatch(
     Ok(Some(entry))
 }
 
+/// What phase one retained, as phase two asks it.
+#[derive(Debug, Clone, Copy)]
+pub enum Retained<'a> {
+    /// The latest message per key (phase one run here).
+    Latest(&'a LatestForKey),
+    /// This entry's retained batch indexes (-1 for an entry taken whole): phase one aggregated
+    /// elsewhere, e.g. on Spark, and joined back to the entries.
+    Indexes(&'a [i32]),
+}
+
+impl Retained<'_> {
+    /// Whether message `batch_index` of entry `id`, keyed `key`, is retained.
+    fn keeps(&self, id: &MessageIdData, batch_index: i32, key: &str) -> bool {
+        match self {
+            Retained::Latest(latest) => {
+                let (ledger_id, entry_id) = (id.ledger_id as i64, id.entry_id as i64);
+                latest.is_latest(key, MessagePosition { ledger_id, entry_id, batch_index })
+            }
+            Retained::Indexes(kept) => kept.contains(&batch_index),
+        }
+    }
+}
+
 /// Phase two for one topic entry: the compacted-ledger entry to write (a raw message), or None when
 /// nothing of it is retained. Markers are skipped; a batch is rebatched; an entry taken whole (not
-/// batched, or an encrypted batch) is kept when it is its key's latest, or keyless with `retain_null_key`.
+/// batched, or an encrypted batch) is kept when it is retained, or keyless with `retain_null_key`.
 pub fn compact_entry(
-    latest: &LatestForKey,
+    retained: Retained<'_>,
     id: &MessageIdData,
     data: &[u8],
     retain_null_key: bool,
     format: BatchFormat,
     limit: usize,
 ) -> Result<Option<Vec<u8>>> {
-    let (l, e) = (id.ledger_id as i64, id.entry_id as i64);
-    let keep = |i: i32, k: &str| latest.is_latest(k, MessagePosition { ledger_id: l, entry_id: e, batch_index: i });
-    compact_entry_with(keep, id, data, retain_null_key, format, limit)
-}
-
-/// [`compact_entry`] with the retained batch indexes given (-1 for an entry taken whole): phase one
-/// aggregated elsewhere, e.g. on Spark, and joined back to the entries.
-pub fn compact_entry_by_indexes(
-    kept: &[i32],
-    id: &MessageIdData,
-    data: &[u8],
-    retain_null_key: bool,
-    format: BatchFormat,
-    limit: usize,
-) -> Result<Option<Vec<u8>>> {
-    compact_entry_with(|i, _| kept.contains(&i), id, data, retain_null_key, format, limit)
-}
-
-fn compact_entry_with(
-    keep: impl Fn(i32, &str) -> bool,
-    id: &MessageIdData,
-    data: &[u8],
-    retain_null_key: bool,
-    format: BatchFormat,
-    limit: usize,
-) -> Result<Option<Vec<u8>>> {
+    let keep = |i: i32, k: &str| retained.keeps(id, i, k);
     let (_, headers_start) = locate_broker_entry_metadata(data)?;
     let e = parse_entry(&data[headers_start..], false).map_err(|x| x.shifted(headers_start))?;
     let md = &e.metadata;

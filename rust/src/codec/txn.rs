@@ -270,7 +270,7 @@ pub fn ack_type_name(t: i32) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::proto::{transaction, Subscription, TransactionMetadataEntry};
+    use crate::codec::proto::{Subscription, TransactionMetadataEntry};
     use prost::Message;
 
     fn record(i: u64) -> Vec<u8> {
@@ -327,18 +327,7 @@ mod tests {
 
     #[test]
     fn pending_ack_accepts_packed_and_unpacked_ack_sets_and_checks_required_fields() {
-        let entry = transaction::PendingAckMetadataEntry {
-            pending_ack_op: Some(1),
-            ack_type: Some(0),
-            txnid_least_bits: Some(3),
-            txnid_most_bits: Some(1),
-            pending_ack_metadata: vec![transaction::PendingAckMetadata {
-                ledger_id: 10,
-                entry_id: 4,
-                ack_set: vec![-1, 5],
-                batch_size: Some(70),
-            }],
-        };
+        let entry = crate::fuzz::pending_ack_entry((1, 3), (10, 4), vec![-1, 5], 70);
         let d = decode_pending_ack(&entry.encode_to_vec()).unwrap();
         assert_eq!(d.positions[0].ack_set, vec![-1, 5]);
         assert_eq!(d.positions[0].batch_size, Some(70));

@@ -3,6 +3,7 @@
 use super::errors::IntoPyResult;
 use crate::bulk::{self, EntryColumn};
 use crate::codec::compression::DEFAULT_DECOMPRESSION_LIMIT;
+use crate::error::Error;
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3_arrow::{PyArray, PyRecordBatch};
@@ -18,15 +19,19 @@ pub(super) fn run<'py>(
     PyRecordBatch::new(out).into_pyarrow(py)
 }
 
-#[pyfunction]
-fn bulk_verify_checksums<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
-    run(py, entries, bulk::verify_checksums)
+/// A binding `name(entries)` for a kernel that takes nothing but the column.
+macro_rules! column_kernel {
+    ($name:ident, $kernel:path) => {
+        #[pyfunction]
+        fn $name<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
+            $crate::py::bulk::run(py, entries, $kernel)
+        }
+    };
 }
+pub(super) use column_kernel;
 
-#[pyfunction]
-fn bulk_peek_broker_entry_metadata<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
-    run(py, entries, bulk::peek_broker_entry_metadata)
-}
+column_kernel!(bulk_verify_checksums, bulk::verify_checksums);
+column_kernel!(bulk_peek_broker_entry_metadata, bulk::peek_broker_entry_metadata);
 
 #[pyfunction]
 #[pyo3(signature = (entries, output="binary"))]
@@ -38,9 +43,7 @@ fn bulk_strip_broker_entry_metadata<'py>(
     match output {
         "binary" => run(py, entries, bulk::strip_broker_entry_metadata),
         "binary_view" => run(py, entries, bulk::strip_broker_entry_metadata_view),
-        other => Err(super::errors::PulsarkitError::new_err(format!(
-            "output must be 'binary' or 'binary_view', not {other:?}"
-        ))),
+        other => Err(Error::invalid(format!("output must be 'binary' or 'binary_view', not {other:?}"))).py_err(py),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Bindings for single-entry codec work: CRC, entry parse/encode, PIP-70 helpers, compression,
 //! command frames.
+use super::buffer::ByteBuffer;
 use super::errors::{frame_to_py, IntoPyResult};
 use crate::codec::batch;
 use crate::codec::command::{self, FrameDecoder as CoreFrameDecoder};
@@ -7,51 +8,18 @@ use crate::codec::compression::{self, Codec};
 use crate::codec::entry;
 use crate::codec::metascan::scan_metadata;
 use crate::codec::proto::{MessageMetadata, SingleMessageMetadata};
+use crate::error::Error;
 use prost::Message as _;
-use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-
-/// Borrowed bytes from `bytes`, `bytearray`, `memoryview` or any C-contiguous byte buffer.
-pub enum ByteInput<'py> {
-    Bytes(Bound<'py, PyBytes>),
-    Buffer(PyBuffer<u8>),
-}
-
-impl<'py> ByteInput<'py> {
-    pub fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
-        if let Ok(b) = obj.cast::<PyBytes>() {
-            return Ok(ByteInput::Bytes(b.clone()));
-        }
-        let buf = PyBuffer::<u8>::get(obj).map_err(|_| {
-            PyTypeError::new_err(format!(
-                "expected bytes, bytearray, memoryview or another byte buffer, got {}",
-                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-            ))
-        })?;
-        if !buf.is_c_contiguous() {
-            return Err(PyTypeError::new_err("byte buffer must be C-contiguous"));
-        }
-        Ok(ByteInput::Buffer(buf))
-    }
-    pub fn as_slice(&self) -> &[u8] {
-        match self {
-            ByteInput::Bytes(b) => b.as_bytes(),
-            // SAFETY: a C-contiguous buffer of u8 of len_bytes bytes, kept alive by self.
-            ByteInput::Buffer(b) => unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes()) },
-        }
-    }
-}
 
 /// Work on inputs of at least this size releases the GIL; below it the release costs more than it frees.
 const DETACH_THRESHOLD: usize = 64 * 1024;
 
 #[pyfunction]
 #[pyo3(signature = (data, crc=0))]
-fn crc32c(py: Python<'_>, data: &Bound<'_, PyAny>, crc: u32) -> PyResult<u32> {
-    let input = ByteInput::new(data)?;
-    let s = input.as_slice();
+fn crc32c(py: Python<'_>, data: ByteBuffer<'_>, crc: u32) -> PyResult<u32> {
+    let s = &*data;
     Ok(if s.len() >= DETACH_THRESHOLD {
         py.detach(|| crate::codec::crc::crc32c_resume(crc, s))
     } else {
@@ -85,9 +53,8 @@ impl EntryLayoutInfo {
 /// fields and wire types.
 #[pyfunction]
 #[pyo3(signature = (data, verify_checksum=true))]
-fn parse_entry_layout(py: Python<'_>, data: &Bound<'_, PyAny>, verify_checksum: bool) -> PyResult<EntryLayoutInfo> {
-    let input = ByteInput::new(data)?;
-    let d = input.as_slice();
+fn parse_entry_layout(py: Python<'_>, data: ByteBuffer<'_>, verify_checksum: bool) -> PyResult<EntryLayoutInfo> {
+    let d = &*data;
     let layout = entry::parse_layout(d).py_err(py)?;
     if verify_checksum {
         layout.verify_checksum(d).py_err(py)?;
@@ -129,9 +96,8 @@ impl PublishFields {
 
 /// The publish path's one pass: checksum verified (ChecksumMismatchError otherwise), metadata checked.
 #[pyfunction]
-fn publish_fields(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PublishFields> {
-    let input = ByteInput::new(data)?;
-    let f = entry::publish_fields(input.as_slice()).py_err(py)?;
+fn publish_fields(py: Python<'_>, data: ByteBuffer<'_>) -> PyResult<PublishFields> {
+    let f = entry::publish_fields(&data).py_err(py)?;
     Ok(PublishFields {
         has_broker_entry_metadata: f.has_broker_entry_metadata,
         chunk_id: f.chunk_id,
@@ -173,13 +139,12 @@ impl MessageRecord {
 #[pyo3(signature = (data, include_compacted_out=false, verify_checksum=true, max_uncompressed_size=compression::DEFAULT_DECOMPRESSION_LIMIT))]
 fn entry_messages(
     py: Python<'_>,
-    data: &Bound<'_, PyAny>,
+    data: ByteBuffer<'_>,
     include_compacted_out: bool,
     verify_checksum: bool,
     max_uncompressed_size: usize,
 ) -> PyResult<Vec<MessageRecord>> {
-    let input = ByteInput::new(data)?;
-    let d = input.as_slice();
+    let d = &*data;
     let (msgs, entry_index, batch_size) = py
         .detach(|| {
             let p = batch::parse_entry(d, verify_checksum)?;
@@ -225,12 +190,11 @@ fn decode_md(py: Python<'_>, b: &[u8]) -> PyResult<MessageMetadata> {
 #[pyo3(signature = (metadata, payload, checksum=true))]
 fn encode_metadata_and_payload<'py>(
     py: Python<'py>,
-    metadata: &Bound<'py, PyAny>,
-    payload: &Bound<'py, PyAny>,
+    metadata: ByteBuffer<'py>,
+    payload: ByteBuffer<'py>,
     checksum: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let (m, p) = (ByteInput::new(metadata)?, ByteInput::new(payload)?);
-    let out = entry::encode_metadata_and_payload(m.as_slice(), p.as_slice(), checksum).py_err(py)?;
+    let out = entry::encode_metadata_and_payload(&metadata, &payload, checksum).py_err(py)?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -239,15 +203,14 @@ fn encode_metadata_and_payload<'py>(
 #[pyo3(signature = (metadata, payload, compression="NONE", checksum=true))]
 fn encode_single<'py>(
     py: Python<'py>,
-    metadata: &Bound<'py, PyAny>,
-    payload: &Bound<'py, PyAny>,
+    metadata: ByteBuffer<'py>,
+    payload: ByteBuffer<'py>,
     compression: &str,
     checksum: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let codec = Codec::from_name(compression).py_err(py)?;
-    let (m, p) = (ByteInput::new(metadata)?, ByteInput::new(payload)?);
-    let md = decode_md(py, m.as_slice())?;
-    let ps = p.as_slice();
+    let md = decode_md(py, &metadata)?;
+    let ps = &*payload;
     let out = py.detach(|| batch::encode_single(&md, ps, codec, checksum)).py_err(py)?;
     Ok(PyBytes::new(py, &out))
 }
@@ -257,22 +220,22 @@ fn encode_single<'py>(
 #[pyo3(signature = (metadata, messages, compression="NONE", checksum=true))]
 fn encode_batch<'py>(
     py: Python<'py>,
-    metadata: &Bound<'py, PyAny>,
-    messages: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    metadata: ByteBuffer<'py>,
+    messages: Vec<(ByteBuffer<'py>, ByteBuffer<'py>)>,
     compression: &str,
     checksum: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let codec = Codec::from_name(compression).py_err(py)?;
-    let m = ByteInput::new(metadata)?;
-    let md = decode_md(py, m.as_slice())?;
-    let mut inputs = Vec::with_capacity(messages.len());
-    for (smm, payload) in &messages {
-        let s = ByteInput::new(smm)?;
-        let smm = SingleMessageMetadata::decode(s.as_slice())
-            .map_err(|e| super::errors::PulsarkitError::new_err(format!("invalid SingleMessageMetadata: {e}")))?;
-        inputs.push((smm, ByteInput::new(payload)?));
-    }
-    let pairs: Vec<(SingleMessageMetadata, &[u8])> = inputs.iter().map(|(s, p)| (s.clone(), p.as_slice())).collect();
+    let md = decode_md(py, &metadata)?;
+    let pairs = messages
+        .iter()
+        .map(|(smm, payload)| {
+            let smm = SingleMessageMetadata::decode(&**smm)
+                .map_err(|e| Error::invalid(format!("invalid SingleMessageMetadata: {e}")))
+                .py_err(py)?;
+            Ok((smm, &**payload))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
     let out = py.detach(|| batch::encode_batch(&md, &pairs, codec, checksum)).py_err(py)?;
     Ok(PyBytes::new(py, &out))
 }
@@ -281,33 +244,29 @@ fn encode_batch<'py>(
 #[pyo3(signature = (data, broker_timestamp=None, index=None))]
 fn add_broker_entry_metadata<'py>(
     py: Python<'py>,
-    data: &Bound<'py, PyAny>,
+    data: ByteBuffer<'py>,
     broker_timestamp: Option<u64>,
     index: Option<u64>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let d = ByteInput::new(data)?;
-    let out = entry::add_broker_entry_metadata(d.as_slice(), broker_timestamp, index).py_err(py)?;
+    let out = entry::add_broker_entry_metadata(&data, broker_timestamp, index).py_err(py)?;
     Ok(PyBytes::new(py, &out))
 }
 
 /// (broker_timestamp, index) or None when the entry has no broker entry metadata.
 #[pyfunction]
-fn peek_broker_entry_metadata(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Option<(Option<u64>, Option<u64>)>> {
-    let d = ByteInput::new(data)?;
-    Ok(entry::peek_broker_entry_metadata(d.as_slice()).py_err(py)?.map(|b| (b.broker_timestamp, b.index)))
+fn peek_broker_entry_metadata(py: Python<'_>, data: ByteBuffer<'_>) -> PyResult<Option<(Option<u64>, Option<u64>)>> {
+    Ok(entry::peek_broker_entry_metadata(&data).py_err(py)?.map(|b| (b.broker_timestamp, b.index)))
 }
 
 #[pyfunction]
-fn strip_broker_entry_metadata<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    let d = ByteInput::new(data)?;
-    Ok(PyBytes::new(py, entry::strip_broker_entry_metadata(d.as_slice()).py_err(py)?))
+fn strip_broker_entry_metadata<'py>(py: Python<'py>, data: ByteBuffer<'py>) -> PyResult<Bound<'py, PyBytes>> {
+    Ok(PyBytes::new(py, entry::strip_broker_entry_metadata(&data).py_err(py)?))
 }
 
 #[pyfunction]
-fn compress<'py>(py: Python<'py>, codec: &str, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+fn compress<'py>(py: Python<'py>, codec: &str, data: ByteBuffer<'py>) -> PyResult<Bound<'py, PyBytes>> {
     let c = Codec::from_name(codec).py_err(py)?;
-    let d = ByteInput::new(data)?;
-    let s = d.as_slice();
+    let s = &*data;
     let out = py.detach(|| compression::compress(c, s)).py_err(py)?;
     Ok(PyBytes::new(py, &out))
 }
@@ -317,13 +276,12 @@ fn compress<'py>(py: Python<'py>, codec: &str, data: &Bound<'py, PyAny>) -> PyRe
 fn decompress<'py>(
     py: Python<'py>,
     codec: &str,
-    data: &Bound<'py, PyAny>,
+    data: ByteBuffer<'py>,
     uncompressed_size: usize,
     limit: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let c = Codec::from_name(codec).py_err(py)?;
-    let d = ByteInput::new(data)?;
-    let s = d.as_slice();
+    let s = &*data;
     let out = py.detach(|| compression::decompress(c, s, uncompressed_size, limit)).py_err(py)?;
     Ok(PyBytes::new(py, &out))
 }
@@ -332,12 +290,10 @@ fn decompress<'py>(
 #[pyo3(signature = (command, headers_and_payload=None))]
 fn encode_frame<'py>(
     py: Python<'py>,
-    command: &Bound<'py, PyAny>,
-    headers_and_payload: Option<&Bound<'py, PyAny>>,
+    command: ByteBuffer<'py>,
+    headers_and_payload: Option<ByteBuffer<'py>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let c = ByteInput::new(command)?;
-    let hp = headers_and_payload.map(ByteInput::new).transpose()?;
-    let out = command::encode_frame(c.as_slice(), hp.as_ref().map(|h| h.as_slice())).py_err(py)?;
+    let out = command::encode_frame(&command, headers_and_payload.as_deref()).py_err(py)?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -355,9 +311,8 @@ impl RawFrameDecoder {
         RawFrameDecoder { inner: CoreFrameDecoder::new(max_frame_size) }
     }
 
-    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let d = ByteInput::new(data)?;
-        let frames = self.inner.feed(d.as_slice()).map_err(|e| frame_to_py(py, e))?;
+    fn feed<'py>(&mut self, py: Python<'py>, data: ByteBuffer<'py>) -> PyResult<Bound<'py, PyList>> {
+        let frames = self.inner.feed(&data).map_err(|e| frame_to_py(py, e))?;
         let out = PyList::empty(py);
         for f in frames {
             out.append((PyBytes::new(py, &f.command), f.headers_and_payload.map(|h| PyBytes::new(py, &h))))?;

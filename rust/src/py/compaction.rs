@@ -1,48 +1,32 @@
 //! Topic-compaction bindings: phase one's `LatestForKey` fed one Arrow batch of entries per call,
 //! phase two writing the compacted ledger's entries per batch, and the last message position.
-use super::codec::ByteInput;
+use super::buffer::ByteBuffer;
 use super::errors::IntoPyResult;
-use crate::bulk::{compaction as kernels, EntryColumn};
+use crate::bulk::compaction::{self as kernels, PositionedEntries};
 use crate::codec::compaction::{self as core, BatchFormat, LatestForKey as CoreLatest, MessagePosition};
 use crate::codec::compression::DEFAULT_DECOMPRESSION_LIMIT;
 use crate::codec::proto::MessageIdData;
-use crate::error::{Error, Result};
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, PrimitiveArray};
+use crate::error::Result;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_arrow::{PyArray, PyRecordBatch};
 
-fn ids(a: &ArrayRef, what: &str) -> Result<PrimitiveArray<Int64Type>> {
-    a.as_primitive_opt::<Int64Type>()
-        .cloned()
-        .ok_or_else(|| Error::invalid(format!("{what} must be an Arrow int64 array, not {}", a.data_type())))
+/// Runs `f` over the positioned entry columns (checked in the core) with the GIL released.
+fn with_positioned<T: Send>(
+    py: Python<'_>,
+    [entries, ledger_ids, entry_ids]: [PyArray; 3],
+    f: impl FnOnce(&PositionedEntries) -> Result<T> + Send,
+) -> PyResult<T> {
+    let (e, l, n) = (entries.into_inner().0, ledger_ids.into_inner().0, entry_ids.into_inner().0);
+    let input = PositionedEntries::new(e.as_ref(), l.as_ref(), n.as_ref()).py_err(py)?;
+    py.detach(|| f(&input)).py_err(py)
 }
 
-fn columns(
-    entries: PyArray,
-    ledger_ids: PyArray,
-    entry_ids: PyArray,
-) -> Result<(ArrayRef, PrimitiveArray<Int64Type>, PrimitiveArray<Int64Type>)> {
-    let (e, _) = entries.into_inner();
-    let l = ids(&ledger_ids.into_inner().0, "ledger_ids")?;
-    let n = ids(&entry_ids.into_inner().0, "entry_ids")?;
-    if l.len() != e.len() || n.len() != e.len() {
-        return Err(Error::invalid(format!(
-            "entries, ledger_ids and entry_ids differ in length ({}, {}, {})",
-            e.len(),
-            l.len(),
-            n.len()
-        )));
-    }
-    Ok((e, l, n))
-}
-
-fn at(e: Error, l: i64, n: i64) -> Error {
-    match e {
-        Error::Corrupt { offset, what } => Error::Corrupt { offset, what: format!("entry {l}:{n}: {what}") },
-        other => other,
+fn batch_format(retained_only: bool) -> BatchFormat {
+    if retained_only {
+        BatchFormat::RetainedOnly
+    } else {
+        BatchFormat::Placeholders
     }
 }
 
@@ -70,18 +54,10 @@ impl PyLatestForKey {
         entry_ids: PyArray,
         max_uncompressed_size: usize,
     ) -> PyResult<()> {
-        let (e, l, n) = columns(entries, ledger_ids, entry_ids).py_err(py)?;
-        let col = EntryColumn::from_array(e.as_ref()).py_err(py)?;
         let inner = &mut self.inner;
-        py.detach(|| {
-            for i in 0..col.len() {
-                let (li, ni) = (l.value(i), n.value(i));
-                let d = col.get(i).ok_or_else(|| Error::invalid(format!("entry {li}:{ni} is null")))?;
-                inner.add_entry(li, ni, d, max_uncompressed_size).map_err(|x| at(x, li, ni))?;
-            }
-            Ok(())
+        with_positioned(py, [entries, ledger_ids, entry_ids], |input| {
+            kernels::add_entries(inner, input, max_uncompressed_size)
         })
-        .py_err(py)
     }
 
     /// Inserts one retained key (a phase one computed elsewhere, e.g. aggregated on Spark).
@@ -133,15 +109,10 @@ impl PyLatestForKey {
         retained_only: bool,
         max_uncompressed_size: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (e, l, n) = columns(entries, ledger_ids, entry_ids).py_err(py)?;
-        let col = EntryColumn::from_array(e.as_ref()).py_err(py)?;
-        let format = if retained_only { BatchFormat::RetainedOnly } else { BatchFormat::Placeholders };
-        let inner = &self.inner;
-        let out = py
-            .detach(|| {
-                kernels::compact_entries(inner, &col, &l, &n, partition, retain_null_key, format, max_uncompressed_size)
-            })
-            .py_err(py)?;
+        let (inner, format) = (&self.inner, batch_format(retained_only));
+        let out = with_positioned(py, [entries, ledger_ids, entry_ids], |input| {
+            kernels::compact_entries(inner, input, partition, retain_null_key, format, max_uncompressed_size)
+        })?;
         PyRecordBatch::new(out).into_pyarrow(py)
     }
 }
@@ -149,13 +120,8 @@ impl PyLatestForKey {
 /// (batch index, publish time) of the last message of a compacted ledger's last entry (`getLastMessagePosition`).
 #[pyfunction]
 #[pyo3(signature = (entry, max_uncompressed_size=DEFAULT_DECOMPRESSION_LIMIT))]
-fn last_message_position(
-    py: Python<'_>,
-    entry: &Bound<'_, PyAny>,
-    max_uncompressed_size: usize,
-) -> PyResult<(i32, u64)> {
-    let input = ByteInput::new(entry)?;
-    core::last_message_position(input.as_slice(), max_uncompressed_size).py_err(py)
+fn last_message_position(py: Python<'_>, entry: ByteBuffer<'_>, max_uncompressed_size: usize) -> PyResult<(i32, u64)> {
+    core::last_message_position(&entry, max_uncompressed_size).py_err(py)
 }
 
 /// A compacted-ledger entry: `[i32 idSize][MessageIdData][i32 size][entry]`.
@@ -165,23 +131,21 @@ fn encode_raw_message<'py>(
     py: Python<'py>,
     ledger_id: u64,
     entry_id: u64,
-    entry: &Bound<'py, PyAny>,
+    entry: ByteBuffer<'py>,
     partition: i32,
     batch_index: Option<i32>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let input = ByteInput::new(entry)?;
     let id = MessageIdData { ledger_id, entry_id, partition: Some(partition), batch_index, ..Default::default() };
-    Ok(PyBytes::new(py, &core::encode_raw_message(&id, input.as_slice()).py_err(py)?))
+    Ok(PyBytes::new(py, &core::encode_raw_message(&id, &entry).py_err(py)?))
 }
 
 /// (ledger_id, entry_id, partition, batch_index, entry) of a compacted-ledger entry.
 #[pyfunction]
 fn decode_raw_message<'py>(
     py: Python<'py>,
-    data: &Bound<'py, PyAny>,
+    data: ByteBuffer<'py>,
 ) -> PyResult<(u64, u64, i32, i32, Bound<'py, PyBytes>)> {
-    let input = ByteInput::new(data)?;
-    let (id, entry) = core::decode_raw_message(input.as_slice()).py_err(py)?;
+    let (id, entry) = core::decode_raw_message(&data).py_err(py)?;
     Ok((id.ledger_id, id.entry_id, id.partition.unwrap_or(-1), id.batch_index.unwrap_or(-1), PyBytes::new(py, entry)))
 }
 
@@ -190,16 +154,15 @@ fn decode_raw_message<'py>(
 #[pyo3(signature = (entry, keep, retain_null_key=false, retained_only=false, max_uncompressed_size=DEFAULT_DECOMPRESSION_LIMIT))]
 fn rebatch_entry<'py>(
     py: Python<'py>,
-    entry: &Bound<'py, PyAny>,
+    entry: ByteBuffer<'py>,
     keep: Vec<i32>,
     retain_null_key: bool,
     retained_only: bool,
     max_uncompressed_size: usize,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let input = ByteInput::new(entry)?;
-    let format = if retained_only { BatchFormat::RetainedOnly } else { BatchFormat::Placeholders };
-    let out = core::rebatch(input.as_slice(), |i, _| keep.contains(&i), retain_null_key, format, max_uncompressed_size)
-        .py_err(py)?;
+    let format = batch_format(retained_only);
+    let out =
+        core::rebatch(&entry, |i, _| keep.contains(&i), retain_null_key, format, max_uncompressed_size).py_err(py)?;
     Ok(out.map(|b| PyBytes::new(py, &b)))
 }
 
@@ -228,29 +191,11 @@ fn bulk_compact_by_indexes<'py>(
     retained_only: bool,
     max_uncompressed_size: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (e, l, n) = columns(entries, ledger_ids, entry_ids).py_err(py)?;
-    let (k, _) = kept.into_inner();
-    let kept = k
-        .as_list_opt::<i32>()
-        .cloned()
-        .ok_or_else(|| Error::invalid(format!("kept must be an Arrow list<int32> array, not {}", k.data_type())))
-        .py_err(py)?;
-    let col = EntryColumn::from_array(e.as_ref()).py_err(py)?;
-    let format = if retained_only { BatchFormat::RetainedOnly } else { BatchFormat::Placeholders };
-    let out = py
-        .detach(|| {
-            kernels::compact_entries_by_indexes(
-                &col,
-                &l,
-                &n,
-                &kept,
-                partition,
-                retain_null_key,
-                format,
-                max_uncompressed_size,
-            )
-        })
-        .py_err(py)?;
+    let (kept, format) = (kept.into_inner().0, batch_format(retained_only));
+    let out = with_positioned(py, [entries, ledger_ids, entry_ids], |input| {
+        let k = kept.as_ref();
+        kernels::compact_entries_by_indexes(input, k, partition, retain_null_key, format, max_uncompressed_size)
+    })?;
     PyRecordBatch::new(out).into_pyarrow(py)
 }
 

@@ -1,12 +1,12 @@
 //! Bindings for BookKeeper entry logs and bookie entry digests. File work runs with the GIL released.
-use super::codec::ByteInput;
+use super::buffer::ByteBuffer;
 use super::errors::{to_py, IntoPyResult};
-use crate::bookkeeper::digest::{self, DigestType, Digester};
+use crate::bookkeeper::digest::{self, DigestType, Digester, LedgerRun};
 use crate::bookkeeper::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
-use crate::bookkeeper::entrylog::reader::{metadata_by_scan, PayloadRead};
+use crate::bookkeeper::entrylog::reader::PayloadRead;
 use crate::bookkeeper::entrylog::scan::{ScanIssue, ScanOptions, ScanSummary, Scanner, DEFAULT_MAX_RECORD_SIZE};
 use crate::bookkeeper::entrylog::{
-    EntryLogFile, EntryLogMetadata, EntryLogReader, EntryLogWriter, FileSource, LogHeader, MetadataReport,
+    EntryLogFile, EntryLogMetadata, EntryLogReader, EntryLogWriter, FileSource, LogHeader, LogResult, MetadataReport,
     WriterOptions,
 };
 use pyo3::exceptions::{PyStopIteration, PyValueError};
@@ -39,11 +39,10 @@ fn bookie_pack<'py>(
     entry_id: i64,
     last_add_confirmed: i64,
     length: i64,
-    payload: &Bound<'py, PyAny>,
+    payload: ByteBuffer<'py>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let d = Digester::new(digest_type(py, digest_type_name)?, password);
-    let p = ByteInput::new(payload)?;
-    let out = d.pack(ledger_id, entry_id, last_add_confirmed, length, p.as_slice());
+    let out = d.pack(ledger_id, entry_id, last_add_confirmed, length, &payload);
     Ok(PyBytes::new(py, &out))
 }
 
@@ -60,15 +59,14 @@ fn bookie_pack_many<'py>(
     first_entry_id: i64,
     last_add_confirmed: i64,
     length: i64,
-    payloads: Vec<Bound<'py, PyAny>>,
+    payloads: Vec<ByteBuffer<'py>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let d = Digester::new(digest_type(py, digest_type_name)?, password);
-    // Borrowed, not extracted as Vec<u8>: that goes through the sequence protocol one byte at a time.
-    let inputs = payloads.iter().map(ByteInput::new).collect::<PyResult<Vec<_>>>()?;
-    let slices: Vec<&[u8]> = inputs.iter().map(ByteInput::as_slice).collect();
+    let slices: Vec<&[u8]> = payloads.iter().map(|p| &**p).collect();
     // Digests with the GIL released; then each entry is copied once, straight into its bytes object
     // (packing into Vecs first cost a second copy and its page faults: most of the time for 1 KiB entries).
-    let heads = py.detach(|| d.heads_many(ledger_id, first_entry_id, last_add_confirmed, length, &slices));
+    let run = LedgerRun { ledger_id, first_entry_id, last_add_confirmed, length };
+    let heads = py.detach(|| d.heads_many(run, &slices));
     let out = PyList::empty(py);
     for ((h, dv), p) in heads.iter().zip(&slices) {
         let (hl, dl) = (h.len(), dv.as_bytes().len());
@@ -132,10 +130,9 @@ impl RawLogRecord {
 
 /// The header fields without checking the digest.
 #[pyfunction]
-fn bookie_parse(py: Python<'_>, data: &Bound<'_, PyAny>, digest_type_name: &str) -> PyResult<BookieEntryHeader> {
+fn bookie_parse(py: Python<'_>, data: ByteBuffer<'_>, digest_type_name: &str) -> PyResult<BookieEntryHeader> {
     let t = digest_type(py, digest_type_name)?;
-    let d = ByteInput::new(data)?;
-    let e = digest::parse_bookie_entry(d.as_slice(), t.digest_len()).map_err(|e| to_py(py, e))?;
+    let e = digest::parse_bookie_entry(&data, t.digest_len()).py_err(py)?;
     Ok(e.into())
 }
 
@@ -144,15 +141,14 @@ fn bookie_parse(py: Python<'_>, data: &Bound<'_, PyAny>, digest_type_name: &str)
 #[pyo3(signature = (data, digest_type_name, password=b"".as_slice(), ledger_id=None, entry_id=None))]
 fn bookie_verify(
     py: Python<'_>,
-    data: &Bound<'_, PyAny>,
+    data: ByteBuffer<'_>,
     digest_type_name: &str,
     password: &[u8],
     ledger_id: Option<i64>,
     entry_id: Option<i64>,
 ) -> PyResult<BookieEntryHeader> {
     let g = Digester::new(digest_type(py, digest_type_name)?, password);
-    let input = ByteInput::new(data)?;
-    let s = input.as_slice();
+    let s = &*data;
     let e = if s.len() >= 1 << 16 {
         py.detach(|| g.verify(s, ledger_id, entry_id))
     } else {
@@ -165,10 +161,9 @@ fn bookie_verify(
 /// The digest type a stored entry verifies with (CRC32C, CRC32, or MAC when a password is given).
 #[pyfunction]
 #[pyo3(signature = (data, password=None))]
-fn bookie_detect_digest(data: &Bound<'_, PyAny>, password: Option<&[u8]>) -> PyResult<Option<&'static str>> {
-    let d = ByteInput::new(data)?;
+fn bookie_detect_digest(data: ByteBuffer<'_>, password: Option<&[u8]>) -> Option<&'static str> {
     let mac = password.map(|p| Digester::new(DigestType::Mac, p));
-    Ok(digest::detect_digest_type(d.as_slice(), mac.as_ref()).map(|t| t.name()))
+    digest::detect_digest_type(&data, mac.as_ref()).map(|t| t.name())
 }
 
 #[pyfunction]
@@ -252,6 +247,12 @@ fn report_dict<'py>(py: Python<'py>, r: &MetadataReport) -> PyResult<Bound<'py, 
     Ok(d)
 }
 
+/// One entry read by location (a writer's or a reader's), the GIL released, as `bytes`.
+fn read_bytes<'py>(py: Python<'py>, read: impl FnOnce() -> LogResult<Vec<u8>> + Send) -> PyResult<Bound<'py, PyBytes>> {
+    let out = py.detach(read).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
 fn scan_options(start: Option<u64>, stop: Option<u64>, max_record_size: usize, resync: bool) -> ScanOptions {
     ScanOptions { start, stop, max_record_size, resync, ..ScanOptions::default() }
 }
@@ -292,26 +293,23 @@ impl RawEntryLogWriter {
         Ok(RawEntryLogWriter { inner, closed: false })
     }
 
-    fn append(&mut self, py: Python<'_>, ledger_id: i64, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn append(&mut self, py: Python<'_>, ledger_id: i64, data: ByteBuffer<'_>) -> PyResult<u64> {
         self.check_open()?;
-        let d = ByteInput::new(data)?;
-        self.inner.append(ledger_id, d.as_slice()).py_err(py)
+        self.inner.append(ledger_id, &data).py_err(py)
     }
 
     /// Appends stored entries (each starting with its ledger id) in one call; returns their locations.
-    fn append_entries<'py>(&mut self, py: Python<'py>, entries: Vec<Bound<'py, PyAny>>) -> PyResult<Vec<u64>> {
+    fn append_entries<'py>(&mut self, py: Python<'py>, entries: Vec<ByteBuffer<'py>>) -> PyResult<Vec<u64>> {
         self.check_open()?;
-        let inputs = entries.iter().map(ByteInput::new).collect::<PyResult<Vec<_>>>()?;
-        let slices: Vec<&[u8]> = inputs.iter().map(ByteInput::as_slice).collect();
+        let slices: Vec<&[u8]> = entries.iter().map(|d| &**d).collect();
         let w = &mut self.inner;
         py.detach(|| slices.iter().map(|d| w.append_stored(d)).collect::<Result<Vec<_>, _>>()).py_err(py)
     }
 
     /// Appends (ledger_id, data) pairs in one call; returns their locations.
-    fn append_many<'py>(&mut self, py: Python<'py>, entries: Vec<(i64, Bound<'py, PyAny>)>) -> PyResult<Vec<u64>> {
+    fn append_many<'py>(&mut self, py: Python<'py>, entries: Vec<(i64, ByteBuffer<'py>)>) -> PyResult<Vec<u64>> {
         self.check_open()?;
-        let inputs = entries.iter().map(|(l, d)| Ok((*l, ByteInput::new(d)?))).collect::<PyResult<Vec<_>>>()?;
-        let slices: Vec<(i64, &[u8])> = inputs.iter().map(|(l, d)| (*l, d.as_slice())).collect();
+        let slices: Vec<(i64, &[u8])> = entries.iter().map(|(l, d)| (*l, &**d)).collect();
         let w = &mut self.inner;
         py.detach(|| slices.iter().map(|(l, d)| w.append(*l, d)).collect::<Result<Vec<_>, _>>()).py_err(py)
     }
@@ -337,8 +335,7 @@ impl RawEntryLogWriter {
         entry_id: Option<i64>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let w = &mut self.inner;
-        let out = py.detach(|| w.read(location, ledger_id, entry_id)).py_err(py)?;
-        Ok(PyBytes::new(py, &out))
+        read_bytes(py, || w.read(location, ledger_id, entry_id))
     }
 
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
@@ -420,8 +417,7 @@ impl RawEntryLogReader {
         entry_id: Option<i64>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let r = &mut self.inner;
-        let out = py.detach(|| r.read(location, ledger_id, entry_id)).py_err(py)?;
-        Ok(PyBytes::new(py, &out))
+        read_bytes(py, || r.read(location, ledger_id, entry_id))
     }
 
     /// The verified payloads of consecutive entries of one ledger (see the core's `read_payloads`):
@@ -475,7 +471,7 @@ impl RawEntryLogReader {
     ) -> PyResult<Bound<'py, PyDict>> {
         let f = self.inner.file(log_id).py_err(py)?;
         let opts = scan_options(None, None, max_record_size, resync);
-        let r = py.detach(|| metadata_of(f, opts, use_index)).py_err(py)?;
+        let r = py.detach(|| f.metadata(opts, use_index)).py_err(py)?;
         report_dict(py, &r)
     }
 
@@ -643,18 +639,6 @@ fn entry_log_schema<'py>(py: Python<'py>, payload_type: &str) -> PyResult<Bound<
     PySchema::new(logarrow::schema_for(payload_type_of(payload_type)?)).into_pyarrow(py)
 }
 
-fn metadata_of(
-    f: &EntryLogFile,
-    opts: ScanOptions,
-    use_index: bool,
-) -> crate::bookkeeper::entrylog::LogResult<MetadataReport> {
-    if use_index {
-        return f.metadata(opts);
-    }
-    let (metadata, summary) = metadata_by_scan(f.source(), f.log_id(), opts)?;
-    Ok(MetadataReport { metadata, from_index: false, fallback_reason: None, issues: summary.issues })
-}
-
 /// Metadata of one file without a reader object (CLI convenience).
 #[pyfunction]
 #[pyo3(signature = (path, log_id, use_index=true, max_record_size=DEFAULT_MAX_RECORD_SIZE))]
@@ -668,7 +652,7 @@ fn entry_log_metadata<'py>(
     let r = py
         .detach(|| {
             let f = EntryLogFile::open_with_id(&path, log_id)?;
-            metadata_of(&f, scan_options(None, None, max_record_size, true), use_index)
+            f.metadata(scan_options(None, None, max_record_size, true), use_index)
         })
         .py_err(py)?;
     let d = report_dict(py, &r)?;

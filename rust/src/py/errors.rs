@@ -4,7 +4,8 @@ use crate::error::Error;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyType};
+use pyo3::IntoPyObjectExt;
 
 create_exception!(pulsarkit, PulsarkitError, PyValueError, "Root of every pulsarkit error.");
 create_exception!(
@@ -58,38 +59,58 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Converts a core error into the matching Python exception, with attributes set: the one place
-/// where that happens. `offset` is an int (or None); `stored`/`computed` are ints for CRC32C and
-/// bytes for bookie digests; I/O errors are `OSError(errno, strerror, filename)`, so Python picks
-/// the subclass (`FileNotFoundError`, `PermissionError`, ...).
+/// Converts a core error into the matching Python exception: the one place where that happens.
+/// `offset` is an int (or None); `stored`/`computed` are ints for CRC32C and bytes for bookie
+/// digests; I/O errors are `OSError(errno, strerror, filename)`, so Python picks the subclass
+/// (`FileNotFoundError`, `PermissionError`, ...).
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    let msg = e.to_string();
-    let err = match &e {
-        Error::Corrupt { .. } => CorruptEntryError::new_err(msg),
-        Error::ChecksumMismatch { .. } => ChecksumMismatchError::new_err(msg),
-        Error::DigestMismatch { .. } => DigestMismatchError::new_err(msg),
-        Error::UnsupportedCompression(_) => UnsupportedCompressionError::new_err(msg),
-        Error::Decompression { .. } => DecompressionError::new_err(msg),
-        Error::LimitExceeded { .. } => LimitExceededError::new_err(msg),
-        Error::InvalidArgument(_) => PulsarkitError::new_err(msg),
+    let class = match &e {
+        Error::Corrupt { .. } => py.get_type::<CorruptEntryError>(),
+        Error::ChecksumMismatch { .. } => py.get_type::<ChecksumMismatchError>(),
+        Error::DigestMismatch { .. } => py.get_type::<DigestMismatchError>(),
+        Error::UnsupportedCompression(_) => py.get_type::<UnsupportedCompressionError>(),
+        Error::Decompression { .. } => py.get_type::<DecompressionError>(),
+        Error::LimitExceeded { .. } => py.get_type::<LimitExceededError>(),
+        Error::InvalidArgument(_) => py.get_type::<PulsarkitError>(),
         Error::Io { path, errno, message, .. } => return os_error(py, path.as_deref(), *errno, message),
     };
-    let v = err.value(py);
-    let _ = v.setattr("offset", e.offset());
+    exception(class, e)
+}
+
+/// Frame-level corruption is reported as CorruptFrameError.
+pub fn frame_to_py(py: Python<'_>, e: Error) -> PyErr {
     match e {
-        Error::ChecksumMismatch { stored, computed, .. } => {
-            let _ = v.setattr("stored", stored);
-            let _ = v.setattr("computed", computed);
-        }
-        Error::DigestMismatch { stored, computed, ledger_id, entry_id, .. } => {
-            let _ = v.setattr("stored", PyBytes::new(py, &stored));
-            let _ = v.setattr("computed", PyBytes::new(py, &computed));
-            let _ = v.setattr("ledger_id", ledger_id);
-            let _ = v.setattr("entry_id", entry_id);
-        }
-        _ => {}
+        Error::Corrupt { .. } => exception(py.get_type::<CorruptFrameError>(), e),
+        other => to_py(py, other),
     }
-    err
+}
+
+/// The exception object of `class` for `e`, built whole: its message and every attribute the
+/// error has are set before it is handed out, so no caller sees (or patches) a half-made one.
+fn exception(class: Bound<'_, PyType>, e: Error) -> PyErr {
+    let build = || -> PyResult<Bound<'_, PyAny>> {
+        let py = class.py();
+        let mut attrs = vec![("offset", e.offset().into_bound_py_any(py)?)];
+        match &e {
+            Error::ChecksumMismatch { stored, computed, .. } => {
+                attrs.push(("stored", stored.into_bound_py_any(py)?));
+                attrs.push(("computed", computed.into_bound_py_any(py)?));
+            }
+            Error::DigestMismatch { stored, computed, ledger_id, entry_id, .. } => {
+                attrs.push(("stored", PyBytes::new(py, stored).into_any()));
+                attrs.push(("computed", PyBytes::new(py, computed).into_any()));
+                attrs.push(("ledger_id", ledger_id.into_bound_py_any(py)?));
+                attrs.push(("entry_id", entry_id.into_bound_py_any(py)?));
+            }
+            _ => {}
+        }
+        let value = class.call1((e.to_string(),))?;
+        for (name, v) in attrs {
+            value.setattr(name, v)?;
+        }
+        Ok(value)
+    };
+    build().map_or_else(|failed| failed, PyErr::from_value)
 }
 
 fn os_error(py: Python<'_>, path: Option<&std::path::Path>, errno: Option<i32>, message: &str) -> PyErr {
@@ -106,18 +127,6 @@ fn os_error(py: Python<'_>, path: Option<&std::path::Path>, errno: Option<i32>, 
     match name {
         Some(n) => PyOSError::new_err(format!("{n}: {message}")),
         None => PyOSError::new_err(message.to_string()),
-    }
-}
-
-/// Frame-level corruption is reported as CorruptFrameError.
-pub fn frame_to_py(py: Python<'_>, e: Error) -> PyErr {
-    match e {
-        Error::Corrupt { offset, .. } => {
-            let err = CorruptFrameError::new_err(e.to_string());
-            let _ = err.value(py).setattr("offset", offset);
-            err
-        }
-        other => to_py(py, other),
     }
 }
 

@@ -2,30 +2,12 @@
 //! (phases one and two), and the recovery scan of a `.compacted` copy.
 use super::errors::IntoPyResult;
 use crate::bookkeeper::digest::{DigestType, Digester};
-use crate::bookkeeper::entrylog::compact::{self, CompactedLog};
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt64Array};
-use arrow_schema::{DataType, Field, Schema};
+use crate::bookkeeper::entrylog::compact::{self, locations_batch, CompactedLog};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::PyRecordBatch;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
-
-fn locations_batch(locs: &[(i64, i64, u64)]) -> RecordBatch {
-    let l: ArrayRef = Arc::new(Int64Array::from_iter_values(locs.iter().map(|x| x.0)));
-    let e: ArrayRef = Arc::new(Int64Array::from_iter_values(locs.iter().map(|x| x.1)));
-    let p: ArrayRef = Arc::new(UInt64Array::from_iter_values(locs.iter().map(|x| x.2)));
-    RecordBatch::try_new(
-        Arc::new(Schema::new(vec![
-            Field::new("ledger_id", DataType::Int64, false),
-            Field::new("entry_id", DataType::Int64, false),
-            Field::new("location", DataType::UInt64, false),
-        ])),
-        vec![l, e, p],
-    )
-    .expect("three equal columns")
-}
 
 /// Copies the live records of log `src_log_id` into `<dst>.log.compacting`, verifying each entry of a
 /// ledger given with `(digest type, password)`, then seals it and renames it to

@@ -1,4 +1,5 @@
 //! PyO3 bindings: type conversion only. Batch work runs with the GIL released (`py.detach`).
+mod buffer;
 mod bulk;
 mod codec;
 mod compaction;

@@ -1,7 +1,7 @@
 //! Transaction-log bindings (PIP-160): packing a batch of serialized records into one entry, splitting
 //! an entry back into records, and the per-column record kernels.
-use super::bulk::run;
-use super::codec::ByteInput;
+use super::buffer::ByteBuffer;
+use super::bulk::column_kernel;
 use super::errors::IntoPyResult;
 use crate::bulk::txn;
 use crate::codec::txn::{batched_entry_size, pack_batched_entry, split_entry};
@@ -11,32 +11,23 @@ use pyo3_arrow::PyArray;
 
 /// One batched entry (`0E 01 00 01` + `Batched...Entry`) from serialized records, in one copy.
 #[pyfunction]
-fn pack_batched_txn_entry<'py>(py: Python<'py>, records: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyBytes>> {
-    let inputs = records.iter().map(ByteInput::new).collect::<PyResult<Vec<_>>>()?;
-    let slices: Vec<&[u8]> = inputs.iter().map(|i| i.as_slice()).collect();
-    let mut out = Vec::with_capacity(batched_entry_size(slices.iter().copied()));
-    pack_batched_entry(slices.iter().copied(), &mut out);
+fn pack_batched_txn_entry<'py>(py: Python<'py>, records: Vec<ByteBuffer<'py>>) -> PyResult<Bound<'py, PyBytes>> {
+    let slices = || records.iter().map(|r| &**r);
+    let mut out = Vec::with_capacity(batched_entry_size(slices()));
+    pack_batched_entry(slices(), &mut out);
     Ok(PyBytes::new(py, &out))
 }
 
 /// `(batched, [record bytes, ...])` of one transaction-log or pending-ack entry.
 #[pyfunction]
-fn split_txn_entry<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<(bool, Vec<Bound<'py, PyBytes>>)> {
-    let input = ByteInput::new(data)?;
-    let d = input.as_slice();
+fn split_txn_entry<'py>(py: Python<'py>, data: ByteBuffer<'py>) -> PyResult<(bool, Vec<Bound<'py, PyBytes>>)> {
+    let d = &*data;
     let e = split_entry(d).py_err(py)?;
     Ok((e.batched, e.records.iter().map(|r| PyBytes::new(py, &d[r.clone()])).collect()))
 }
 
-#[pyfunction]
-fn bulk_explode_transaction_log<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
-    run(py, entries, txn::explode_transaction_log)
-}
-
-#[pyfunction]
-fn bulk_explode_pending_ack_log<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
-    run(py, entries, txn::explode_pending_ack_log)
-}
+column_kernel!(bulk_explode_transaction_log, txn::explode_transaction_log);
+column_kernel!(bulk_explode_pending_ack_log, txn::explode_pending_ack_log);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pack_batched_txn_entry, m)?)?;

@@ -643,7 +643,13 @@ def test_pulsarkit_gc_on_a_copy_then_real_pulsar_reads_every_live_message(oracle
     key = lambda r: (r["topic"], r["id"], r["data"], r["key"])  # noqa: E731
     assert [key(r) for r in got] == [key(r) for r in want if r["topic"] in USER_TOPICS]
     log = (work / "standalone.log").read_text(errors="replace")
-    bk_errors = [line for line in log.splitlines() if " ERROR " in line and "org.apache.bookkeeper" in line]
+    # A client that connects before the bookie's registration reaches its cache logs an unresolved
+    # bookie id (seen once on a loaded 2-core machine); that is a start-up race, not the data.
+    bk_errors = [
+        line
+        for line in log.splitlines()
+        if " ERROR " in line and "org.apache.bookkeeper" in line and "BookieIdNotResolvedException" not in line
+    ]
     assert bk_errors == [], bk_errors[:5]
 
 

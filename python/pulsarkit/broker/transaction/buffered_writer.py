@@ -19,7 +19,9 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
+
+from google.protobuf.message import Message
 
 from ...codec.txn import pack_batched_entry
 from ...errors import BufferedWriterClosedError, PulsarkitError
@@ -113,10 +115,14 @@ class ThreadingTimer:
         return t
 
 
-def _serialize(record: Any) -> bytes:
+#: A transaction record as the writer takes it: serialized, or a protobuf message to serialize.
+TxnRecord: TypeAlias = bytes | bytearray | memoryview | Message
+
+
+def _serialize(record: TxnRecord) -> bytes:
     if isinstance(record, bytes):
         return record
-    if hasattr(record, "SerializeToString"):
+    if isinstance(record, Message):
         return record.SerializeToString()
     return bytes(record)
 
@@ -165,7 +171,7 @@ class TxnLogBufferedWriter:
 
     # ---------------------------------------------------------------- adding
 
-    def async_add_data(self, record: Any) -> Future[Position]:
+    def async_add_data(self, record: TxnRecord) -> Future[Position]:
         """Queues one serialized record (bytes or a protobuf message); the future resolves with its
         position once the entry holding it is written."""
         f: Future[Position] = Future()
@@ -200,7 +206,7 @@ class TxnLogBufferedWriter:
             for fn, args in items:
                 fn(*args)
 
-    def _internal_add(self, record: Any, f: Future[Position]) -> None:
+    def _internal_add(self, record: TxnRecord, f: Future[Position]) -> None:
         if self.state != self.OPEN:
             f.set_exception(BufferedWriterClosedError("transaction log buffered writer is closed"))
             return

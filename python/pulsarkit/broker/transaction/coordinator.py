@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...codec.txn import decode_txn_log_entry, txn_metadata_record
 from ...errors import InvalidTxnStatusError, PulsarkitError, TransactionNotFoundError
@@ -261,7 +260,7 @@ class TransactionMetadataStore:
     def __enter__(self) -> TransactionMetadataStore:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -9,17 +9,22 @@ entries mixed, skipping the cleared indexes of partly deleted batches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from ...codec.txn import decode_txn_log_entry
 from ...managed_ledger.ack_set import bitset_from_words
 from ...managed_ledger.config import ManagedLedgerConfig
+from ...managed_ledger.cursor import ManagedCursor
+from ...managed_ledger.factory import ManagedLedgerFactory
+from ...managed_ledger.ledger import ManagedLedger
 from ...managed_ledger.position import Position
 from ..topic_name import TXN_LOG_PREFIX
-from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
+from .buffered_writer import Executor, Timer, TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
 from .metrics import COORDINATOR_PREFIX, TxnLogBufferedWriterMetricsStats
 
 TRANSACTION_LOG_CURSOR = "transaction.subscription"
@@ -30,13 +35,15 @@ def transaction_log_name(tc_id: int) -> str:
     return f"{TXN_LOG_PREFIX}{tc_id}"
 
 
-def replay_records(ledger: Any, cursor: Any) -> Iterator[tuple[Position, dict[str, Any]]]:
+def replay_records(ledger: ManagedLedger, cursor: ManagedCursor) -> Iterator[tuple[Position, dict[str, Any]]]:
     """``(position, record)`` of every record ``cursor`` has not deleted, in log order. Records of a
     batch carry a :class:`TxnBatchedPosition`; ``decode`` turns an entry into its records."""
     return _replay(ledger, cursor, decode_txn_log_entry)
 
 
-def _replay(ledger: Any, cursor: Any, decode: Any) -> Iterator[tuple[Position, dict[str, Any]]]:
+def _replay(
+    ledger: ManagedLedger, cursor: ManagedCursor, decode: Callable[[bytes], list[dict[str, Any]]]
+) -> Iterator[tuple[Position, dict[str, Any]]]:
     for p, data in ledger.read_after(cursor.mark_delete_position):
         if cursor.is_deleted(p):
             continue
@@ -51,8 +58,13 @@ def _replay(ledger: Any, cursor: Any, decode: Any) -> Iterator[tuple[Position, d
 
 
 def open_buffered_log(
-    ml: Any, cursor_name: str, config: TxnLogBufferedWriterConfig, metrics: Any, executor: Any, timer: Any
-) -> tuple[Any, Any, TxnLogBufferedWriter]:
+    ml: ManagedLedger,
+    cursor_name: str,
+    config: TxnLogBufferedWriterConfig,
+    metrics: TxnLogBufferedWriterMetricsStats,
+    executor: Executor | None,
+    timer: Timer | None,
+) -> tuple[ManagedLedger, ManagedCursor, TxnLogBufferedWriter]:
     """(managed ledger, its cursor, a writer on it): what the coordinator log and a pending-ack store
     both open. Metrics are kept only with batching on, as Pulsar records nothing otherwise."""
     cursor = ml.open_cursor(cursor_name, "earliest")
@@ -67,15 +79,15 @@ class TransactionLog:
 
     def __init__(
         self,
-        factory: Any,
+        factory: ManagedLedgerFactory,
         tc_id: int,
         config: TxnLogBufferedWriterConfig | None = None,
         *,
         managed_ledger_config: ManagedLedgerConfig | None = None,
-        metrics_registry: Any = None,
+        metrics_registry: CollectorRegistry | None = None,
         broker: str = "standalone",
-        executor: Any = None,
-        timer: Any = None,
+        executor: Executor | None = None,
+        timer: Timer | None = None,
     ) -> None:
         self.tc_id = tc_id
         self.config = config or TxnLogBufferedWriterConfig()

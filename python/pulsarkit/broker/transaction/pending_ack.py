@@ -15,11 +15,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from ...codec.txn import decode_pending_ack_entry, pending_ack_record
 from ...managed_ledger.config import ManagedLedgerConfig
+from ...managed_ledger.factory import ManagedLedgerFactory
 from ...managed_ledger.position import Position
 from ..topic_name import PENDING_ACK_SUFFIX
-from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriterConfig
+from .buffered_writer import Executor, Timer, TxnBatchedPosition, TxnLogBufferedWriterConfig
 from .log import _replay, open_buffered_log
 from .metrics import PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
 
@@ -35,16 +38,16 @@ class PendingAckStore:
 
     def __init__(
         self,
-        factory: Any,
+        factory: ManagedLedgerFactory,
         topic_managed_ledger: str,
         subscription: str,
         config: TxnLogBufferedWriterConfig | None = None,
         *,
         managed_ledger_config: ManagedLedgerConfig | None = None,
-        metrics_registry: Any = None,
+        metrics_registry: CollectorRegistry | None = None,
         broker: str = "standalone",
-        executor: Any = None,
-        timer: Any = None,
+        executor: Executor | None = None,
+        timer: Timer | None = None,
     ) -> None:
         self.config = config or TxnLogBufferedWriterConfig()
         self.subscription = subscription

@@ -7,7 +7,7 @@ use super::format::make_location;
 use super::scan::{Record, ScanIssue, ScanOptions, ScanSummary, Scanner};
 use super::{AnySource, FileSource, LogResult, MmapSource};
 use crate::bookkeeper::digest::{detect_digest_type, DigestType, Digester, BOOKIE_HEADER_SIZE};
-use crate::columns::{PushBools, PushPrim, PushVar};
+use crate::columns::{Bools, Prim, PushVar};
 use arrow_array::builder::BinaryViewBuilder;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -157,16 +157,16 @@ impl Payload {
 }
 
 struct Cols {
-    log_id: PushPrim<Int64Type>,
-    offset: PushPrim<Int64Type>,
-    location: PushPrim<Int64Type>,
-    ledger_id: PushPrim<Int64Type>,
-    entry_id: PushPrim<Int64Type>,
-    lac: PushPrim<Int64Type>,
-    ledger_length: PushPrim<Int64Type>,
-    size: PushPrim<Int64Type>,
+    log_id: Prim<Int64Type>,
+    offset: Prim<Int64Type>,
+    location: Prim<Int64Type>,
+    ledger_id: Prim<Int64Type>,
+    entry_id: Prim<Int64Type>,
+    lac: Prim<Int64Type>,
+    ledger_length: Prim<Int64Type>,
+    size: Prim<Int64Type>,
     digest_type: PushVar<i32>,
-    digest_ok: PushBools,
+    digest_ok: Bools,
     payload: Payload,
     payload_type: PayloadType,
     issue: PushVar<i32>,
@@ -178,16 +178,16 @@ struct Cols {
 impl Cols {
     fn new(rows: usize, bytes: usize, payload_type: PayloadType) -> Self {
         Cols {
-            log_id: PushPrim::new(rows),
-            offset: PushPrim::new(rows),
-            location: PushPrim::new(rows),
-            ledger_id: PushPrim::new(rows),
-            entry_id: PushPrim::new(rows),
-            lac: PushPrim::new(rows),
-            ledger_length: PushPrim::new(rows),
-            size: PushPrim::new(rows),
+            log_id: Prim::with_capacity(rows),
+            offset: Prim::with_capacity(rows),
+            location: Prim::with_capacity(rows),
+            ledger_id: Prim::with_capacity(rows),
+            entry_id: Prim::with_capacity(rows),
+            lac: Prim::with_capacity(rows),
+            ledger_length: Prim::with_capacity(rows),
+            size: Prim::with_capacity(rows),
             digest_type: PushVar::new(rows, rows * 6),
-            digest_ok: PushBools::new(rows),
+            digest_ok: Bools::with_capacity(rows),
             payload: match payload_type {
                 PayloadType::Binary => Payload::Binary(PushVar::new(rows, bytes)),
                 PayloadType::BinaryView => Payload::View { b: BinaryViewBuilder::with_capacity(rows), block: None },

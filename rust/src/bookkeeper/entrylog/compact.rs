@@ -10,10 +10,13 @@ use super::writer::{seal_log, sync_dir};
 use super::{FileSource, LogError, LogResult};
 use crate::bookkeeper::digest::Digester;
 use crate::error::Error;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What phase one and two did to one log.
 #[derive(Debug, Clone, Default)]
@@ -161,6 +164,20 @@ pub fn compacted_locations(path: &Path, dst: u64) -> LogResult<Vec<(i64, i64, u6
     Ok(out)
 }
 
+/// Locations as the Arrow batch (`ledger_id`, `entry_id`, `location`) that phase three's index
+/// update takes, one row per entry, in the order given.
+pub fn locations_batch(locs: &[(i64, i64, u64)]) -> RecordBatch {
+    let ledger_ids: ArrayRef = Arc::new(Int64Array::from_iter_values(locs.iter().map(|x| x.0)));
+    let entry_ids: ArrayRef = Arc::new(Int64Array::from_iter_values(locs.iter().map(|x| x.1)));
+    let locations: ArrayRef = Arc::new(UInt64Array::from_iter_values(locs.iter().map(|x| x.2)));
+    let schema = Schema::new(vec![
+        Field::new("ledger_id", DataType::Int64, false),
+        Field::new("entry_id", DataType::Int64, false),
+        Field::new("location", DataType::UInt64, false),
+    ]);
+    RecordBatch::try_new(Arc::new(schema), vec![ledger_ids, entry_ids, locations]).expect("three equal columns")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,11 +212,16 @@ mod tests {
         assert!(!dir.join(compacting_name(dst)).exists());
         let again = compacted_locations(&path, dst).unwrap();
         assert_eq!(again, out.locations);
+        let b = locations_batch(&again);
+        assert_eq!((b.num_rows(), b.schema().field(2).name().as_str()), (20, "location"));
+        let loc = b.column(2).as_any().downcast_ref::<UInt64Array>().unwrap();
+        assert_eq!(loc.values().to_vec(), again.iter().map(|x| x.2).collect::<Vec<_>>());
         // the copy carries a ledgers map for exactly the live ledgers
         let md = crate::bookkeeper::entrylog::reader::read_metadata(
             FileSource::open(&path).unwrap(),
             dst,
             ScanOptions::default(),
+            true,
         )
         .unwrap();
         assert_eq!(md.metadata.ledgers.keys().copied().collect::<Vec<_>>(), vec![1, 3]);

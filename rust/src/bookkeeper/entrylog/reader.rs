@@ -112,15 +112,21 @@ pub fn metadata_by_scan<S: Source>(
     Ok((meta, s.summary()))
 }
 
-/// The ledgers map when it is present and consistent, a scan otherwise.
-pub fn read_metadata<S: Source>(src: S, log_id: u64, opts: ScanOptions) -> LogResult<MetadataReport> {
-    match metadata_from_index(&src, log_id) {
-        Ok(metadata) => Ok(MetadataReport { metadata, from_index: true, fallback_reason: None, issues: Vec::new() }),
-        Err(reason) => {
-            let (metadata, summary) = metadata_by_scan(src, log_id, opts)?;
-            Ok(MetadataReport { metadata, from_index: false, fallback_reason: Some(reason), issues: summary.issues })
+/// With `use_index`, the ledgers map when it is present and consistent, a scan otherwise (the
+/// reason given); without, always a scan (no fallback reason: none was tried).
+pub fn read_metadata<S: Source>(src: S, log_id: u64, opts: ScanOptions, use_index: bool) -> LogResult<MetadataReport> {
+    let fallback_reason = if use_index {
+        match metadata_from_index(&src, log_id) {
+            Ok(metadata) => {
+                return Ok(MetadataReport { metadata, from_index: true, fallback_reason: None, issues: Vec::new() })
+            }
+            Err(reason) => Some(reason),
         }
-    }
+    } else {
+        None
+    };
+    let (metadata, summary) = metadata_by_scan(src, log_id, opts)?;
+    Ok(MetadataReport { metadata, from_index: false, fallback_reason, issues: summary.issues })
 }
 
 /// Reads the entry at `pos` (the position after its length field), checking the length against the
@@ -236,9 +242,10 @@ impl EntryLogFile {
         Scanner::new(&self.src, self.log_id, opts)
     }
 
-    /// The ledgers map, or a scan when it is missing, empty or inconsistent.
-    pub fn metadata(&self, opts: ScanOptions) -> LogResult<MetadataReport> {
-        read_metadata(&self.src, self.log_id, opts)
+    /// The ledgers map (with `use_index`), or a scan when it is missing, empty or inconsistent
+    /// (see [`read_metadata`]).
+    pub fn metadata(&self, opts: ScanOptions, use_index: bool) -> LogResult<MetadataReport> {
+        read_metadata(&self.src, self.log_id, opts, use_index)
     }
 }
 

@@ -190,14 +190,8 @@ impl<S: Source> Scanner<S> {
         s.opts.max_record_size = s.opts.max_record_size.max(MIN_SANE_ENTRY_SIZE);
         let head_len = min(file_len, HEADER_SIZE + 12) as usize;
         if head_len < 20 {
-            s.issue(
-                IssueKind::TruncatedHeader,
-                0,
-                file_len,
-                format!("file of {file_len} bytes is shorter than the 20-byte entry log header"),
-            );
-            s.done = true;
-            s.data_end = file_len;
+            let message = format!("file of {file_len} bytes is shorter than the 20-byte entry log header");
+            s.end_in_header(0, file_len, message);
             return Ok(s);
         }
         s.fill(0, head_len)?;
@@ -219,14 +213,7 @@ impl<S: Source> Scanner<S> {
         }
         s.header = Some(header);
         if file_len < HEADER_SIZE {
-            s.issue(
-                IssueKind::TruncatedHeader,
-                file_len,
-                0,
-                format!("file of {file_len} bytes ends inside the {HEADER_SIZE}-byte header"),
-            );
-            s.done = true;
-            s.data_end = file_len;
+            s.end_in_header(file_len, 0, format!("file of {file_len} bytes ends inside the {HEADER_SIZE}-byte header"));
             return Ok(s);
         }
         s.pos = s.opts.start.unwrap_or(HEADER_SIZE).max(HEADER_SIZE);
@@ -299,6 +286,13 @@ impl<S: Source> Scanner<S> {
 
     fn issue(&mut self, kind: IssueKind, offset: u64, length: u64, message: String) {
         self.issues.push(ScanIssue { kind, offset, length, message });
+    }
+
+    /// A file too short to hold its header: the issue, and a scan that is over (no data region).
+    fn end_in_header(&mut self, offset: u64, length: u64, message: String) {
+        self.issue(IssueKind::TruncatedHeader, offset, length, message);
+        self.done = true;
+        self.data_end = self.file_len;
     }
 
     /// Makes `[pos, pos + n)` available in the window (the caller checked it is inside the file).

@@ -5,7 +5,7 @@ use super::reader::{list_log_ids, metadata_by_scan, read_metadata, PayloadRead};
 use super::scan::{scan_all, IssueKind, ScanOptions};
 use super::writer::read_last_id;
 use super::*;
-use crate::bookkeeper::digest::{DigestType, Digester};
+use crate::bookkeeper::digest::{DigestType, Digester, LedgerRun};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::Array;
@@ -81,13 +81,17 @@ fn write_read_scan_and_ledgers_map() {
     let h = f.header().unwrap();
     assert_eq!((h.version, h.ledgers_count, h.format), (1, 3, LogFormat::Default));
     assert_eq!(h.ledgers_map_offset as u64, 1024 + 30 * 3 + 104);
-    let m = f.metadata(ScanOptions::default()).unwrap();
+    let m = f.metadata(ScanOptions::default(), true).unwrap();
     assert!(m.from_index, "{:?}", m.fallback_reason);
     assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 60), (2, 104), (3, 30)]));
     assert_eq!((m.metadata.total_size, m.metadata.remaining_size), (194, 194));
     let (scanned, summary) = metadata_by_scan(f.source(), 0, ScanOptions::default()).unwrap();
     assert_eq!(scanned, m.metadata);
     assert!(summary.issues.is_empty(), "{:?}", summary.issues);
+    // Without the index the same accounting comes from a scan, with no fallback reason.
+    let by_scan = f.metadata(ScanOptions::default(), false).unwrap();
+    assert_eq!((by_scan.from_index, by_scan.fallback_reason.as_deref()), (false, None));
+    assert_eq!(by_scan.metadata, m.metadata);
     assert_eq!(summary.ledgers_map_offset, Some(h.ledgers_map_offset as u64));
 
     let (recs, _) = scan_all(f.source(), 0, ScanOptions::default()).unwrap();
@@ -102,7 +106,7 @@ fn unsealed_log_has_no_map_and_metadata_scans() {
     write_log(&t.0, &[(5, 0, 40), (5, 1, 40)], false);
     let f = EntryLogFile::open(&t.0.join("0.log")).unwrap();
     assert_eq!(f.header().unwrap().ledgers_map_offset, 0);
-    let m = f.metadata(ScanOptions::default()).unwrap();
+    let m = f.metadata(ScanOptions::default(), true).unwrap();
     assert!(!m.from_index);
     assert!(m.fallback_reason.unwrap().contains("no ledgers map"));
     assert_eq!(m.metadata.ledgers, BTreeMap::from([(5, 88)]));
@@ -128,13 +132,13 @@ fn rotation_last_id_and_reopen() {
     }
     for id in 0..3 {
         let f = EntryLogFile::open(&t.0.join(log_file_name(id))).unwrap();
-        let m = f.metadata(ScanOptions::default()).unwrap();
+        let m = f.metadata(ScanOptions::default(), true).unwrap();
         assert!(m.from_index);
         assert_eq!(m.metadata.ledgers, BTreeMap::from([(7, 312)]));
     }
     // Log 3 has no map: metadata falls back to a scan.
     let f = EntryLogFile::open(&t.0.join("3.log")).unwrap();
-    assert!(!f.metadata(ScanOptions::default()).unwrap().from_index);
+    assert!(!f.metadata(ScanOptions::default(), true).unwrap().from_index);
     // A second writer continues after the highest id and never touches old logs.
     std::fs::remove_file(t.0.join("lastId")).unwrap();
     let mut w = EntryLogWriter::open(&t.0, opts(1 << 20)).unwrap();
@@ -187,7 +191,7 @@ fn truncated_tail_is_reported_with_offset() {
     let i = &s.issues[0];
     assert_eq!((i.kind, i.offset, i.length), (IssueKind::TornTail, 1084, 20));
     assert!(i.message.contains("torn tail"), "{}", i.message);
-    let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+    let m = read_metadata(&img, 0, ScanOptions::default(), true).unwrap();
     assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 30), (3, 30)]));
     // Cut inside the length field.
     img.truncate(1084 + 2);
@@ -214,7 +218,7 @@ fn short_files_and_zeroed_headers() {
     assert_eq!(s.issues.len(), 1);
     assert_eq!((s.issues[0].kind, s.issues[0].offset), (IssueKind::BadHeader, 0));
     assert!(s.issues[0].message.contains("zeroed"));
-    let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+    let m = read_metadata(&img, 0, ScanOptions::default(), true).unwrap();
     assert!(!m.from_index);
     assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 30), (2, 30)]));
 }
@@ -240,7 +244,7 @@ fn lying_headers_fall_back_to_scan() {
         (patch(1024 + 90 + 32, &99i64.to_be_bytes()), "accounts for"), // map sizes that do not add up
     ];
     for (img, why) in cases {
-        let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+        let m = read_metadata(&img, 0, ScanOptions::default(), true).unwrap();
         assert!(!m.from_index, "{why}");
         let reason = m.fallback_reason.unwrap();
         assert!(reason.contains(why), "{why}: {reason}");
@@ -355,7 +359,7 @@ fn direct_entry_logger_files() {
         for (&(l, e, n), &p) in entries.iter().zip(&locs) {
             assert_eq!(reader::read_entry_at(&img, p, Some(l), Some(e), 1 << 20).unwrap(), make_entry(l, e, n));
         }
-        let m = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+        let m = read_metadata(&img, 0, ScanOptions::default(), true).unwrap();
         assert_eq!(m.from_index, with_map, "{:?}", m.fallback_reason);
         assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 5108), (2, 3004), (3, 224)]));
     }
@@ -536,7 +540,7 @@ proptest! {
                 scanned.push((rec.location(id), rec.ledger_id, rec.entry_id, rec.data.to_vec()));
             }
             prop_assert!(s.summary().issues.is_empty(), "{:?}", s.summary().issues);
-            let m = f.metadata(ScanOptions::default()).unwrap();
+            let m = f.metadata(ScanOptions::default(), true).unwrap();
             prop_assert_eq!(m.from_index, seal || w.rotated_log_ids().contains(&id));
             prop_assert_eq!(&m.metadata.ledgers, &expected_meta[&id]);
             let h = f.header().unwrap();
@@ -593,7 +597,7 @@ proptest! {
             let originals: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(e, &n)| make_entry(1, e as i64, n)).collect();
             prop_assert!(!summary.issues.is_empty() || recs.iter().any(|r| !originals.contains(&r.3)));
         }
-        let _ = read_metadata(&img, 0, ScanOptions::default()).unwrap();
+        let _ = read_metadata(&img, 0, ScanOptions::default(), true).unwrap();
     }
 }
 
@@ -601,7 +605,8 @@ proptest! {
 fn read_payloads_verifies_each_entry_and_reports_each_fault_apart() {
     let t = TempDir::new();
     let d = Digester::new(DigestType::Crc32c, b"");
-    let stored = d.pack_many(9, 0, -1, 0, &[b"zero".as_slice(), b"one", b"two", b"three"]);
+    let run = LedgerRun { ledger_id: 9, first_entry_id: 0, last_add_confirmed: -1, length: 0 };
+    let stored = d.pack_many(run, &[b"zero".as_slice(), b"one", b"two", b"three"]);
     let mut w = EntryLogWriter::open(&t.0, opts(1 << 30)).unwrap();
     let mut locs: Vec<i64> = stored.iter().map(|e| w.append_stored(e).unwrap() as i64).collect();
     w.close().unwrap();

@@ -1,0 +1,60 @@
+"""A Delta table (partitioned by ``topic`` and ``date``) with the marks in its commits' metadata.
+
+A run appends its staged rows in one Delta transaction whose custom metadata (``pulsarkit.export``)
+carries the marks: data and marks commit together. Needs the ``deltalake`` package, imported only
+when a Delta export is opened, so that every other command starts without it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .marks import ExportMarks, RunRecord
+from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
+from .staging import PARTITION_COLUMNS, staged_table
+from .target import Target
+
+#: the key of a pulsarkit commit's custom metadata: the marks document
+DELTA_MARKS_KEY = "pulsarkit.export"
+
+
+class DeltaTarget(Target):
+    name: ClassVar[str] = "delta"
+
+    def __init__(self, out: Path, source: str, *, force: bool = False, other_source: bool = False) -> None:
+        try:  # optional, and imported only here: the other commands start without it
+            import deltalake
+        except ImportError as e:
+            raise ExportRefused("--to delta needs the deltalake package (pip install 'pulsarkit[delta]')") from e
+        self.deltalake: Any = deltalake
+        super().__init__(out, source, force=force, other_source=other_source)
+
+    def _open(self, force: bool) -> ExportMarks | None:
+        out = self.out
+        if (out / DELTA_LOG).is_dir():
+            table = self.deltalake.DeltaTable(str(out))
+            found = None
+            for h in table.history():  # newest first: the last pulsarkit commit's marks
+                if DELTA_MARKS_KEY in h:
+                    found = json.loads(h[DELTA_MARKS_KEY])
+                    break
+            if found is None and not force:
+                raise ExportRefused(f"{out} is a Delta table pulsarkit did not write; pass --force to append to it")
+            return ExportMarks.from_json(found) if found is not None else None
+        if (out / ICEBERG_CATALOG).exists():
+            raise ExportRefused(f"{out} is a pulsarkit export to iceberg, not delta")
+        refuse_foreign(out, force)
+        return None
+
+    def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
+        self.deltalake.write_deltalake(
+            str(self.out),
+            staged_table(staged),
+            partition_by=list(PARTITION_COLUMNS),
+            mode="append",
+            commit_properties=self.deltalake.CommitProperties(
+                custom_metadata={DELTA_MARKS_KEY: json.dumps(marks.to_json(run))}
+            ),
+        )
+        return None

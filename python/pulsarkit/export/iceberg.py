@@ -1,0 +1,229 @@
+"""An Iceberg table in ``OUT`` with its own catalog, the marks in its snapshots' summary properties.
+
+The table lives in ``OUT`` (``metadata/``, ``data/topic=.../date=...``, identity partitions on
+``topic`` and ``date``) and so does its catalog, a SQLite file (:data:`ICEBERG_CATALOG`, pyiceberg's
+``SqlCatalog``, warehouse ``OUT``): no server. A run is one append, one snapshot, whose summary
+property ``pulsarkit.export`` carries the marks. The catalog's row pointing at the current metadata
+JSON is the commit point; what an append writes before it (data files, manifests, a metadata JSON)
+is invisible until then, and what a run that died left of it is removed by the next run. Needs
+``pyiceberg`` (with its ``sql-sqlite`` extra), imported only when an Iceberg export is opened."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from ..scan.records import DataDirError
+from .marks import ExportMarks, RunRecord
+from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
+from .staging import PARTITION_COLUMNS, TABLE_FIELDS, staged_table
+from .target import Target
+
+ICEBERG_MARKS_KEY = "pulsarkit.export"
+#: the table in the export's own catalog
+ICEBERG_TABLE = ("pulsarkit", "messages")
+#: pyiceberg deletes the metadata JSONs that fall out of the log itself, so that any file no snapshot
+#: reaches is the leftover of a run that did not commit
+ICEBERG_TABLE_PROPERTIES = {"write.metadata.delete-after-commit.enabled": "true"}
+
+
+def _iceberg_type(t: pa.DataType, ids: Iterator[int]) -> Any:
+    """The Iceberg type of one of the export's Arrow column types (the only ones it has)."""
+    from pyiceberg import types as it
+
+    if pa.types.is_map(t):
+        kid, vid = next(ids), next(ids)
+        return it.MapType(kid, _iceberg_type(t.key_type, ids), vid, _iceberg_type(t.item_type, ids), False)
+    simple = {
+        pa.string(): it.StringType(),
+        pa.binary(): it.BinaryType(),
+        pa.int32(): it.IntegerType(),
+        pa.int64(): it.LongType(),
+        pa.bool_(): it.BooleanType(),
+    }
+    if t not in simple:
+        raise DataDirError(f"no Iceberg type for the export column type {t}")
+    return simple[t]
+
+
+def iceberg_schema() -> Any:
+    """The Iceberg schema of an export: the columns of the other targets, ``date`` a string as theirs."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import NestedField
+
+    ids = iter(range(len(TABLE_FIELDS) + 1, 10_000))  # nested ids (the map's key and value) after the columns
+    return Schema(
+        *(NestedField(i, n, _iceberg_type(t, ids), required=False) for i, (n, t) in enumerate(TABLE_FIELDS, start=1))
+    )
+
+
+def _local_path(location: str) -> str:
+    """The local path of an Iceberg location (``/x`` as pulsarkit writes them, or ``file:///x``). Iceberg
+    locations are not percent-decoded: a ``%3A`` in one is in the file's name (partition directories)."""
+    if location.startswith("file:"):
+        return "/" + location[len("file:") :].lstrip("/")
+    if "://" in location:
+        raise ExportRefused(f"{location}: an Iceberg export lives on the local file system")
+    return location
+
+
+class IcebergTarget(Target):
+    name: ClassVar[str] = "iceberg"
+
+    def __init__(self, out: Path, source: str, *, force: bool = False, other_source: bool = False) -> None:
+        try:  # optional, and imported only here: the other commands start without it
+            import pyiceberg.catalog.sql  # noqa: F401  (needs sqlalchemy: the extra sql-sqlite)
+        except ImportError as e:
+            raise ExportRefused("--to iceberg needs the pyiceberg package (pip install 'pulsarkit[iceberg]')") from e
+        self._metadata_location: str | None = None
+        self._catalog: Any = None
+        super().__init__(out, source, force=force, other_source=other_source)
+
+    @property
+    def metadata_location(self) -> str | None:
+        """The current metadata JSON after a commit: what any Iceberg reader opens."""
+        return self._metadata_location
+
+    def _open(self, force: bool) -> ExportMarks | None:
+        out = self.out
+        if (out / ICEBERG_CATALOG).is_file():
+            try:
+                table = self._table()
+            except FileNotFoundError as e:
+                raise ExportRefused(
+                    f"{out}: the metadata its Iceberg catalog points at is not there ({e}); an export moved from "
+                    "elsewhere? Iceberg metadata names its files by absolute path, so a moved export cannot be "
+                    "continued: export anew"
+                ) from None
+            if table is None:  # the first run died before its commit: the export is empty
+                return None
+            if os.path.realpath(_local_path(table.location())) != os.path.realpath(out):
+                raise ExportRefused(
+                    f"{out} holds an Iceberg export made at {table.location()}; Iceberg metadata names its "
+                    "files by absolute path, so a moved export cannot be continued: export anew"
+                )
+            found = self._last_marks(table)
+            if found is None and table.current_snapshot() is not None and not force:
+                raise ExportRefused(
+                    f"{out} is an Iceberg table whose snapshots pulsarkit did not write; pass --force to append"
+                )
+            return found
+        if (out / MARKS_FILE).exists() or (out / DELTA_LOG).exists():
+            raise ExportRefused(f"{out} is a Parquet or Delta export (or table), not an Iceberg export")
+        # a run deletes what no snapshot lists under data/ and metadata/: never in folders of others
+        if (out / "metadata").exists() or (out / "data").exists():
+            raise ExportRefused(
+                f"{out} is not a pulsarkit export and has a data/ or metadata/ folder (an Iceberg table?); "
+                "pulsarkit writes Iceberg exports only into its own: export elsewhere"
+            )
+        refuse_foreign(out, force)
+        return None
+
+    def catalog(self) -> Any:
+        """The export's own catalog (creates its SQLite file: call only under the lock, or on one that exists)."""
+        if self._catalog is None:
+            from pyiceberg.catalog.sql import SqlCatalog
+
+            # locations are plain absolute paths: pyiceberg takes them as they are (a file URI would
+            # have to be percent-encoded, and pyiceberg does not decode one)
+            self._catalog = SqlCatalog(
+                "pulsarkit", uri=f"sqlite:///{self.out / ICEBERG_CATALOG}", warehouse=str(self.out)
+            )
+        return self._catalog
+
+    def _table(self) -> Any:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self.catalog().load_table(ICEBERG_TABLE)
+        except NoSuchTableError:  # the first run died before its commit: the export is empty
+            return None
+
+    @staticmethod
+    def _last_marks(table: Any) -> ExportMarks | None:
+        from pyiceberg.table.snapshots import ancestors_of
+
+        for snap in ancestors_of(table.current_snapshot(), table.metadata):
+            if snap.summary is not None and ICEBERG_MARKS_KEY in snap.summary:
+                return ExportMarks.from_json(json.loads(str(snap.summary[ICEBERG_MARKS_KEY])))
+        return None
+
+    def close(self) -> None:
+        super().close()
+        if self._catalog is not None:
+            self._catalog.engine.dispose()  # closes the SQLite file
+
+    def _referenced(self, table: Any) -> set[str]:
+        """Every file the table's metadata reaches: metadata JSONs (current and logged), manifest lists,
+        manifests, data and delete files of every snapshot, statistics files."""
+        md = table.metadata
+        refs = {table.metadata_location, *(e.metadata_file for e in md.metadata_log)}
+        refs |= {s.statistics_path for s in md.statistics} | {s.statistics_path for s in md.partition_statistics}
+        seen: set[str] = set()
+        for snap in md.snapshots:
+            refs.add(snap.manifest_list)
+            for m in snap.manifests(table.io):
+                if m.manifest_path in seen:  # an append keeps the manifests of the snapshot before it
+                    continue
+                seen.add(m.manifest_path)
+                refs.add(m.manifest_path)
+                for e in m.fetch_manifest_entry(table.io, discard_deleted=False):
+                    refs.add(e.data_file.file_path)
+        return {os.path.realpath(_local_path(r)) for r in refs}
+
+    def _remove_uncommitted(self) -> list[str]:
+        """The files of an append that no snapshot reaches (data files, manifests, a metadata JSON the
+        catalog does not point at), and the partition folders only they were in."""
+        if not (self.out / ICEBERG_CATALOG).is_file():
+            return []
+        table = self._table()
+        refs = self._referenced(table) if table is not None else set()
+        removed = []
+        for folder, suffixes in (("data", (".parquet",)), ("metadata", (".avro", ".metadata.json"))):
+            for f in sorted((self.out / folder).rglob("*")) if (self.out / folder).is_dir() else []:
+                if f.is_file() and f.name.endswith(suffixes) and os.path.realpath(f) not in refs:
+                    f.unlink()
+                    removed.append(str(f.relative_to(self.out)))
+                    for d in f.parents:  # the partition folders only it was in
+                        if d == self.out / folder or any(d.iterdir()):
+                            break
+                        d.rmdir()
+        return removed
+
+    def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
+        """One append, one snapshot: the data files and the marks (its summary properties) commit together."""
+        data = staged_table(staged)
+        props = {ICEBERG_MARKS_KEY: json.dumps(marks.to_json(run), sort_keys=True)}
+        table = self._table()
+        if table is None:
+            from pyiceberg.partitioning import PartitionField, PartitionSpec
+            from pyiceberg.transforms import IdentityTransform
+
+            schema = iceberg_schema()
+            spec = PartitionSpec(
+                *(
+                    PartitionField(schema.find_field(n).field_id, 1000 + i, IdentityTransform(), n)
+                    for i, n in enumerate(PARTITION_COLUMNS)
+                )
+            )
+            catalog = self.catalog()
+            catalog.create_namespace_if_not_exists(ICEBERG_TABLE[0])
+            # the table and its first snapshot in one catalog commit
+            tx = catalog.create_table_transaction(
+                ICEBERG_TABLE,
+                schema,
+                location=str(self.out),
+                partition_spec=spec,
+                properties=ICEBERG_TABLE_PROPERTIES,
+            )
+            tx.append(data, snapshot_properties=props)
+            table = tx.commit_transaction()
+        else:
+            table.append(data, snapshot_properties=props)
+        self._metadata_location = table.metadata_location
+        return None

@@ -1,0 +1,106 @@
+"""The commit protocol every target shares: the output's lock, its staging directory, the checks on
+the output path, the durable JSON write, and the warnings about what an export cannot get back."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..scan.records import DataDirError
+from .marks import Mark
+
+#: the marks file of a Parquet export (files starting with ``_`` are skipped by Spark and pyarrow readers)
+MARKS_FILE = "_pulsarkit_export.json"
+LOCK_FILE = "_pulsarkit_export.lock"
+#: where a run's data files are written before its commit (one folder per run)
+STAGING = "_staging"
+#: the Iceberg export's SQL catalog (SQLite), inside OUT
+ICEBERG_CATALOG = "_pulsarkit_iceberg_catalog.db"
+DELTA_LOG = "_delta_log"
+
+
+class ExportRefused(DataDirError):
+    """The output is not a pulsarkit export of this data directory (or is in use)."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def new_run_id() -> str:
+    """A run's id: its UTC start second and a random suffix (data file names carry it)."""
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_json_atomically(path: Path, obj: object) -> None:
+    """``obj`` as ``path``, durably and all or nothing: a temporary file, fsynced, renamed into place."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """One run at a time per output: a non-blocking exclusive lock on ``OUT/_pulsarkit_export.lock``."""
+    with open(out / LOCK_FILE, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExportRefused(f"{out}: another pulsarkit export is writing it") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def check_output(data_dir: str, source: str, out: str, root: Path) -> None:
+    """Refuses an output pulsarkit must not write: inside the data directory, a symbolic link, a file."""
+    if not Path(source).is_dir():
+        raise DataDirError(f"{data_dir}: no such directory", data_dir)
+    real_out = os.path.realpath(root)
+    if real_out == source or os.path.commonpath([real_out, source]) == source:
+        raise ExportRefused(f"{out} is inside the data directory {data_dir}; export elsewhere")
+    if root.is_symlink():
+        raise ExportRefused(f"{out} is a symbolic link; pulsarkit never writes through one")
+    if root.exists() and not root.is_dir():
+        raise ExportRefused(f"{out} exists and is not a directory")
+
+
+def refuse_foreign(out: Path, force: bool) -> None:
+    """A directory with anything in it (but the lock) that is not an export is written into only with ``force``."""
+    if out.exists() and any(p.name != LOCK_FILE for p in out.iterdir()) and not force:
+        raise ExportRefused(f"{out} exists and is not a pulsarkit export; pass --force to write into it")
+
+
+def gaps(before: dict[str, Mark], ledgers: dict[str, list[int]]) -> list[str]:
+    """Topics whose mark is in a ledger the topic no longer has: retention (or a deletion) removed
+    entries since the last run, and those after the mark were never exported."""
+    out = []
+    for t, (lid, eid) in sorted(before.items()):
+        have = ledgers.get(t)
+        if have is None:
+            out.append(f"{t} is gone since the last run (mark {lid}:{eid}); nothing more of it to export")
+        elif lid not in have and (not have or have[0] > lid):
+            out.append(
+                f"{t}: ledger {lid} of the last mark ({lid}:{eid}) was trimmed since the last run; messages "
+                f"after the mark in it, or in ledgers trimmed before {have[0] if have else 'now'}, were not exported"
+            )
+    return out

@@ -1,0 +1,250 @@
+"""One export run: open the target, lock it, recover, plan from the marks, stage, commit, summarise.
+
+:func:`export` is the same for every target and every engine. The engine only stages the planned
+partitions' rows; this process's engine (:class:`LocalEngine`) is the default, and
+:mod:`pulsarkit.spark.export` passes Spark's. Which target writes is looked up by name in
+:data:`TARGETS`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..broker.topic_name import ml_to_topic
+from ..scan import Plan, plan, read_partition
+from ..scan.datadir import open_data_dir
+from ..scan.records import DataDirError
+from .delta import DeltaTarget
+from .iceberg import IcebergTarget
+from .marks import Mark
+from .parquet import ParquetTarget
+from .protocol import check_output, gaps, locked, new_run_id
+from .target import Target
+
+#: the table formats, by their ``--to`` name
+TARGETS: dict[str, type[Target]] = {t.name: t for t in (ParquetTarget, DeltaTarget, IcebergTarget)}
+
+
+class Reporter(Protocol):
+    """Progress of the staging, in planned bytes (``pulsarkit.cli.command.Progress`` is one)."""
+
+    def update(self, done: int, note: str = "") -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _Silent:
+    def update(self, done: int, note: str = "") -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class ExportJob:
+    """A planned run, what an engine needs to stage it: the scan plan and the bounds per topic."""
+
+    source: str
+    plan: Plan
+    #: the committed marks (exclusive lower bounds) and the marks this run commits (inclusive upper bounds)
+    after: dict[str, Mark]
+    until: dict[str, Mark]
+    #: what an unreadable entry does: ``fail`` the run, or ``skip`` it
+    on_error: str
+    max_partition_bytes: int
+    ledger_dirs: list[str] | None
+
+    @property
+    def planned_bytes(self) -> int:
+        return sum(p.bytes for p in self.plan.partitions)
+
+
+class Engine(Protocol):
+    """What stages a planned run's rows into the target: :meth:`Target.write` in this process, or data
+    files written into :attr:`Target.staging` by other processes."""
+
+    name: str
+
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None: ...
+
+
+class LocalEngine:
+    """Decodes the planned partitions in this process with the native kernels."""
+
+    name = "local"
+
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
+        done = 0
+        for task in job.plan.tasks():
+            for part in task:
+                for b in read_partition(part, on_error=job.on_error):
+                    target.write(b)
+                done += part.bytes
+                progress.update(done, part.topic or "")
+
+
+def local_engine(job: ExportJob) -> Engine:
+    return LocalEngine()
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    rows: int
+    #: the mark the run started after (``None``: the topic's first run) and the one it committed
+    after: Mark | None
+    until: Mark
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What a run did. :meth:`to_json` is ``pulsarkit export --json``'s document."""
+
+    data_dir: str
+    output: str
+    to: str
+    engine: str
+    run: str
+    rows: int
+    #: the data files the run added (Parquet: their paths relative to ``output``; Delta, Iceberg: how many)
+    files: list[str] | int
+    #: topics with new marks or rows
+    topics: dict[str, TopicSummary]
+    removed_leftovers: list[str]
+    warnings: list[str]
+    issues: list[str]
+    #: Iceberg: the current metadata JSON (what any Iceberg reader opens)
+    metadata: str | None
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "data_dir": self.data_dir,
+            "output": self.output,
+            "to": self.to,
+            "engine": self.engine,
+            "run": self.run,
+            "rows": self.rows,
+            "files": self.files,
+            "topics": {
+                t: {"rows": s.rows, "after": list(s.after) if s.after is not None else None, "until": list(s.until)}
+                for t, s in self.topics.items()
+            },
+            "removed_leftovers": self.removed_leftovers,
+            "warnings": self.warnings,
+            "issues": self.issues,
+            **({"metadata": self.metadata} if self.metadata is not None else {}),
+            "seconds": self.seconds,
+        }
+
+
+def _resolve(source: str, topics: list[str]) -> list[str]:
+    """Full topic names (``orders`` -> ``persistent://public/default/orders``, a partitioned topic -> its
+    partitions); an unknown topic is an error before anything is written."""
+    with open_data_dir(source) as dd:
+        return sorted({ml_to_topic(ml) for t in topics for ml in dd.expand(t)})
+
+
+def log_to_stderr(msg: str) -> None:
+    """The default ``log``: one line on stderr."""
+    print(f"pulsarkit export: {msg}", file=sys.stderr)
+
+
+def export(
+    data_dir: str,
+    to: str,
+    out: str,
+    *,
+    topics: list[str] | None = None,
+    force: bool = False,
+    other_source: bool = False,
+    skip_unreadable: bool = False,
+    max_partition_bytes: int = 64 << 20,
+    ledger_dirs: list[str] | None = None,
+    engine: Callable[[ExportJob], Engine] = local_engine,
+    progress: Callable[[int], Reporter] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ExportSummary:
+    """Exports the messages of ``data_dir`` added since the last run into ``out``, a ``to`` export
+    (``parquet``, ``delta``, ``iceberg``: see :mod:`pulsarkit.export`); returns the run's summary.
+
+    ``topics``: only these (short names and partitioned topics expand), each keeping its own mark.
+    ``force``: write into an existing directory that is not an export; ``other_source``: continue an
+    export made from another path of the same data. ``skip_unreadable``: skip an unreadable entry
+    instead of failing the run. ``ledger_dirs``: the bookie directories of a cluster whose metadata
+    store is ``data_dir``'s (each entry read once, from the first copy of its write set that
+    verifies). ``engine`` picks, once the run is planned, what stages its rows (default: this
+    process). ``progress`` makes a reporter given the planned bytes; ``log`` takes the notes and
+    warnings (default: stderr)."""
+    t0 = time.perf_counter()
+    target_class = TARGETS.get(to)
+    if target_class is None:
+        raise DataDirError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
+    log = log or log_to_stderr
+    source = os.path.realpath(data_dir)
+    root = Path(out).absolute()
+    check_output(data_dir, source, out, root)
+    target = target_class(root, source, force=force, other_source=other_source)
+    with contextlib.closing(target):
+        root.mkdir(parents=True, exist_ok=True)
+        with locked(root):
+            removed = target.recover()
+            if removed:
+                log(f"removed {len(removed)} file(s) of a run that did not commit")
+            before = target.marks()
+            filters = [("topic", "in", frozenset(_resolve(source, topics)))] if topics else []
+            p = plan(
+                [source],
+                after={source: dict(before)},
+                filters=filters,
+                max_partition_bytes=max_partition_bytes,
+                ledger_dirs=ledger_dirs,
+            )
+            for issue in p.issues:
+                log(f"warning: {issue}")
+            until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
+            warnings = gaps(before, p.topic_ledgers.get(source, {}))
+            for w in warnings:
+                log(f"warning: {w}")
+            advanced = {t for t, m in until.items() if before.get(t) != m}
+            job = ExportJob(
+                source, p, before, until, "skip" if skip_unreadable else "fail", max_partition_bytes, ledger_dirs
+            )
+            chosen = engine(job)
+            log(
+                f"{len(p.partitions)} partition(s), about {job.planned_bytes} bytes, {len(advanced)} topic(s) with "
+                f"new entries; engine {chosen.name}"
+            )
+            run_id = new_run_id()
+            target.begin(run_id, chosen.name)
+            reporter = progress(job.planned_bytes) if progress is not None else _Silent()
+            try:
+                chosen.stage(job, target, reporter)
+            finally:
+                reporter.close()
+            commit = target.commit(until)
+    return ExportSummary(
+        data_dir=source,
+        output=str(root),
+        to=to,
+        engine=chosen.name,
+        run=run_id,
+        rows=commit.run.rows,
+        files=commit.files if commit.files is not None else commit.staged,
+        topics={
+            t: TopicSummary(commit.rows.get(t, 0), before.get(t), m)
+            for t, m in sorted(until.items())
+            if t in advanced or commit.rows.get(t)
+        },
+        removed_leftovers=target.removed_leftovers,
+        warnings=warnings,
+        issues=p.issues,
+        metadata=target.metadata_location,
+        seconds=round(time.perf_counter() - t0, 3),
+    )

@@ -1,0 +1,110 @@
+"""A run's data files before its commit: message batches written as Parquet, one file per (topic,
+date) in Hive-style folders named as Spark names them, under ``OUT/_staging/<run>/``. Every target
+commits from here (Parquet by renaming the files into place, Delta and Iceberg by appending them), and
+every engine writes here (this process through :meth:`Target.write`, Spark tasks in ``task-<n>/``)."""
+
+from __future__ import annotations
+
+import urllib.parse
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..scan import MESSAGE_FIELDS, arrow_schema
+
+PARTITION_COLUMNS = ("topic", "date")
+#: the columns of the data files (the partition columns are in the directory names)
+FILE_FIELDS = [(n, t) for n, t in MESSAGE_FIELDS if n != "topic"]
+#: the columns of a table target (Delta, Iceberg): every message column and ``date`` (``YYYY-MM-DD``)
+TABLE_FIELDS = [*MESSAGE_FIELDS, ("date", pa.string())]
+DAY_MS = 86_400_000
+
+# Spark's ExternalCatalogUtils.escapePathName: these characters become %XX in partition directories.
+_ESCAPE = {chr(c) for c in range(1, 0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
+
+
+def escape_path_name(value: str) -> str:
+    """A partition value as Spark writes it in a directory name (``topic=persistent%3A%2F%2F...``)."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in value)
+
+
+def with_date(b: pa.RecordBatch) -> pa.RecordBatch:
+    """``date``: the UTC day of ``publish_time`` as ``YYYY-MM-DD`` (formatted once per distinct day)."""
+    days = pc.floor(pc.divide(b.column("publish_time").cast(pa.float64()), float(DAY_MS))).cast(pa.int64())
+    uniq = pc.unique(days)
+    labels = pc.strftime(pc.multiply(uniq, DAY_MS).cast(pa.timestamp("ms")), format="%Y-%m-%d")
+    return b.append_column("date", labels.take(pc.index_in(days, value_set=uniq)))
+
+
+class StagingWriter:
+    """Message batches (the scan's columns) into ``directory/topic=.../date=.../part-00000.parquet``,
+    one open writer per (topic, date) until :meth:`close`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.schema = arrow_schema(FILE_FIELDS)
+        self._writers: dict[tuple[str, str], pq.ParquetWriter] = {}
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        t = pa.Table.from_batches([with_date(batch)])
+        keys = pa.Table.from_arrays([t.column("topic"), t.column("date")], names=["t", "d"])
+        groups = keys.group_by(["t", "d"]).aggregate([]).to_pylist()
+        for g in groups:
+            if len(groups) == 1:  # the usual case: one topic and day per batch, nothing to copy
+                rows = t.select(self.schema.names)
+            else:
+                m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
+                rows = t.filter(m).select(self.schema.names)
+            w = self._writers.get((g["t"], g["d"]))
+            if w is None:
+                d = self.directory / f"topic={escape_path_name(g['t'])}" / f"date={escape_path_name(g['d'])}"
+                d.mkdir(parents=True, exist_ok=True)
+                w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(d / "part-00000.parquet", self.schema)
+            w.write_table(rows.cast(self.schema))
+
+    def close(self) -> None:
+        writers, self._writers = self._writers, {}
+        for w in writers.values():
+            w.close()
+
+
+def staged_files(staging: Path) -> list[Path]:
+    """The data files of a run: this process's, each Spark task's (``task-*``), Spark's writer's."""
+    if not staging.exists():
+        return []
+    found = [*staging.glob("topic=*/date=*/*.parquet"), *staging.glob("task-*/topic=*/date=*/*.parquet")]
+    return sorted(f for f in found if not f.name.startswith((".", "_")))
+
+
+def partition_dir(f: Path) -> Path:
+    """``topic=.../date=...`` of a staged file."""
+    return Path(f.parent.parent.name) / f.parent.name
+
+
+def _partition_values(f: Path) -> tuple[str, str]:
+    topic = urllib.parse.unquote(f.parent.parent.name[len("topic=") :])
+    return topic, urllib.parse.unquote(f.parent.name[len("date=") :])
+
+
+def rows_by_topic(files: list[Path]) -> dict[str, int]:
+    """Rows per topic of staged files (from their Parquet footers)."""
+    rows: dict[str, int] = {}
+    for f in files:
+        topic = _partition_values(f)[0]
+        rows[topic] = rows.get(topic, 0) + pq.read_metadata(f).num_rows
+    return rows
+
+
+def staged_table(files: list[Path]) -> pa.Table:
+    """The staged files as one table of :data:`TABLE_FIELDS` (``topic`` and ``date`` from the folder names)."""
+    schema = arrow_schema(TABLE_FIELDS)
+    tables = []
+    for f in files:
+        t = pq.read_table(f)
+        topic, date = _partition_values(f)
+        t = t.add_column(0, "topic", pa.array([topic] * t.num_rows, pa.string()))
+        t = t.append_column("date", pa.array([date] * t.num_rows, pa.string()))
+        tables.append(t.select(schema.names).cast(schema))
+    return pa.concat_tables(tables) if tables else schema.empty_table()

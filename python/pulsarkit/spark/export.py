@@ -1,0 +1,192 @@
+"""The export on Spark: :func:`pulsarkit.export.export` with its rows staged by Spark, and the engine
+choice of ``pulsarkit export --engine auto|local|spark|spark-sql``.
+
+``auto`` (the default) is ``spark`` when ``master`` names a cluster, a session is given, or the planned
+input is over ``spark_threshold`` bytes (default 1 GiB: below it one process is faster, see
+``bench/RESULTS.md``) and pyspark is installed, else ``local``; the summary says which ran. ``local``
+plans and decodes in this process with the native kernels. ``spark`` runs the same decoding and
+Parquet writing in Spark tasks (``master``, default ``local[2]``): the driver plans, each task reads
+its partitions and writes its own files, and no row passes through the JVM (the staging directory and
+the data directory must be visible to the executors, as the data directory must be to any reader).
+``spark-sql`` reads through the ``pulsarkit`` data source and writes with Spark's Parquet writer (the
+rows become Spark rows: slower, but the DataFrame path any other Spark sink would take). Every engine
+gives the same rows in the same layout, committed the same way by the same
+:class:`~pulsarkit.export.Target` on the driver (Delta and Iceberg: it appends the staged files
+through deltalake or pyiceberg)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..export import Engine, ExportJob, ExportSummary, LocalEngine, Reporter, StagingWriter, Target
+from ..export import export as export_locally
+from ..export.run import log_to_stderr
+from ..export.staging import DAY_MS, PARTITION_COLUMNS
+from ..scan import ScanPartition, read_partition
+from ..scan.records import DataDirError
+from .messages_source import register
+from .session import local_session
+
+ENGINES = ("auto", "local", "spark", "spark-sql")
+#: Above this many planned bytes ``--engine auto`` runs on Spark. On a 2-core machine (bench/RESULTS.md)
+#: Spark local[2]'s tasks export 240 MB at 0.9x of one process and 1.2 GB at 1.8x, but the session takes
+#: ~8 s to start: with it, Spark catches up with one process near 1 GB, and more cores move that lower.
+SPARK_THRESHOLD = 1 << 30
+
+
+def choose_engine(engine: str, master: str | None, planned_bytes: int, threshold: int = SPARK_THRESHOLD) -> str:
+    """``auto`` resolved: ``spark`` for a named master or an input over ``threshold`` (when pyspark
+    imports), else ``local``; any other engine as given."""
+    if engine != "auto":
+        return engine
+    if master is None and planned_bytes <= threshold:
+        return "local"
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        if master is not None:
+            raise DataDirError("--master needs pyspark (pip install 'pulsarkit[spark]')") from None
+        return "local"
+    return "spark"
+
+
+def spark_session(master: str | None) -> Any:
+    """A session for the export: ``local[n]`` (default ``local[2]``) through :func:`local_session`, or
+    one on the cluster ``master`` names, the pulsarkit data sources registered."""
+    if master is None or master.startswith("local"):
+        cores = master[len("local[") : -1] if master and master.startswith("local[") else 2
+        return local_session(cores, "pulsarkit-export")
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.master(master).appName("pulsarkit-export").getOrCreate()
+    register(spark)
+    return spark
+
+
+class _TaskWriter:
+    """A Spark task of the ``spark`` engine: the same decoding and writing as the local engine, on an
+    executor, into its own directory under the staging directory (which the executors must see)."""
+
+    def __init__(self, staging: str, on_error: str) -> None:
+        self.staging, self.on_error = staging, on_error
+
+    def __call__(self, items: Iterator[tuple[int, list[ScanPartition]]]) -> Iterator[int]:
+        for i, task in items:
+            writer = StagingWriter(Path(self.staging) / f"task-{i:05d}")
+            try:
+                for part in task:
+                    for b in read_partition(part, on_error=self.on_error):
+                        writer.write(b)
+            finally:
+                writer.close()
+            yield i
+
+
+class SparkTasks:
+    """The ``spark`` engine: one Spark task per planned task, each writing its own staged files. The
+    session is ``session``, or one for ``master`` started when there is work."""
+
+    name = "spark"
+
+    def __init__(self, session: Any, master: str | None = None) -> None:
+        self.session, self.master = session, master
+
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
+        tasks = list(enumerate(job.plan.tasks()))
+        if tasks:
+            session = self.session or spark_session(self.master)
+            rdd = session.sparkContext.parallelize(tasks, len(tasks))
+            rdd.mapPartitions(_TaskWriter(str(target.staging), job.on_error)).collect()
+
+
+class SparkSql:
+    """The ``spark-sql`` engine: the same rows through the ``pulsarkit`` data source, written by Spark's
+    Parquet writer into the staging directory."""
+
+    name = "spark-sql"
+
+    def __init__(self, session: Any, master: str | None = None) -> None:
+        self.session, self.master = session, master
+
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
+        from pyspark.sql import functions as F
+
+        session = self.session or spark_session(self.master)
+        source = job.source
+        after = {t: list(v) for t, v in job.after.items()}
+        until = {t: list(v) for t, v in job.until.items()}
+        r = session.read.format("pulsarkit").option("on_error", job.on_error)
+        r = r.option("topics", json.dumps(sorted(until)))
+        r = r.option("after", json.dumps({source: after})).option("until", json.dumps({source: until}))
+        options: dict[str, object] = {"max_partition_bytes": job.max_partition_bytes, "min_partitions": 2}
+        if job.ledger_dirs:
+            options["ledger_dirs"] = ",".join(job.ledger_dirs)
+        for k, v in options.items():
+            r = r.option(k, str(v))
+        df = r.load(source)
+        day = F.floor(F.col("publish_time") / F.lit(DAY_MS)).cast("int")
+        df = df.withColumn("date", F.date_from_unix_date(day).cast("string"))
+        df.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(target.staging))
+
+
+#: the engines that run on Spark, by their ``--engine`` name
+SPARK_ENGINES: dict[str, type[SparkTasks] | type[SparkSql]] = {e.name: e for e in (SparkTasks, SparkSql)}
+
+
+def export(
+    data_dir: str,
+    to: str,
+    out: str,
+    *,
+    engine: str = "auto",
+    master: str | None = None,
+    spark: Any = None,
+    spark_threshold: int = SPARK_THRESHOLD,
+    topics: list[str] | None = None,
+    force: bool = False,
+    other_source: bool = False,
+    skip_unreadable: bool = False,
+    max_partition_bytes: int = 64 << 20,
+    ledger_dirs: list[str] | None = None,
+    progress: Callable[[int], Reporter] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ExportSummary:
+    """:func:`pulsarkit.export.export` (the arguments after ``spark_threshold`` are its own) with the
+    engine chosen as the module doc says: ``spark`` and ``spark-sql`` run on ``spark`` (a session) or
+    on one started for ``master``."""
+    if engine not in ENGINES:
+        raise DataDirError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    say = log or log_to_stderr
+
+    def choose(job: ExportJob) -> Engine:
+        session = spark
+        # a session the caller passed is a choice of Spark
+        name = "spark" if engine == "auto" and session is not None else engine
+        name = choose_engine(name, master, job.planned_bytes, spark_threshold)
+        if name == "local":
+            return LocalEngine()
+        if session is None and engine == "auto" and master is None:
+            try:  # chosen by size alone: a Spark that cannot start (no Java) is no reason to fail
+                session = spark_session(None)
+            except Exception as e:  # noqa: BLE001 - py4j and pyspark raise several unrelated types
+                say(f"warning: Spark did not start ({type(e).__name__}: {e}); exporting in this process")
+                return LocalEngine()
+        return SPARK_ENGINES[name](session, master)
+
+    return export_locally(
+        data_dir,
+        to,
+        out,
+        topics=topics,
+        force=force,
+        other_source=other_source,
+        skip_unreadable=skip_unreadable,
+        max_partition_bytes=max_partition_bytes,
+        ledger_dirs=ledger_dirs,
+        engine=choose,
+        progress=progress,
+        log=say,
+    )

@@ -1,0 +1,131 @@
+"""A light root: ``import pulsarkit`` and ``import pulsarkit.codec`` load neither RocksDB, Arrow datasets nor
+the storage stack above the codec, and the root's lazy re-exports (PEP 562) still give every public name.
+
+Each import runs in a fresh interpreter, since this one has long imported everything."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pulsarkit
+import pytest
+from datadir_fixtures import file_hashes
+
+ROOT_INIT = Path(pulsarkit.__file__)
+#: What a codec user must not pay for: RocksDB, Arrow datasets, and every layer above the codec.
+HEAVY = (
+    "rocksdict",
+    "pyarrow.dataset",
+    "pulsarkit.bookkeeper",
+    "pulsarkit.metadata",
+    "pulsarkit.managed_ledger",
+    "pulsarkit.broker",
+    "pulsarkit.analysis",
+    "pulsarkit.spark",
+    "pulsarkit.cli",
+)
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The modules in ``sys.modules`` after running ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return set(json.loads(r.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import pulsarkit",
+        "import pulsarkit.codec",
+        "from pulsarkit.codec import Entry, FrameDecoder, ChunkAssembler",
+        "import pulsarkit as pk; pk.Entry, pk.encode_entry, pk.command, pk.PulsarkitError",
+    ],
+)
+def test_the_codec_does_not_load_the_storage_stack(code: str) -> None:
+    loaded = _loaded_after(code)
+    assert pulsarkit.__name__ in loaded
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert not heavy, f"{code!r} loaded {heavy}"
+
+
+def test_import_pulsarkit_alone_loads_only_the_native_module_and_the_errors() -> None:
+    ours = {m for m in _loaded_after("import pulsarkit") if m.split(".")[0] == "pulsarkit"}
+    assert ours == {"pulsarkit", "pulsarkit._native", "pulsarkit.errors"}
+
+
+def test_every_public_name_resolves_and_is_the_defining_modules() -> None:
+    """``pk.X`` for each name of ``__all__`` is the object its subpackage defines (no copies)."""
+    code = (
+        "import pulsarkit as pk, sys\n"
+        "for n in pk.__all__:\n"
+        "    v = getattr(pk, n)\n"
+        "    m = getattr(v, '__module__', None)\n"
+        "    if isinstance(m, str) and m.startswith('pulsarkit.') and not m.startswith('pulsarkit._native'):\n"
+        "        assert getattr(sys.modules[m], n, v) is v, n\n"
+        "assert set(pk.__all__) <= set(dir(pk))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_subpackages_are_attributes_imported_on_first_use() -> None:
+    loaded = _loaded_after("import pulsarkit as pk\nassert 'bookkeeper' in dir(pk)\npk.bookkeeper.scan_entry_logs")
+    assert "pulsarkit.bookkeeper" in loaded and "pulsarkit.broker" not in loaded
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        pulsarkit.no_such_name  # noqa: B018
+
+
+def test_type_checkers_see_what_the_root_exports_lazily() -> None:
+    """The ``TYPE_CHECKING`` imports name exactly the lazy names (plus the eager ones), so a type
+    checker's view of ``pulsarkit`` and ``__all__`` cannot drift apart."""
+    tree = ast.parse(ROOT_INIT.read_text())
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            imported.update(a.asname or a.name for a in node.names)
+    assert set(pulsarkit.__all__) <= imported, sorted(set(pulsarkit.__all__) - imported)
+    lazy = pulsarkit._LAZY  # type: ignore[attr-defined]
+    assert set(lazy) <= set(pulsarkit.__all__), sorted(set(lazy) - set(pulsarkit.__all__))
+
+
+def _copy_as_standalone(synthetic: tuple[Path, dict], dest: Path) -> Path:
+    """A directory laid out as a Pulsar standalone's (``metadata/``, ``bookkeeper/``), not as pulsarkit's."""
+    root, _ = synthetic
+    shutil.copytree(root / "metadata", dest / "metadata")
+    shutil.copytree(root / "bookie", dest / "bookkeeper")
+    return dest
+
+
+def test_root_store_open_still_reaches_the_data_dir_reader(synthetic, tmp_path: Path) -> None:
+    """``pk.Store.open`` on a real data directory gives the read-only reader in a fresh interpreter too:
+    the lazy root loads the layer that registers the hook with ``Store``."""
+    standalone = _copy_as_standalone(synthetic, tmp_path / "standalone")
+    code = f"import pulsarkit as pk\nprint(type(pk.Store.open({str(standalone)!r})).__name__)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["DataDir"]
+    assert not (standalone / "bookie").exists()
+
+
+def test_store_open_without_the_reader_refuses_a_foreign_directory(synthetic, tmp_path: Path) -> None:
+    """Without the reader's layer loaded, ``Store.open`` refuses a real data directory instead of
+    creating pulsarkit's ``bookie/`` inside it."""
+    standalone = _copy_as_standalone(synthetic, tmp_path / "standalone")
+    before = file_hashes(standalone)
+    code = (
+        "import sys\nfrom pulsarkit.errors import ManagedLedgerError\n"
+        "from pulsarkit.managed_ledger import Store\n"
+        "assert 'pulsarkit.scan' not in sys.modules\n"
+        f"try:\n    Store.open({str(standalone)!r})\nexcept ManagedLedgerError as e:\n    print(e)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "is a Pulsar data directory" in r.stdout
+    assert not (standalone / "bookie").exists() and file_hashes(standalone) == before
