@@ -150,10 +150,6 @@ class Entry:
         return bool(md.HasField("uuid") and md.HasField("num_chunks_from_msg") and md.num_chunks_from_msg > 1)
 
     @property
-    def is_encrypted(self) -> bool:
-        return len(self.metadata.encryption_keys) > 0
-
-    @property
     def txn_id(self) -> tuple[int, int] | None:
         """``(most_bits, least_bits)`` of the transaction the entry belongs to, or None."""
         md = self.metadata
