@@ -739,6 +739,49 @@ pub fn seeds_bulk() -> Vec<Vec<u8>> {
     out
 }
 
+/// Entry-log record heads (what a reader reads at an entry's location to decode its metadata): the
+/// verdict is a position inside the buffer, a length beyond it (never one that shrinks), or invalid;
+/// a head found must parse as the start of a Pulsar entry the same way [`parse_layout`] reads it.
+pub fn fuzz_record_head(data: &[u8]) -> bool {
+    use crate::bookkeeper::entrylog::head::{record_head, Head};
+    let ids = |at: usize| data.get(at..at + 8).map(|s| i64::from_be_bytes(s.try_into().unwrap())).unwrap_or(0);
+    let (lid, eid) = (ids(4), ids(12));
+    let mut accepted = false;
+    for digest in [None, Some(0), Some(4), Some(8), Some(20)] {
+        match record_head(data, lid, eid, digest) {
+            Head::At { start, end, digest_len } => {
+                assert!(start == 36 + digest_len && start <= end && end <= data.len());
+                assert!(digest.is_none() || digest == Some(digest_len));
+                accepted = true;
+            }
+            Head::Need { len, digest_len } => {
+                assert!(len > data.len());
+                assert!(digest.is_none() || digest == Some(digest_len));
+            }
+            Head::Invalid => {}
+        }
+    }
+    accepted
+}
+
+/// Records holding the sample entries, behind each digest length.
+pub fn seeds_record_head() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (i, e) in sample_entries().iter().enumerate() {
+        let dlen = [4usize, 8, 20, 0][i % 4];
+        let mut body = Vec::new();
+        for v in [7i64, i as i64, -1, e.len() as i64] {
+            body.extend_from_slice(&v.to_be_bytes());
+        }
+        body.extend(vec![0u8; dlen]);
+        body.extend_from_slice(e);
+        let mut r = (body.len() as u32).to_be_bytes().to_vec();
+        r.extend(body);
+        out.push(r);
+    }
+    out
+}
+
 /// A named target with its seed corpus.
 #[derive(Clone, Copy)]
 pub struct Target {
@@ -910,6 +953,7 @@ pub fn targets() -> Vec<Target> {
         Target { name: "bulk", run: fuzz_bulk, seeds: seeds_bulk },
         Target { name: "txn_log", run: fuzz_txn_log, seeds: seeds_txn_log },
         Target { name: "compaction", run: fuzz_compaction, seeds: seeds_compaction },
+        Target { name: "record_head", run: fuzz_record_head, seeds: seeds_record_head },
     ]
 }
 

@@ -10,10 +10,9 @@ import pulsarkit as pk
 import pyarrow.dataset as ds
 import pytest
 from pulsarkit import export as px
-from pulsarkit.analysis.messages import read_messages
+from pulsarkit.analysis.messages import read_message_rows
 from pulsarkit.cli import main
 from pulsarkit.scan.datadir import open_data_dir
-from pulsarkit.scan.messages import flat_record
 from pulsarkit.spark import export as export_mod
 
 ORDERS = "public/default/persistent/orders"
@@ -70,7 +69,7 @@ def _key(r):
 
 def _single(root):
     with open_data_dir(root) as dd:
-        return [flat_record(r) for r in read_messages(dd)]
+        return list(read_message_rows(dd))
 
 
 def _iceberg_table(out):

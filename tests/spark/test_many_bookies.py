@@ -9,11 +9,10 @@ from __future__ import annotations
 import pyarrow.compute as pc
 import pytest
 from datadir_fixtures import BOOKIE_IDS, ORDERS, build_bookies, build_cluster_source, direct_write_set
-from pulsarkit.analysis.messages import read_messages
+from pulsarkit.analysis.messages import read_message_rows
 from pulsarkit.errors import PulsarkitError
 from pulsarkit.scan import ReadStats, plan, read_all, read_partition
 from pulsarkit.scan.datadir import open_data_dir
-from pulsarkit.scan.messages import flat_record
 from pulsarkit.scan.replicas import read_order
 
 A, B, C = BOOKIE_IDS
@@ -40,7 +39,7 @@ def _flip(d, loc: int) -> None:
 def _single(source: dict, dirs) -> list[dict]:
     with open_data_dir(source["root"] / "src", ledger_dirs=dirs) as dd:
         assert dd.replicas is not None
-        return [flat_record(r) for r in read_messages(dd, ORDERS)]
+        return list(read_message_rows(dd, ORDERS))
 
 
 def _engine(source: dict, dirs, **kw) -> list[dict]:

@@ -17,10 +17,9 @@ from pathlib import Path
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from pulsarkit.analysis.messages import messages_table, read_messages
+from pulsarkit.analysis.messages import messages_table, read_message_rows
 from pulsarkit.scan import MESSAGE_FIELDS, ReadStats, plan, read_all
 from pulsarkit.scan.datadir import open_data_dir
-from pulsarkit.scan.messages import flat_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop" / "standalone"))
 from test_datadir_oracle import oracle  # noqa: E402,F401  (the module-scoped fixture)
@@ -48,7 +47,7 @@ def _norm(rows):
 
 def _single(path, **kw):
     with open_data_dir(path) as dd:
-        rows = [flat_record(r) for r in read_messages(dd, **kw)]
+        rows = list(read_message_rows(dd, **kw))
         assert dd.issues == [] or kw.get("include_system")
     return rows
 

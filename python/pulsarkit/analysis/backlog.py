@@ -24,7 +24,8 @@ from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
 from ..scan.datadir import DataDir
 from ..scan.records import Cursor
-from .messages import iter_messages, message_batches, message_schema
+from ..scan.schema import arrow_schema, json_record, message_fields
+from .messages import iter_message_rows, message_batches
 
 
 @dataclass
@@ -75,8 +76,9 @@ def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
     return out
 
 
-def iter_backlog(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Iterator[dict[str, Any]]:
-    """Records (as :func:`pulsarkit.analysis.messages.iter_messages`) of the subscription's backlog."""
+def backlog_rows(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Iterator[dict[str, Any]]:
+    """Rows of the one message schema (as :func:`pulsarkit.analysis.messages.iter_message_rows`) of the
+    subscription's backlog: the topic's read with the cursor's and pending acks' filter."""
     c: Cursor = dd.cursor(topic, subscription)
     extra = pending_acks(dd, c)
 
@@ -91,10 +93,15 @@ def iter_backlog(dd: DataDir, topic: str, subscription: str, *, txn: str = "comm
             left = {i for i in left if extra.batches[pos] >> i & 1}
         return left
 
-    yield from iter_messages(dd, c.managed_ledger, txn=txn, start=c.mark_delete, skip_entry=skip, batch_filter=keep)
+    yield from iter_message_rows(dd, c.managed_ledger, txn=txn, start=c.mark_delete, skip_entry=skip, batch_filter=keep)
+
+
+def iter_backlog(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Iterator[dict[str, Any]]:
+    """:func:`backlog_rows` rendered as JSON records (as ``pulsarkit backlog`` prints them)."""
+    return map(json_record, backlog_rows(dd, topic, subscription, txn=txn))
 
 
 def backlog_table(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Any:
     return pa.Table.from_batches(
-        list(message_batches(iter_backlog(dd, topic, subscription, txn=txn))), schema=message_schema()
+        list(message_batches(backlog_rows(dd, topic, subscription, txn=txn))), schema=arrow_schema(message_fields())
     )

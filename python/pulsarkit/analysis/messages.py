@@ -1,6 +1,9 @@
 """Messages of a real data directory as a consumer received them, and the transactions behind them.
 
-One record per message, in topic order::
+One row per message, in topic order, of the one message schema (:data:`pulsarkit.scan.MESSAGE_FIELDS`,
+flat, payload as bytes): :func:`iter_message_rows`, :func:`read_message_rows`, :func:`messages_table`.
+:func:`iter_messages`/:func:`read_messages` render each row as the JSON record ``pulsarkit messages``
+prints (:func:`pulsarkit.scan.schema.json_record`)::
 
     topic, message_id {ledger_id, entry_id, batch_index, partition}, key, properties, payload_b64,
     publish_time, event_time, sequence_id, producer_name, null_value, encrypted,
@@ -19,7 +22,6 @@ is one record.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -27,7 +29,6 @@ import pyarrow as pa
 from google.protobuf.json_format import MessageToDict
 
 from ..broker.topic_name import ml_kind, ml_to_topic, partition_of
-from ..codec.chunks import ChunkAssembler
 from ..codec.entry import Entry
 from ..codec.raw_message import decode_compacted_entry
 from ..codec.txn import MARKER_TYPES, decode_pending_ack_entry, decode_txn_log_entry
@@ -35,42 +36,20 @@ from ..errors import PulsarkitError
 from ..managed_ledger.position import Position
 from ..proto import PositionInfo
 from ..scan.datadir import DataDir
+from ..scan.facts import topic_markers
+from ..scan.messages import EntryRules
 from ..scan.records import DataDirError, Issue
-from ..scan.transactions import TXN_MODES, entry_txn, topic_markers
-from .transactions import Transaction, transactions
-
-
-def _txn_state(
-    txns: dict[tuple[int, int], Transaction], key: tuple[int, int], markers: dict[tuple[int, int], str]
-) -> str:
-    m = markers.get(key)
-    if m == "TXN_COMMIT":
-        return "COMMITTED"
-    if m == "TXN_ABORT":
-        return "ABORTED"
-    t = txns.get(key)
-    return t.coordinator_state or "UNKNOWN" if t else "UNKNOWN"
-
+from ..scan.schema import arrow_schema, json_record, message_fields
+from ..scan.transactions import TXN_MODES, coordinator_states
 
 # ------------------------------------------------------------------------------ messages
-
-
-def _bem(e: Entry, index: int | None) -> dict[str, Any] | None:
-    b = e.broker_entry_metadata
-    if b is None:
-        return None
-    return {"broker_timestamp": b.broker_timestamp, "index": index}
-
-
-def _b64(b: bytes | None) -> str | None:
-    return None if b is None else base64.b64encode(b).decode("ascii")
 
 
 #: Decides which batch indexes of an entry to deliver (None: all); used by the backlog reader.
 BatchFilter = Callable[[Position, int], "set[int] | None"]
 
 
-def iter_messages(
+def iter_message_rows(
     dd: DataDir,
     topic: str,
     *,
@@ -79,9 +58,15 @@ def iter_messages(
     start: Position | None = None,
     skip_entry: Callable[[Position], bool] | None = None,
     batch_filter: BatchFilter | None = None,
+    coordinator: dict[tuple[int, int], str] | None = None,
+    txn_facts: tuple[dict[tuple[int, int], str], dict[tuple[int, int], Position]] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Records of one topic's messages in order (see the module doc). ``start`` reads after that
-    position; ``skip_entry``/``batch_filter`` drop acknowledged entries and batch indexes."""
+    """Rows of the one message schema (:data:`pulsarkit.scan.MESSAGE_FIELDS`, plus ``marker`` with
+    ``markers``) of one topic's messages, in order, by the scan's per-entry rules
+    (:class:`pulsarkit.scan.messages.EntryRules`). ``start`` reads after that position;
+    ``skip_entry``/``batch_filter`` drop acknowledged entries and batch indexes; ``coordinator``: the
+    coordinators' transaction states and ``txn_facts`` the topic's (:func:`pulsarkit.scan.facts.topic_markers`),
+    when the caller has them (read once per data directory)."""
     if txn not in TXN_MODES:
         raise PulsarkitError(f"txn must be one of {TXN_MODES}, not {txn!r}")
     ml = dd.resolve(topic)
@@ -92,61 +77,21 @@ def iter_messages(
             f"(see pulsarkit.analysis.transactions)"
         )
     _, partition = partition_of(name)
-    txns = transactions(dd)
-    tmarkers, first_txn_pos = topic_markers(dd, ml)
+    tmarkers, first_txn_pos = txn_facts if txn_facts is not None else topic_markers(dd, [ml])[ml]
     # TopicTransactionBuffer's maxReadPosition: a read-committed consumer gets nothing from the first
     # message of a transaction that has no commit/abort marker in this topic yet (still ongoing)
     ongoing = [p for k, p in first_txn_pos.items() if k not in tmarkers]
     max_read = min(ongoing) if (ongoing and txn == "committed") else None
-    assembler = ChunkAssembler(max_pending_chunked_messages=0, expire_incomplete_after_ms=0)
 
-    def rec(
-        pos: Position,
-        bi: int,
-        e: Entry,
-        *,
-        key: Any,
-        props: dict[str, str],
-        payload: bytes | None,
-        event_time: int | None,
-        seq: int,
-        null_value: bool,
-        index: int | None,
-        encrypted: bool = False,
-        marker: str | None = None,
-    ) -> dict[str, Any] | None:
-        md = e.metadata
-        tkey = entry_txn(md)
-        t = None
-        if tkey is not None:
-            state = _txn_state(txns, tkey, tmarkers)
-            if txn == "committed" and state != "COMMITTED" and marker is None:
-                return None
-            t = {"most_bits": tkey[0], "least_bits": tkey[1], "state": state}
-        r = {
-            "topic": name,
-            "message_id": {
-                "ledger_id": pos.ledger_id,
-                "entry_id": pos.entry_id,
-                "batch_index": bi,
-                "partition": partition,
-            },
-            "key": key,
-            "properties": props,
-            "payload_b64": None if null_value else _b64(payload),  # Java: getData() is null
-            "publish_time": md.publish_time,
-            "event_time": event_time,
-            "sequence_id": seq - (1 << 64) if seq >= 1 << 63 else seq,  # Java long: markers carry -1
-            "producer_name": md.producer_name,
-            "null_value": null_value,
-            "encrypted": encrypted,
-            "broker_entry_metadata": _bem(e, index),
-            "txn": t,
-        }
-        if markers:
-            r["marker"] = marker
-        return r
+    def bad(kind: str, lid: int, eid: int, message: str) -> None:
+        if kind == "bad_chunk":
+            dd.issues.append(Issue(kind, name, None, message, lid, eid))
+        else:
+            path, offset = dd.where(lid, eid)
+            dd.issues.append(Issue(kind, path, offset, message, lid, eid))
 
+    coord = coordinator if coordinator is not None else coordinator_states(dd)
+    rules = EntryRules(name, partition, tmarkers, coord, txn=txn, markers=markers, on_bad=bad)
     for pos, data in dd.ml_entries(ml, start):
         if max_read is not None and pos >= max_read:
             break
@@ -154,106 +99,19 @@ def iter_messages(
             continue  # recorded in dd.issues; the rest is still read
         if skip_entry is not None and skip_entry(pos):
             continue
-        try:
-            e = Entry.parse(data)
-        except PulsarkitError as err:
-            path, offset = dd.where(*pos)
-            dd.issues.append(
-                Issue("bad_entry", path, offset, f"not a Pulsar entry: {err}", pos.ledger_id, pos.entry_id)
-            )
-            continue
-        md = e.metadata
-        if md.HasField("marker_type") and md.marker_type:
-            if markers:
-                r = rec(
-                    pos,
-                    -1,
-                    e,
-                    key=None,
-                    props={},
-                    payload=None,
-                    event_time=None,
-                    seq=md.sequence_id,
-                    null_value=False,
-                    index=e.broker_entry_metadata.index if e.broker_entry_metadata else None,
-                    marker=MARKER_TYPES.get(md.marker_type, str(md.marker_type)),
-                )
-                if r is not None:
-                    yield r
-            continue
-        bem_index = e.broker_entry_metadata.index if e.broker_entry_metadata else None
-        key = md.partition_key if md.HasField("partition_key") else None
-        if len(md.encryption_keys):
-            r = rec(
-                pos,
-                -1,
-                e,
-                key=key,
-                props={kv.key: kv.value for kv in md.properties},
-                payload=None,
-                event_time=md.event_time or None,
-                seq=md.sequence_id,
-                null_value=md.null_value,
-                index=bem_index,
-                encrypted=True,
-            )
-            if r is not None:
-                yield r
-            continue
-        if md.HasField("uuid") and md.HasField("num_chunks_from_msg") and md.num_chunks_from_msg > 1:
-            try:
-                done = assembler.add(e, pos)
-            except PulsarkitError as err:
-                dd.issues.append(Issue("bad_chunk", name, None, str(err), pos.ledger_id, pos.entry_id))
-                continue
-            if done is None:
-                continue
-            m = done.message
-            r = rec(
-                pos,
-                -1,
-                e,
-                key=key,
-                props={kv.key: kv.value for kv in md.properties},
-                payload=m.payload,
-                event_time=md.event_time or None,
-                seq=md.sequence_id,
-                null_value=md.null_value,
-                index=bem_index,
-            )
-            if r is not None:
-                yield r
-            continue
-        try:
-            msgs = e.messages()
-        except PulsarkitError as err:
-            path, offset = dd.where(*pos)
-            dd.issues.append(
-                Issue("bad_entry", path, offset, f"messages undecodable: {err}", pos.ledger_id, pos.entry_id)
-            )
-            continue
-        keep = batch_filter(pos, e.num_messages) if (batch_filter is not None and e.is_batch) else None
-        for m in msgs:
-            if keep is not None and m.batch_index not in keep:
-                continue
-            r = rec(
-                pos,
-                m.batch_index if e.is_batch else -1,
-                e,
-                key=m.key,
-                props=m.properties,
-                payload=m.payload,
-                event_time=m.event_time or None,
-                seq=m.sequence_id,
-                null_value=m.null_value,
-                index=m.index,
-            )
-            if r is not None:
-                yield r
-    for uuid, why in assembler.discarded:
+        keep = None
+        if batch_filter is not None:
+            keep = lambda n, pos=pos: batch_filter(pos, n)  # noqa: E731
+        yield from rules.rows(pos.ledger_id, pos.entry_id, data, keep)
+    for uuid, why in rules.assembler.discarded:
         dd.issues.append(Issue("incomplete_chunked_message", name, None, f"uuid {uuid}: {why}"))
-    for uuid in assembler.pending:
+    for uuid in rules.assembler.pending:
         dd.issues.append(Issue("incomplete_chunked_message", name, None, f"uuid {uuid}: last chunk missing"))
+
+
+def iter_messages(dd: DataDir, topic: str, **kw: Any) -> Iterator[dict[str, Any]]:
+    """:func:`iter_message_rows` rendered as JSON records (see the module doc)."""
+    return map(json_record, iter_message_rows(dd, topic, **kw))
 
 
 def message_topics(dd: DataDir, include_system: bool = False) -> list[str]:
@@ -261,7 +119,7 @@ def message_topics(dd: DataDir, include_system: bool = False) -> list[str]:
     return [t.name for t in dd.topics(include_system=include_system) if t.kind == "topic"]
 
 
-def read_messages(
+def read_message_rows(
     dd: DataDir,
     topics: Iterable[str] | str | None = None,
     *,
@@ -269,61 +127,29 @@ def read_messages(
     markers: bool = False,
     include_system: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Records of the given topics (default: every non-system topic), topic after topic."""
+    """Rows of the given topics (default: every non-system topic), topic after topic."""
     if isinstance(topics, str):
         topics = [topics]
     names = [ml for t in topics for ml in dd.expand(t)] if topics is not None else message_topics(dd, include_system)
-    for t in names:
-        yield from iter_messages(dd, t, txn=txn, markers=markers)
+    mls = [dd.resolve(t) for t in names]
+    coord = coordinator_states(dd) if mls else {}
+    facts = topic_markers(dd, [ml for ml in mls if ml_kind(ml) == "topic"])  # one metadata pass for all
+    for ml in mls:
+        yield from iter_message_rows(dd, ml, txn=txn, markers=markers, coordinator=coord, txn_facts=facts.get(ml))
 
 
-def message_schema(markers: bool = False) -> Any:
-
-    fields = [
-        ("topic", pa.string()),
-        (
-            "message_id",
-            pa.struct(
-                [
-                    ("ledger_id", pa.int64()),
-                    ("entry_id", pa.int64()),
-                    ("batch_index", pa.int32()),
-                    ("partition", pa.int32()),
-                ]
-            ),
-        ),
-        ("key", pa.string()),
-        ("properties", pa.map_(pa.string(), pa.string())),
-        ("payload_b64", pa.string()),
-        ("publish_time", pa.int64()),
-        ("event_time", pa.int64()),
-        ("sequence_id", pa.int64()),
-        ("producer_name", pa.string()),
-        ("null_value", pa.bool_()),
-        ("encrypted", pa.bool_()),
-        ("broker_entry_metadata", pa.struct([("broker_timestamp", pa.int64()), ("index", pa.int64())])),
-        ("txn", pa.struct([("most_bits", pa.uint64()), ("least_bits", pa.uint64()), ("state", pa.string())])),
-    ]
-    if markers:
-        fields.append(("marker", pa.string()))
-    return pa.schema(fields)
-
-
-def _arrow_rows(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for r in records:
-        r = dict(r)
-        r["properties"] = list(r["properties"].items())
-        yield r
+def read_messages(dd: DataDir, topics: Iterable[str] | str | None = None, **kw: Any) -> Iterator[dict[str, Any]]:
+    """:func:`read_message_rows` rendered as JSON records."""
+    return map(json_record, read_message_rows(dd, topics, **kw))
 
 
 def message_batches(
-    records: Iterable[dict[str, Any]], *, markers: bool = False, batch_size: int = 8192
-) -> Iterator[Any]:
-    """The records as Arrow record batches."""
-
-    schema = message_schema(markers)
+    rows: Iterable[dict[str, Any]], *, markers: bool = False, batch_size: int = 8192
+) -> Iterator[pa.RecordBatch]:
+    """Rows as Arrow record batches of the one message schema."""
+    schema = arrow_schema(message_fields(markers))
     buf: list[dict[str, Any]] = []
-    for r in _arrow_rows(records):
+    for r in rows:
         buf.append(r)
         if len(buf) >= batch_size:
             yield pa.RecordBatch.from_pylist(buf, schema=schema)
@@ -339,17 +165,11 @@ def messages_table(
     txn: str = "committed",
     markers: bool = False,
     include_system: bool = False,
-) -> Any:
-    """:func:`read_messages` as one Arrow table."""
-
-    schema = message_schema(markers)
-    batches = list(
-        message_batches(
-            read_messages(dd, topics, txn=txn, markers=markers, include_system=include_system),
-            markers=markers,
-        )
-    )
-    return pa.Table.from_batches(batches, schema=schema)
+) -> pa.Table:
+    """:func:`read_message_rows` as one Arrow table of the one message schema."""
+    rows = read_message_rows(dd, topics, txn=txn, markers=markers, include_system=include_system)
+    schema = arrow_schema(message_fields(markers))
+    return pa.Table.from_batches(list(message_batches(rows, markers=markers)), schema=schema)
 
 
 # ------------------------------------------------------------------- any ledger, by its kind
@@ -366,10 +186,10 @@ def _entry_summary(data: bytes) -> dict[str, Any]:
         "compression": e.compression,
         "size": len(data),
     }
-    if md.HasField("marker_type"):
+    if md.HasField("marker_type"):  # also a marker_type of 0, as stored
         d["marker"] = MARKER_TYPES.get(md.marker_type, str(md.marker_type))
-    if entry_txn(md) is not None:
-        d["txn"] = list(entry_txn(md))  # type: ignore[arg-type]
+    if e.txn_id is not None:
+        d["txn"] = list(e.txn_id)
     if e.broker_entry_metadata is not None:
         d["broker_entry_metadata"] = {
             "broker_timestamp": e.broker_entry_metadata.broker_timestamp,

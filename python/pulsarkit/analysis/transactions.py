@@ -33,8 +33,8 @@ from ..codec.txn import (
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
 from ..scan.datadir import DataDir
+from ..scan.facts import topic_markers
 from ..scan.records import Cursor
-from ..scan.transactions import topic_markers
 
 _UNFINISHED = ("OPEN", "COMMITTING", "ABORTING")
 
@@ -114,9 +114,6 @@ def _record_deleted(cursor: Cursor | None, pos: Position, batched: bool, batch_i
 def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
     """Every transaction the coordinators' logs, the pending-ack stores and the topics know, keyed by
     ``(most_bits, least_bits)``."""
-    cache = getattr(dd, "_txns", None)
-    if cache is not None:
-        return cache
     out: dict[tuple[int, int], Transaction] = {}
     for ml in dd.managed_ledger_names():
         if ml_kind(ml) != "transaction_log":
@@ -148,18 +145,15 @@ def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
             for r in recs:
                 key = (r["txnid_most_bits"] or 0, r["txnid_least_bits"] or 0)
                 out.setdefault(key, Transaction(*key)).pending_acks[ml_to_topic(ml)] = r["op"]
-    for ml in dd.managed_ledger_names():
-        if ml_kind(ml) != "topic":
-            continue
+    topics = [ml for ml in dd.managed_ledger_names() if ml_kind(ml) == "topic"]
+    for ml, (marks, used) in topic_markers(dd, topics).items():
         name = ml_to_topic(ml)
-        marks, used = topic_markers(dd, ml)
         for key in used:
             t = out.setdefault(key, Transaction(*key))
             if name not in t.topics:
                 t.topics.append(name)
         for key, m in marks.items():
             out.setdefault(key, Transaction(*key)).markers[name] = m
-    dd._txns = out  # type: ignore[attr-defined]
     return out
 
 

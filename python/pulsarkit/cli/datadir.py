@@ -28,12 +28,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..analysis.backlog import iter_backlog
-from ..analysis.messages import ledger_entries, message_batches, message_schema, read_messages
+from ..analysis.backlog import backlog_rows
+from ..analysis.messages import ledger_entries, message_batches, read_message_rows
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.datadir import open_data_dir
 from ..scan.records import DataDirError, topic_dict
+from ..scan.schema import arrow_schema, json_record, message_fields
 from .command import (
     EXIT_DATA_PROBLEMS,
     EXIT_OK,
@@ -240,11 +241,12 @@ def _topics(p: argparse.ArgumentParser) -> Runner:
 
 
 def _print_records(records: Any, args: argparse.Namespace, total: int, markers: bool = False) -> int:
+    """Rows of the one message schema: as Parquet, or rendered as JSON records (JSON lines, table)."""
     prog = Progress(total, "reading entries", enabled=args.progress)
     n = 0
     try:
         if args.format == "parquet":
-            with pq.ParquetWriter(_out_file(args), message_schema(markers)) as w:
+            with pq.ParquetWriter(_out_file(args), arrow_schema(message_fields(markers))) as w:
                 for b in message_batches(records, markers=markers):
                     w.write_batch(b)
                     n += b.num_rows
@@ -252,7 +254,7 @@ def _print_records(records: Any, args: argparse.Namespace, total: int, markers: 
         elif args.format == "jsonl":
             out = open(args.dest, "w") if args.dest else sys.stdout
             try:
-                for r in records:
+                for r in map(json_record, records):
                     out.write(json.dumps(r) + "\n")
                     n += 1
                     prog.update(n)
@@ -261,7 +263,7 @@ def _print_records(records: Any, args: argparse.Namespace, total: int, markers: 
                     out.close()
         else:
             rows = []
-            for r in records:
+            for r in map(json_record, records):
                 mid = r["message_id"]
                 pl = r["payload_b64"]
                 shown = "<encrypted>" if r["encrypted"] else ("<null>" if r["null_value"] else _preview(pl))
@@ -335,7 +337,7 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
         mls = [ml for t in topics for ml in dd.expand(t)] if topics else None
         total = sum(t.entries for t in dd.topics() if mls is None or t.managed_ledger in mls)
         _print_records(
-            read_messages(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system),
+            read_message_rows(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system),
             args,
             total,
             markers=args.markers,
@@ -365,7 +367,7 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
         dd = _open(args)
         c = dd.cursor(args.topic, args.subscription)
         total = dd.topic(c.managed_ledger).entries
-        n = _print_records(iter_backlog(dd, args.topic, args.subscription), args, total)
+        n = _print_records(backlog_rows(dd, args.topic, args.subscription), args, total)
         if args.format == "table":
             print(
                 f"{n} message(s) in the backlog of {args.subscription} (mark-delete {c.mark_delete}, from {c.source})"

@@ -13,6 +13,7 @@ from google.protobuf.message import Message as _PbMessage
 from .. import _native
 from ..errors import CorruptEntryError, EncryptedMessageError, LimitExceededError, PulsarkitError
 from ..proto import MessageMetadata, SingleMessageMetadata
+from .txn import MARKER_TYPES
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -129,6 +130,32 @@ class Entry:
     def is_batch(self) -> bool:
         """True when ``num_messages_in_batch`` (field 11) is present, even with value 1."""
         return self.metadata.HasField("num_messages_in_batch")
+
+    @property
+    def is_marker(self) -> bool:
+        """A marker the broker wrote (transaction commit/abort, replicated-subscription snapshot...): not a
+        message a consumer receives."""
+        return bool(self.metadata.HasField("marker_type") and self.metadata.marker_type)
+
+    @property
+    def marker(self) -> str | None:
+        """The marker's type name (``TXN_COMMIT``...), None for a message."""
+        t = self.metadata.marker_type
+        return MARKER_TYPES.get(t, str(t)) if self.is_marker else None
+
+    @property
+    def is_chunk(self) -> bool:
+        """One chunk of a message split over several entries (``uuid`` and ``num_chunks_from_msg > 1``)."""
+        md = self.metadata
+        return bool(md.HasField("uuid") and md.HasField("num_chunks_from_msg") and md.num_chunks_from_msg > 1)
+
+    @property
+    def txn_id(self) -> tuple[int, int] | None:
+        """``(most_bits, least_bits)`` of the transaction the entry belongs to, or None."""
+        md = self.metadata
+        if md.HasField("txnid_most_bits") or md.HasField("txnid_least_bits"):
+            return (md.txnid_most_bits, md.txnid_least_bits)
+        return None
 
     @property
     def num_messages(self) -> int:

@@ -16,13 +16,12 @@ from .. import bulk
 from ..bookkeeper import digest as bookie_digest
 from ..bookkeeper.entrylog import scan_entry_logs
 from ..codec.entry import Entry
-from ..codec.txn import MARKER_TYPES, TXN_ABORT_MARKER, TXN_COMMIT_MARKER
 from ..errors import PulsarkitError
+from ..managed_ledger.position import Position
 from .datadir import DataDir
 from .heads import HEAD_COST_BYTES, read_heads
 from .partition import Readers, ReadStats
 from .schema import MASK, TIME_COLUMNS, Filter, Pos, filter_mask
-from .transactions import entry_txn
 
 
 @dataclass
@@ -178,17 +177,17 @@ def topic_facts(
                 _span(f, uuid, (lid, eid))
             continue
         md = e.metadata
-        if md.HasField("uuid") and md.HasField("num_chunks_from_msg") and md.num_chunks_from_msg > 1:
+        if e.is_chunk:
             _span(f, md.uuid, (lid, eid))
         elif uuid is not None:
             _span(f, uuid, (lid, eid))
-        key = entry_txn(md)
-        if key is None:
+        txn = e.txn_id
+        if txn is None:
             continue
-        key = (key[0] & MASK, key[1] & MASK)
-        if md.HasField("marker_type") and md.marker_type in (TXN_COMMIT_MARKER, TXN_ABORT_MARKER):
-            f.markers[key] = MARKER_TYPES[md.marker_type]
-        elif not md.marker_type:
+        key = (txn[0] & MASK, txn[1] & MASK)
+        if e.marker in TXN_MARKERS:
+            f.markers[key] = e.marker  # type: ignore[assignment]
+        elif not e.is_marker:
             f.first_txn.setdefault(key, (lid, eid))
     return facts, (pruning.dropped() if pruning is not None else None)
 
@@ -267,3 +266,20 @@ def _int64_bytes(a: pa.Array) -> bytes:
 def _span(f: TopicFacts, uuid: str, pos: Pos) -> None:
     lo, hi = f.chunks.get(uuid, (pos, pos))
     f.chunks[uuid] = (min(lo, pos), max(hi, pos))
+
+
+#: The markers that end a transaction in a topic.
+TXN_MARKERS = ("TXN_COMMIT", "TXN_ABORT")
+
+
+def topic_markers(dd: DataDir, mls: Sequence[str]) -> dict[str, tuple[dict[Pos, str], dict[Pos, Position]]]:
+    """Per managed ledger of ``mls``: (txn -> its TXN_COMMIT/TXN_ABORT marker there, txn -> the
+    position of its first message there), from one metadata pass over all their ledgers
+    (:func:`topic_facts`): only the transactional entries are read whole."""
+    owner = {lid: ml for ml in mls for lid in dd.ml_ledgers(ml)}
+    facts, _ = topic_facts(dd, owner, location_index(dd))
+    out = {}
+    for ml in mls:
+        f = facts.get(ml, TopicFacts())
+        out[ml] = (dict(f.markers), {k: Position(*p) for k, p in f.first_txn.items()})
+    return out

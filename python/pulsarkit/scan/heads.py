@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from .. import _native
 from ..bookkeeper.entrylog import EntryLogReader
 from ..errors import PulsarkitError
 from .partition import ReadStats
@@ -21,28 +22,6 @@ _HEAD_SLACK = 24
 #: for the pass over mapped files): ``auto`` reads heads when the selected entries times this are
 #: fewer than the entry logs' bytes, i.e. when they are a small part of the directory or large.
 HEAD_COST_BYTES = 16 << 10
-_DIGEST_CANDIDATES = (4, 8, 20, 0)  # CRC32C, CRC32, MAC, DUMMY
-
-
-def _head_end(buf: bytes, dlen: int) -> int:
-    """Where the MessageMetadata of the record in ``buf`` ends (an offset into ``buf``, which starts
-    at the record's length field; the Pulsar entry starts at ``36 + dlen``), possibly beyond
-    ``len(buf)``: then at least that much must be read. -1 when the bytes are no Pulsar entry."""
-    p = 4 + 32 + dlen
-    if len(buf) < p + 2:
-        return p + 2
-    if buf[p : p + 2] == b"\x0e\x02":  # broker entry metadata: magic, size, BrokerEntryMetadata
-        if len(buf) < p + 6:
-            return p + 6
-        p += 6 + int.from_bytes(buf[p + 2 : p + 6], "big")
-        if len(buf) < p + 2:
-            return p + 2
-    if buf[p : p + 2] == b"\x0e\x01":  # magic and CRC32C; an entry without a checksum has neither
-        p += 6
-    if len(buf) < p + 4:
-        return p + 4
-    n = int.from_bytes(buf[p : p + 4], "big")
-    return p + 4 + n if n < 1 << 24 else -1
 
 
 def read_heads(
@@ -72,27 +51,21 @@ def read_heads(
                 stats.head_bytes += len(buf)
             except (OSError, PulsarkitError):
                 continue
-            if len(buf) < 4 + 32 + 6:
-                continue
-            size = int.from_bytes(buf[:4], "big")
-            if (int.from_bytes(buf[4:12], "big"), int.from_bytes(buf[12:20], "big")) != (lid, eid):
-                continue
-            if dlen is None:  # no ledger metadata: the digest whose length puts a Pulsar magic next
-                dlen = next((d for d in _DIGEST_CANDIDATES if buf[36 + d : 38 + d] in (b"\x0e\x01", b"\x0e\x02")), -1)
-                if dlen < 0:
-                    continue
-            end = _head_end(buf, dlen)
-            while end > len(buf) and end <= 4 + size:
-                more = os.pread(fd, end - len(buf) + _HEAD_SLACK, off + len(buf))
+            # the record's ids, digest length and head are checked by the core (untrusted bytes)
+            head = _native.record_head(buf, lid, eid, dlen)
+            while head is not None and head[0] < 0:  # the head goes on past what was read
+                more = os.pread(fd, head[1] - len(buf) + _HEAD_SLACK, off + len(buf))
                 stats.head_bytes += len(more)
                 if not more:
+                    head = None
                     break
                 buf += more
-                end = _head_end(buf, dlen)
-            if end < 0 or end > min(len(buf), 4 + size):
+                head = _native.record_head(buf, lid, eid, head[2])
+            if head is None:
                 continue
+            start, end, _ = head
             guess[lid] = last = min(end + _HEAD_SLACK, 1 << 20)
-            out[i] = buf[4 + 32 + dlen : end]
+            out[i] = buf[start:end]
     finally:
         for fd in fds.values():
             os.close(fd)

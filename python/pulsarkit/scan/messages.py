@@ -3,8 +3,7 @@ the read-committed filter, applied to a batch of entries."""
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -13,11 +12,9 @@ import pyarrow.compute as pc
 from .. import bulk
 from ..codec.chunks import ChunkAssembler
 from ..codec.entry import Entry
-from ..codec.txn import MARKER_TYPES
 from ..errors import PulsarkitError
 from .partition import ScanPartition
 from .schema import MASK, TIME_COLUMNS, Filter, Pos, arrow_schema, filter_mask, message_fields
-from .transactions import entry_txn
 
 
 def signed(v: int | None) -> int | None:
@@ -31,17 +28,15 @@ class MessageState:
         self.part = part
         self.committed = txn == "committed"
         self.markers = markers
-        self.assembler = ChunkAssembler(max_pending_chunked_messages=0, expire_incomplete_after_ms=0)
         self.bad: list[str] = []
         self.fields = message_fields(markers)
+        self.rules = EntryRules(
+            part.topic, part.partition, part.markers, part.coordinator, txn=txn, markers=markers, on_bad=self._bad
+        )
+        self.state = self.rules.state
 
-    def state(self, key: Pos) -> str:
-        m = self.part.markers.get(key)
-        if m == "TXN_COMMIT":
-            return "COMMITTED"
-        if m == "TXN_ABORT":
-            return "ABORTED"
-        return self.part.coordinator.get(key) or "UNKNOWN"
+    def _bad(self, kind: str, lid: int, eid: int, message: str) -> None:
+        self.bad.append(f"ledger {lid} entry {eid}: {'bad chunk: ' if kind == 'bad_chunk' else ''}{message}")
 
     def messages(
         self, lids: list[int], eids: list[int], datas: list[bytes | None], filters: Sequence[Filter]
@@ -87,7 +82,9 @@ class MessageState:
         if spec_idx:
             rows = []
             for i in spec_idx:
-                rows += self._python_rows(lids[i], eids[i], datas[i], i)  # type: ignore[arg-type]
+                for r in self.rules.rows(lids[i], eids[i], datas[i]):  # type: ignore[arg-type]
+                    r["_ord"] = i
+                    rows.append(r)
             if rows:
                 parts.append(pa.Table.from_pylist(rows, schema=arrow_schema(self.fields + [("_ord", pa.int64())])))
         if not parts:
@@ -163,44 +160,82 @@ class MessageState:
             arrays.append(c if c.type == f.type else c.cast(f.type))
         return pa.Table.from_arrays(arrays, schema=schema)
 
-    def _python_rows(self, lid: int, eid: int, data: bytes, ordinal: int) -> list[dict[str, Any]]:
-        """One special entry (marker, encrypted, chunk, or one the kernel refused) exactly as
-        :func:`pulsarkit.analysis.messages.iter_messages` reads it."""
-        part = self.part
-        out: list[dict[str, Any]] = []
 
-        def rec(
-            e: Entry,
-            bi: int,
-            *,
-            key: Any,
-            props: dict[str, str],
-            payload: bytes | None,
-            event_time: int | None,
-            seq: int,
-            null_value: bool,
-            index: int | None,
-            ts: int | None,
-            encrypted: bool = False,
-            marker: str | None = None,
-        ) -> None:
-            md = e.metadata
-            tkey = entry_txn(md)
-            most = least = state = None
-            if tkey is not None:
-                state = self.state((tkey[0] & MASK, tkey[1] & MASK))
-                if self.committed and state != "COMMITTED" and marker is None:
-                    return
-                most, least = signed(tkey[0]), signed(tkey[1])
+class EntryRules:
+    """The per-entry rules of a topic read, one entry at a time, as rows of the one schema
+    (:data:`~.schema.MESSAGE_FIELDS`): a marker is no message (a row with ``marker`` when asked for),
+    an encrypted entry one row without payload, chunks reassembled once (the row has the last
+    chunk's id), a batch split and decompressed; a transactional message carries its transaction's
+    state (its marker in the topic, else the coordinators'), and read-committed drops all but
+    committed ones. The column-wise read (:class:`MessageState`) sends only the special entries here
+    (markers, encrypted, chunks, entries the kernel refused).
+
+    ``markers``/``coordinator``: txn -> TXN_COMMIT/TXN_ABORT marker in the topic, txn -> the
+    coordinators' state (:mod:`~.transactions`); ``on_bad(kind, ledger, entry, message)`` hears of
+    entries that give no rows (``bad_entry``, ``bad_chunk``)."""
+
+    def __init__(
+        self,
+        topic: str | None,
+        partition: int,
+        txn_markers: dict[Pos, str],
+        coordinator: dict[Pos, str],
+        *,
+        txn: str = "committed",
+        markers: bool = False,
+        on_bad: Callable[[str, int, int, str], None] | None = None,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.txn_markers = txn_markers
+        self.coordinator = coordinator
+        self.committed = txn == "committed"
+        self.with_markers = markers
+        self.on_bad = on_bad or (lambda kind, lid, eid, message: None)
+        self.assembler = ChunkAssembler(max_pending_chunked_messages=0, expire_incomplete_after_ms=0)
+
+    def state(self, key: Pos) -> str:
+        m = self.txn_markers.get(key)
+        if m == "TXN_COMMIT":
+            return "COMMITTED"
+        if m == "TXN_ABORT":
+            return "ABORTED"
+        return self.coordinator.get(key) or "UNKNOWN"
+
+    def rows(
+        self, lid: int, eid: int, data: bytes, keep: Callable[[int], set[int] | None] | None = None
+    ) -> list[dict[str, Any]]:
+        """The rows of one entry; ``keep(batch size)`` picks the batch indexes to deliver (None: all)."""
+        out: list[dict[str, Any]] = []
+        try:
+            e = Entry.parse(data)
+        except PulsarkitError as err:
+            self.on_bad("bad_entry", lid, eid, f"not a Pulsar entry: {err}")
+            return out
+        md = e.metadata
+        tkey = e.txn_id
+        most = least = state = None
+        if tkey is not None:
+            state = self.state((tkey[0] & MASK, tkey[1] & MASK))
+            most, least = signed(tkey[0]), signed(tkey[1])
+        bem = e.broker_entry_metadata
+        ts = bem.broker_timestamp if bem is not None else None
+        # read-committed: no message of a transaction not committed (a chunk is still assembled)
+        drop = self.committed and state is not None and state != "COMMITTED" and not e.is_marker
+
+        def rec(bi: int, key: Any, props: Any, payload: bytes | None, event_time: int | None, seq: int,
+                null_value: bool, index: int | None, encrypted: bool = False) -> None:  # fmt: skip
+            if drop:
+                return
             r = {
-                "topic": part.topic,
-                "partition": part.partition,
+                "topic": self.topic,
+                "partition": self.partition,
                 "ledger_id": lid,
                 "entry_id": eid,
                 "batch_index": bi,
                 "key": key,
                 "properties": list(props.items()),
-                "payload": None if null_value else payload,
+                "payload": None if null_value else payload,  # Java's getData() is null for a null value
                 "publish_time": md.publish_time,
                 "event_time": event_time,
                 "sequence_id": signed(seq),
@@ -212,124 +247,40 @@ class MessageState:
                 "txn_most_bits": most,
                 "txn_least_bits": least,
                 "txn_state": state,
-                "_ord": ordinal,
             }
-            if self.markers:
-                r["marker"] = marker
+            if self.with_markers:
+                r["marker"] = e.marker
             out.append(r)
 
-        try:
-            e = Entry.parse(data)
-        except PulsarkitError as err:
-            self.bad.append(f"ledger {lid} entry {eid}: not a Pulsar entry: {err}")
-            return out
-        md = e.metadata
-        bem = e.broker_entry_metadata
-        ts = bem.broker_timestamp if bem is not None else None
         bem_index = bem.index if bem is not None else None
-        if md.HasField("marker_type") and md.marker_type:
-            if self.markers:
-                rec(
-                    e,
-                    -1,
-                    key=None,
-                    props={},
-                    payload=None,
-                    event_time=None,
-                    seq=md.sequence_id,
-                    null_value=False,
-                    index=bem_index,
-                    ts=ts,
-                    marker=MARKER_TYPES.get(md.marker_type, str(md.marker_type)),
-                )
+        if e.is_marker:
+            if self.with_markers:
+                rec(-1, None, {}, None, None, md.sequence_id, False, bem_index)
             return out
         key = md.partition_key if md.HasField("partition_key") else None
         props = {kv.key: kv.value for kv in md.properties}
-        if len(md.encryption_keys):
-            rec(
-                e,
-                -1,
-                key=key,
-                props=props,
-                payload=None,
-                event_time=md.event_time or None,
-                seq=md.sequence_id,
-                null_value=md.null_value,
-                index=bem_index,
-                ts=ts,
-                encrypted=True,
-            )
+        if e.is_encrypted:
+            rec(-1, key, props, None, md.event_time or None, md.sequence_id, md.null_value, bem_index, True)
             return out
-        if md.HasField("uuid") and md.HasField("num_chunks_from_msg") and md.num_chunks_from_msg > 1:
+        if e.is_chunk:
             try:
                 done = self.assembler.add(e, (lid, eid))
             except PulsarkitError as err:
-                self.bad.append(f"ledger {lid} entry {eid}: bad chunk: {err}")
+                self.on_bad("bad_chunk", lid, eid, str(err))
                 return out
             if done is not None:
-                rec(
-                    e,
-                    -1,
-                    key=key,
-                    props=props,
-                    payload=done.message.payload,
-                    event_time=md.event_time or None,
-                    seq=md.sequence_id,
-                    null_value=md.null_value,
-                    index=bem_index,
-                    ts=ts,
-                )
+                p = done.message.payload
+                rec(-1, key, props, p, md.event_time or None, md.sequence_id, md.null_value, bem_index)
             return out
         try:
             msgs = e.messages()
         except PulsarkitError as err:
-            self.bad.append(f"ledger {lid} entry {eid}: messages undecodable: {err}")
+            self.on_bad("bad_entry", lid, eid, f"messages undecodable: {err}")
             return out
+        wanted = keep(e.num_messages) if (keep is not None and e.is_batch) else None
         for m in msgs:
-            rec(
-                e,
-                m.batch_index if e.is_batch else -1,
-                key=m.key,
-                props=m.properties,
-                payload=m.payload,
-                event_time=m.event_time or None,
-                seq=m.sequence_id,
-                null_value=m.null_value,
-                index=m.index,
-                ts=ts,
-            )
+            if wanted is not None and m.batch_index not in wanted:
+                continue
+            bi = m.batch_index if e.is_batch else -1
+            rec(bi, m.key, m.properties, m.payload, m.event_time or None, m.sequence_id, m.null_value, m.index)
         return out
-
-
-# ----------------------------------------------------------------------- the single-process reference
-
-
-def flat_record(r: dict[str, Any]) -> dict[str, Any]:
-    """A record of :func:`pulsarkit.analysis.messages.read_messages` in the flattened form."""
-    mid = r["message_id"]
-    bem = r["broker_entry_metadata"] or {}
-    t = r["txn"] or {}
-    out = {
-        "topic": r["topic"],
-        "partition": mid["partition"],
-        "ledger_id": mid["ledger_id"],
-        "entry_id": mid["entry_id"],
-        "batch_index": mid["batch_index"],
-        "key": r["key"],
-        "properties": list(r["properties"].items()),
-        "payload": None if r["payload_b64"] is None else base64.b64decode(r["payload_b64"]),
-        "publish_time": r["publish_time"],
-        "event_time": r["event_time"],
-        "sequence_id": r["sequence_id"],
-        "producer_name": r["producer_name"],
-        "null_value": r["null_value"],
-        "encrypted": r["encrypted"],
-        "broker_timestamp": bem.get("broker_timestamp"),
-        "broker_index": bem.get("index"),
-        "txn_most_bits": signed(t.get("most_bits")),
-        "txn_least_bits": signed(t.get("least_bits")),
-        "txn_state": t.get("state"),
-    }
-    if "marker" in r:
-        out["marker"] = r["marker"]
-    return out

@@ -46,7 +46,7 @@ class ReadStats:
 # ------------------------------------------------------------------------------------------- plan
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Segment:
     """Entries ``first..last`` of one ledger and where the bookie keeps them."""
 
@@ -73,7 +73,7 @@ class Segment:
         return self.last - self.first + 1
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Replica:
     """One bookie's copies of a segment's entries: one of its ledger directories (``current`` and a
     location per entry, -1 when absent) or its journal (``current`` None)."""
@@ -84,7 +84,7 @@ class Replica:
     journal: dict[int, bytes] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ScanPartition:
     """One read task: consecutive segments of one topic, and what of them to emit."""
 

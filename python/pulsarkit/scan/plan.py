@@ -8,7 +8,7 @@ bookie locations (digests verified) and turns each Arrow batch of entries into m
 native calls (``decode_metadata``, then ``explode_messages`` on the plain entries): batches split,
 codecs undone, PIP-70 indexes computed in the core.
 
-Rows equal :func:`pulsarkit.analysis.messages.read_messages` (flattened, see :data:`MESSAGE_FIELDS`):
+Rows equal :func:`pulsarkit.analysis.messages.read_message_rows` (the one schema, :data:`MESSAGE_FIELDS`):
 
 * **Transactions** are topic-wide: a message's state is its commit/abort marker in the topic, else
   the coordinator's log, and read-committed stops a topic at the first message of a transaction
@@ -75,7 +75,7 @@ from .schema import TIME_COLUMNS, Filter, Pos, passes
 from .transactions import TXN_MODES, coordinator_states
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Plan:
     partitions: list[ScanPartition]
     #: per data dir and topic: the last position planned (every position up to it was considered)
@@ -176,14 +176,14 @@ def _segment(
         currents = dd.bookie_current_dirs()
         current = currents[0] if currents else None
     return Segment(
-        lid,
-        a,
-        b,
-        current,
-        led.digest_type if led is not None and led.digest_type else None,
-        led.password if led is not None else b"",
-        arr.tobytes(),
-        journal,
+        ledger_id=lid,
+        first=a,
+        last=b,
+        current=current,
+        digest=led.digest_type if led is not None and led.digest_type else None,
+        password=led.password if led is not None else b"",
+        locations=arr.tobytes(),
+        journal=journal,
     )
 
 
@@ -201,27 +201,27 @@ def _replicated_segment(dd: DataDir, lid: int, a: int, b: int, marks: array.arra
                 continue
             indexed.update(locs)
             arr = array.array("q", (locs.get(e, -1) for e in range(a, b + 1)))
-            copies.append(Replica(bookie.bookie_id, str(d.current), arr.tobytes()))
+            copies.append(Replica(bookie_id=bookie.bookie_id, current=str(d.current), locations=arr.tobytes()))
         jr = {
             e: rec.data
             for e, rec in bookie.journal.get(lid, {}).items()
             if a <= e <= b and e not in indexed and e not in gone
         }
         if jr:
-            copies.append(Replica(bookie.bookie_id, None, array.array("q", [-1]).tobytes() * (b - a + 1), jr))
+            none = array.array("q", [-1]).tobytes() * (b - a + 1)
+            copies.append(Replica(bookie_id=bookie.bookie_id, current=None, locations=none, journal=jr))
     for i in range(len(marks)):
         marks[i] = PRUNED if marks[i] == PRUNED else 0
     return Segment(
-        lid,
-        a,
-        b,
-        None,
-        led.digest_type if led is not None and led.digest_type else None,
-        led.password if led is not None else b"",
-        marks.tobytes(),
-        {},
-        copies,
-        dd.replicas.layout(lid),
+        ledger_id=lid,
+        first=a,
+        last=b,
+        current=None,
+        digest=led.digest_type if led is not None and led.digest_type else None,
+        password=led.password if led is not None else b"",
+        locations=marks.tobytes(),
+        replicas=copies,
+        layout=dd.replicas.layout(lid),
     )
 
 
@@ -422,22 +422,30 @@ def plan(
                     part = partition_of(name)[1] if name else -1
                     partitions.append(
                         ScanPartition(
-                            path,
-                            name,
-                            k,
-                            part,
-                            segs,
-                            lo,
-                            dict(f.markers),
-                            coord,
-                            int(
+                            data_dir=path,
+                            topic=name,
+                            kind=k,
+                            partition=part,
+                            segments=segs,
+                            after=lo,
+                            markers=dict(f.markers),
+                            coordinator=coord,
+                            bytes=int(
                                 sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)
                             ),
                         )
                     )
             stats[path]["read"] = pstats.as_dict()
             read_stats.add(pstats)
-    return Plan(partitions, marks, issues, stats, target, topic_ledgers, read_stats)
+    return Plan(
+        partitions=partitions,
+        marks=marks,
+        issues=issues,
+        stats=stats,
+        target_bytes=target,
+        topic_ledgers=topic_ledgers,
+        read_stats=read_stats,
+    )
 
 
 def _ledger_needed(lid: int, filters: Sequence[Filter], f: TopicFacts, runs: list[tuple[int, int, int]]) -> bool:

@@ -3,6 +3,7 @@ scan pushes down."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -12,11 +13,9 @@ import pyarrow.compute as pc
 MASK = (1 << 64) - 1
 Pos = tuple[int, int]
 
-#: One row per message, flattened: ``message_schema()``'s ``message_id`` struct becomes
-#: ``partition``/``ledger_id``/``entry_id``/``batch_index``, ``broker_entry_metadata`` becomes
-#: ``broker_timestamp``/``broker_index``, ``txn`` becomes ``txn_most_bits``/``txn_least_bits``
-#: (Java longs, as ``TxnID`` prints them) and ``txn_state``; ``payload`` is the bytes (null for a
-#: null value or an encrypted message), not base64.
+#: The one message schema: one row per message, flat. ``txn_most_bits``/``txn_least_bits`` are Java
+#: longs (as ``TxnID`` prints them); ``payload`` is the bytes (null for a null value or an encrypted
+#: message). :func:`json_record` renders a row as ``pulsarkit messages`` prints it.
 MESSAGE_FIELDS: list[tuple[str, pa.DataType]] = [
     ("topic", pa.string()),
     ("partition", pa.int32()),
@@ -55,6 +54,42 @@ ENTRY_FIELDS: list[tuple[str, pa.DataType]] = [
 
 def message_fields(markers: bool = False) -> list[tuple[str, pa.DataType]]:
     return MESSAGE_FIELDS + ([MARKER_FIELD] if markers else [])
+
+
+def json_record(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of the message schema as the JSON record ``pulsarkit messages`` prints: the ids in
+    ``message_id``, broker entry metadata and the transaction as objects (None when the entry has
+    none), the transaction's bits unsigned (as stored), the payload in base64."""
+    ts, index = row["broker_timestamp"], row["broker_index"]
+    out = {
+        "topic": row["topic"],
+        "message_id": {
+            "ledger_id": row["ledger_id"],
+            "entry_id": row["entry_id"],
+            "batch_index": row["batch_index"],
+            "partition": row["partition"],
+        },
+        "key": row["key"],
+        "properties": dict(row["properties"] or ()),
+        "payload_b64": None if row["payload"] is None else base64.b64encode(row["payload"]).decode("ascii"),
+        "publish_time": row["publish_time"],
+        "event_time": row["event_time"],
+        "sequence_id": row["sequence_id"],
+        "producer_name": row["producer_name"],
+        "null_value": row["null_value"],
+        "encrypted": row["encrypted"],
+        "broker_entry_metadata": None if ts is None and index is None else {"broker_timestamp": ts, "index": index},
+        "txn": None
+        if row["txn_state"] is None
+        else {
+            "most_bits": (row["txn_most_bits"] or 0) & MASK,
+            "least_bits": (row["txn_least_bits"] or 0) & MASK,
+            "state": row["txn_state"],
+        },
+    }
+    if "marker" in row:
+        out["marker"] = row["marker"]
+    return out
 
 
 def arrow_schema(fields: Sequence[tuple[str, pa.DataType]]) -> pa.Schema:

@@ -9,8 +9,8 @@ consumer received them; ``format("pulsarkit-entries")``: their managed ledgers' 
     msgs.where("topic = 'persistent://public/default/orders' AND publish_time >= 1700000000000")
     raw = spark.read.format("pulsarkit-entries").load("/pulsar/data")   # topic, kind, ids, payload, error
 
-Rows and columns equal :func:`pulsarkit.analysis.messages.read_messages` (``pulsarkit messages``),
-flattened for Spark (:data:`~pulsarkit.scan.MESSAGE_FIELDS`): ``topic, partition,
+Rows and columns equal :func:`pulsarkit.analysis.messages.read_message_rows` (``pulsarkit messages``),
+the one message schema (:data:`~pulsarkit.scan.MESSAGE_FIELDS`): ``topic, partition,
 ledger_id, entry_id, batch_index, key, properties, payload (binary), publish_time, event_time,
 sequence_id, producer_name, null_value, encrypted, broker_timestamp, broker_index, txn_most_bits,
 txn_least_bits, txn_state`` (``marker`` with ``markers=true``). Batches are split and codecs undone

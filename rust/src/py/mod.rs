@@ -6,6 +6,7 @@ mod compaction;
 mod entrylog;
 mod errors;
 mod gc;
+mod scan;
 mod txn;
 
 use pyo3::prelude::*;
@@ -19,6 +20,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     txn::register(m)?;
     compaction::register(m)?;
     gc::register(m)?;
+    scan::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FILE_DESCRIPTOR_SET", pyo3::types::PyBytes::new(m.py(), crate::codec::proto::FILE_DESCRIPTOR_SET))?;
     let info = pyo3::types::PyDict::new(m.py());

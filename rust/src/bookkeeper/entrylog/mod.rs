@@ -13,6 +13,7 @@
 pub mod arrow;
 pub mod compact;
 pub mod format;
+pub mod head;
 pub mod reader;
 pub mod scan;
 pub mod writer;
