@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -36,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 import rocksdict
+from helpers import free_port, maven_copy_dependencies
 from oracle import JavaOracle
 from pulsarkit.analysis.backlog import iter_backlog
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id, phase_one
@@ -135,41 +135,7 @@ def _lib() -> Path:
         "<dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j2-impl</artifactId>"
         "<version>2.24.3</version></dependency></dependencies></project>"
     )
-    # Pulsar's poms name repositories this machine cannot reach: block every repository but Maven's
-    # built-in central, so resolution never waits on them (and no registry host is named here).
-    (work / "settings.xml").write_text(
-        "<settings><mirrors><mirror><id>only-central</id><mirrorOf>*,!central</mirrorOf>"
-        "<url>http://0.0.0.0/blocked</url><blocked>true</blocked></mirror></mirrors></settings>"
-    )
-    r = subprocess.run(
-        [
-            mvn,
-            "-q",
-            "-B",
-            "-s",
-            str(work / "settings.xml"),
-            "-f",
-            str(work / "pom.xml"),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={lib}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if r.returncode != 0:
-        msg = f"resolving pulsar-broker {PULSAR_VERSION} failed: {r.stdout[-2000:]} {r.stderr[-2000:]}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    (lib / ".complete").write_text("ok")
-    return lib
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return maven_copy_dependencies(mvn, work / "pom.xml", work, lib, f"pulsar-broker {PULSAR_VERSION}")
 
 
 class Standalone:
@@ -177,7 +143,7 @@ class Standalone:
 
     def __init__(self, lib: Path, work: Path) -> None:
         self.lib, self.work = lib, work
-        self.broker_port, self.web_port = _free_port(), _free_port()
+        self.broker_port, self.web_port = free_port(), free_port()
         conf = (
             HERE / "standalone.conf"
         ).read_text() + f"brokerServicePort={self.broker_port}\nwebServicePort={self.web_port}\n"
