@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pulsarkit as pk
 import pyarrow.dataset as ds
@@ -461,3 +463,28 @@ def test_auto_engine_takes_a_given_session_and_survives_a_spark_that_cannot_star
     s = export_mod.export(str(root), "parquet", str(tmp_path / "out"), spark_threshold=0, log=logged.append)
     assert s.engine == "local" and s.rows > 0
     assert any("Spark did not start" in m and "exporting in this process" in m for m in logged)
+
+
+@pytest.mark.parametrize("engine", ["spark", "spark-sql"])
+def test_a_spark_engine_without_pyspark_is_one_line_and_touches_nothing(tmp_path, engine):
+    """Issue 21 item 6: a ModuleNotFoundError traceback, and a lock file left in OUT."""
+    root = tmp_path / "data"
+    _append(root, 0)
+    out = tmp_path / "out"
+    code = (
+        "import sys\n"
+        "sys.modules['pyspark'] = None  # as where pyspark is not installed\n"
+        "from pulsarkit.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, "export", str(root), "--to", "parquet", str(out), "--engine", engine],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"pulsarkit export: error: --engine {engine} needs pyspark (pip install 'pulsarkit[spark]'); or --engine local"
+    ]
+    assert not out.exists()

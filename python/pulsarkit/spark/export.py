@@ -53,6 +53,14 @@ def choose_engine(engine: str, master: str | None, planned_bytes: int, threshold
     return "spark"
 
 
+def _has_pyspark() -> bool:
+    try:
+        import pyspark.sql  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def spark_session(master: str | None) -> Any:
     """A session for the export: ``local[n]`` (default ``local[2]``) through :func:`local_session`, or
     one on the cluster ``master`` names, the pulsarkit data sources registered."""
@@ -159,6 +167,9 @@ def export(
     on one started for ``master``."""
     if engine not in ENGINES:
         raise DataDirError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine in ("spark", "spark-sql") and spark is None and not _has_pyspark():
+        # before the output is locked or anything planned: nothing to clean up
+        raise DataDirError(f"--engine {engine} needs pyspark (pip install 'pulsarkit[spark]'); or --engine local")
     say = log or log_to_stderr
 
     def choose(job: ExportJob) -> Engine:
