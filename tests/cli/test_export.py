@@ -488,3 +488,20 @@ def test_a_spark_engine_without_pyspark_is_one_line_and_touches_nothing(tmp_path
         f"pulsarkit export: error: --engine {engine} needs pyspark (pip install 'pulsarkit[spark]'); or --engine local"
     ]
     assert not out.exists()
+
+
+def test_a_nul_in_a_topic_name_is_escaped_in_its_partition_directory(tmp_path, capsys):
+    """Issue 21 item 6: ``ValueError: embedded null byte`` and nothing exported. Spark's escaping leaves
+    NUL as it is; the export writes it as %00, which reads back as the topic's own name."""
+    root = tmp_path / "data"
+    with pk.Store.open(root, sync=False) as store:
+        for name in ("public/default/persistent/a\x00b", "public/default/persistent/ok"):
+            store.managed_ledger(name, _cfg()).add_entry(pk.encode_entry(_md(0), b"v"))
+    out = tmp_path / "out"
+    assert main(["export", str(root), "--to", "parquet", str(out), "--engine", "local"]) == 0
+    assert (out / "topic=persistent%3A%2F%2Fpublic%2Fdefault%2Fa%00b").is_dir()
+    t = ds.dataset(out, format="parquet", partitioning="hive").to_table()
+    assert sorted(t.column("topic").to_pylist()) == [
+        "persistent://public/default/a\x00b",
+        "persistent://public/default/ok",
+    ]

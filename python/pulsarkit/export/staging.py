@@ -22,7 +22,8 @@ TABLE_FIELDS = [*MESSAGE_FIELDS, ("date", pa.string())]
 DAY_MS = 86_400_000
 
 # Spark's ExternalCatalogUtils.escapePathName: these characters become %XX in partition directories.
-_ESCAPE = {chr(c) for c in range(1, 0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
+# NUL too, which Spark leaves as it is: no file system takes it in a name, and %00 reads back as NUL.
+_ESCAPE = {chr(c) for c in range(0, 0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
 
 
 def escape_path_name(value: str) -> str:
