@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pulsarkit as pk
 import pytest
@@ -190,3 +191,19 @@ def test_cli_orphans_cleanup_dry_run_then_execute(tmp_path, capsys):
     assert main(["orphans-cleanup", str(plan), "--execute", "--backup", str(tmp_path / "b"), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert len(res["deleted"]) == 4 and sorted(res["backed_up"]) == sorted(res["deleted"])
+
+
+def test_a_plan_made_with_relative_paths_executes_from_another_directory(tmp_path, capsys, monkeypatch):
+    """Issue 21 item 10: the plan stored the data directory as given, so a run from elsewhere blamed
+    the database instead of reading the same store."""
+    build(tmp_path / "d")
+    monkeypatch.chdir(tmp_path)
+    assert main(["orphans", "d", "--plan", "plan.json"]) == 0
+    p = json.loads((tmp_path / "plan.json").read_text())
+    assert os.path.isabs(p["metadata_dir"]) and all(os.path.isabs(d) for d in p["ledger_dirs"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["orphans-cleanup", "../plan.json", "--execute", "--backup", "b", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["deleted"]) == 4

@@ -35,6 +35,7 @@ says why dead bytes are still on disk (a log is only reclaimed when compaction r
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -323,11 +324,12 @@ def cleanup_plan(dd: DataDir, include_review: bool = False, now_ms: int | None =
                     reason=f"{f.category} ({f.verdict}): {f.evidence}",
                 )
             )
+    # Absolute paths: a plan executed from another working directory must re-read the same store.
     return OrphanCleanupPlan(
-        metadata_dir=str(dd.metadata_dir),
-        ledger_dirs=[str(d) for d in dd.ledger_dirs],
-        journal_dirs=[str(d) for d in dd.journal_dirs],
-        index_dirs=[str(d) for d in dd.index_dirs],
+        metadata_dir=os.path.abspath(dd.metadata_dir),
+        ledger_dirs=[os.path.abspath(d) for d in dd.ledger_dirs],
+        journal_dirs=[os.path.abspath(d) for d in dd.journal_dirs],
+        index_dirs=[os.path.abspath(d) for d in dd.index_dirs],
         items=items,
         created_ms=int(time.time() * 1000) if now_ms is None else now_ms,
         state={"ledgers_in_metadata": len(dd.ledger_metadata), "managed_ledgers": len(dd.ml_infos)},
