@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import free_port
 from pulsarkit.bookkeeper import EntryLogReader
 from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan, GcResult
 from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from pulsarkit.metadata import MetadataStore
 from test_datadir_oracle import HERE as ORACLE_HERE
-from test_datadir_oracle import JVM, PULSAR_VERSION, _copy, _free_port, _lib, _tool, oracle  # noqa: F401
+from test_datadir_oracle import JVM, PULSAR_VERSION, _copy, _lib, _tool, oracle  # noqa: F401
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -146,7 +147,7 @@ def _bookkeeper_gc(lib: Path, work: Path, source: Path) -> dict[str, Any]:
             "standalone.conf",
             "data/metadata",
             "data/bookkeeper",
-            str(_free_port()),
+            str(free_port()),
             str(MAJOR_THRESHOLD),
         ]
         r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=300)
