@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require_tool
 from helpers import free_port, maven_copy_dependencies
 from pulsarkit.metadata import zookeeper as zk
 from pulsarkit.metadata.store import (
@@ -60,13 +61,7 @@ SNAP_COUNT = 40
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        msg = f"{name} not found on PATH: the ZooKeeper oracle runs a real ZooKeeper server"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return path
+    return require_tool(name, "the ZooKeeper oracle runs a real ZooKeeper server")
 
 
 def _harness_hash() -> str:

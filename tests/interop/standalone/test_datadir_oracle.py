@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 import rocksdict
+from conftest import require_tool
 from helpers import free_port, maven_copy_dependencies
 from oracle import JavaOracle
 from pulsarkit.analysis.backlog import iter_backlog
@@ -102,13 +103,7 @@ JVM = [
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        msg = f"{name} not found on PATH: the data-directory oracle runs a real Pulsar standalone"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return path
+    return require_tool(name, "the data-directory oracle runs a real Pulsar standalone")
 
 
 def _workload_hash() -> str:
