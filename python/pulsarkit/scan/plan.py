@@ -2,8 +2,9 @@
 
 This is the one message reader: behind ``pulsarkit messages`` and ``backlog`` (the same read with a
 subscription's acknowledgements as a filter), :mod:`pulsarkit.analysis.messages`, the ``pulsarkit`` /
-``pulsarkit-entries`` Spark data sources and ``pulsarkit export``; it needs no Spark. :func:`plan` opens each data directory once (the driver)
-and cuts every topic's ledgers into :class:`ScanPartition` s of about ``max_partition_bytes``;
+``pulsarkit-entries`` Spark data sources and ``pulsarkit export``; it needs no Spark. :func:`plan`
+opens each data directory once (the driver; :func:`plan_data_dir` plans one already open) and cuts
+every topic's ledgers into :class:`ScanPartition` s of about ``max_partition_bytes``;
 :func:`read_partition` (an executor, or the same process) reads a partition's entries by their
 bookie locations (digests verified) and turns each Arrow batch of entries into messages with two
 native calls (``decode_metadata``, then ``explode_messages`` on the plain entries): batches split,
