@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 from google.protobuf.json_format import MessageToDict
 
-from ..broker.topic_name import ml_to_topic
+from ..broker.topic_name import is_system_topic, ml_kind, ml_to_topic
 from ..codec.entry import Entry
 from ..codec.raw_message import decode_compacted_entry
 from ..codec.txn import MARKER_TYPES, decode_pending_ack_entry, decode_txn_log_entry
@@ -49,8 +49,18 @@ from ..scan.transactions import TXN_MODES
 
 
 def message_topics(dd: DataDir, include_system: bool = False) -> list[str]:
-    """Topics whose entries are messages (not transaction logs or pending-ack stores)."""
-    return [t.name for t in dd.topics(include_system=include_system) if t.kind == "topic"]
+    """Managed ledgers whose entries are messages (not transaction logs or pending-ack stores), from
+    the metadata alone (:meth:`DataDir.topics` sizes open ledgers by reading them)."""
+    return [
+        ml
+        for ml in dd.managed_ledger_names()
+        if ml_kind(ml) == "topic" and (include_system or not is_system_topic(ml_to_topic(ml)))
+    ]
+
+
+def message_entries(dd: DataDir, mls: Iterable[str]) -> int:
+    """The entries of these managed ledgers' ledgers, as their metadata counts them (a read's progress total)."""
+    return sum(led.entries for ml in mls for lid in dd.ml_ledgers(ml) if (led := dd.ledgers.get(lid)) is not None)
 
 
 def message_batches(

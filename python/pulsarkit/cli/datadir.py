@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..analysis.backlog import backlog_batches
-from ..analysis.messages import ledger_entries, message_batches
+from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.datadir import open_data_dir
@@ -337,8 +337,8 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
         dd = _open(args)
         topics = args.topic
         # resolve first: a topic that is not there is one clear error, before any output
-        mls = [ml for t in topics for ml in dd.expand(t)] if topics else None
-        total = sum(t.entries for t in dd.topics() if mls is None or t.managed_ledger in mls)
+        mls = [dd.resolve(ml) for t in topics for ml in dd.expand(t)] if topics else message_topics(dd, args.system)
+        total = message_entries(dd, mls)
         _print_records(
             message_batches(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system),
             args,
@@ -369,7 +369,7 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
 
         dd = _open(args)
         c = dd.cursor(args.topic, args.subscription)
-        total = dd.topic(c.managed_ledger).entries
+        total = message_entries(dd, [c.managed_ledger])
         n = _print_records(backlog_batches(dd, args.topic, args.subscription), args, total)
         if args.format == "table":
             print(
