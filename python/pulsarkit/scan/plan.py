@@ -55,7 +55,7 @@ while a ledger rolls over, and moves the pending adds of a failed write to the n
 agree (Pulsar's own time seek allows 60 s of skew there). The metadata pass times every entry
 anyway (transactions are topic-wide), and deciding per entry needs no assumption about clocks.
 
-:class:`ReadStats` counts what was read from the entry logs: :attr:`Plan.read_stats` for the plan,
+:class:`ReadStats` counts what was read from the entry logs: :attr:`ScanPlan.read_stats` for the plan,
 ``read_partition(..., stats=...)`` for a partition.
 """
 
@@ -79,7 +79,7 @@ from .transactions import TXN_MODES, coordinator_states
 
 
 @dataclass(kw_only=True)
-class Plan:
+class ScanPlan:
     partitions: list[ScanPartition]
     #: per data dir and topic: the last position planned (every position up to it was considered)
     marks: dict[str, dict[str, Pos]]
@@ -324,18 +324,18 @@ def plan(
     min_partitions: int = 2,
     metadata_pass: str = "auto",
     ledger_dirs: Sequence[str] | None = None,
-) -> Plan:
+) -> ScanPlan:
     """Plans a read of ``paths`` (data directories). ``kind`` is ``messages`` or ``entries``;
     ``after``/``until`` (data dir -> topic -> position) bound each topic (exclusive/inclusive), the
     incremental export's high-water marks; ``filters`` prune topics, ledgers and (on publish_time and
     broker_timestamp) entries, and are applied again to the rows by :func:`read_partition`.
     ``metadata_pass`` is how the selected entries' metadata is read (``heads``, ``scan`` or ``auto``,
-    see the module doc); :attr:`Plan.read_stats` counts what it read. ``ledger_dirs`` are the bookie
+    see the module doc); :attr:`ScanPlan.read_stats` counts what it read. ``ledger_dirs`` are the bookie
     directories of a cluster whose metadata store is ``paths``' one directory: each entry is then read
     once, from the first copy of its write set that verifies (see ``analysis.replicas``)."""
     if ledger_dirs and len(paths) != 1:
         raise PulsarkitError(f"ledger_dirs needs exactly one data directory (its metadata store), not {len(paths)}")
-    out = Plan(partitions=[], marks={}, issues=[], stats={}, target_bytes=1.0)
+    out = ScanPlan(partitions=[], marks={}, issues=[], stats={}, target_bytes=1.0)
     for path in paths:
         with open_data_dir(path, ledger_dirs=list(ledger_dirs) if ledger_dirs else None) as dd:
             p = plan_data_dir(
@@ -379,7 +379,7 @@ def plan_data_dir(
     min_partitions: int = 2,
     metadata_pass: str = "auto",
     min_target: float = 1.0,
-) -> Plan:
+) -> ScanPlan:
     """:func:`plan` of one data directory already open (``path`` names it in the plan). ``topics``
     (managed-ledger names, as :meth:`DataDir.resolve` gives them) selects and orders the topics,
     system topics included when named; ``after``/``until``: topic -> position."""
@@ -486,7 +486,7 @@ def plan_data_dir(
                 )
             )
     stats[path]["read"] = pstats.as_dict()
-    return Plan(
+    return ScanPlan(
         partitions=partitions,
         marks=marks,
         issues=issues,
