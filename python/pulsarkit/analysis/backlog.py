@@ -58,16 +58,15 @@ def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
         ml, decode_pending_ack_entry, "bad_pending_ack_entry", state.mark_delete if state else None
     ):
         for r in records:
-            key = (r["txnid_most_bits"] or 0, r["txnid_least_bits"] or 0)
-            if r["op"] == "ACK":
+            key = (r.txnid_most_bits or 0, r.txnid_least_bits or 0)
+            if r.op == "ACK":
                 pending.setdefault(key, []).extend(
-                    (Position(p["ledger_id"], p["entry_id"]), p["ack_set"], r["ack_type"] == "Cumulative")
-                    for p in r["positions"]
+                    (Position(p.ledger_id, p.entry_id), p.ack_set, r.ack_type == "Cumulative") for p in r.positions
                 )
-            elif r["op"] == "COMMIT":
+            elif r.op == "COMMIT":
                 for p, ack_set, cum in pending.pop(key, []):
                     out.apply(p, ack_set, cum)
-            elif r["op"] == "ABORT":
+            elif r.op == "ABORT":
                 pending.pop(key, None)
     # acknowledged by a transaction still open: held back, not redelivered
     for acks in pending.values():

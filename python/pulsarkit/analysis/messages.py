@@ -24,6 +24,7 @@ is one record.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -183,9 +184,9 @@ def decode_ledger_entry(kind: str, data: bytes) -> dict[str, Any]:
         pi.ParseFromString(data)
         return {"position_info": MessageToDict(pi)}
     if kind == "transaction_log":
-        return {"transaction_log": decode_txn_log_entry(data)}
+        return {"transaction_log": [dataclasses.asdict(r) for r in decode_txn_log_entry(data)]}
     if kind == "pending_ack":
-        return {"pending_ack": decode_pending_ack_entry(data)}
+        return {"pending_ack": [dataclasses.asdict(r) for r in decode_pending_ack_entry(data)]}
     if kind == "compacted":
         mid, raw = decode_compacted_entry(data)
         return {

@@ -52,12 +52,12 @@ def test_main_process(store, write_batch, read_batch):
     tlog = log(store, BATCH if read_batch else PLAIN)
     replayed: dict[tuple[int, int], list] = {}
     for pos, r in tlog.replay():
-        replayed.setdefault((r["txnid_most_bits"], r["txnid_least_bits"]), []).append(pos)
+        replayed.setdefault((r.txnid_most_bits, r.txnid_least_bits), []).append(pos)
     assert replayed == written
     # Commit the first 20: their records are deleted, batch index by batch index.
     for k in list(written)[:20]:
         tlog.delete_positions(written[k])
-    left = {(r["txnid_most_bits"], r["txnid_least_bits"]) for _, r in tlog.replay()}
+    left = {(r.txnid_most_bits, r.txnid_least_bits) for _, r in tlog.replay()}
     assert left == set(list(written)[20:])
     # Every entry whose records are all deleted is deleted: the mark-delete passed them.
     last_of_first_20 = max(p for k in list(written)[:20] for p in written[k])
@@ -158,7 +158,7 @@ def test_pending_ack_store_replay_and_trimming(store):
     pas.append_commit_mark(t1).result(timeout=10)
     b = pas.append_cumulative_ack(t2, Position(5, 9)).result(timeout=10)
     pas.append_abort_mark(t2).result(timeout=10)
-    recs = [(r["op"], r["ack_type"], (r["txnid_most_bits"], r["txnid_least_bits"])) for _, r in pas.replay()]
+    recs = [(r.op, r.ack_type, (r.txnid_most_bits, r.txnid_least_bits)) for _, r in pas.replay()]
     assert recs == [
         ("ACK", "Individual", t1),
         ("COMMIT", "Individual", t1),

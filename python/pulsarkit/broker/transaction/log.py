@@ -9,14 +9,14 @@ entries mixed, skipping the cleared indexes of partly deleted batches.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from ...codec.txn import decode_txn_log_entry
+from ...codec.txn import RecordPlace, TxnLogRecord, decode_txn_log_entry
 from ...managed_ledger.ack_set import bitset_from_words
 from ...managed_ledger.config import ManagedLedgerConfig
 from ...managed_ledger.cursor import ManagedCursor
@@ -28,6 +28,7 @@ from .buffered_writer import Executor, Timer, TxnBatchedPosition, TxnLogBuffered
 from .metrics import COORDINATOR_PREFIX, TxnLogBufferedWriterMetricsStats
 
 TRANSACTION_LOG_CURSOR = "transaction.subscription"
+R = TypeVar("R", bound=RecordPlace)
 
 
 def transaction_log_name(tc_id: int) -> str:
@@ -35,15 +36,15 @@ def transaction_log_name(tc_id: int) -> str:
     return f"{TXN_LOG_PREFIX}{tc_id}"
 
 
-def replay_records(ledger: ManagedLedger, cursor: ManagedCursor) -> Iterator[tuple[Position, dict[str, Any]]]:
+def replay_records(ledger: ManagedLedger, cursor: ManagedCursor) -> Iterator[tuple[Position, TxnLogRecord]]:
     """``(position, record)`` of every record ``cursor`` has not deleted, in log order. Records of a
     batch carry a :class:`TxnBatchedPosition`; ``decode`` turns an entry into its records."""
     return _replay(ledger, cursor, decode_txn_log_entry)
 
 
 def _replay(
-    ledger: ManagedLedger, cursor: ManagedCursor, decode: Callable[[bytes], list[dict[str, Any]]]
-) -> Iterator[tuple[Position, dict[str, Any]]]:
+    ledger: ManagedLedger, cursor: ManagedCursor, decode: Callable[[bytes], Sequence[R]]
+) -> Iterator[tuple[Position, R]]:
     for p, data in ledger.read_after(cursor.mark_delete_position):
         if cursor.is_deleted(p):
             continue
@@ -51,10 +52,10 @@ def _replay(
         words = cursor.deleted_batch_indexes(p) if len(records) > 1 else None
         live = bitset_from_words(words) if words is not None else -1  # -1: every record live
         for r in records:
-            if not r["batched"]:
+            if not r.batched:
                 yield Position(*p), r
-            elif live >> r["batch_index"] & 1:
-                yield TxnBatchedPosition(p[0], p[1], r["batch_size"], r["batch_index"]), r
+            elif live >> r.batch_index & 1:
+                yield TxnBatchedPosition(p[0], p[1], r.batch_size, r.batch_index), r
 
 
 def open_buffered_log(
@@ -116,7 +117,7 @@ class TransactionLog:
             else:
                 self.cursor.delete(Position(*p), ack_set=ack_set)
 
-    def replay(self) -> Iterator[tuple[Position, dict[str, Any]]]:
+    def replay(self) -> Iterator[tuple[Position, TxnLogRecord]]:
         """The records not yet deleted, in order (``MLTransactionLogImpl.replayAsync``)."""
         return replay_records(self.managed_ledger, self.cursor)
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ...codec.txn import decode_pending_ack_entry, pending_ack_record
+from ...codec.txn import PendingAckRecord, decode_pending_ack_entry, pending_ack_record
 from ...managed_ledger.config import ManagedLedgerConfig
 from ...managed_ledger.factory import ManagedLedgerFactory
 from ...managed_ledger.position import Position
@@ -94,11 +93,11 @@ class PendingAckStore:
     def append_abort_mark(self, txn_id: tuple[int, int], ack_type: str = "Individual") -> Future[Position]:
         return self._append(pending_ack_record("ABORT", txn_id, (), ack_type), [])
 
-    def replay(self) -> Iterator[tuple[Position, dict[str, Any]]]:
+    def replay(self) -> Iterator[tuple[Position, PendingAckRecord]]:
         """The records after the store's mark-delete, in order, rebuilding the log index as it goes."""
         for pos, r in _replay(self.managed_ledger, self.cursor, decode_pending_ack_entry):
-            if r["op"] == "ACK" and r["positions"]:
-                top = max(Position(p["ledger_id"], p["entry_id"]) for p in r["positions"])
+            if r.op == "ACK" and r.positions:
+                top = max(Position(p.ledger_id, p.entry_id) for p in r.positions)
                 with self._lock:
                     self._index[top] = pos
             yield pos, r
