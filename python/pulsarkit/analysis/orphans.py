@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from ..bookkeeper.gc import GcConfig, reclaiming_level
 from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR
 from ..codec.protobuf_wire import fields
 from ..metadata.store import ledger_path
@@ -50,9 +51,9 @@ from ..plan import Plan, PlanItem
 from ..scan.datadir import DataDir
 from ..scan.records import Ledger
 
-#: Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
-MINOR_COMPACTION_THRESHOLD = 0.2
-MAJOR_COMPACTION_THRESHOLD = 0.5
+#: GC's defaults, Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
+MINOR_COMPACTION_THRESHOLD = GcConfig.minor_compaction_threshold
+MAJOR_COMPACTION_THRESHOLD = GcConfig.major_compaction_threshold
 
 
 @dataclass(frozen=True)
@@ -345,14 +346,15 @@ def disk_usage_rows(
         for lid, size in sorted(md.ledgers.items()):
             live = _live(dd, lid)
             owner_class, owner = _owner_of(dd, lid, orphan)
+            level = reclaiming_level(usage, minor_threshold, major_threshold)
             if live:
                 reason = "orphan: nothing refers to it (see pulsarkit orphans)" if lid in orphan else "live"
-            elif usage >= major_threshold:
+            elif level is None:
                 reason = (
                     f"deleted ledger in a log still {usage:.0%} live: at or above the major compaction "
                     f"threshold {major_threshold:.0%}, so no compaction rewrites it"
                 )
-            elif usage >= minor_threshold:
+            elif level == "major":
                 reason = (
                     f"deleted ledger in a log {usage:.0%} live: only the next major compaction "
                     f"(threshold {major_threshold:.0%}) rewrites it"
