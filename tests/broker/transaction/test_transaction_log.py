@@ -9,6 +9,7 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 from pulsarkit.broker.transaction import (
+    BufferedLogOptions,
     PendingAckStore,
     TransactionLog,
     TransactionMetadataStore,
@@ -24,7 +25,7 @@ PLAIN = TxnLogBufferedWriterConfig(batch_enabled=False)
 
 
 def log(store, cfg, tc=0):
-    return TransactionLog(store, tc, cfg, metrics_registry=CollectorRegistry())
+    return TransactionLog(store, tc, cfg, BufferedLogOptions(metrics_registry=CollectorRegistry()))
 
 
 @pytest.mark.parametrize("write_batch,read_batch", [(True, True), (True, False), (False, True), (False, False)])
@@ -152,7 +153,8 @@ def test_real_threads_with_pulsar_defaults_pack_hundreds_of_records_per_entry(st
 
 
 def test_pending_ack_store_replay_and_trimming(store):
-    pas = PendingAckStore(store, "t/n/persistent/x", "sub", BATCH, metrics_registry=CollectorRegistry())
+    options = BufferedLogOptions(metrics_registry=CollectorRegistry())
+    pas = PendingAckStore(store, "t/n/persistent/x", "sub", BATCH, options)
     t1, t2 = (0, 1), (0, 2)
     a = pas.append_individual_ack(t1, [(Position(5, 1), None, None), (Position(5, 3), [-2], 10)]).result(timeout=10)
     pas.append_commit_mark(t1).result(timeout=10)
@@ -178,8 +180,8 @@ def test_metrics_of_both_writers_under_their_prefixes(store):
     their batches and max-delay flushes under their own prefix."""
     reg = CollectorRegistry()
     cfg = TxnLogBufferedWriterConfig(batch_enabled=True, max_records=512, max_size=4 << 20, max_delay_ms=1)
-    tlog = TransactionLog(store, 0, cfg, metrics_registry=reg, broker="b1")
-    pas = PendingAckStore(store, "t/n/persistent/x", "sub", cfg, metrics_registry=reg, broker="b1")
+    tlog = TransactionLog(store, 0, cfg, BufferedLogOptions(metrics_registry=reg, broker="b1"))
+    pas = PendingAckStore(store, "t/n/persistent/x", "sub", cfg, BufferedLogOptions(metrics_registry=reg, broker="b1"))
     fs = [tlog.append(txn_metadata_record("NEW", (0, i), timeout_ms=5)) for i in range(10)]
     fs += [pas.append_commit_mark((0, i)) for i in range(10)]
     for f in fs:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
@@ -58,19 +58,38 @@ def _replay(
                 yield TxnBatchedPosition(p[0], p[1], r.batch_size, r.batch_index), r
 
 
+@dataclass(frozen=True)
+class BufferedLogOptions:
+    """How a coordinator log or a pending-ack store is opened, beyond its name and writer config: its
+    managed ledger's config, where its writer metrics go (``broker`` is their label), and the writer's
+    executor and timer (defaults: the writer's own)."""
+
+    managed_ledger_config: ManagedLedgerConfig | None = None
+    metrics_registry: CollectorRegistry | None = None
+    broker: str = "standalone"
+    executor: Executor | None = None
+    timer: Timer | None = None
+
+
 def open_buffered_log(
-    ml: ManagedLedger,
+    factory: ManagedLedgerFactory,
+    name: str,
     cursor_name: str,
     config: TxnLogBufferedWriterConfig,
-    metrics: TxnLogBufferedWriterMetricsStats,
-    executor: Executor | None,
-    timer: Timer | None,
+    metrics_prefix: str,
+    options: BufferedLogOptions,
 ) -> tuple[ManagedLedger, ManagedCursor, TxnLogBufferedWriter]:
     """(managed ledger, its cursor, a writer on it): what the coordinator log and a pending-ack store
     both open. Metrics are kept only with batching on, as Pulsar records nothing otherwise."""
+    ml = factory.managed_ledger(name, options.managed_ledger_config)
     cursor = ml.open_cursor(cursor_name, "earliest")
+    metrics = TxnLogBufferedWriterMetricsStats(metrics_prefix, options.broker, options.metrics_registry)
     writer = TxnLogBufferedWriter(
-        ml, config, metrics=metrics if config.batch_enabled else None, executor=executor, timer=timer
+        ml,
+        config,
+        metrics=metrics if config.batch_enabled else None,
+        executor=options.executor,
+        timer=options.timer,
     )
     return ml, cursor, writer
 
@@ -83,25 +102,17 @@ class TransactionLog:
         factory: ManagedLedgerFactory,
         tc_id: int,
         config: TxnLogBufferedWriterConfig | None = None,
-        *,
-        managed_ledger_config: ManagedLedgerConfig | None = None,
-        metrics_registry: CollectorRegistry | None = None,
-        broker: str = "standalone",
-        executor: Executor | None = None,
-        timer: Timer | None = None,
+        options: BufferedLogOptions | None = None,
     ) -> None:
         self.tc_id = tc_id
         self.config = config or TxnLogBufferedWriterConfig()
-        mlc = managed_ledger_config or ManagedLedgerConfig()
-        if self.config.batch_enabled:
+        options = options or BufferedLogOptions()
+        mlc = options.managed_ledger_config or ManagedLedgerConfig()
+        if self.config.batch_enabled:  # records are deleted by batch index
             mlc = replace(mlc, deletion_at_batch_index_level_enabled=True)
+        options = replace(options, managed_ledger_config=mlc)
         self.managed_ledger, self.cursor, self.writer = open_buffered_log(
-            factory.managed_ledger(transaction_log_name(tc_id), mlc),
-            TRANSACTION_LOG_CURSOR,
-            self.config,
-            TxnLogBufferedWriterMetricsStats(COORDINATOR_PREFIX, broker, metrics_registry),
-            executor,
-            timer,
+            factory, transaction_log_name(tc_id), TRANSACTION_LOG_CURSOR, self.config, COORDINATOR_PREFIX, options
         )
 
     def append(self, record: bytes) -> Future[Position]:
@@ -127,6 +138,7 @@ class TransactionLog:
 
 __all__ = [
     "TRANSACTION_LOG_CURSOR",
+    "BufferedLogOptions",
     "TransactionLog",
     "replay_records",
     "transaction_log_name",

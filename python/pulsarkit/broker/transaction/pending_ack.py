@@ -14,16 +14,13 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 
-from prometheus_client import CollectorRegistry
-
 from ...codec.txn import PendingAckRecord, decode_pending_ack_entry, pending_ack_record
-from ...managed_ledger.config import ManagedLedgerConfig
 from ...managed_ledger.factory import ManagedLedgerFactory
 from ...managed_ledger.position import Position
 from ..topic_name import PENDING_ACK_SUFFIX
-from .buffered_writer import Executor, Timer, TxnBatchedPosition, TxnLogBufferedWriterConfig
-from .log import _replay, open_buffered_log
-from .metrics import PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
+from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriterConfig
+from .log import BufferedLogOptions, _replay, open_buffered_log
+from .metrics import PENDING_ACK_STORE_PREFIX
 
 PENDING_ACK_CURSOR = "__pending_ack_state"
 
@@ -41,22 +38,17 @@ class PendingAckStore:
         topic_managed_ledger: str,
         subscription: str,
         config: TxnLogBufferedWriterConfig | None = None,
-        *,
-        managed_ledger_config: ManagedLedgerConfig | None = None,
-        metrics_registry: CollectorRegistry | None = None,
-        broker: str = "standalone",
-        executor: Executor | None = None,
-        timer: Timer | None = None,
+        options: BufferedLogOptions | None = None,
     ) -> None:
         self.config = config or TxnLogBufferedWriterConfig()
         self.subscription = subscription
         self.managed_ledger, self.cursor, self.writer = open_buffered_log(
-            factory.managed_ledger(pending_ack_store_name(topic_managed_ledger, subscription), managed_ledger_config),
+            factory,
+            pending_ack_store_name(topic_managed_ledger, subscription),
             PENDING_ACK_CURSOR,
             self.config,
-            TxnLogBufferedWriterMetricsStats(PENDING_ACK_STORE_PREFIX, broker, metrics_registry),
-            executor,
-            timer,
+            PENDING_ACK_STORE_PREFIX,
+            options or BufferedLogOptions(),
         )
         #: largest acknowledged position of an ACK record -> the log position of that record
         self._index: dict[Position, Position] = {}
