@@ -10,7 +10,10 @@
     pulsarkit readjournal PATH...    [--json] [-l LEDGER] [--msg]
 
 DATA_DIR is a Pulsar standalone's data directory (``metadata/`` + ``bookkeeper/``); a bookie with
-separate directories takes ``--metadata-dir``, ``--ledger-dir``, ``--journal-dir``, ``--index-dir``.
+separate directories takes ``--metadata-dir``, ``--ledger-dir``, ``--journal-dir``, ``--index-dir``. A
+cluster whose metadata is in ZooKeeper takes ``--zookeeper-dir`` (the ZooKeeper server's dataDir, read
+offline: newest valid snapshot + transaction logs) instead of DATA_DIR/--metadata-dir, with
+``--zookeeper-log-dir``, ``--configuration-zookeeper-dir``, ``--zxid`` and the bookies' ``--ledger-dir``.
 Nothing is ever written into it. Unreadable parts are reported on stderr (file and offset) after
 everything readable was printed; ``--strict`` turns them into exit code 3.
 """
@@ -61,20 +64,66 @@ def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     p.add_argument("--ledger-dir", action="append", help="a bookie ledger directory (repeatable)")
     p.add_argument("--journal-dir", action="append", help="a bookie journal directory (repeatable)")
     p.add_argument("--index-dir", action="append", help="a bookie index directory (repeatable)")
+    p.add_argument(
+        "--zookeeper-dir",
+        metavar="DIR",
+        help="metadata from a ZooKeeper server's data directory (its dataDir, or version-2/), read offline "
+        "instead of DATA_DIR/--metadata-dir; the bookies come with --ledger-dir",
+    )
+    p.add_argument(
+        "--zookeeper-log-dir", metavar="DIR", help="the ZooKeeper transaction logs, when kept apart (dataLogDir)"
+    )
+    p.add_argument(
+        "--configuration-zookeeper-dir",
+        metavar="DIR",
+        help="the configuration store's ZooKeeper data directory, when it is a separate ZooKeeper",
+    )
+    p.add_argument(
+        "--zxid",
+        type=_zxid,
+        metavar="N",
+        help="the metadata as of this ZooKeeper transaction (decimal or 0x hex), when the snapshots and logs allow",
+    )
     p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _zxid(value: str) -> int:
+    try:
+        n = int(value, 0)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"a zxid is a non-negative number, decimal or 0x hex, not {value!r}")
+    return n
 
-    if args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
-        raise DataDirError("give DATA_DIR, or --metadata-dir and --ledger-dir")
-    return open_data_dir(
+
+def _open(args: argparse.Namespace) -> Any:
+    zk = getattr(args, "zookeeper_dir", None)  # commands declaring their own arguments have no ZooKeeper ones
+    zk_log = getattr(args, "zookeeper_log_dir", None)
+    zk_conf = getattr(args, "configuration_zookeeper_dir", None)
+    zxid = getattr(args, "zxid", None)
+    if zk is None and (zk_log or zk_conf or zxid is not None):
+        raise DataDirError("--zookeeper-log-dir, --configuration-zookeeper-dir and --zxid go with --zookeeper-dir")
+    if zk is not None and (args.data_dir or args.metadata_dir):
+        raise DataDirError("--zookeeper-dir replaces DATA_DIR and --metadata-dir: give the bookies with --ledger-dir")
+    if zk is not None and not args.ledger_dir:
+        raise DataDirError("--zookeeper-dir holds the metadata only: give the bookies with --ledger-dir (repeatable)")
+    if zk is None and args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
+        raise DataDirError("give DATA_DIR, or --metadata-dir (or --zookeeper-dir) and --ledger-dir")
+    dd = open_data_dir(
         args.data_dir,
         metadata_dir=args.metadata_dir,
         ledger_dirs=args.ledger_dir,
         journal_dirs=args.journal_dir,
         index_dirs=args.index_dir,
+        zookeeper_dir=zk,
+        zookeeper_log_dir=zk_log,
+        configuration_zookeeper_dir=zk_conf,
+        zxid=zxid,
     )
+    if dd.metadata_zxid is not None:  # which state was read matters to whoever restores from it
+        print(f"pulsarkit {args.command}: metadata: {dd.metadata_source}", file=sys.stderr)
+    return dd
 
 
 def _finish(dd: Any, args: argparse.Namespace) -> int:
@@ -102,6 +151,9 @@ def _inputs(args: argparse.Namespace) -> list[str]:
         for x in [
             args.data_dir,
             args.metadata_dir,
+            getattr(args, "zookeeper_dir", None),
+            getattr(args, "zookeeper_log_dir", None),
+            getattr(args, "configuration_zookeeper_dir", None),
             *(args.ledger_dir or []),
             *(args.journal_dir or []),
             *(args.index_dir or []),
