@@ -21,8 +21,8 @@ from pulsarkit.errors import ZooKeeperDataError
 from pulsarkit.managed_ledger.position import Position
 from pulsarkit.metadata import zookeeper as zk
 from pulsarkit.metadata.reader import MergedReader, MetadataReader
-from pulsarkit.metadata.store import MetadataStore, StoreItems
-from pulsarkit.proto import ManagedLedgerInfo
+from pulsarkit.metadata.store import MetadataStore, StoreItems, ledger_path, serialize_ledger_metadata
+from pulsarkit.proto import LedgerMetadataFormat, ManagedLedgerInfo
 from pulsarkit.scan.bookie_dir import find_layout
 from pulsarkit.scan.datadir import open_data_dir
 from pulsarkit.scan.records import DataDirError, topic_dict
@@ -172,6 +172,36 @@ def test_a_cleanup_plan_from_zookeeper_is_never_executed(cluster, tmp_path):
     with pytest.raises(OrphanCleanupError, match="not a RocksDB metadata store"):
         execute_cleanup(plan, backup_dir=tmp_path / "backup")
     assert file_hashes(zk_copy) == before and not (tmp_path / "backup").exists()
+
+
+def test_bookkeepers_own_nodes_in_zookeeper(synthetic, tmp_path):
+    """What BookKeeper keeps under /ledgers in a ZooKeeper-backed cluster: ledger metadata in both layouts
+    (hierarchical 2-4-4 and long-hierarchical 3-4-4-4-4 for ids from 2^31), format v3 (binary) and v2 (text),
+    and its own nodes (LAYOUT, INSTANCEID, available bookies, cookies, under-replication), which are no ledgers."""
+    _, bookies = find_layout(synthetic[0])
+    md = LedgerMetadataFormat(quorumSize=2, ensembleSize=3, ackQuorumSize=2, length=10, lastEntryId=4)
+    md.state = LedgerMetadataFormat.CLOSED
+    md.segment.add(ensembleMember=["10.0.0.1:3181", "10.0.0.2:3181", "10.0.0.3:3181"], firstEntryId=0)
+    big = 2**40 + 7
+    v2 = b"BookieMetadataFormatVersion\t2\nquorumSize: 2\nensembleSize: 3\nlength: 10\nlastEntryId: 4\nstate: CLOSED\n"
+    nodes = {
+        "/ledgers/LAYOUT": b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n",
+        "/ledgers/INSTANCEID": b"5f0c3a3e-0b7a-4c69-9d1e-6c3b2f0e1a2b",
+        "/ledgers/available/10.0.0.1:3181": b"",
+        "/ledgers/available/readonly/10.0.0.2:3181": b"",
+        "/ledgers/cookies/10.0.0.1:3181": b'5\nbookieHost: "10.0.0.1:3181"\n',
+        "/ledgers/underreplication/ledgers/0000/0000/0000/0009/urL0000000009": b"",
+        "/ledgers/idgen-long/0000000000": b"",
+        ledger_path(big): serialize_ledger_metadata(md),
+        ledger_path(9): v2,
+    }
+    assert ledger_path(big) == "/ledgers/000/0001/0995/1162/L7783"
+    zkd = _write_zk(tmp_path / "zk", nodes, late=False)
+    dd = open_data_dir(zookeeper_dir=zkd, ledger_dirs=bookies)
+    assert sorted(dd.ledger_metadata) == [9, big]
+    assert [dd.ledgers[i].state for i in (9, big)] == ["CLOSED", "CLOSED"]
+    assert dd.ledger_metadata[9].lastEntryId == dd.ledger_metadata[big].lastEntryId == 4
+    assert not [i for i in dd.issues if i.kind in ("bad_ledger_metadata", "bad_metadata_value")]
 
 
 # ------------------------------------------------------------------------------------------------ the CLI
