@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import zk_files as zf
-from datadir_fixtures import file_hashes
+from datadir_fixtures import BOOKIE_IDS, build_bookies, build_cluster_source, file_hashes
 from pulsarkit.analysis.messages import read_messages
 from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError
 from pulsarkit.analysis.orphan_cleanup import execute as execute_cleanup
@@ -32,28 +32,10 @@ LATE = "/managed-ledgers/public/default/persistent/zk-late"
 LATE_TOPIC = "persistent://public/default/zk-late"
 
 
-def _tree(paths_data: dict[str, bytes]) -> dict[str, zf.Node]:
-    """Nodes with every parent (ZooKeeper needs them; RocksDB keeps only the leaves)."""
-    nodes = {"/": zf.Node()}
-    for path, data in paths_data.items():
-        parts = path.split("/")
-        for i in range(2, len(parts)):
-            nodes.setdefault("/".join(parts[:i]), zf.Node(czxid=1, mzxid=1, pzxid=1))
-        nodes[path] = zf.Node(data, czxid=2, mzxid=2, pzxid=2, ctime=1000, version=3)
-    return nodes
-
-
 def _write_zk(dest: Path, paths_data: dict[str, bytes], late: bool) -> Path:
     """A ZooKeeper dataDir: a snapshot at SNAP_ZXID holding ``paths_data``, and a log that creates LATE after it."""
-    v = dest / "version-2"
-    v.mkdir(parents=True)
-    (v / f"snapshot.{SNAP_ZXID:x}").write_bytes(zf.snapshot(_tree(paths_data), last_zxid=SNAP_ZXID))
-    bodies = []
-    if late:
-        body = zf.create(LATE, ManagedLedgerInfo().SerializeToString(), parent_cversion=1)
-        bodies.append(zf.txn_body(SNAP_ZXID + 1, zk.OP_CREATE, body))
-    (v / f"log.{SNAP_ZXID + 1:x}").write_bytes(zf.txn_log(bodies, prealloc=256))
-    return dest
+    body = zf.create(LATE, ManagedLedgerInfo().SerializeToString(), parent_cversion=1)
+    return zf.data_dir(dest, paths_data, SNAP_ZXID, [zf.txn_body(SNAP_ZXID + 1, zk.OP_CREATE, body)] if late else [])
 
 
 @pytest.fixture(scope="module")
@@ -266,3 +248,27 @@ def test_position_is_unchanged_by_the_source(cluster):
             (c.name, c.mark_delete, c.source) for c in b.cursors(ml)
         ]
     assert all(isinstance(c.mark_delete, Position) for ml in a.managed_ledger_names() for c in a.cursors(ml))
+
+
+def test_cli_replicas_of_three_bookies_from_a_zookeeper_dir(tmp_path_factory, capsys):
+    """Several bookies under one ZooKeeper: ``replicas --zookeeper-dir`` reports as ``--metadata-dir`` does."""
+    source = build_cluster_source(tmp_path_factory.mktemp("replicas"))
+    dirs, _ = build_bookies(source, tmp_path_factory.mktemp("bookies"))
+    md = source["root"] / "src" / "metadata"
+    with MetadataStore(md, read_only=True) as store:
+        items = StoreItems(store.raw_items())
+    zkd = zf.data_dir(tmp_path_factory.mktemp("zk") / "zk", {p: items.get(p)[0] for p in items.keys()}, SNAP_ZXID)  # type: ignore[index]
+    bookie_args = [x for d in dirs for x in ("--bookie", str(d))]
+    outs = {}
+    for view in ("ledgers", "problems"):
+        rc, want, err = run(capsys, "replicas", "--metadata-dir", md, *bookie_args, "--json", "--view", view)
+        assert rc == 0 and err == ""
+        rc, got, err = run(capsys, "replicas", "--zookeeper-dir", zkd, *bookie_args, "--json", "--view", view)
+        assert rc == 0 and got == want and "zxid 0x100000050" in err
+        outs[view] = [json.loads(x) for x in got.splitlines()]
+    assert len(outs["ledgers"]) == len(source["ledgers"]) and outs["problems"] == []
+    assert {b for r in outs["ledgers"] for b in r["read_from"]} == set(BOOKIE_IDS)
+    rc, _, err = run(capsys, "replicas", *bookie_args)
+    assert rc == 1 and "--metadata-dir or --zookeeper-dir" in err
+    rc, _, err = run(capsys, "replicas", "--metadata-dir", md, "--zookeeper-dir", zkd, *bookie_args)
+    assert rc == 1 and "--metadata-dir or --zookeeper-dir" in err

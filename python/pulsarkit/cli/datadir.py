@@ -64,11 +64,16 @@ def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     p.add_argument("--ledger-dir", action="append", help="a bookie ledger directory (repeatable)")
     p.add_argument("--journal-dir", action="append", help="a bookie journal directory (repeatable)")
     p.add_argument("--index-dir", action="append", help="a bookie index directory (repeatable)")
+    _zookeeper_args(p, "DATA_DIR/--metadata-dir; the bookies come with --ledger-dir")
+    p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
+
+
+def _zookeeper_args(p: argparse.ArgumentParser, instead_of: str) -> None:
     p.add_argument(
         "--zookeeper-dir",
         metavar="DIR",
         help="metadata from a ZooKeeper server's data directory (its dataDir, or version-2/), read offline "
-        "instead of DATA_DIR/--metadata-dir; the bookies come with --ledger-dir",
+        f"instead of {instead_of}",
     )
     p.add_argument(
         "--zookeeper-log-dir", metavar="DIR", help="the ZooKeeper transaction logs, when kept apart (dataLogDir)"
@@ -84,7 +89,6 @@ def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
         metavar="N",
         help="the metadata as of this ZooKeeper transaction (decimal or 0x hex), when the snapshots and logs allow",
     )
-    p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
 
 
 def _zxid(value: str) -> int:
@@ -97,13 +101,28 @@ def _zxid(value: str) -> int:
     return n
 
 
-def _open(args: argparse.Namespace) -> Any:
-    zk = getattr(args, "zookeeper_dir", None)  # commands declaring their own arguments have no ZooKeeper ones
-    zk_log = getattr(args, "zookeeper_log_dir", None)
-    zk_conf = getattr(args, "configuration_zookeeper_dir", None)
-    zxid = getattr(args, "zxid", None)
-    if zk is None and (zk_log or zk_conf or zxid is not None):
+def _zookeeper(args: argparse.Namespace) -> dict[str, Any]:
+    """The ZooKeeper arguments as :func:`open_data_dir` takes them (none for a command without them)."""
+    kw = {
+        "zookeeper_dir": getattr(args, "zookeeper_dir", None),
+        "zookeeper_log_dir": getattr(args, "zookeeper_log_dir", None),
+        "configuration_zookeeper_dir": getattr(args, "configuration_zookeeper_dir", None),
+        "zxid": getattr(args, "zxid", None),
+    }
+    if kw["zookeeper_dir"] is None and any(v is not None for v in kw.values()):
         raise DataDirError("--zookeeper-log-dir, --configuration-zookeeper-dir and --zxid go with --zookeeper-dir")
+    return kw
+
+
+def _said_zxid(dd: Any, args: argparse.Namespace) -> Any:
+    if dd.metadata_zxid is not None:  # which state was read matters to whoever restores from it
+        print(f"pulsarkit {args.command}: metadata: {dd.metadata_source}", file=sys.stderr)
+    return dd
+
+
+def _open(args: argparse.Namespace) -> Any:
+    zk_kw = _zookeeper(args)
+    zk = zk_kw["zookeeper_dir"]
     if zk is not None and (args.data_dir or args.metadata_dir):
         raise DataDirError("--zookeeper-dir replaces DATA_DIR and --metadata-dir: give the bookies with --ledger-dir")
     if zk is not None and not args.ledger_dir:
@@ -116,14 +135,9 @@ def _open(args: argparse.Namespace) -> Any:
         ledger_dirs=args.ledger_dir,
         journal_dirs=args.journal_dir,
         index_dirs=args.index_dir,
-        zookeeper_dir=zk,
-        zookeeper_log_dir=zk_log,
-        configuration_zookeeper_dir=zk_conf,
-        zxid=zxid,
+        **zk_kw,
     )
-    if dd.metadata_zxid is not None:  # which state was read matters to whoever restores from it
-        print(f"pulsarkit {args.command}: metadata: {dd.metadata_source}", file=sys.stderr)
-    return dd
+    return _said_zxid(dd, args)
 
 
 def _finish(dd: Any, args: argparse.Namespace) -> int:
