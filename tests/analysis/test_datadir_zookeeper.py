@@ -127,6 +127,11 @@ def test_replay_problems_are_issues_and_strict_raises(cluster, tmp_path):
         ({"path": "{root}", "zxid": 5}, "zxid without zookeeper_dir"),
         ({"path": "{root}", "configuration_zookeeper_dir": "{zk}"}, "configuration_zookeeper_dir without"),
         ({"zookeeper_dir": "/no/such/zk", "ledger_dirs": ["{bk}"]}, "no such directory"),
+        ({"path": "{root}", "configuration_zookeeper_log_dir": "{zk}"}, "configuration_zookeeper_log_dir without"),
+        (
+            {"zookeeper_dir": "{zk}", "ledger_dirs": ["{bk}"], "configuration_zookeeper_log_dir": "{zk}"},
+            "configuration_zookeeper_log_dir without configuration_zookeeper_dir",
+        ),
         ({"zookeeper_dir": "{zk}", "ledger_dirs": ["{bk}"], "zxid": -1}, "negative"),
     ],
 )
@@ -217,6 +222,7 @@ def test_cli_topics_from_a_zookeeper_dir(cluster, capsys):
         (["topics", "--zookeeper-dir", "{zk}"], "give the bookies with --ledger-dir"),
         (["topics", "{root}", "--zxid", "5"], "go with --zookeeper-dir"),
         (["ledgers", "{root}", "--zookeeper-log-dir", "{zk}"], "go with --zookeeper-dir"),
+        (["du", "{root}", "--configuration-zookeeper-log-dir", "{zk}"], "go with --zookeeper-dir"),
         (["orphans", "--ledger-dir", "{bk}"], "give DATA_DIR, or --metadata-dir (or --zookeeper-dir)"),
         (["topics", "--zookeeper-dir", "{zk}", "--ledger-dir", "{bk}", "--zxid", "0x200000000"], "not in"),
         (["topics", "--zookeeper-dir", "/no/such/zk", "--ledger-dir", "{bk}"], "no such directory"),

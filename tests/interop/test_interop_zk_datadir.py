@@ -34,26 +34,40 @@ LATE = "/managed-ledgers/public/default/persistent/zk-late"
 LATE_TOPIC = "persistent://public/default/zk-late"
 
 
+def _load(server: Server, items: StoreItems, paths: list[str]) -> int:
+    """Writes ``paths`` (parents before children) with kazoo; the zxid of the last write."""
+    c = server.client()
+    try:
+        for p in paths:
+            data = items.get(p)[0]  # type: ignore[index]
+            if c.exists(p):  # created empty as a parent of an earlier path
+                c.set(p, data)
+            else:
+                c.create(p, data, makepath=True)
+        return max(c.exists(p).mzxid for p in paths)
+    finally:
+        c.stop()
+        c.close()
+
+
 @pytest.fixture(scope="module")
 def cluster(oracle, tmp_path_factory):  # noqa: F811 - the imported fixture
-    """(standalone dir, its bookie dirs, ZooKeeper root with data/ and txlog/, zxid before the late node, nodes)."""
+    """(standalone dir, its bookie dirs, ZooKeeper root with data/ and txlog/, zxid before the late node, nodes,
+    zxid before the configuration store's nodes (/admin), a second ZooKeeper's root holding those alone)."""
     _tool("java")
     lib = _lib()
     standalone = oracle / "clean" / "data"
     _, bookies = find_layout(standalone)
     with MetadataStore(standalone / "metadata", read_only=True) as store:
         items = StoreItems(store.raw_items())
+    admin = [p for p in items.keys() if p.startswith("/admin/")]
+    local = [p for p in items.keys() if not p.startswith("/admin/")]
     root = tmp_path_factory.mktemp("zk-datadir")
     server = Server(lib, root, 3_600_000)  # no container manager: nothing here is a container
     try:
+        before_admin = _load(server, items, local)
+        before_late = _load(server, items, admin)
         c = server.client()
-        for p in items.keys():  # parents sort before their children
-            data = items.get(p)[0]  # type: ignore[index]
-            if c.exists(p):  # created empty as a parent of an earlier path
-                c.set(p, data)
-            else:
-                c.create(p, data, makepath=True)
-        before_late = max(c.exists(p).mzxid for p in items.keys())
         c.create(LATE, b"")
         c.stop()
         c.close()
@@ -62,7 +76,13 @@ def cluster(oracle, tmp_path_factory):  # noqa: F811 - the imported fixture
     snaps = list((root / "data" / "version-2").glob("snapshot.*"))
     logs = list((root / "txlog" / "version-2").glob("log.*"))
     assert len(snaps) >= 2 and logs, (snaps, logs)
-    return standalone, bookies, root, before_late, len(items)
+    conf = tmp_path_factory.mktemp("zk-configuration")
+    server = Server(lib, conf, 3_600_000)
+    try:
+        _load(server, items, admin)
+    finally:
+        server.stop()
+    return standalone, bookies, root, before_late, len(items), before_admin, conf
 
 
 def _zk(root: Path) -> dict[str, Path]:
@@ -70,7 +90,7 @@ def _zk(root: Path) -> dict[str, Path]:
 
 
 def test_zookeeper_data_dir_reads_as_the_standalones_metadata_store(cluster):
-    standalone, bookies, root, before_late, n_nodes = cluster
+    standalone, bookies, root, before_late, n_nodes, _, _ = cluster
     files = _sha256_tree(root)
     rocks = open_data_dir(standalone)
     as_of = open_data_dir(**_zk(root), ledger_dirs=bookies, zxid=before_late)
@@ -96,8 +116,27 @@ def test_zookeeper_data_dir_reads_as_the_standalones_metadata_store(cluster):
     assert _sha256_tree(root) == files  # read-only
 
 
+def test_a_separate_configuration_store(cluster):
+    """The state before /admin was written, with a second ZooKeeper holding /admin as the configuration store."""
+    standalone, bookies, root, _, _, before_admin, conf = cluster
+    rocks = open_data_dir(standalone)
+    alone = open_data_dir(**_zk(root), ledger_dirs=bookies, zxid=before_admin)
+    assert rocks.partitioned and not alone.partitioned and not any(p.startswith("/admin/") for p in alone.nodes)
+    both = open_data_dir(
+        **_zk(root),
+        configuration_zookeeper_dir=conf / "data",
+        configuration_zookeeper_log_dir=conf / "txlog",
+        ledger_dirs=bookies,
+        zxid=before_admin,
+    )
+    assert "; configuration store ZooKeeper" in both.metadata_source and both.issues == []
+    assert both.partitioned == rocks.partitioned
+    assert [topic_dict(t) for t in both.topics()] == [topic_dict(t) for t in rocks.topics()]
+    assert both.ledgers_table().equals(rocks.ledgers_table())
+
+
 def test_cli_topics_from_the_zookeeper_data_dir(cluster, capsys):
-    standalone, bookies, root, before_late, _ = cluster
+    standalone, bookies, root, before_late, *_ = cluster
     assert main(["topics", str(standalone), "--format", "json"]) == 0
     want = capsys.readouterr().out
     args = ["--zookeeper-dir", root / "data", "--zookeeper-log-dir", root / "txlog", "--ledger-dir", bookies[0]]

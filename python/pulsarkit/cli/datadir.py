@@ -84,6 +84,11 @@ def _zookeeper_args(p: argparse.ArgumentParser, instead_of: str) -> None:
         help="the configuration store's ZooKeeper data directory, when it is a separate ZooKeeper",
     )
     p.add_argument(
+        "--configuration-zookeeper-log-dir",
+        metavar="DIR",
+        help="the configuration store's ZooKeeper transaction logs, when kept apart (dataLogDir)",
+    )
+    p.add_argument(
         "--zxid",
         type=_zxid,
         metavar="N",
@@ -107,10 +112,11 @@ def _zookeeper(args: argparse.Namespace) -> dict[str, Any]:
         "zookeeper_dir": getattr(args, "zookeeper_dir", None),
         "zookeeper_log_dir": getattr(args, "zookeeper_log_dir", None),
         "configuration_zookeeper_dir": getattr(args, "configuration_zookeeper_dir", None),
+        "configuration_zookeeper_log_dir": getattr(args, "configuration_zookeeper_log_dir", None),
         "zxid": getattr(args, "zxid", None),
     }
     if kw["zookeeper_dir"] is None and any(v is not None for v in kw.values()):
-        raise DataDirError("--zookeeper-log-dir, --configuration-zookeeper-dir and --zxid go with --zookeeper-dir")
+        raise DataDirError("--zookeeper-log-dir, --configuration-zookeeper-*-dir and --zxid go with --zookeeper-dir")
     return kw
 
 
@@ -168,6 +174,7 @@ def _inputs(args: argparse.Namespace) -> list[str]:
             getattr(args, "zookeeper_dir", None),
             getattr(args, "zookeeper_log_dir", None),
             getattr(args, "configuration_zookeeper_dir", None),
+            getattr(args, "configuration_zookeeper_log_dir", None),
             *(args.ledger_dir or []),
             *(args.journal_dir or []),
             *(args.index_dir or []),

@@ -85,10 +85,7 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
         rep = replica_report(dd, args.ledger)
         table = rep.problems_table() if args.view == "problems" else rep.ledgers_table()
         if args.parquet:
-            given = (
-                args.metadata_dir,
-                *(zk_kw[k] for k in ("zookeeper_dir", "zookeeper_log_dir", "configuration_zookeeper_dir")),
-            )
+            given = [args.metadata_dir, *(v for k, v in zk_kw.items() if k.endswith("_dir"))]
             inputs = [*(x for x in given if x), *(str(d) for d in dirs)]
             with output_file(args.parquet, overwrite=args.overwrite, inputs=inputs) as dest:
                 pq.write_table(table, dest)

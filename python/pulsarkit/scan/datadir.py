@@ -112,8 +112,20 @@ class MetadataSource:
     description: str = ""
 
 
-def _zk_issues(store: ZkSnapshotStore) -> list[Issue]:
-    return [Issue("zookeeper_data", i.file, i.offset if i.offset >= 0 else None, i.message) for i in store.issues]
+def _zk_store(data_dir: PathLike, log_dir: PathLike | None, zxid: int | None) -> tuple[ZkSnapshotStore, list[Issue]]:
+    store = ZkSnapshotStore(data_dir, log_dir, as_of_zxid=zxid)
+    issues = [Issue("zookeeper_data", i.file, i.offset if i.offset >= 0 else None, i.message) for i in store.issues]
+    if not store.log_files:  # a snapshot alone is a valid input, but maybe not the state the user meant
+        issues.append(
+            Issue(
+                "zookeeper_data",
+                store.log_dir,
+                None,
+                f"no transaction log: the state is the snapshot's (zxid {store.zxid:#x}); "
+                "give the logs' directory when the server kept them apart (dataLogDir)",
+            )
+        )
+    return store, issues
 
 
 def _zk_line(store: ZkSnapshotStore) -> str:
@@ -128,31 +140,26 @@ def zookeeper_metadata(
     zookeeper_log_dir: PathLike | None = None,
     configuration_zookeeper_dir: PathLike | None = None,
     zxid: int | None = None,
+    configuration_zookeeper_log_dir: PathLike | None = None,
 ) -> MetadataSource:
-    """A cluster's metadata from ZooKeeper data directories, read offline and read-only. ``zxid`` is the
-    state of the metadata store as of that transaction (:class:`ZooKeeperDataError` when its files cannot
-    give it); a separate configuration store has its own zxids and is read at its newest state."""
+    """A cluster's metadata from ZooKeeper data directories (``*_log_dir``: the transaction logs, when the
+    server kept them apart), read offline and read-only. ``zxid`` is the state of the metadata store as of
+    that transaction (:class:`ZooKeeperDataError` when its files cannot give it); a separate configuration
+    store has its own zxids and is read at its newest state."""
     if zxid is not None and zxid < 0:
         raise DataDirError(f"zxid {zxid} is negative")
-    for d in (zookeeper_dir, zookeeper_log_dir, configuration_zookeeper_dir):
+    if configuration_zookeeper_log_dir is not None and configuration_zookeeper_dir is None:
+        raise DataDirError("configuration_zookeeper_log_dir without configuration_zookeeper_dir")
+    dirs = (zookeeper_dir, zookeeper_log_dir, configuration_zookeeper_dir, configuration_zookeeper_log_dir)
+    for d in dirs:
         if d is not None and not os.path.isdir(d):
             raise DataDirError(f"{d}: no such directory", os.fspath(d))
-    local = ZkSnapshotStore(zookeeper_dir, zookeeper_log_dir, as_of_zxid=zxid)
-    issues, line = _zk_issues(local), _zk_line(local)
-    if not local.log_files:  # a snapshot alone is a valid input, but maybe not the state the user meant
-        issues.append(
-            Issue(
-                "zookeeper_data",
-                local.log_dir,
-                None,
-                f"no transaction log: the state is the snapshot's (zxid {local.zxid:#x}); "
-                "give the logs' directory when the server kept them apart (dataLogDir)",
-            )
-        )
+    local, issues = _zk_store(zookeeper_dir, zookeeper_log_dir, zxid)
+    line = _zk_line(local)
     reader: MetadataReader = local
     if configuration_zookeeper_dir is not None:
-        conf = ZkSnapshotStore(configuration_zookeeper_dir)
-        issues += _zk_issues(conf)
+        conf, more = _zk_store(configuration_zookeeper_dir, configuration_zookeeper_log_dir, None)
+        issues += more
         line += f"; configuration store {_zk_line(conf)}"
         reader = MergedReader(local, conf)
     return MetadataSource(reader, os.fspath(zookeeper_dir), issues, local.zxid, line)
@@ -822,11 +829,13 @@ def open_data_dir(
     zookeeper_log_dir: PathLike | None = None,
     configuration_zookeeper_dir: PathLike | None = None,
     zxid: int | None = None,
+    configuration_zookeeper_log_dir: PathLike | None = None,
 ) -> DataDir:
     """Opens a Pulsar data directory read-only (the only mode: a directory pulsarkit did not create is
     never written). Either ``path`` (a standalone's data dir), or ``metadata_dir`` (a RocksDB metadata
     store) or ``zookeeper_dir`` (a ZooKeeper server's data directory, :func:`zookeeper_metadata`: with
-    ``zookeeper_log_dir``, ``configuration_zookeeper_dir`` and ``zxid``), with ``ledger_dirs``
+    ``zookeeper_log_dir``, ``configuration_zookeeper_dir``, ``configuration_zookeeper_log_dir`` and ``zxid``),
+    with ``ledger_dirs``
     (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories). ``bookies`` names the
     bookie of directories without a cookie (``{"host:3181": [dir, ...]}``) and, without ``ledger_dirs``,
     gives them (a standalone's data dir is accepted for its bookie directory). ``log_reads`` holds
@@ -840,6 +849,7 @@ def open_data_dir(
             for n, v in (
                 ("zookeeper_log_dir", zookeeper_log_dir),
                 ("configuration_zookeeper_dir", configuration_zookeeper_dir),
+                ("configuration_zookeeper_log_dir", configuration_zookeeper_log_dir),
                 ("zxid", zxid),
             )
             if v is not None
@@ -853,7 +863,9 @@ def open_data_dir(
             )
         if not (ledger_dirs or bookies):
             raise DataDirError("zookeeper_dir holds the metadata only: give the bookies' ledger_dirs (or bookies)")
-        src = zookeeper_metadata(zookeeper_dir, zookeeper_log_dir, configuration_zookeeper_dir, zxid)
+        src = zookeeper_metadata(
+            zookeeper_dir, zookeeper_log_dir, configuration_zookeeper_dir, zxid, configuration_zookeeper_log_dir
+        )
         return DataDir(
             zookeeper_dir,
             ledger_dirs or (),
