@@ -93,7 +93,7 @@ def _open_snapshot(plan: OrphanCleanupPlan, store: MetadataStore) -> DataDir:
         plan.ledger_dirs,
         journal_dirs=plan.journal_dirs,
         index_dirs=plan.index_dirs,
-        metadata=MetadataSource(StoreItems(store.raw_items()), plan.metadata_dir),
+        metadata=MetadataSource(StoreItems(store.raw_items())),
     )
 
 

@@ -103,8 +103,6 @@ class MetadataSource:
     the directory's issues), and where it comes from."""
 
     reader: MetadataReader
-    #: how the source is named in messages (a directory)
-    where: str
     issues: list[Issue] = field(default_factory=list)
     #: the ZooKeeper transaction the state holds (None: not ZooKeeper)
     zxid: int | None = None
@@ -162,7 +160,7 @@ def zookeeper_metadata(
         issues += more
         line += f"; configuration store {_zk_line(conf)}"
         reader = MergedReader(local, conf)
-    return MetadataSource(reader, os.fspath(zookeeper_dir), issues, local.zxid, line)
+    return MetadataSource(reader, issues, local.zxid, line)
 
 
 # -------------------------------------------------------------------------------- data dir
@@ -835,12 +833,11 @@ def open_data_dir(
     never written). Either ``path`` (a standalone's data dir), or ``metadata_dir`` (a RocksDB metadata
     store) or ``zookeeper_dir`` (a ZooKeeper server's data directory, :func:`zookeeper_metadata`: with
     ``zookeeper_log_dir``, ``configuration_zookeeper_dir``, ``configuration_zookeeper_log_dir`` and ``zxid``),
-    with ``ledger_dirs``
-    (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories). ``bookies`` names the
-    bookie of directories without a cookie (``{"host:3181": [dir, ...]}``) and, without ``ledger_dirs``,
-    gives them (a standalone's data dir is accepted for its bookie directory). ``log_reads`` holds
-    entry logs already read elsewhere (:func:`pulsarkit.spark.storage.open_data_dir`'s tasks), by the
-    real path of their ``current/`` and log id; the others are read here."""
+    with ``ledger_dirs`` (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories).
+    ``bookies`` names the bookie of directories without a cookie (``{"host:3181": [dir, ...]}``) and,
+    without ``ledger_dirs``, gives them (a standalone's data dir is accepted for its bookie directory).
+    ``log_reads`` holds entry logs already read elsewhere (:func:`pulsarkit.spark.storage.open_data_dir`'s
+    tasks), by the real path of their ``current/`` and log id; the others are read here."""
     if not read_only:
         raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
     if zookeeper_dir is None:
