@@ -214,6 +214,17 @@ def test_cli_topics_from_a_zookeeper_dir(cluster, capsys):
     assert rc == 0 and out == run(capsys, "ledgers", root, "--format", "json")[1]
 
 
+def test_cli_backlog_from_a_zookeeper_dir(cluster, capsys):
+    """``backlog`` takes the cluster's metadata too: DATA_DIR left out, TOPIC and SUBSCRIPTION still placed."""
+    root, bookies, _, local, conf = cluster
+    orders, sub = "persistent://public/default/orders", "sub-none"
+    rc, want, _ = run(capsys, "backlog", root, orders, sub, "--format", "jsonl")
+    assert rc == 0 and want
+    zk_args = ["--zookeeper-dir", local, "--configuration-zookeeper-dir", conf, "--ledger-dir", bookies[0]]
+    rc, out, err = run(capsys, "backlog", orders, sub, *zk_args, "--zxid", str(SNAP_ZXID), "--format", "jsonl")
+    assert rc == 0 and out == want and "metadata: ZooKeeper" in err
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

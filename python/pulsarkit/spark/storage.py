@@ -123,30 +123,14 @@ def read_entry_logs(spark: Any, ledger_dirs: Iterable[PathLike]) -> dict[str, di
     return out
 
 
-def open_data_dir(
-    spark: Any,
-    path: PathLike | None = None,
-    *,
-    metadata_dir: PathLike | None = None,
-    ledger_dirs: Sequence[PathLike] | None = None,
-    journal_dirs: Sequence[PathLike] | None = None,
-    index_dirs: Sequence[PathLike] | None = None,
-    strict: bool = False,
-    bookies: BookieMapping | None = None,
-) -> DataDir:
-    """:func:`pulsarkit.scan.datadir.open_data_dir` (same arguments, read-only), its entry logs
-    read by Spark tasks: the same :class:`DataDir`, issues included."""
-    reads = read_entry_logs(spark, _ledger_dirs(path, ledger_dirs, bookies))
-    return _datadir.open_data_dir(
-        path,
-        metadata_dir=metadata_dir,
-        ledger_dirs=ledger_dirs,
-        journal_dirs=journal_dirs,
-        index_dirs=index_dirs,
-        strict=strict,
-        bookies=bookies,
-        log_reads=reads,
-    )
+def open_data_dir(spark: Any, path: PathLike | None = None, **open_args: Any) -> DataDir:
+    """:func:`pulsarkit.scan.datadir.open_data_dir` (the same keyword arguments: metadata from RocksDB
+    or a ZooKeeper directory, bookie directories...; read-only), its entry logs read by Spark tasks:
+    the same :class:`DataDir`, issues included."""
+    if "log_reads" in open_args:
+        raise TypeError("log_reads are what this function reads in Spark tasks: not an argument here")
+    reads = read_entry_logs(spark, _ledger_dirs(path, open_args.get("ledger_dirs"), open_args.get("bookies")))
+    return _datadir.open_data_dir(path, **open_args, log_reads=reads)
 
 
 def _on(spark: Any, source: DataDir | PathLike | None, open_args: dict[str, Any], fn: Callable[[DataDir], T]) -> T:
