@@ -7,12 +7,14 @@ when a Delta export is opened, so that every other command starts without it."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
 from .marks import ExportMarks, RunRecord
+from .paths import own_top
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
-from .staging import PARTITION_COLUMNS, staged_table
+from .staging import PARTITION_COLUMNS, refuse_long_partitions, staged_table
 from .target import Target
 
 #: the key of a pulsarkit commit's custom metadata: the marks document
@@ -33,6 +35,8 @@ class DeltaTarget(Target):
     def _open(self, force: bool) -> ExportMarks | None:
         out = self.out
         if (out / DELTA_LOG).is_dir():
+            if self.journal is not None and DELTA_LOG in self.own_names() and not any((out / DELTA_LOG).glob("*.json")):
+                return None  # the first run died before its first commit: recovery removes its files
             table = self.deltalake.DeltaTable(str(out))
             found = None
             for h in table.history():  # newest first: the last pulsarkit commit's marks
@@ -41,13 +45,17 @@ class DeltaTarget(Target):
                     break
             if found is None and not force:
                 raise ExportRefused(f"{out} is a Delta table pulsarkit did not write; pass --force to append to it")
+            self.last_run = found.get("run", {}).get("run") if found is not None else None
             return ExportMarks.from_json(found) if found is not None else None
         if (out / ICEBERG_CATALOG).exists():
             raise ExportRefused(f"{out} is a pulsarkit export to iceberg, not delta")
-        refuse_foreign(out, force)
+        refuse_foreign(out, force, self.own_names())
         return None
 
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
+        refuse_long_partitions(staged, self.name)
+        # delta-rs names the partition directories itself: what of pulsarkit's names appears is the run's
+        self.note_created([], [], sorted(n for n in os.listdir(self.out) if own_top(n)))
         self.deltalake.write_deltalake(
             str(self.out),
             staged_table(staged),

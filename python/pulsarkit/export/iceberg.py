@@ -21,7 +21,7 @@ import pyarrow as pa
 from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
-from .staging import PARTITION_COLUMNS, TABLE_FIELDS, staged_table
+from .staging import PARTITION_COLUMNS, TABLE_FIELDS, refuse_long_partitions, staged_table
 from .target import Target
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
@@ -107,7 +107,8 @@ class IcebergTarget(Target):
                     f"{out} holds an Iceberg export made at {table.location()}; Iceberg metadata names its "
                     "files by absolute path, so a moved export cannot be continued: export anew"
                 )
-            found = self._last_marks(table)
+            found, self.last_run = self._last_marks(table)
+            self._metadata_location = table.metadata_location  # what a run with nothing new reports
             if found is None and table.current_snapshot() is not None and not force:
                 raise ExportRefused(
                     f"{out} is an Iceberg table whose snapshots pulsarkit did not write; pass --force to append"
@@ -121,7 +122,7 @@ class IcebergTarget(Target):
                 f"{out} is not a pulsarkit export and has a data/ or metadata/ folder (an Iceberg table?); "
                 "pulsarkit writes Iceberg exports only into its own: export elsewhere"
             )
-        refuse_foreign(out, force)
+        refuse_foreign(out, force, self.own_names())
         return None
 
     def catalog(self) -> Any:
@@ -145,13 +146,15 @@ class IcebergTarget(Target):
             return None
 
     @staticmethod
-    def _last_marks(table: Any) -> ExportMarks | None:
+    def _last_marks(table: Any) -> tuple[ExportMarks | None, str | None]:
+        """The marks of the last pulsarkit snapshot and the run that made it."""
         from pyiceberg.table.snapshots import ancestors_of
 
         for snap in ancestors_of(table.current_snapshot(), table.metadata):
             if snap.summary is not None and ICEBERG_MARKS_KEY in snap.summary:
-                return ExportMarks.from_json(json.loads(str(snap.summary[ICEBERG_MARKS_KEY])))
-        return None
+                doc = json.loads(str(snap.summary[ICEBERG_MARKS_KEY]))
+                return ExportMarks.from_json(doc), doc.get("run", {}).get("run")
+        return None, None
 
     def close(self) -> None:
         super().close()
@@ -197,6 +200,7 @@ class IcebergTarget(Target):
 
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         """One append, one snapshot: the data files and the marks (its summary properties) commit together."""
+        refuse_long_partitions(staged, self.name)
         data = staged_table(staged)
         props = {ICEBERG_MARKS_KEY: json.dumps(marks.to_json(run), sort_keys=True)}
         table = self._table()

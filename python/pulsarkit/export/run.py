@@ -8,10 +8,11 @@ partitions' rows; this process's engine (:class:`LocalEngine`) is the default, a
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +25,7 @@ from .delta import DeltaTarget
 from .iceberg import IcebergTarget
 from .marks import Mark
 from .parquet import ParquetTarget
-from .protocol import check_output, gaps, locked, new_run_id
+from .protocol import ExportRefused, check_output, gaps, locked, new_run_id
 from .target import Target
 
 #: the table formats, by their ``--to`` name
@@ -190,9 +191,52 @@ def export(
     source = os.path.realpath(data_dir)
     root = Path(out).absolute()
     check_output(data_dir, source, out, root)
+    # an export is private as the other outputs are: 0700 directories, 0600 files, whoever writes them
+    # in this process (pyarrow, delta-rs, pyiceberg); the umask is the process's, restored at the end
+    umask = os.umask(0o077)
+    try:
+        with _writable(out):
+            return _export(
+                data_dir, source, to, root, target_class, topics, force, other_source, skip_unreadable,
+                max_partition_bytes, ledger_dirs, engine, progress, log, t0,
+            )  # fmt: skip
+    finally:
+        os.umask(umask)
+
+
+@contextlib.contextmanager
+def _writable(out: str) -> Iterator[None]:
+    """A target the user may not read or write is one line naming it, not a traceback."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        where = e.filename or out
+        why = "read-only file system" if e.errno == errno.EROFS else "permission denied"
+        raise ExportRefused(f"{out}: cannot export there: {where}: {why}", str(where)) from None
+
+
+def _export(
+    data_dir: str,
+    source: str,
+    to: str,
+    root: Path,
+    target_class: type[Target],
+    topics: list[str] | None,
+    force: bool,
+    other_source: bool,
+    skip_unreadable: bool,
+    max_partition_bytes: int,
+    ledger_dirs: list[str] | None,
+    engine: Callable[[ExportJob], Engine],
+    progress: Callable[[int], Reporter] | None,
+    log: Callable[[str], None],
+    t0: float,
+) -> ExportSummary:
     target = target_class(root, source, force=force, other_source=other_source)
     with contextlib.closing(target):
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with locked(root):
             removed = target.recover()
             if removed:
