@@ -361,3 +361,61 @@ def test_a_target_that_cannot_be_written_is_one_line(tmp_path, capsys):
             subprocess.run(["chattr", "-i", str(ro)], check=True)
         os.chmod(ro, 0o755)
     assert list(ro.iterdir()) == []
+
+
+def _die_at_the_commit_point(monkeypatch, to: str, out: Path) -> None:
+    """Makes the next run die after its commit wrote its files and before its commit point."""
+    if to == "parquet":
+
+        def die(self, doc):
+            raise KeyboardInterrupt("killed before the marks file")
+
+        monkeypatch.setattr(px.ParquetTarget, "write_marks_file", die)
+    elif to == "delta":
+        import deltalake
+
+        def half(table_or_uri, data, **kw):  # files in an existing partition and a new one, no commit
+            for d in (next(Path(table_or_uri).glob("topic=*/date=*")), Path(table_or_uri) / "topic=new" / "date=x"):
+                d.mkdir(parents=True, exist_ok=True)
+                pq.write_table(data, d / "part-00009-half.parquet")
+            raise KeyboardInterrupt("killed inside the Delta write")
+
+        monkeypatch.setattr(deltalake, "write_deltalake", half)
+    else:
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        write_metadata = SqlCatalog._write_metadata
+
+        def die_md(*args, **kw):
+            write_metadata(*args, **kw)
+            raise KeyboardInterrupt("killed between the metadata JSON and the catalog's commit")
+
+        monkeypatch.setattr(SqlCatalog, "_write_metadata", staticmethod(die_md))
+
+
+@pytest.mark.parametrize("to", ["parquet", "delta", "iceberg"])
+def test_recovery_deletes_only_what_the_interrupted_run_wrote(tmp_path, monkeypatch, to):
+    """Not "every part file the marks do not list": a file a user put among the export's own survives."""
+    _needs(to)
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    _export(root, to, out)
+    partition = next((out / "data" if to == "iceberg" else out).glob("topic=*/date=*"))
+    pq.write_table(pa.table({"x": [1]}), partition / "part-00000-users-own.parquet")
+    (out / "_notes.txt").write_text("mine")
+    mine = {k: v for k, v in _digest(out).items() if "users-own" in k or k == "_notes.txt"}
+    committed = _rows(to, out) if to != "parquet" else None
+    _append(root, 1)
+    _die_at_the_commit_point(monkeypatch, to, out)
+    with pytest.raises(KeyboardInterrupt):
+        _export(root, to, out)
+    monkeypatch.undo()
+    if committed is not None:
+        assert _rows(to, out) == committed  # nothing visible of the run that died
+    s = _export(root, to, out)
+    assert s.removed_leftovers and not any("users-own" in f for f in s.removed_leftovers)
+    assert {k: v for k, v in _digest(out).items() if k in mine} == mine
+    assert not any("half" in k or k.startswith("topic=new") for k in _digest(out))
+    (partition / "part-00000-users-own.parquet").unlink()
+    rows = _rows(to, out)
+    assert len(rows) == len(set(rows)) == 12

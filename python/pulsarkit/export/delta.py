@@ -7,12 +7,10 @@ when a Delta export is opened, so that every other command starts without it."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, ClassVar
 
 from .marks import ExportMarks, RunRecord
-from .paths import own_top
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, refuse_long_partitions, staged_table
 from .target import Target
@@ -54,8 +52,7 @@ class DeltaTarget(Target):
 
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         refuse_long_partitions(staged, self.name)
-        # delta-rs names the partition directories itself: what of pulsarkit's names appears is the run's
-        self.note_created([], [], sorted(n for n in os.listdir(self.out) if own_top(n)))
+        self.note_created([], [], writer_names_files=True)  # delta-rs names its files itself
         self.deltalake.write_deltalake(
             str(self.out),
             staged_table(staged),

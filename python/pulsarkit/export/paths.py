@@ -184,9 +184,9 @@ class Journal:
     files: list[str] = field(default_factory=list)
     #: directories the run created: everything in them is the run's
     dirs: list[str] = field(default_factory=list)
-    #: for a writer that names its directories itself (Delta): pulsarkit's names in OUT before the
-    #: commit; those of pulsarkit's names that appear after it are the run's
-    top_before: list[str] | None = None
+    #: for a writer that names its files itself (delta-rs, pyiceberg): every file and directory under
+    #: pulsarkit's names in OUT before the commit (:func:`tree`); what appears besides is the run's
+    before: list[str] | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -195,19 +195,34 @@ class Journal:
             "pid": self.pid,
             "files": self.files,
             "dirs": self.dirs,
-            "top_before": self.top_before,
+            "before": self.before,
         }
 
-    def new_top(self, out: Path) -> list[str]:
-        """pulsarkit's names in OUT that were not there before the commit (see :attr:`top_before`)."""
-        if self.top_before is None:
+    def new_paths(self, out: Path) -> list[str]:
+        """What is under pulsarkit's names in OUT now and was not before the commit (see :attr:`before`)."""
+        if self.before is None:
             return []
-        before = set(self.top_before)
-        return sorted(n for n in os.listdir(out) if own_top(n) and n not in before and n not in OWN_FILES)
+        before = set(self.before)
+        return [p for p in tree(out) if p not in before]
 
     def owned_top(self, out: Path) -> set[str]:
         """The names directly in OUT this run's journal accounts for."""
-        return {Path(p).parts[0] for p in [*self.files, *self.dirs] if Path(p).parts} | set(self.new_top(out))
+        listed = [*self.files, *self.dirs, *self.new_paths(out)]
+        return {Path(p).parts[0] for p in listed if Path(p).parts}
+
+
+def tree(out: Path) -> list[str]:
+    """Every file and directory under pulsarkit's names in OUT (relative, no link followed), but the files
+    that outlive runs (lock, marks, journal, the Iceberg catalog) and the staging directory."""
+    found = []
+    for name in sorted(os.listdir(out)) if out.is_dir() else []:
+        if not own_top(name) or name in OWN_FILES or name == STAGING or name.startswith(ICEBERG_CATALOG):
+            continue
+        found.append(name)
+        if os.path.isdir(out / name) and not os.path.islink(out / name):
+            for d, dirs, files in os.walk(out / name, followlinks=False):
+                found.extend(str((Path(d) / n).relative_to(out)) for n in sorted(dirs + files))
+    return found
 
 
 def read_journal(out: Path) -> Journal | None:
@@ -223,7 +238,7 @@ def read_journal(out: Path) -> Journal | None:
         doc = json.loads(path.read_text())
         if doc.get("format") != JOURNAL_FORMAT:
             raise ValueError("not a journal")
-        before = doc.get("top_before")
+        before = doc.get("before")
         return Journal(
             str(doc["run"]),
             int(doc["pid"]),
@@ -246,7 +261,8 @@ def drop_journal(out: Path) -> None:
 def undo(out: Path, journal: Journal) -> list[str]:
     """Deletes what the journal's uncommitted run created (listed files, then its directories, deepest
     first); returns the files removed, relative to ``out``."""
-    removed = [f for f in journal.files if remove_own_file(out, f)]
-    for d in sorted([*journal.dirs, *journal.new_top(out)], key=lambda d: -len(Path(d).parts)):
+    new = journal.new_paths(out)
+    removed = [f for f in [*journal.files, *new] if not os.path.isdir(out / f) and remove_own_file(out, f)]
+    for d in sorted({*journal.dirs, *new} - set(removed), key=lambda d: -len(Path(d).parts)):
         removed.extend(remove_own_dir(out, d))
     return sorted(set(removed))

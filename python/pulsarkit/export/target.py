@@ -5,8 +5,8 @@ format: open it (refuse an output that is not its own), :meth:`~Target.recover` 
 run left, read its committed :meth:`~Target.marks`, :meth:`~Target.begin` a run, :meth:`~Target.write`
 batches (or let Spark tasks write into :attr:`~Target.staging`), then :meth:`~Target.commit` the
 staged data files and the new marks together. A format supplies three things: :meth:`Target._open`
-(its ownership checks and its committed marks), :meth:`Target._commit` (its atomic commit point) and,
-when a run can leave visible files behind, :meth:`Target._remove_uncommitted`.
+(its ownership checks and its committed marks) and :meth:`Target._commit` (its atomic commit point,
+recording in the run's journal what it is about to create: :meth:`Target.note_created`).
 
 A run writes nothing outside OUT and nothing through a link (:mod:`.paths`: :meth:`Target.recover`
 audits OUT first), and keeps a journal of what its commit creates, so the next run deletes exactly what
@@ -25,7 +25,7 @@ from typing import ClassVar
 import pyarrow as pa
 
 from .marks import ExportMarks, Mark, RunRecord
-from .paths import JOURNAL_FILE, Journal, audit, drop_journal, read_journal, undo, write_journal
+from .paths import JOURNAL_FILE, Journal, audit, drop_journal, read_journal, tree, undo, write_journal
 from .protocol import STAGING, ExportRefused, now_ms
 from .staging import StagingWriter, rows_by_topic, staged_files
 
@@ -92,11 +92,6 @@ class Target(ABC):
         """Makes the staged data files and ``marks`` visible in one atomic step (the commit point);
         returns the added data files' paths relative to ``out`` if the format names them (Parquet)."""
 
-    def _remove_uncommitted(self) -> list[str]:
-        """Deletes what a run that died before its commit left visible in ``out`` (besides staging);
-        returns the paths relative to ``out``. Nothing by default: the format's commit leaves nothing."""
-        return []
-
     def own_names(self) -> set[str]:
         """The names directly in OUT that runs of pulsarkit's left (for :func:`.protocol.refuse_foreign`)."""
         own = {JOURNAL_FILE, STAGING}
@@ -104,12 +99,13 @@ class Target(ABC):
             own |= self.journal.owned_top(self.out)
         return own
 
-    def note_created(self, files: list[str], dirs: list[str], top_before: list[str] | None = None) -> None:
+    def note_created(self, files: list[str], dirs: list[str], *, writer_names_files: bool = False) -> None:
         """Records in the run's journal, before a commit creates them, the files and directories it will
-        create (relative to OUT) and, for a format whose writer names them itself, OUT's names before."""
+        create (relative to OUT); for a writer that names its files itself, what is there before (:func:`tree`)."""
         if self._run is None:
             raise RuntimeError("no run begun")
-        write_journal(self.out, Journal(self._run, os.getpid(), files, dirs, top_before))
+        before = tree(self.out) if writer_names_files else None
+        write_journal(self.out, Journal(self._run, os.getpid(), files, dirs, before))
 
     def close(self) -> None:
         """Releases what the target holds open (a half-written run's files, a catalog connection)."""
@@ -133,8 +129,8 @@ class Target(ABC):
         return dict(self.committed.marks)
 
     def recover(self) -> list[str]:
-        """Removes what a run that did not commit left: the staging directory, and whatever the format
-        lets it leave in place (:meth:`_remove_uncommitted`): what its journal lists, nothing else.
+        """Removes what a run that did not commit left: the staging directory, and what its journal
+        lists (or, for a writer that names its files, what appeared since the journal), nothing else.
         Refuses an OUT with a link where a run writes. Call under the output's lock."""
         audit(self.out)
         removed: list[str] = []
@@ -145,7 +141,7 @@ class Target(ABC):
             drop_journal(self.out)
             self.journal = None
         shutil.rmtree(self.out / STAGING, ignore_errors=True)  # fd-based on Linux: follows no link inside
-        self.removed_leftovers = sorted({*removed, *self._remove_uncommitted()})
+        self.removed_leftovers = removed
         return self.removed_leftovers
 
     def begin(self, run: str, engine: str) -> Path:
