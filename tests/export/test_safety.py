@@ -419,3 +419,21 @@ def test_recovery_deletes_only_what_the_interrupted_run_wrote(tmp_path, monkeypa
     (partition / "part-00000-users-own.parquet").unlink()
     rows = _rows(to, out)
     assert len(rows) == len(set(rows)) == 12
+
+
+@pytest.mark.parametrize("name", [px.LOCK_FILE, px.ICEBERG_CATALOG])
+def test_a_hard_link_as_a_file_written_in_place_is_refused(tmp_path, name):
+    """The lock (its pid) and the Iceberg catalog (SQLite pages) are written in place: another name of
+    the same file would change too. (Data files are replaced and deleted: a hard link keeps its bytes.)"""
+    to = "iceberg" if name == px.ICEBERG_CATALOG else "parquet"
+    _needs(to)
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    _export(root, to, out)
+    theirs = tmp_path / "theirs.bin"
+    theirs.write_bytes(b"precious")
+    (out / name).unlink()
+    os.link(theirs, out / name)
+    with pytest.raises(UnsafePath, match="hard link"):
+        _export(root, to, out)
+    assert theirs.read_bytes() == b"precious"

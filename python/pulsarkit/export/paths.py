@@ -51,7 +51,9 @@ def own_top(name: str) -> bool:
 
 def audit(out: Path) -> None:
     """Refuses OUT if any of pulsarkit's names in it (and anything under them) is a symbolic link, or
-    a device, FIFO or socket: what a run would write through or delete. Follows no link."""
+    a device, FIFO or socket: what a run would write through or delete; or if a file it writes in place
+    has another name. Follows no link. (Data files are replaced and deleted, never written in place:
+    a hard link to one keeps its content.)"""
     try:
         entries = list(os.scandir(out))
     except FileNotFoundError:
@@ -60,6 +62,10 @@ def audit(out: Path) -> None:
         if not own_top(e.name):
             continue
         _check_entry(Path(e.path), e)
+        if e.name == LOCK_FILE or e.name.startswith(ICEBERG_CATALOG):
+            # written in place (the lock's pid, SQLite's pages): another name of the same file would change too
+            if e.stat(follow_symlinks=False).st_nlink > 1:
+                raise UnsafePath(Path(e.path), "a file with other names (a hard link), which an export writes in place")
         if e.is_dir(follow_symlinks=False):
             for d, dirs, files in os.walk(e.path, followlinks=False):
                 for n in dirs + files:

@@ -206,13 +206,15 @@ def export(
 
 @contextlib.contextmanager
 def _writable(out: str) -> Iterator[None]:
-    """A target the user may not read or write is one line naming it, not a traceback."""
+    """A target the user may not read or write (or on a read-only file system) is one line naming it."""
     try:
         yield
     except OSError as e:
-        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+        where = os.path.abspath(e.filename) if isinstance(e.filename, str) else os.path.abspath(out)
+        # the output, what is in it, or a directory on the way to it; not, say, the data directory
+        inside = os.path.commonpath([where, os.path.abspath(out)]) in (where, os.path.abspath(out))
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not (inside or e.filename is None):
             raise
-        where = e.filename or out
         why = "read-only file system" if e.errno == errno.EROFS else "permission denied"
         raise ExportRefused(f"{out}: cannot export there: {where}: {why}", str(where)) from None
 
