@@ -15,6 +15,7 @@ that did not commit leaves it, and the next run deletes exactly what it lists (:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -144,27 +145,18 @@ def remove_own_file(out: Path, rel: str) -> bool:
     return True
 
 
-def remove_own_dir(out: Path, rel: str) -> list[str]:
-    """Deletes the directory ``out/rel`` a run created and what the run wrote in it (regular files and
-    directories, no link followed); returns the files removed, relative to ``out``."""
+def remove_own_empty_dir(out: Path, rel: str) -> None:
+    """Removes the directory ``out/rel`` a run created if it is empty now: a file someone put there since
+    keeps it (and stays)."""
     p = check_below(out, rel)
-    if not p.is_dir() or p.is_symlink():
-        return []
-    _check_mode(p, os.lstat(p).st_mode)
-    removed = []
-    for d, dirs, files in os.walk(p, topdown=False, followlinks=False):
-        for n in files:
-            f = Path(d) / n
-            _check_mode(f, os.lstat(f).st_mode)
-            f.unlink()
-            removed.append(str(f.relative_to(out)))
-        for n in dirs:
-            sub = Path(d) / n
-            if os.path.islink(sub):
-                raise UnsafePath(sub, "a symbolic link where an export writes")
-            sub.rmdir()
-    p.rmdir()
-    return removed
+    try:
+        mode = os.lstat(p).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):
+        raise UnsafePath(p, "not the directory pulsarkit created")
+    with contextlib.suppress(OSError):  # not empty
+        p.rmdir()
 
 
 def short_name(prefix: str, value: str) -> str:
@@ -265,10 +257,14 @@ def drop_journal(out: Path) -> None:
 
 
 def undo(out: Path, journal: Journal) -> list[str]:
-    """Deletes what the journal's uncommitted run created (listed files, then its directories, deepest
-    first); returns the files removed, relative to ``out``."""
+    """Deletes what the journal's uncommitted run created: the files it lists (or, for a writer that names
+    its files, that appeared since), then its directories that are empty then, deepest first; returns the
+    files removed, relative to ``out``. A file put into such a directory since is kept, and so is the
+    directory; for a writer that names its files, one put under pulsarkit's names after the run died is
+    taken for the run's (Delta, Iceberg: those names are the table's own)."""
     new = journal.new_paths(out)
-    removed = [f for f in [*journal.files, *new] if not os.path.isdir(out / f) and remove_own_file(out, f)]
-    for d in sorted({*journal.dirs, *new} - set(removed), key=lambda d: -len(Path(d).parts)):
-        removed.extend(remove_own_dir(out, d))
+    new_dirs = [d for d in new if os.path.isdir(check_below(out, d))]
+    removed = [f for f in [*journal.files, *new] if f not in new_dirs and remove_own_file(out, f)]
+    for d in sorted({*journal.dirs, *new_dirs}, key=lambda d: -len(Path(d).parts)):
+        remove_own_empty_dir(out, d)
     return sorted(set(removed))
