@@ -182,7 +182,8 @@ def export(
     store is ``data_dir``'s (each entry read once, from the first copy of its write set that
     verifies). ``engine`` picks, once the run is planned, what stages its rows (default: this
     process). ``progress`` makes a reporter given the planned bytes; ``log`` takes the notes and
-    warnings (default: stderr)."""
+    warnings (default: stderr). The export is private: the process umask is 077 while the run writes
+    (it is the process's, so other threads writing meanwhile create private files too)."""
     t0 = time.perf_counter()
     target_class = TARGETS.get(to)
     if target_class is None:
