@@ -178,13 +178,13 @@ def test_transactions_committed_aborted_open(synthetic):
 
 def test_txn_log_entry_codec_batched_and_single():
     recs = decode_txn_log_entry(batched([txn_record(0, 5, 7), txn_record(3, 5, 7, new_status=2)]))
-    assert [(r["op"], r["txnid_most_bits"], r["txnid_least_bits"], r["new_status"]) for r in recs] == [
+    assert [(r.op, r.txnid_most_bits, r.txnid_least_bits, r.new_status) for r in recs] == [
         ("NEW", 5, 7, None),
         ("UPDATE", 5, 7, "COMMITTED"),
     ]
-    assert [(r["batched"], r["batch_size"], r["batch_index"]) for r in recs] == [(True, 2, 0), (True, 2, 1)]
+    assert [(r.batched, r.batch_size, r.batch_index) for r in recs] == [(True, 2, 0), (True, 2, 1)]
     (one,) = decode_txn_log_entry(txn_record(1, 1, 2, partitions=["t"]))
-    assert one["partitions"] == ["t"]
+    assert one.partitions == ["t"]
     with pytest.raises(pk.PulsarkitError):
         decode_txn_log_entry(b"\x0e\x01\x00\x01\x0a\xff")
 

@@ -90,6 +90,15 @@ def test_cli_orphans_plan_and_du(tmp_path, capsys):
     assert {r["owner_class"] for r in rows} >= {"topic", "compacted", "orphan", "deleted"}
     assert main(["du", str(tmp_path / "d")]) == 0
     assert "live bytes" in capsys.readouterr().out
+    # per log, the next step is GC's candidate rule (a log under a level's threshold) on the log's usage
+    assert main(["du", str(tmp_path / "d"), "--json"]) == 0
+    logs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    steps = {"minor": "minor compaction reclaims it", "major": "major compaction reclaims it"}
+    for g in logs:
+        level = "minor" if g["usage"] < 0.2 else "major" if g["usage"] < 0.5 else None
+        want = "nothing to reclaim" if not g["dead"] else steps.get(level, "kept: usage above both thresholds")
+        assert g["next_step"] == want, g
+    assert any(g["dead"] for g in logs)
 
 
 # ---------------------------------------------------------------------------------- cleanup execute

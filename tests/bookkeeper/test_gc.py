@@ -19,6 +19,7 @@ from pulsarkit.bookkeeper.gc import (
     GcState,
     Skipped,
     log_usage,
+    reclaiming_level,
     select_for_compaction,
 )
 from pulsarkit.cli import main
@@ -172,6 +173,21 @@ def test_the_compaction_rule_is_lowest_bucket_first_then_log_id():
     cfg = GcConfig(use_target_entry_log_size_for_gc=True, log_size_limit=1000)
     assert log_usage(50, 100, GcConfig()) == 0.5 and log_usage(50, 100, cfg) == 0.05
     assert log_usage(100, 100, cfg) == 1.0 and log_usage(0, 0, GcConfig()) == 1.0
+
+
+def test_the_level_that_reclaims_a_log_is_the_candidate_rule():
+    """A log is a candidate of a level when its usage is under that level's threshold (what
+    ``select_for_compaction`` keeps); ``pulsarkit du`` and the disk-usage reasons say the same."""
+    assert [reclaiming_level(u, 0.2, 0.5) for u in (0.0, 0.19, 0.2, 0.49, 0.5, 1.0)] == [
+        "minor",
+        "minor",
+        "major",
+        "major",
+        None,
+        None,
+    ]
+    for u in (0.1, 0.2, 0.3):
+        assert (reclaiming_level(u, 0.2, 0.5) == "minor") == bool(select_for_compaction([("x", 1, u)], 0.2))
 
 
 def test_config_validation():

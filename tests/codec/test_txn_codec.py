@@ -57,15 +57,15 @@ def test_records_round_trip_batched_or_single(recs, batched):
     got = decode_txn_log_entry(entry)
     assert len(got) == len(recs)
     for r, g in zip(recs, got, strict=True):
-        assert (g["op"], (g["txnid_most_bits"], g["txnid_least_bits"])) == (r["op"], r["txnid"])
-        assert (g["new_status"], g["partitions"], g["timeout_ms"], g["owner"]) == (
+        assert (g.op, (g.txnid_most_bits, g.txnid_least_bits)) == (r["op"], r["txnid"])
+        assert (g.new_status, g.partitions, g.timeout_ms, g.owner) == (
             r["new_status"],
             r["partitions"],
             r["timeout_ms"],
             r["owner"],
         )
-        assert [(s["topic"], s["subscription"]) for s in g["subscriptions"]] == r["subscriptions"]
-        assert g["batched"] == batched
+        assert [(s.topic, s.subscription) for s in g.subscriptions] == r["subscriptions"]
+        assert g.batched == batched
 
 
 @settings(max_examples=100, deadline=None)
@@ -85,8 +85,8 @@ def test_pending_ack_records_round_trip(positions, op, ack_type):
         op, (1, 2), [(lid, eid, acks, 64 if acks else None) for lid, eid, acks in positions], ack_type
     )
     (g,) = decode_pending_ack_entry(pack_batched_entry([rec]))
-    assert (g["op"], g["ack_type"]) == (op, ack_type)
-    assert [(p["ledger_id"], p["entry_id"], p["ack_set"]) for p in g["positions"]] == positions
+    assert (g.op, g.ack_type) == (op, ack_type)
+    assert [(p.ledger_id, p.entry_id, p.ack_set) for p in g.positions] == positions
 
 
 def test_errors_name_the_offset():

@@ -5,6 +5,7 @@ small export through each of them with :func:`pulsarkit.export.export` reads bac
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pulsarkit as pk
@@ -206,3 +207,16 @@ def test_an_unknown_target_and_an_engine_of_ones_own(tmp_path):
     assert progress and progress[-1] == (job.planned_bytes, job.planned_bytes)
     runs = json.loads((tmp_path / "out" / px.MARKS_FILE).read_text())["runs"]
     assert [r["engine"] for r in runs] == ["counting"]
+
+
+@pytest.mark.parametrize(("to", "module"), [("delta", "deltalake"), ("iceberg", "pyiceberg.catalog.sql")])
+def test_a_format_whose_package_is_missing_is_refused_naming_the_extra(tmp_path, monkeypatch, to, module):
+    """Delta and Iceberg import their optional package only when opened; without it the target is
+    refused (nothing written) with the package and the extra to install."""
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` now raises ImportError
+    out = tmp_path / "out"
+    out.mkdir()
+    needs = rf"--to {to} needs the {module.split('.')[0]} package .*pulsarkit\[{to}\]"
+    with pytest.raises(px.ExportRefused, match=needs):
+        px.TARGETS[to](out, str(tmp_path))
+    assert list(out.iterdir()) == []

@@ -19,6 +19,7 @@ ack sets with negative words, batches of 1 to 200) each test checks that
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from pathlib import Path
@@ -169,16 +170,16 @@ def as_read(d: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def records_of(rows: list[dict[str, Any]], drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """pulsarkit's decoded rows without the per-entry columns."""
-    return [{k: v for k, v in r.items() if k not in ENTRY_KEYS + drop} for r in rows]
+def records_of(rows: list[txn.RecordPlace], drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """pulsarkit's decoded records as dicts, without the per-entry fields."""
+    return [{k: v for k, v in dataclasses.asdict(r).items() if k not in ENTRY_KEYS + drop} for r in rows]
 
 
-def check_entry_columns(rows: list[dict[str, Any]], batched: bool, data: bytes, records: list[bytes]) -> None:
-    assert [(r["batched"], r["batch_size"], r["batch_index"]) for r in rows] == [
+def check_entry_columns(rows: list[txn.RecordPlace], batched: bool, data: bytes, records: list[bytes]) -> None:
+    assert [(r.batched, r.batch_size, r.batch_index) for r in rows] == [
         (batched, len(records), i) for i in range(len(records))
     ]
-    assert [r["record_bytes"] for r in rows] == [len(b) for b in records]
+    assert [r.record_bytes for r in rows] == [len(b) for b in records]
     assert txn.split_entry(data) == (batched, records)
 
 
@@ -207,7 +208,7 @@ def test_pulsarkit_reads_java_txn_log_entries_and_writes_the_same_bytes(txn_orac
     assert java[:4] == txn.BATCHED_ENTRY_PREFIX
     rows = txn.decode_txn_log_entry(java)
     assert records_of(rows, ("is_timeout",)) == recs
-    assert all(r["is_timeout"] is None for r in rows)
+    assert all(r.is_timeout is None for r in rows)
     check_entry_columns(rows, True, java, records)
     assert java == txn.pack_batched_entry(records)
     for d, b in zip(recs, records, strict=True):
@@ -254,7 +255,7 @@ def test_is_timeout_is_not_a_field_of_pulsar_4_0_7(txn_oracle):
     assert flagged == plain + b"\x68\x01"  # field 13, varint 1
     assert txn_oracle.call("parse_txn_log_entry", data=flagged) == [d]
     assert txn_oracle.call("parse_txn_log_entry", data=txn.pack_batched_entry([flagged, plain])) == [d, d]
-    assert txn.decode_txn_log_entry(flagged)[0]["is_timeout"] is True
+    assert txn.decode_txn_log_entry(flagged)[0].is_timeout is True
     with pytest.raises(JavaError):
         txn_oracle.call("write_txn_log_entry", record={**d, "is_timeout": True})
 

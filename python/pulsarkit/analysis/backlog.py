@@ -25,7 +25,7 @@ from ..managed_ledger.position import Position
 from ..scan.datadir import DataDir
 from ..scan.records import Cursor
 from ..scan.schema import arrow_schema, json_record, message_fields
-from .messages import iter_message_rows, message_batches
+from .messages import message_batches
 
 
 @dataclass
@@ -58,16 +58,15 @@ def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
         ml, decode_pending_ack_entry, "bad_pending_ack_entry", state.mark_delete if state else None
     ):
         for r in records:
-            key = (r["txnid_most_bits"] or 0, r["txnid_least_bits"] or 0)
-            if r["op"] == "ACK":
+            key = (r.txnid_most_bits or 0, r.txnid_least_bits or 0)
+            if r.op == "ACK":
                 pending.setdefault(key, []).extend(
-                    (Position(p["ledger_id"], p["entry_id"]), p["ack_set"], r["ack_type"] == "Cumulative")
-                    for p in r["positions"]
+                    (Position(p.ledger_id, p.entry_id), p.ack_set, r.ack_type == "Cumulative") for p in r.positions
                 )
-            elif r["op"] == "COMMIT":
+            elif r.op == "COMMIT":
                 for p, ack_set, cum in pending.pop(key, []):
                     out.apply(p, ack_set, cum)
-            elif r["op"] == "ABORT":
+            elif r.op == "ABORT":
                 pending.pop(key, None)
     # acknowledged by a transaction still open: held back, not redelivered
     for acks in pending.values():
@@ -76,16 +75,23 @@ def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
     return out
 
 
-def backlog_rows(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Iterator[dict[str, Any]]:
-    """Rows of the one message schema (as :func:`pulsarkit.analysis.messages.iter_message_rows`) of the
-    subscription's backlog: the topic's read with the cursor's and pending acks' filter."""
-    c: Cursor = dd.cursor(topic, subscription)
-    extra = pending_acks(dd, c)
+@dataclass
+class SubscriptionAcks:
+    """The backlog's filter on the message read (:class:`pulsarkit.scan.messages.AckFilter`): the
+    cursor as recovered (mark-delete, individually deleted ranges, batch ack sets) and the
+    subscription's pending acks."""
 
-    def skip(pos: Position) -> bool:
+    cursor: Cursor
+    pending: _Acks
+
+    def skip(self, ledger_id: int, entry_id: int) -> bool:
+        pos = Position(ledger_id, entry_id)
+        c, extra = self.cursor, self.pending
         return c.is_deleted(pos) or pos in extra.entries or (extra.cumulative is not None and pos <= extra.cumulative)
 
-    def keep(pos: Position, batch_size: int) -> set[int] | None:
+    def batch_indexes(self, ledger_id: int, entry_id: int, batch_size: int) -> set[int] | None:
+        pos = Position(ledger_id, entry_id)
+        c, extra = self.cursor, self.pending
         if pos not in c.batch_ack_sets and pos not in extra.batches:
             return None
         left = set(c.unacked_batch_indexes(pos, batch_size))
@@ -93,7 +99,20 @@ def backlog_rows(dd: DataDir, topic: str, subscription: str, *, txn: str = "comm
             left = {i for i in left if extra.batches[pos] >> i & 1}
         return left
 
-    yield from iter_message_rows(dd, c.managed_ledger, txn=txn, start=c.mark_delete, skip_entry=skip, batch_filter=keep)
+
+def backlog_batches(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Iterator[pa.RecordBatch]:
+    """The subscription's backlog as Arrow record batches of the one message schema: the topic's
+    message read (:func:`pulsarkit.analysis.messages.message_batches`) after the mark-delete
+    position, with the cursor's and pending acks' filter."""
+    c: Cursor = dd.cursor(topic, subscription)
+    acks = SubscriptionAcks(c, pending_acks(dd, c))
+    yield from message_batches(dd, [c.managed_ledger], txn=txn, after={c.managed_ledger: c.mark_delete}, acks=acks)
+
+
+def backlog_rows(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Iterator[dict[str, Any]]:
+    """:func:`backlog_batches` row by row (dicts of the one message schema)."""
+    for b in backlog_batches(dd, topic, subscription, txn=txn):
+        yield from b.to_pylist()
 
 
 def iter_backlog(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Iterator[dict[str, Any]]:
@@ -101,7 +120,8 @@ def iter_backlog(dd: DataDir, topic: str, subscription: str, *, txn: str = "comm
     return map(json_record, backlog_rows(dd, topic, subscription, txn=txn))
 
 
-def backlog_table(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> Any:
+def backlog_table(dd: DataDir, topic: str, subscription: str, *, txn: str = "committed") -> pa.Table:
+    """:func:`backlog_batches` as one Arrow table."""
     return pa.Table.from_batches(
-        list(message_batches(backlog_rows(dd, topic, subscription, txn=txn))), schema=arrow_schema(message_fields())
+        list(backlog_batches(dd, topic, subscription, txn=txn)), schema=arrow_schema(message_fields())
     )

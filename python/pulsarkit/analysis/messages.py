@@ -1,7 +1,9 @@
 """Messages of a real data directory as a consumer received them, and the transactions behind them.
 
 One row per message, in topic order, of the one message schema (:data:`pulsarkit.scan.MESSAGE_FIELDS`,
-flat, payload as bytes): :func:`iter_message_rows`, :func:`read_message_rows`, :func:`messages_table`.
+flat, payload as bytes), read by the one reader (:mod:`pulsarkit.scan`, planned over the open
+directory): :func:`message_batches` (Arrow), :func:`messages_table`, :func:`read_message_rows`,
+:func:`iter_message_rows`.
 :func:`iter_messages`/:func:`read_messages` render each row as the JSON record ``pulsarkit messages``
 prints (:func:`pulsarkit.scan.schema.json_record`)::
 
@@ -22,13 +24,14 @@ is one record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import dataclasses
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
 from google.protobuf.json_format import MessageToDict
 
-from ..broker.topic_name import ml_kind, ml_to_topic, partition_of
+from ..broker.topic_name import is_system_topic, ml_kind, ml_to_topic
 from ..codec.entry import Entry
 from ..codec.raw_message import decode_compacted_entry
 from ..codec.txn import MARKER_TYPES, decode_pending_ack_entry, decode_txn_log_entry
@@ -36,87 +39,70 @@ from ..errors import PulsarkitError
 from ..managed_ledger.position import Position
 from ..proto import PositionInfo
 from ..scan.datadir import DataDir
-from ..scan.facts import topic_markers
-from ..scan.messages import EntryRules
+from ..scan.messages import AckFilter, OnIssue
+from ..scan.plan import plan_data_dir
+from ..scan.read import read_partition
 from ..scan.records import DataDirError, Issue
 from ..scan.schema import arrow_schema, json_record, message_fields
-from ..scan.transactions import TXN_MODES, coordinator_states
+from ..scan.transactions import TXN_MODES
 
 # ------------------------------------------------------------------------------ messages
 
 
-#: Decides which batch indexes of an entry to deliver (None: all); used by the backlog reader.
-BatchFilter = Callable[[Position, int], "set[int] | None"]
+def message_topics(dd: DataDir, include_system: bool = False) -> list[str]:
+    """Managed ledgers whose entries are messages (not transaction logs or pending-ack stores), from
+    the metadata alone (:meth:`DataDir.topics` sizes open ledgers by reading them)."""
+    return [
+        ml
+        for ml in dd.managed_ledger_names()
+        if ml_kind(ml) == "topic" and (include_system or not is_system_topic(ml_to_topic(ml)))
+    ]
 
 
-def iter_message_rows(
+def message_entries(dd: DataDir, mls: Iterable[str]) -> int:
+    """The entries of these managed ledgers' ledgers, as their metadata counts them (a read's progress total)."""
+    return sum(led.entries for ml in mls for lid in dd.ml_ledgers(ml) if (led := dd.ledgers.get(lid)) is not None)
+
+
+def message_batches(
     dd: DataDir,
-    topic: str,
+    topics: Iterable[str] | str | None = None,
     *,
     txn: str = "committed",
     markers: bool = False,
-    start: Position | None = None,
-    skip_entry: Callable[[Position], bool] | None = None,
-    batch_filter: BatchFilter | None = None,
-    coordinator: dict[tuple[int, int], str] | None = None,
-    txn_facts: tuple[dict[tuple[int, int], str], dict[tuple[int, int], Position]] | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Rows of the one message schema (:data:`pulsarkit.scan.MESSAGE_FIELDS`, plus ``marker`` with
-    ``markers``) of one topic's messages, in order, by the scan's per-entry rules
-    (:class:`pulsarkit.scan.messages.EntryRules`). ``start`` reads after that position;
-    ``skip_entry``/``batch_filter`` drop acknowledged entries and batch indexes; ``coordinator``: the
-    coordinators' transaction states and ``txn_facts`` the topic's (:func:`pulsarkit.scan.facts.topic_markers`),
-    when the caller has them (read once per data directory)."""
+    include_system: bool = False,
+    after: dict[str, Position] | None = None,
+    acks: AckFilter | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """The messages of the given topics (default: every non-system topic), topic after topic, as
+    Arrow record batches of the one message schema: the scan engine's plan and read
+    (:func:`pulsarkit.scan.plan.plan_data_dir`, :func:`pulsarkit.scan.read.read_partition`) over the
+    open directory. ``after`` (topic -> position) reads a topic after that position; ``acks`` leaves
+    out what a subscription acknowledged. What cannot be read goes to ``dd.issues`` and the read goes on."""
     if txn not in TXN_MODES:
         raise PulsarkitError(f"txn must be one of {TXN_MODES}, not {txn!r}")
-    ml = dd.resolve(topic)
-    name = ml_to_topic(ml)
-    if ml_kind(ml) != "topic":
-        raise DataDirError(
-            f"{name} is a {ml_kind(ml).replace('_', ' ')} topic: its entries are not messages "
-            f"(see pulsarkit.analysis.transactions)"
-        )
-    _, partition = partition_of(name)
-    tmarkers, first_txn_pos = txn_facts if txn_facts is not None else topic_markers(dd, [ml])[ml]
-    # TopicTransactionBuffer's maxReadPosition: a read-committed consumer gets nothing from the first
-    # message of a transaction that has no commit/abort marker in this topic yet (still ongoing)
-    ongoing = [p for k, p in first_txn_pos.items() if k not in tmarkers]
-    max_read = min(ongoing) if (ongoing and txn == "committed") else None
+    if isinstance(topics, str):
+        topics = [topics]
+    names = [ml for t in topics for ml in dd.expand(t)] if topics is not None else message_topics(dd, include_system)
+    mls = list(dict.fromkeys(dd.resolve(t) for t in names))
+    if not mls:
+        return
+    starts = {ml_to_topic(dd.resolve(t)): (p.ledger_id, p.entry_id) for t, p in (after or {}).items()}
+    scan = plan_data_dir(dd, str(dd.metadata_dir), topics=mls, txn=txn, after=starts, min_partitions=1)
 
-    def bad(kind: str, lid: int, eid: int, message: str) -> None:
-        if kind == "bad_chunk":
-            dd.issues.append(Issue(kind, name, None, message, lid, eid))
-        else:
+    for part in scan.partitions:
+        yield from read_partition(part, txn=txn, markers=markers, acks=acks, on_issue=_recorder(dd, part.topic))
+
+
+def _recorder(dd: DataDir, topic: str | None) -> OnIssue:
+    """Issues of a read into ``dd.issues``, at the file and offset of the entry when known."""
+
+    def issue(kind: str, lid: int | None, eid: int | None, message: str, path: str | None, offset: int | None) -> None:
+        if path is None and lid is not None and eid is not None and kind != "bad_chunk":
             path, offset = dd.where(lid, eid)
-            dd.issues.append(Issue(kind, path, offset, message, lid, eid))
+        dd.issues.append(Issue(kind, path or topic or "?", offset, message, lid, eid))
 
-    coord = coordinator if coordinator is not None else coordinator_states(dd)
-    rules = EntryRules(name, partition, tmarkers, coord, txn=txn, markers=markers, on_bad=bad)
-    for pos, data in dd.ml_entries(ml, start):
-        if max_read is not None and pos >= max_read:
-            break
-        if isinstance(data, DataDirError):
-            continue  # recorded in dd.issues; the rest is still read
-        if skip_entry is not None and skip_entry(pos):
-            continue
-        keep = None
-        if batch_filter is not None:
-            keep = lambda n, pos=pos: batch_filter(pos, n)  # noqa: E731
-        yield from rules.rows(pos.ledger_id, pos.entry_id, data, keep)
-    for uuid, why in rules.assembler.discarded:
-        dd.issues.append(Issue("incomplete_chunked_message", name, None, f"uuid {uuid}: {why}"))
-    for uuid in rules.assembler.pending:
-        dd.issues.append(Issue("incomplete_chunked_message", name, None, f"uuid {uuid}: last chunk missing"))
-
-
-def iter_messages(dd: DataDir, topic: str, **kw: Any) -> Iterator[dict[str, Any]]:
-    """:func:`iter_message_rows` rendered as JSON records (see the module doc)."""
-    return map(json_record, iter_message_rows(dd, topic, **kw))
-
-
-def message_topics(dd: DataDir, include_system: bool = False) -> list[str]:
-    """Topics whose entries are messages (not transaction logs or pending-ack stores)."""
-    return [t.name for t in dd.topics(include_system=include_system) if t.kind == "topic"]
+    return issue
 
 
 def read_message_rows(
@@ -127,35 +113,28 @@ def read_message_rows(
     markers: bool = False,
     include_system: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Rows of the given topics (default: every non-system topic), topic after topic."""
-    if isinstance(topics, str):
-        topics = [topics]
-    names = [ml for t in topics for ml in dd.expand(t)] if topics is not None else message_topics(dd, include_system)
-    mls = [dd.resolve(t) for t in names]
-    coord = coordinator_states(dd) if mls else {}
-    facts = topic_markers(dd, [ml for ml in mls if ml_kind(ml) == "topic"])  # one metadata pass for all
-    for ml in mls:
-        yield from iter_message_rows(dd, ml, txn=txn, markers=markers, coordinator=coord, txn_facts=facts.get(ml))
+    """:func:`message_batches` row by row (dicts of the one message schema)."""
+    for b in message_batches(dd, topics, txn=txn, markers=markers, include_system=include_system):
+        yield from b.to_pylist()
+
+
+def iter_message_rows(
+    dd: DataDir, topic: str, *, txn: str = "committed", markers: bool = False, start: Position | None = None
+) -> Iterator[dict[str, Any]]:
+    """One topic's rows (:func:`read_message_rows`), after ``start`` when given."""
+    after = {topic: start} if start is not None else None
+    for b in message_batches(dd, [topic], txn=txn, markers=markers, after=after):
+        yield from b.to_pylist()
+
+
+def iter_messages(dd: DataDir, topic: str, **kw: Any) -> Iterator[dict[str, Any]]:
+    """:func:`iter_message_rows` rendered as JSON records (see the module doc)."""
+    return map(json_record, iter_message_rows(dd, topic, **kw))
 
 
 def read_messages(dd: DataDir, topics: Iterable[str] | str | None = None, **kw: Any) -> Iterator[dict[str, Any]]:
     """:func:`read_message_rows` rendered as JSON records."""
     return map(json_record, read_message_rows(dd, topics, **kw))
-
-
-def message_batches(
-    rows: Iterable[dict[str, Any]], *, markers: bool = False, batch_size: int = 8192
-) -> Iterator[pa.RecordBatch]:
-    """Rows as Arrow record batches of the one message schema."""
-    schema = arrow_schema(message_fields(markers))
-    buf: list[dict[str, Any]] = []
-    for r in rows:
-        buf.append(r)
-        if len(buf) >= batch_size:
-            yield pa.RecordBatch.from_pylist(buf, schema=schema)
-            buf = []
-    if buf:
-        yield pa.RecordBatch.from_pylist(buf, schema=schema)
 
 
 def messages_table(
@@ -166,10 +145,9 @@ def messages_table(
     markers: bool = False,
     include_system: bool = False,
 ) -> pa.Table:
-    """:func:`read_message_rows` as one Arrow table of the one message schema."""
-    rows = read_message_rows(dd, topics, txn=txn, markers=markers, include_system=include_system)
-    schema = arrow_schema(message_fields(markers))
-    return pa.Table.from_batches(list(message_batches(rows, markers=markers)), schema=schema)
+    """:func:`message_batches` as one Arrow table of the one message schema."""
+    batches = message_batches(dd, topics, txn=txn, markers=markers, include_system=include_system)
+    return pa.Table.from_batches(list(batches), schema=arrow_schema(message_fields(markers)))
 
 
 # ------------------------------------------------------------------- any ledger, by its kind
@@ -206,9 +184,9 @@ def decode_ledger_entry(kind: str, data: bytes) -> dict[str, Any]:
         pi.ParseFromString(data)
         return {"position_info": MessageToDict(pi)}
     if kind == "transaction_log":
-        return {"transaction_log": decode_txn_log_entry(data)}
+        return {"transaction_log": [dataclasses.asdict(r) for r in decode_txn_log_entry(data)]}
     if kind == "pending_ack":
-        return {"pending_ack": decode_pending_ack_entry(data)}
+        return {"pending_ack": [dataclasses.asdict(r) for r in decode_pending_ack_entry(data)]}
     if kind == "compacted":
         mid, raw = decode_compacted_entry(data)
         return {

@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ..durable import fsync_dir, write_durably
 from ..errors import BadVersionError, MetadataNotFoundError, PulsarkitError
 from ..metadata.store import MetadataStore, ledger_path
 from ..plan import to_data
@@ -69,21 +70,6 @@ class CleanupResult:
         return typing.cast(dict[str, Any], to_data(self))
 
 
-def _fsync_write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _open_snapshot(plan: OrphanCleanupPlan, store: MetadataStore) -> DataDir:
     # under the lock, the metadata is read through the handle that holds it: copying the directory of a
     # store open for writing races its own flushes and compactions (an SST can vanish mid-copy)
@@ -106,7 +92,7 @@ def _raw_node(store: MetadataStore, lid: int) -> bytes:
 def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupItem, root: Path) -> None:
     d = root / f"ledger-{lid}"
     d.mkdir()
-    _fsync_write(d / "metadata.node", raw_node)
+    write_durably(d / "metadata.node", raw_node)
     led = dd.ledgers.get(lid)
     last = max(led.last_entry_id if led else -1, -1)
     ids, datas = [], []
@@ -118,10 +104,10 @@ def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupIt
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, _ENTRIES_SCHEMA) as w:
         w.write_table(pa.table({"entry_id": pa.array(ids, pa.int64()), "data": pa.array(datas, pa.binary())}))
-    _fsync_write(d / "entries.arrow", sink.getvalue().to_pybytes())
-    _fsync_write(d / "item.json", json.dumps({**to_data(item), "entries_backed_up": len(ids)}, indent=1).encode())
-    _fsync_dir(d)
-    _fsync_dir(root)
+    write_durably(d / "entries.arrow", sink.getvalue().to_pybytes())
+    write_durably(d / "item.json", json.dumps({**to_data(item), "entries_backed_up": len(ids)}, indent=1).encode())
+    fsync_dir(d)
+    fsync_dir(root)
 
 
 def execute(plan: OrphanCleanupPlan, *, backup_dir: str | os.PathLike[str] | None = None) -> CleanupResult:

@@ -43,15 +43,17 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from ..bookkeeper.gc import GcConfig, reclaiming_level
 from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR
 from ..codec.protobuf_wire import fields
 from ..metadata.store import ledger_path
 from ..plan import Plan, PlanItem
 from ..scan.datadir import DataDir
+from ..scan.records import Ledger
 
-#: Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
-MINOR_COMPACTION_THRESHOLD = 0.2
-MAJOR_COMPACTION_THRESHOLD = 0.5
+#: GC's defaults, Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
+MINOR_COMPACTION_THRESHOLD = GcConfig.minor_compaction_threshold
+MAJOR_COMPACTION_THRESHOLD = GcConfig.major_compaction_threshold
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class OrphanFinding:
     kind: str
     owner: str | None
     evidence: str
+    #: The ledger's state (OPEN, CLOSED, ...; DELETED: no metadata).
     state: str
     entries: int
     bytes_on_bookie: int
@@ -95,138 +98,122 @@ def _current_compacted(dd: DataDir) -> dict[int, str]:
 
 def find_orphans(dd: DataDir) -> list[OrphanFinding]:
     """Every ledger nothing owns, with evidence and a verdict (see the module docstring)."""
-    listed = {li.ledgerId for info in dd.ml_infos.values() for li in info.ledgerInfo}
-    cursor_ledgers = {
-        ci.cursorsLedgerId for curs in dd.cursor_infos.values() for ci in curs.values() if ci.cursorsLedgerId >= 0
-    }
-    compacted = _current_compacted(dd)
-    schema_refs = {sid: _schema_ledgers(loc) for sid, loc in dd.schemas.items()}
-    max_listed = {ml: max((li.ledgerId for li in info.ledgerInfo), default=-1) for ml, info in dd.ml_infos.items()}
+    refs = _References.of(dd)
     out: list[OrphanFinding] = []
-    for lid, led in sorted(dd.ledgers.items()):
-        cm = led.custom_metadata
-        row = dict(
-            ledger_id=lid,
-            kind=led.kind,
-            state=led.state,
-            entries=led.entries,
-            bytes_on_bookie=led.bytes_on_bookie,
-        )
-        if led.state == "DELETED":
-            if led.referenced or lid in listed or lid in cursor_ledgers:
-                if led.entries_on_bookie == 0:
-                    out.append(
-                        OrphanFinding(
-                            **row,
-                            category="missing",
-                            verdict="inconsistent",
-                            owner=led.managed_ledger,
-                            evidence=f"listed by {led.managed_ledger or 'a cursor'}, but no metadata and no entries",
-                        )
-                    )
-            elif led.entries_on_bookie:
-                out.append(
-                    OrphanFinding(
-                        **row,
-                        category="on_disk_only",
-                        verdict="safe",
-                        owner=None,
-                        evidence=f"{led.entries_on_bookie} entries on the bookie, no ledger metadata"
-                        + (f" (held {led.deleted_guess} data)" if led.deleted_guess else ""),
-                    )
-                )
-            continue
-        if led.kind == "compacted":
-            topic = cm.get("pulsar/compactedTopic", b"").decode("utf-8", "replace")
-            if lid not in compacted:
-                out.append(
-                    OrphanFinding(
-                        **row,
-                        category="old_compacted",
-                        verdict="safe",
-                        owner=topic or None,
-                        evidence="no topic's __compaction cursor names it"
-                        + (f" ({topic} compacts into another ledger)" if topic else ""),
-                    )
-                )
-            continue
-        if led.kind == "schema":
-            sid = cm.get("pulsar/schemaId", b"").decode("utf-8", "replace")
-            if sid not in schema_refs:
-                out.append(
-                    OrphanFinding(
-                        **row,
-                        category="schema_of_deleted",
-                        verdict="safe",
-                        owner=sid or None,
-                        evidence=f"no /schemas/{sid} node" if sid else "no pulsar/schemaId in its metadata",
-                    )
-                )
-            elif lid not in schema_refs[sid]:
-                out.append(
-                    OrphanFinding(
-                        **row,
-                        category="schema_unreferenced",
-                        verdict="review",
-                        owner=sid,
-                        evidence=f"/schemas/{sid} lists ledgers {sorted(schema_refs[sid])}, not this one",
-                    )
-                )
-            continue
-        ml = led.managed_ledger
-        if led.kind == "cursor":
-            if lid in cursor_ledgers:
-                continue
-            cursor = cm.get("pulsar/cursor", b"").decode("utf-8", "replace") or led.cursor
-            if ml not in dd.ml_infos:
-                cat, ev = "owner_gone", f"cursor {cursor!r} of managed ledger {ml!r}, which no longer exists"
-            elif cursor not in {c.name for c in dd.cursors(ml)}:
-                cat, ev = "deleted_subscription", f"{ml} has no subscription {cursor!r} any more"
-            else:
-                cat, ev = "no_owner", f"subscription {cursor!r} exists but its cursor uses another ledger"
-            out.append(OrphanFinding(**row, category=cat, verdict="safe", owner=ml, evidence=ev))
-            continue
-        if ml is None:
-            if not cm:
-                out.append(
-                    OrphanFinding(
-                        **row,
-                        category="unknown_owner",
-                        verdict="review",
-                        owner=None,
-                        evidence="ledger metadata without custom metadata: not created by a Pulsar broker",
-                    )
-                )
-            continue
-        if lid in listed:
-            continue
-        if ml not in dd.ml_infos:
+    for _, led in sorted(dd.ledgers.items()):
+        found = _classify(dd, refs, led)
+        if found is not None:
+            category, verdict, owner, evidence = found
             out.append(
                 OrphanFinding(
-                    **row,
-                    category="owner_gone",
-                    verdict="safe",
-                    owner=ml,
-                    evidence=f"managed ledger {ml!r} named by its metadata no longer exists",
+                    ledger_id=led.ledger_id,
+                    category=category,
+                    verdict=verdict,
+                    kind=led.kind,
+                    owner=owner,
+                    evidence=evidence,
+                    state=led.state,
+                    entries=led.entries,
+                    bytes_on_bookie=led.bytes_on_bookie,
                 )
             )
-            continue
-        newest = lid > max_listed.get(ml, -1) and led.state == "OPEN"
-        out.append(
-            OrphanFinding(
-                **row,
-                category="no_owner",
-                verdict="review",
-                owner=ml,
-                evidence=f"{ml} lists {len(dd.ml_ledgers(ml))} ledgers, not this one"
-                + (
-                    "; it is OPEN and newer than all of them: possibly a ledger being created"
-                    if newest
-                    else "; left behind (Pulsar #13238: metadata kept after its delete failed)"
-                ),
-            )
-        )
     return out
+
+
+@dataclass(frozen=True)
+class _References:
+    """What refers to ledgers in one snapshot: the managed ledgers' lists, the cursors, the topics'
+    compacted ledgers, the schema locators."""
+
+    listed: set[int]
+    cursor_ledgers: set[int]
+    compacted: dict[int, str]
+    schema_refs: dict[str, set[int]]
+    max_listed: dict[str, int]
+
+    @classmethod
+    def of(cls, dd: DataDir) -> _References:
+        return cls(
+            listed={li.ledgerId for info in dd.ml_infos.values() for li in info.ledgerInfo},
+            cursor_ledgers={
+                ci.cursorsLedgerId
+                for curs in dd.cursor_infos.values()
+                for ci in curs.values()
+                if ci.cursorsLedgerId >= 0
+            },
+            compacted=_current_compacted(dd),
+            schema_refs={sid: _schema_ledgers(loc) for sid, loc in dd.schemas.items()},
+            max_listed={
+                ml: max((li.ledgerId for li in info.ledgerInfo), default=-1) for ml, info in dd.ml_infos.items()
+            },
+        )
+
+
+def _classify(dd: DataDir, refs: _References, led: Ledger) -> tuple[str, str, str | None, str] | None:
+    """``(category, verdict, owner, evidence)`` of a ledger nothing owns; None for an owned one."""
+    lid, cm, ml = led.ledger_id, led.custom_metadata, led.managed_ledger
+    if led.state == "DELETED":
+        if led.referenced or lid in refs.listed or lid in refs.cursor_ledgers:
+            if led.entries_on_bookie == 0:
+                why = f"listed by {ml or 'a cursor'}, but no metadata and no entries"
+                return "missing", "inconsistent", ml, why
+        elif led.entries_on_bookie:
+            held = f" (held {led.deleted_guess} data)" if led.deleted_guess else ""
+            return (
+                "on_disk_only",
+                "safe",
+                None,
+                f"{led.entries_on_bookie} entries on the bookie, no ledger metadata{held}",
+            )
+        return None
+    if led.kind == "compacted":
+        topic = cm.get("pulsar/compactedTopic", b"").decode("utf-8", "replace")
+        if lid in refs.compacted:
+            return None
+        elsewhere = f" ({topic} compacts into another ledger)" if topic else ""
+        return "old_compacted", "safe", topic or None, f"no topic's __compaction cursor names it{elsewhere}"
+    if led.kind == "schema":
+        sid = cm.get("pulsar/schemaId", b"").decode("utf-8", "replace")
+        if sid not in refs.schema_refs:
+            return (
+                "schema_of_deleted",
+                "safe",
+                sid or None,
+                (f"no /schemas/{sid} node" if sid else "no pulsar/schemaId in its metadata"),
+            )
+        if lid not in refs.schema_refs[sid]:
+            why = f"/schemas/{sid} lists ledgers {sorted(refs.schema_refs[sid])}, not this one"
+            return "schema_unreferenced", "review", sid, why
+        return None
+    if led.kind == "cursor":
+        if lid in refs.cursor_ledgers:
+            return None
+        cursor = cm.get("pulsar/cursor", b"").decode("utf-8", "replace") or led.cursor
+        if ml not in dd.ml_infos:
+            return "owner_gone", "safe", ml, f"cursor {cursor!r} of managed ledger {ml!r}, which no longer exists"
+        if cursor not in {c.name for c in dd.cursors(ml)}:
+            return "deleted_subscription", "safe", ml, f"{ml} has no subscription {cursor!r} any more"
+        return "no_owner", "safe", ml, f"subscription {cursor!r} exists but its cursor uses another ledger"
+    if ml is None:
+        if not cm:
+            return (
+                "unknown_owner",
+                "review",
+                None,
+                "ledger metadata without custom metadata: not created by a Pulsar broker",
+            )
+        return None
+    if lid in refs.listed:
+        return None
+    if ml not in dd.ml_infos:
+        return "owner_gone", "safe", ml, f"managed ledger {ml!r} named by its metadata no longer exists"
+    newest = lid > refs.max_listed.get(ml, -1) and led.state == "OPEN"
+    why = (
+        "; it is OPEN and newer than all of them: possibly a ledger being created"
+        if newest
+        else "; left behind (Pulsar #13238: metadata kept after its delete failed)"
+    )
+    return "no_owner", "review", ml, f"{ml} lists {len(dd.ml_ledgers(ml))} ledgers, not this one{why}"
 
 
 ORPHANS_SCHEMA = pa.schema(
@@ -253,19 +240,10 @@ DELETE_METADATA = "delete ledger metadata (the bookies then reclaim the entries)
 
 
 @dataclass(frozen=True)
-class OrphanCleanupItem(PlanItem):
-    """One orphan in a cleanup plan, its metadata node's version and creation time pinned."""
+class OrphanCleanupItem(OrphanFinding, PlanItem):
+    """One orphan in a cleanup plan: its finding, what is done about it, and its metadata node's
+    version and creation time pinned."""
 
-    ledger_id: int
-    category: str
-    verdict: str
-    kind: str
-    owner: str | None
-    evidence: str
-    #: The ledger's state (OPEN, CLOSED, ...; DELETED: no metadata).
-    state: str
-    entries: int
-    bytes_on_bookie: int
     action: str
     metadata_version: int
     metadata_ctime: int
@@ -368,14 +346,15 @@ def disk_usage_rows(
         for lid, size in sorted(md.ledgers.items()):
             live = _live(dd, lid)
             owner_class, owner = _owner_of(dd, lid, orphan)
+            level = reclaiming_level(usage, minor_threshold, major_threshold)
             if live:
                 reason = "orphan: nothing refers to it (see pulsarkit orphans)" if lid in orphan else "live"
-            elif usage >= major_threshold:
+            elif level is None:
                 reason = (
                     f"deleted ledger in a log still {usage:.0%} live: at or above the major compaction "
                     f"threshold {major_threshold:.0%}, so no compaction rewrites it"
                 )
-            elif usage >= minor_threshold:
+            elif level == "major":
                 reason = (
                     f"deleted ledger in a log {usage:.0%} live: only the next major compaction "
                     f"(threshold {major_threshold:.0%}) rewrites it"

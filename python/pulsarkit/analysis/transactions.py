@@ -26,10 +26,7 @@ import pyarrow as pa
 
 from ..broker.topic_name import PENDING_ACK_SUFFIX, TXN_LOG_PREFIX, ml_kind, ml_to_topic
 from ..broker.transaction import PENDING_ACK_CURSOR, TRANSACTION_LOG_CURSOR
-from ..codec.txn import (
-    decode_pending_ack_entry,
-    decode_txn_log_entry,
-)
+from ..codec.txn import TxnSubscription, decode_pending_ack_entry, decode_txn_log_entry
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
 from ..scan.datadir import DataDir
@@ -46,7 +43,7 @@ class Transaction:
     #: The coordinator's last recorded status (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED).
     coordinator_state: str | None = None
     partitions: list[str] = field(default_factory=list)
-    subscriptions: list[dict[str, str]] = field(default_factory=list)
+    subscriptions: list[TxnSubscription] = field(default_factory=list)
     timeout_ms: int | None = None
     start_time: int | None = None
     last_modification_time: int | None = None
@@ -121,30 +118,30 @@ def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
         cursor = _log_cursor(dd, ml, TRANSACTION_LOG_CURSOR)
         for pos, recs in dd.ml_records(ml, decode_txn_log_entry, "bad_txn_log_entry"):
             for r in recs:
-                key = (r["txnid_most_bits"], r["txnid_least_bits"])
+                key = (r.txnid_most_bits, r.txnid_least_bits)
                 t = out.setdefault(key, Transaction(*key))
                 t.log_records += 1
-                t.live_log_records += not _record_deleted(cursor, pos, r["batched"], r["batch_index"])
-                if r["last_modification_time"] is not None:
-                    t.last_modification_time = r["last_modification_time"]
-                if r["op"] == "NEW":
+                t.live_log_records += not _record_deleted(cursor, pos, r.batched, r.batch_index)
+                if r.last_modification_time is not None:
+                    t.last_modification_time = r.last_modification_time
+                if r.op == "NEW":
                     t.coordinator_state = t.coordinator_state or "OPEN"
-                    t.timeout_ms, t.start_time = r["timeout_ms"], r["start_time"]
-                    t.owner = r["owner"] or t.owner
-                elif r["op"] == "ADD_PARTITION":
-                    t.partitions.extend(p for p in r["partitions"] if p not in t.partitions)
-                elif r["op"] == "ADD_SUBSCRIPTION":
-                    t.subscriptions.extend(s for s in r["subscriptions"] if s not in t.subscriptions)
-                elif r["op"] == "UPDATE" and r["new_status"] is not None:
-                    t.coordinator_state = r["new_status"]
-                    t.is_timeout = t.is_timeout or bool(r["is_timeout"])
+                    t.timeout_ms, t.start_time = r.timeout_ms, r.start_time
+                    t.owner = r.owner or t.owner
+                elif r.op == "ADD_PARTITION":
+                    t.partitions.extend(p for p in r.partitions if p not in t.partitions)
+                elif r.op == "ADD_SUBSCRIPTION":
+                    t.subscriptions.extend(s for s in r.subscriptions if s not in t.subscriptions)
+                elif r.op == "UPDATE" and r.new_status is not None:
+                    t.coordinator_state = r.new_status
+                    t.is_timeout = t.is_timeout or bool(r.is_timeout)
     for ml in dd.managed_ledger_names():
         if ml_kind(ml) != "pending_ack":
             continue
         for _, recs in dd.ml_records(ml, decode_pending_ack_entry, "bad_pending_ack_entry"):
             for r in recs:
-                key = (r["txnid_most_bits"] or 0, r["txnid_least_bits"] or 0)
-                out.setdefault(key, Transaction(*key)).pending_acks[ml_to_topic(ml)] = r["op"]
+                key = (r.txnid_most_bits or 0, r.txnid_least_bits or 0)
+                out.setdefault(key, Transaction(*key)).pending_acks[ml_to_topic(ml)] = r.op
     topics = [ml for ml in dd.managed_ledger_names() if ml_kind(ml) == "topic"]
     for ml, (marks, used) in topic_markers(dd, topics).items():
         name = ml_to_topic(ml)
@@ -178,7 +175,7 @@ def transaction_rows(dd: DataDir, now_ms: int | None = None) -> Iterator[dict[st
             "timed_out": t.timed_out(now),
             "is_timeout": t.is_timeout,
             "partitions": t.partitions,
-            "subscriptions": t.subscriptions,
+            "subscriptions": [{"topic": x.topic, "subscription": x.subscription} for x in t.subscriptions],
             "topics": t.topics,
             "markers": sorted(t.markers.items()),
             "pending_acks": sorted(t.pending_acks.items()),
@@ -245,10 +242,10 @@ def transaction_log_rows(dd: DataDir) -> Iterator[dict[str, Any]]:
         ledgers, entries, size = _ml_bytes(dd, ml)
         records = live = batched_entries = 0
         for pos, recs in dd.ml_records(ml, decode_txn_log_entry, "bad_txn_log_entry"):
-            batched_entries += bool(recs and recs[0]["batched"])
+            batched_entries += bool(recs and recs[0].batched)
             for r in recs:
                 records += 1
-                live += not _record_deleted(cursor, pos, r["batched"], r["batch_index"])
+                live += not _record_deleted(cursor, pos, r.batched, r.batch_index)
         yield {
             "topic": ml_to_topic(ml),
             "coordinator_id": int(ml[len(TXN_LOG_PREFIX) :]) if ml[len(TXN_LOG_PREFIX) :].isdigit() else None,
@@ -312,11 +309,11 @@ def pending_ack_rows(dd: DataDir) -> Iterator[dict[str, Any]]:
             for r in recs:
                 records += 1
                 after += store_cursor is None or pos > store_cursor.mark_delete
-                key = (r["txnid_most_bits"] or 0, r["txnid_least_bits"] or 0)
-                if r["op"] == "ACK":
-                    open_txns[key] = open_txns.get(key, 0) + len(r["positions"])
-                    for p in r["positions"]:
-                        acked = Position(p["ledger_id"], p["entry_id"])
+                key = (r.txnid_most_bits or 0, r.txnid_least_bits or 0)
+                if r.op == "ACK":
+                    open_txns[key] = open_txns.get(key, 0) + len(r.positions)
+                    for p in r.positions:
+                        acked = Position(p.ledger_id, p.entry_id)
                         max_acked = acked if max_acked is None else max(max_acked, acked)
                 else:
                     open_txns.pop(key, None)

@@ -169,6 +169,16 @@ def select_for_compaction(logs: Iterable[tuple[L, int, float]], threshold: float
     return [(lg, usage) for lg, _, usage in cands]
 
 
+def reclaiming_level(usage: float, minor_threshold: float, major_threshold: float) -> str | None:
+    """The first compaction level that rewrites a log of ``usage`` (a log under a level's threshold is
+    a candidate, as in :func:`select_for_compaction`): ``"minor"``, ``"major"``, or None (neither)."""
+    if usage < minor_threshold:
+        return "minor"
+    if usage < major_threshold:
+        return "major"
+    return None
+
+
 @dataclass(frozen=True)
 class DiskPressure:
     """What the ledger directory's fill level does to a run (``SingleDirectoryDbLedgerStorage``'s disk
@@ -576,6 +586,7 @@ __all__ = [
     "Skipped",
     "compaction_level",
     "log_usage",
+    "reclaiming_level",
     "read_entry_log",
     "select_for_compaction",
 ]

@@ -164,6 +164,11 @@ class Compactor:
         #: The last plan made here and its phase one, so executing it reads the topic only once more.
         self._planned: tuple[CompactionPlan, Any, CompactedTopic] | None = None
 
+    @property
+    def options(self) -> CompactionOptions:
+        """The settings a plan records, which its execution must have too."""
+        return CompactionOptions(self.retain_null_key, self.event_time_order, self.retained_only, self.partition)
+
     def view(self) -> CompactedTopic:
         return CompactedTopic.open(self.factory, self.ml)
 
@@ -202,7 +207,7 @@ class Compactor:
         last = self.ml.last_confirmed_entry
         state = self._state()
         now = self.ml.now() if now_ms is None else int(now_ms)
-        options = CompactionOptions(self.retain_null_key, self.event_time_order, self.retained_only, self.partition)
+        options = self.options
         if last.entry_id < 0 or (view.horizon is not None and last <= view.horizon):
             return CompactionPlan(
                 self.ml.name, self.topic, None, view.horizon, previous, 0, 0, 0, [], options, now, state
@@ -248,7 +253,7 @@ class Compactor:
         nothing written."""
         if plan.managed_ledger != self.ml.name:
             raise LifecycleError(f"the compaction plan is for {plan.managed_ledger!r}, not {self.ml.name!r}")
-        options = CompactionOptions(self.retain_null_key, self.event_time_order, self.retained_only, self.partition)
+        options = self.options
         if plan.options != options:
             raise LifecycleError(f"the compaction plan was made with {plan.options}, this compactor has {options}")
         latest: Any = None

@@ -21,6 +21,7 @@ import argparse
 import base64
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..analysis.backlog import backlog_rows
-from ..analysis.messages import ledger_entries, message_batches, read_message_rows
+from ..analysis.backlog import backlog_batches
+from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.datadir import open_data_dir
@@ -240,30 +241,32 @@ def _topics(p: argparse.ArgumentParser) -> Runner:
     return run
 
 
-def _print_records(records: Any, args: argparse.Namespace, total: int, markers: bool = False) -> int:
-    """Rows of the one message schema: as Parquet, or rendered as JSON records (JSON lines, table)."""
+def _print_records(
+    batches: Iterable[pa.RecordBatch], args: argparse.Namespace, total: int, markers: bool = False
+) -> int:
+    """Batches of the one message schema: as Parquet, or rendered as JSON records (JSON lines, table)."""
     prog = Progress(total, "reading entries", enabled=args.progress)
     n = 0
     try:
         if args.format == "parquet":
             with pq.ParquetWriter(_out_file(args), arrow_schema(message_fields(markers))) as w:
-                for b in message_batches(records, markers=markers):
+                for b in batches:
                     w.write_batch(b)
                     n += b.num_rows
                     prog.update(n)
         elif args.format == "jsonl":
             out = open(args.dest, "w") if args.dest else sys.stdout
             try:
-                for r in map(json_record, records):
-                    out.write(json.dumps(r) + "\n")
-                    n += 1
+                for b in batches:
+                    out.writelines(json.dumps(json_record(r)) + "\n" for r in b.to_pylist())
+                    n += b.num_rows
                     prog.update(n)
             finally:
                 if out is not sys.stdout:
                     out.close()
         else:
             rows = []
-            for r in map(json_record, records):
+            for r in (json_record(r) for b in batches for r in b.to_pylist()):
                 mid = r["message_id"]
                 pl = r["payload_b64"]
                 shown = "<encrypted>" if r["encrypted"] else ("<null>" if r["null_value"] else _preview(pl))
@@ -334,10 +337,10 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
         dd = _open(args)
         topics = args.topic
         # resolve first: a topic that is not there is one clear error, before any output
-        mls = [ml for t in topics for ml in dd.expand(t)] if topics else None
-        total = sum(t.entries for t in dd.topics() if mls is None or t.managed_ledger in mls)
+        mls = [dd.resolve(ml) for t in topics for ml in dd.expand(t)] if topics else message_topics(dd, args.system)
+        total = message_entries(dd, mls)
         _print_records(
-            read_message_rows(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system),
+            message_batches(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system),
             args,
             total,
             markers=args.markers,
@@ -366,8 +369,8 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
 
         dd = _open(args)
         c = dd.cursor(args.topic, args.subscription)
-        total = dd.topic(c.managed_ledger).entries
-        n = _print_records(backlog_rows(dd, args.topic, args.subscription), args, total)
+        total = message_entries(dd, [c.managed_ledger])
+        n = _print_records(backlog_batches(dd, args.topic, args.subscription), args, total)
         if args.format == "table":
             print(
                 f"{n} message(s) in the backlog of {args.subscription} (mark-delete {c.mark_delete}, from {c.source})"

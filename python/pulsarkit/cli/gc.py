@@ -38,7 +38,7 @@ from ..analysis.orphans import (
     disk_usage_table,
     orphans_table,
 )
-from ..bookkeeper.gc import GcConfig
+from ..bookkeeper.gc import GcConfig, reclaiming_level
 from ..bookkeeper.gc_cluster import BookieGcRun, GcPlans, execute_bookies, open_bookies, plan_bookies
 from ..errors import BookieError
 from ..metadata.store import MetadataStore
@@ -124,14 +124,11 @@ def _du(p: argparse.ArgumentParser) -> Runner:
                 g["live" if r["live"] else "dead"] += r["bytes"]
             out = list(logs.values())
             for g in out:
+                level = reclaiming_level(g["usage"], MINOR_COMPACTION_THRESHOLD, MAJOR_COMPACTION_THRESHOLD)
                 if not g["dead"]:
                     g["next_step"] = "nothing to reclaim"
-                elif g["usage"] < MINOR_COMPACTION_THRESHOLD:
-                    g["next_step"] = "minor compaction reclaims it"
-                elif g["usage"] < MAJOR_COMPACTION_THRESHOLD:
-                    g["next_step"] = "major compaction reclaims it"
                 else:
-                    g["next_step"] = "kept: usage above both thresholds"
+                    g["next_step"] = f"{level} compaction reclaims it" if level else "kept: usage above both thresholds"
             cols = ["log_id", "total", "live", "dead", "usage", "next_step"]
         if args.json:
             for r in out:

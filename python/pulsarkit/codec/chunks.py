@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import _native
 from ..errors import CorruptEntryError
-from .entry import COMPRESSION_TYPES, DEFAULT_DECOMPRESSION_LIMIT, Entry, Message
+from .entry import DEFAULT_DECOMPRESSION_LIMIT, Entry, Message, compression_name, metadata_message
 
 
 @dataclass
@@ -106,22 +106,9 @@ class ChunkAssembler:
         if cid != n - 1:
             return None
         del self._ctx[uuid]
-        codec = COMPRESSION_TYPES[md.compression] if md.compression < 5 else str(md.compression)
+        codec = compression_name(md.compression)
         payload = _native.decompress(codec, bytes(ctx.buffer), md.uncompressed_size, self.max_uncompressed_size)
-        first = ctx.first.metadata
-        msg = Message(
-            payload=payload,
-            key=first.partition_key if first.HasField("partition_key") else None,
-            ordering_key=first.ordering_key if first.HasField("ordering_key") else None,
-            properties={kv.key: kv.value for kv in first.properties},
-            event_time=first.event_time or None,
-            publish_time=first.publish_time,
-            producer_name=first.producer_name,
-            sequence_id=first.sequence_id,
-            null_value=first.null_value,
-            partition_key_b64_encoded=first.partition_key_b64_encoded,
-        )
-        return ChunkedMessage(msg, ctx.chunk_ids, uuid)
+        return ChunkedMessage(metadata_message(ctx.first.metadata, payload), ctx.chunk_ids, uuid)
 
     def expire(self) -> list[str]:
         """Drops contexts idle longer than ``expire_incomplete_after_ms``; returns their uuids."""

@@ -61,6 +61,30 @@ class Message:
     encryption_algo: str | None = None
 
 
+def compression_name(code: int) -> str:
+    """The name of a ``MessageMetadata.compression`` code (one pulsarkit does not know: its number)."""
+    return COMPRESSION_TYPES[code] if code < 5 else str(code)
+
+
+def metadata_message(md: MessageMetadata, payload: bytes, **extra: Any) -> Message:
+    """A message whose fields are its entry's own ``MessageMetadata`` (a message that is not a batch's:
+    an encrypted entry handed over whole, a chunked message from its first chunk); ``extra`` adds the
+    rest (batch size, broker entry metadata, encryption)."""
+    return Message(
+        payload=payload,
+        key=md.partition_key if md.HasField("partition_key") else None,
+        ordering_key=md.ordering_key if md.HasField("ordering_key") else None,
+        properties={kv.key: kv.value for kv in md.properties},
+        event_time=md.event_time or None,
+        publish_time=md.publish_time,
+        producer_name=md.producer_name,
+        sequence_id=md.sequence_id,
+        null_value=md.null_value,
+        partition_key_b64_encoded=md.partition_key_b64_encoded,
+        **extra,
+    )
+
+
 class Entry:
     """A stored Pulsar entry: ``[broker entry metadata][checksum][metadata size][MessageMetadata][payload]``.
 
@@ -163,11 +187,7 @@ class Entry:
 
     @property
     def compression(self) -> str:
-        return (
-            COMPRESSION_TYPES[self.metadata.compression]
-            if self.metadata.compression < 5
-            else str(self.metadata.compression)
-        )
+        return compression_name(self.metadata.compression)
 
     @property
     def entry_timestamp(self) -> int:
@@ -235,18 +255,10 @@ class Entry:
                 "read without the private key; pass ciphertext=True for the encrypted payload, flagged"
             )
         bem = self.broker_entry_metadata
-        return Message(
-            payload=self.payload,
-            key=md.partition_key if md.HasField("partition_key") else None,
-            ordering_key=md.ordering_key if md.HasField("ordering_key") else None,
-            properties={kv.key: kv.value for kv in md.properties},
-            event_time=md.event_time or None,
-            publish_time=md.publish_time,
-            producer_name=md.producer_name,
-            sequence_id=md.sequence_id,
+        return metadata_message(
+            md,
+            self.payload,
             batch_size=md.num_messages_in_batch if self.is_batch else 0,
-            null_value=md.null_value,
-            partition_key_b64_encoded=md.partition_key_b64_encoded,
             index=bem.index if bem else None,
             broker_timestamp=bem.broker_timestamp if bem else None,
             encrypted=True,

@@ -10,6 +10,7 @@ records are built with the protobuf classes of :mod:`pulsarkit.proto`, which sha
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -66,16 +67,83 @@ def _one_entry(kernel: Any, data: bytes, what: str) -> list[dict[str, Any]]:
     return rows
 
 
-def decode_txn_log_entry(data: bytes) -> list[dict[str, Any]]:
-    """The ``TransactionMetadataEntry`` records of one coordinator-log entry, as dicts with the columns
-    of :func:`pulsarkit.bulk.explode_transaction_log` (``op``, ``txnid_most_bits``, ``new_status``, ...)."""
-    return _one_entry(_native.bulk_explode_transaction_log, data, "transaction-log")
+@dataclass(frozen=True)
+class RecordPlace:
+    """Where a record sits in its entry: alone (``batched`` False, index 0 of 1) or in a PIP-160 batch."""
+
+    batched: bool
+    batch_size: int
+    batch_index: int
+    #: the serialized record's size
+    record_bytes: int
 
 
-def decode_pending_ack_entry(data: bytes) -> list[dict[str, Any]]:
-    """The ``PendingAckMetadataEntry`` records of one pending-ack store entry (batched or single), as
-    dicts with the columns of :func:`pulsarkit.bulk.explode_pending_ack_log`."""
-    return _one_entry(_native.bulk_explode_pending_ack_log, data, "pending-ack")
+@dataclass(frozen=True)
+class TxnSubscription:
+    topic: str
+    subscription: str
+
+
+@dataclass(frozen=True)
+class TxnLogRecord(RecordPlace):
+    """One ``TransactionMetadataEntry`` of a coordinator's log (the columns of
+    :func:`pulsarkit.bulk.explode_transaction_log`); statuses and ops by name."""
+
+    op: str
+    txnid_most_bits: int
+    txnid_least_bits: int
+    expected_status: str | None
+    new_status: str | None
+    partitions: list[str]
+    subscriptions: list[TxnSubscription]
+    timeout_ms: int | None
+    start_time: int | None
+    last_modification_time: int | None
+    max_local_txn_id: int | None
+    owner: str | None
+    is_timeout: bool | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> TxnLogRecord:
+        subs = [TxnSubscription(s["topic"], s["subscription"]) for s in row.pop("subscriptions") or ()]
+        return cls(**row, subscriptions=subs)
+
+
+@dataclass(frozen=True)
+class AckedPosition:
+    """A position a pending-ack record acknowledges; ``ack_set`` (long words) for part of a batch."""
+
+    ledger_id: int
+    entry_id: int
+    ack_set: list[int] | None
+    batch_size: int | None
+
+
+@dataclass(frozen=True)
+class PendingAckRecord(RecordPlace):
+    """One ``PendingAckMetadataEntry`` of a subscription's pending-ack store (the columns of
+    :func:`pulsarkit.bulk.explode_pending_ack_log`)."""
+
+    op: str
+    ack_type: str | None
+    txnid_most_bits: int | None
+    txnid_least_bits: int | None
+    positions: list[AckedPosition]
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> PendingAckRecord:
+        positions = [AckedPosition(**p) for p in row.pop("positions") or ()]
+        return cls(**row, positions=positions)
+
+
+def decode_txn_log_entry(data: bytes) -> list[TxnLogRecord]:
+    """The ``TransactionMetadataEntry`` records of one coordinator-log entry."""
+    return [TxnLogRecord.from_row(r) for r in _one_entry(_native.bulk_explode_transaction_log, data, "transaction-log")]
+
+
+def decode_pending_ack_entry(data: bytes) -> list[PendingAckRecord]:
+    """The ``PendingAckMetadataEntry`` records of one pending-ack store entry (batched or single)."""
+    return [PendingAckRecord.from_row(r) for r in _one_entry(_native.bulk_explode_pending_ack_log, data, "pending-ack")]
 
 
 def txn_metadata_record(
@@ -139,13 +207,18 @@ def pending_ack_record(
 
 __all__ = [
     "ACK_TYPES",
+    "AckedPosition",
     "BATCHED_ENTRY_PREFIX",
     "MARKER_TYPES",
     "PENDING_ACK_OPS",
+    "PendingAckRecord",
+    "RecordPlace",
     "TXN_ABORT_MARKER",
     "TXN_COMMIT_MARKER",
     "TXN_OPS",
     "TXN_STATUS",
+    "TxnLogRecord",
+    "TxnSubscription",
     "decode_pending_ack_entry",
     "decode_txn_log_entry",
     "pack_batched_entry",

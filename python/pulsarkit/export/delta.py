@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, refuse_long_partitions, staged_table
-from .target import Target
+from .target import Target, optional_package
 
 #: the key of a pulsarkit commit's custom metadata: the marks document
 DELTA_MARKS_KEY = "pulsarkit.export"
@@ -23,11 +23,7 @@ class DeltaTarget(Target):
     name: ClassVar[str] = "delta"
 
     def __init__(self, out: Path, source: str, *, force: bool = False, other_source: bool = False) -> None:
-        try:  # optional, and imported only here: the other commands start without it
-            import deltalake
-        except ImportError as e:
-            raise ExportRefused("--to delta needs the deltalake package (pip install 'pulsarkit[delta]')") from e
-        self.deltalake: Any = deltalake
+        self.deltalake: Any = optional_package("deltalake", self.name)
         super().__init__(out, source, force=force, other_source=other_source)
 
     def _open(self, force: bool) -> ExportMarks | None:

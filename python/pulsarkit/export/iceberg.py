@@ -22,7 +22,7 @@ from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, TABLE_FIELDS, refuse_long_partitions, staged_table
-from .target import Target
+from .target import Target, optional_package
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
 #: the table in the export's own catalog
@@ -75,10 +75,7 @@ class IcebergTarget(Target):
     name: ClassVar[str] = "iceberg"
 
     def __init__(self, out: Path, source: str, *, force: bool = False, other_source: bool = False) -> None:
-        try:  # optional, and imported only here: the other commands start without it
-            import pyiceberg.catalog.sql  # noqa: F401  (needs sqlalchemy: the extra sql-sqlite)
-        except ImportError as e:
-            raise ExportRefused("--to iceberg needs the pyiceberg package (pip install 'pulsarkit[iceberg]')") from e
+        optional_package("pyiceberg.catalog.sql", self.name)  # needs sqlalchemy: the extra sql-sqlite
         self._metadata_location: str | None = None
         self._catalog: Any = None
         super().__init__(out, source, force=force, other_source=other_source)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..durable import fsync_dir
 from ..scan.records import DataDirError
 from .marks import Mark
 
@@ -40,14 +41,6 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_json_atomically(path: Path, obj: object) -> None:
     """``obj`` as ``path``, durably and all or nothing: a temporary file, fsynced, renamed into place."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
@@ -57,7 +50,7 @@ def write_json_atomically(path: Path, obj: object) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..broker.topic_name import ml_to_topic
-from ..scan import Plan, plan, read_partition
+from ..scan import ScanPlan, plan, read_partition
 from ..scan.datadir import open_data_dir
 from ..scan.records import DataDirError
 from .delta import DeltaTarget
@@ -53,7 +53,7 @@ class ExportJob:
     """A planned run, what an engine needs to stage it: the scan plan and the bounds per topic."""
 
     source: str
-    plan: Plan
+    plan: ScanPlan
     #: the committed marks (exclusive lower bounds) and the marks this run commits (inclusive upper bounds)
     after: dict[str, Mark]
     until: dict[str, Mark]

@@ -15,12 +15,13 @@ an interrupted run left, and a run with nothing new commits nothing.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -39,6 +40,16 @@ class Commit:
     #: relative paths of the data files the commit added, for a target that names them itself (Parquet)
     files: list[str] | None
     staged: int
+
+
+def optional_package(module: str, to: str) -> Any:
+    """``module``, the optional package the ``to`` format needs, imported only when such a target is
+    opened (the other commands start without it); refused, naming the extra to install, when missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        package = module.split(".")[0]
+        raise ExportRefused(f"--to {to} needs the {package} package (pip install 'pulsarkit[{to}]')") from e
 
 
 class Target(ABC):

@@ -216,6 +216,13 @@ class _In:
     def left(self) -> int:
         return self.end - self.pos
 
+    def file_header(self, magic: int) -> tuple[int, int]:
+        """``FileHeader{magic, version, dbid}`` (snapshots and logs alike): ``(version, dbid)``, a bad magic refused."""
+        found = self.int("file header magic")
+        if found != magic:
+            raise self.fail(f"bad magic {found:#x}, expected {magic.to_bytes(4, 'big').decode()!r}", 0)
+        return self.int("file header version"), self.long("file header dbid")
+
     def fail(self, msg: str, at: int | None = None) -> ZooKeeperDataError:
         off = self.base + (self.pos if at is None else at)
         e = ZooKeeperDataError(f"{self.file}: {msg} at offset {off}")
@@ -374,11 +381,7 @@ def parse_snapshot(raw: bytes, file: str = "snapshot") -> Snapshot:
     if len(data) < 10 or data[-5:] != b"\x00\x00\x00\x01/":
         raise ZooKeeperDataError(f"{file}: not a complete snapshot (no end seal) at offset {max(len(data) - 5, 0)}")
     inp = _In(data, file)
-    magic = inp.int("file header magic")
-    if magic != SNAP_MAGIC:
-        raise inp.fail(f"bad magic {magic:#x}, expected 'ZKSN'", 0)
-    version = inp.int("file header version")
-    dbid = inp.long("file header dbid")
+    version, dbid = inp.file_header(SNAP_MAGIC)
     nsess = inp.count("session list", 12) or 0
     sessions = {}
     for _ in range(nsess):
@@ -631,11 +634,7 @@ def _zeros(raw: Any, start: int, chunk: int = 1 << 20) -> bool:
 def parse_txn_log(raw: bytes, file: str = "log") -> TxnLog:
     """Every complete record of one log file. A bad header raises; a bad record ends the reading with an issue."""
     inp = _In(raw, file)
-    magic = inp.int("file header magic")
-    if magic != TXNLOG_MAGIC:
-        raise inp.fail(f"bad magic {magic:#x}, expected 'ZKLG'", 0)
-    version = inp.int("file header version")
-    dbid = inp.long("file header dbid")
+    version, dbid = inp.file_header(TXNLOG_MAGIC)
     txns: list[Txn] = []
     issues: list[Issue] = []
     fatal = False

@@ -6,7 +6,7 @@ export all read messages through it."""
 
 from .datadir import DataDir, open_data_dir
 from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
-from .plan import Plan, plan
+from .plan import ScanPlan, plan, plan_data_dir
 from .read import BATCH_BYTES, UnreadableEntry, iter_entries, read_all, read_partition
 from .records import DataDirError
 from .schema import ENTRY_FIELDS, MESSAGE_FIELDS, PUSHABLE, TIME_COLUMNS, Filter, arrow_schema, message_fields
@@ -21,10 +21,10 @@ __all__ = [
     "MESSAGE_FIELDS",
     "PRUNED",
     "PUSHABLE",
-    "Plan",
     "ReadStats",
     "Replica",
     "ScanPartition",
+    "ScanPlan",
     "Segment",
     "TIME_COLUMNS",
     "TXN_MODES",
@@ -34,6 +34,7 @@ __all__ = [
     "message_fields",
     "open_data_dir",
     "plan",
+    "plan_data_dir",
     "read_all",
     "read_partition",
 ]

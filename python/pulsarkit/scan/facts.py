@@ -16,6 +16,7 @@ from .. import bulk
 from ..bookkeeper import digest as bookie_digest
 from ..bookkeeper.entrylog import scan_entry_logs
 from ..codec.entry import Entry
+from ..codec.txn import TXN_ABORT_MARKER, TXN_COMMIT_MARKER
 from ..errors import PulsarkitError
 from ..managed_ledger.position import Position
 from .datadir import DataDir
@@ -66,13 +67,18 @@ def topic_facts(
     facts: dict[str, TopicFacts] = {}
     if not owner:
         return facts, ({} if time_filters else None)
-    candidates: list[tuple[int, int, str | None, bool]] = []  # ledger, entry, uuid of a chunk, transactional
+    # ledger, entry, uuid of a chunk, (txn most, least bits) or None, marker type
+    candidates: list[tuple[int, int, str | None, tuple[int, int] | None, int]] = []
     pruning = _Pruning(time_filters) if time_filters else None
 
-    def absorb(lids: pa.Array, eids: pa.Array, md: Any, keep: Any) -> None:
+    def absorb(lids: pa.Array, eids: pa.Array, md: Any, keep: Any, verified: Any = None) -> None:
         """One decoded batch: ``md`` the metadata of entries ``lids``/``eids``, ``keep`` the rows of
-        owned ledgers (None: all)."""
+        owned ledgers (None: all). Its transactions and chunks are taken from the metadata itself:
+        no entry is read again for them; a copy whose digest does not verify (``verified`` False) does
+        not decide a transaction (its read reports it)."""
         txn = pc.or_(pc.is_valid(md.column("txnid_most_bits")), pc.is_valid(md.column("txnid_least_bits")))
+        if verified is not None:
+            txn = pc.and_(txn, pc.fill_null(verified, True))
         chunk = pc.fill_null(
             pc.and_(pc.is_valid(md.column("uuid")), pc.greater(md.column("num_chunks_from_msg"), 1)), False
         )
@@ -80,11 +86,14 @@ def topic_facts(
         if keep is not None:
             m = pc.and_(keep, m)
         if pc.any(m).as_py():
-            sel = pa.Table.from_arrays(
-                [lids, eids, md.column("uuid"), chunk, pc.fill_null(txn, False)], names=["l", "e", "u", "c", "t"]
-            ).filter(m)
-            for lid, eid, uuid, is_chunk, is_txn in zip(*(sel.column(i).to_pylist() for i in range(5)), strict=True):
-                candidates.append((lid, eid, uuid if is_chunk else None, is_txn))
+            cols = [lids, eids, md.column("uuid"), chunk, md.column("txnid_most_bits"), md.column("txnid_least_bits")]
+            cols += [md.column("marker_type"), pc.fill_null(txn, False)]
+            sel = pa.Table.from_arrays(cols, names=list("lecuvwkt")).filter(m)
+            for lid, eid, uuid, is_chunk, most, least, marker, is_txn in zip(
+                *(sel.column(i).to_pylist() for i in range(8)), strict=True
+            ):
+                key = ((most or 0) & MASK, (least or 0) & MASK) if is_txn else None
+                candidates.append((lid, eid, uuid if is_chunk else None, key, marker or 0))
         if pruning is not None:
             pruning.absorb(lids, eids, md, chunk, keep)
 
@@ -127,7 +136,8 @@ def topic_facts(
             if not pc.any(keep).as_py():
                 continue
             # metadata only, of every row (views cannot be filtered cheaply; other ledgers give errors)
-            absorb(b.column("ledger_id"), b.column("entry_id"), bulk.decode_metadata(b.column("payload")), keep)
+            md = bulk.decode_metadata(b.column("payload"))
+            absorb(b.column("ledger_id"), b.column("entry_id"), md, keep, b.column("digest_ok"))
     elif mode == "heads":
         readers = Readers()
         for current, wants in wanted.items():
@@ -151,43 +161,33 @@ def topic_facts(
                     bulk.decode_metadata(pa.array([heads[j] for j in got], pa.binary())),
                     None,
                 )
+    journal_only = []
     for lid in owner:
         local = index.get(lid, (None, {}))[1]
-        for eid in dd.journal.get(lid, {}):
-            if eid not in local:
-                candidates.append((lid, eid, None, True))  # decoded below
+        journal_only += [(lid, eid) for eid in dd.journal.get(lid, {}) if eid not in local]
+    for lid, eid in journal_only:  # in no entry log: the pass did not see them (they are in memory)
+        try:
+            e = Entry.parse(dd.read_entry(lid, eid), verify_checksum=False)
+        except PulsarkitError:
+            continue
+        txn = e.txn_id
+        key = None if txn is None else (txn[0] & MASK, txn[1] & MASK)
+        md = e.metadata
+        candidates.append((lid, eid, md.uuid if e.is_chunk else None, key, md.marker_type if e.is_marker else 0))
     seen: set[Pos] = set()
-    for lid, eid, uuid, is_txn in sorted(set(candidates), key=lambda c: (c[0], c[1])):
+    for lid, eid, uuid, key, marker in sorted(set(candidates), key=lambda c: (c[0], c[1])):
         led = dd.ledgers.get(lid)
         if led is None or eid > led.last_entry_id or (lid, eid) in seen:
             continue
         seen.add((lid, eid))
         f = facts.setdefault(owner[lid], TopicFacts())
-        if not is_txn and uuid is not None:  # a chunk's span needs its uuid only: no need to read it whole
+        if uuid is not None:
             _span(f, uuid, (lid, eid))
+        if key is None:
             continue
-        try:
-            data = dd.read_entry(lid, eid)
-            if eid in index.get(lid, (None, {}))[1]:
-                stats.entry_reads += 1
-                stats.entry_bytes += len(data) + 40  # the record: bookie header, digest, length field
-            e = Entry.parse(data, verify_checksum=False)
-        except PulsarkitError:
-            if uuid is not None:  # a span only constrains where partitions are cut: keep it wide
-                _span(f, uuid, (lid, eid))
-            continue
-        md = e.metadata
-        if e.is_chunk:
-            _span(f, md.uuid, (lid, eid))
-        elif uuid is not None:
-            _span(f, uuid, (lid, eid))
-        txn = e.txn_id
-        if txn is None:
-            continue
-        key = (txn[0] & MASK, txn[1] & MASK)
-        if e.marker in TXN_MARKERS:
-            f.markers[key] = e.marker  # type: ignore[assignment]
-        elif not e.is_marker:
+        if marker in TXN_MARKERS:
+            f.markers[key] = TXN_MARKERS[marker]
+        elif not marker:
             f.first_txn.setdefault(key, (lid, eid))
     return facts, (pruning.dropped() if pruning is not None else None)
 
@@ -268,8 +268,8 @@ def _span(f: TopicFacts, uuid: str, pos: Pos) -> None:
     f.chunks[uuid] = (min(lo, pos), max(hi, pos))
 
 
-#: The markers that end a transaction in a topic.
-TXN_MARKERS = ("TXN_COMMIT", "TXN_ABORT")
+#: The markers that end a transaction in a topic, by their ``marker_type``.
+TXN_MARKERS = {TXN_COMMIT_MARKER: "TXN_COMMIT", TXN_ABORT_MARKER: "TXN_ABORT"}
 
 
 def topic_markers(dd: DataDir, mls: Sequence[str]) -> dict[str, tuple[dict[Pos, str], dict[Pos, Position]]]:

@@ -1,10 +1,10 @@
-"""The per-entry rules of a message read: markers, encryption, chunks, batches, transaction state and
-the read-committed filter, applied to a batch of entries."""
+"""The per-entry rules of a message read (markers, encryption, chunks, batches, transaction state, the
+read-committed filter and a subscription's acknowledgements), applied to a batch of entries."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,50 +21,114 @@ def signed(v: int | None) -> int | None:
     return None if v is None else (v - (1 << 64) if v >= 1 << 63 else v)
 
 
-class MessageState:
-    """Per-partition state of the message read: the chunk assembler and the transaction states."""
+#: Hears of what a read could not turn into rows: ``(kind, ledger, entry, message, file, offset)``.
+#: Kinds: ``unreadable_entry`` (not read or not verified), ``bad_replica`` (a copy skipped, another
+#: read), ``bad_entry`` (not a Pulsar entry, or messages undecodable), ``bad_chunk``,
+#: ``incomplete_chunked_message`` (no ledger/entry: the chunks never completed in the partition).
+OnIssue = Callable[[str, "int | None", "int | None", str, "str | None", "int | None"], None]
 
-    def __init__(self, part: ScanPartition, txn: str, markers: bool) -> None:
+
+class AckFilter(Protocol):
+    """What a subscription has acknowledged (the backlog's filter, see :mod:`pulsarkit.analysis.backlog`)."""
+
+    def skip(self, ledger_id: int, entry_id: int) -> bool:
+        """True when the whole entry is acknowledged: it is not read into any message (nor a chunk)."""
+        ...
+
+    def batch_indexes(self, ledger_id: int, entry_id: int, batch_size: int) -> set[int] | None:
+        """The batch indexes of a batch entry still to deliver (None: all of them)."""
+        ...
+
+
+class MessageState:
+    """The per-entry rules of a message read, applied to a batch of entries at a time, with the
+    per-partition state (the chunk assembler and the transactions' states): a marker is no message
+    (a row with ``marker`` when asked for), an encrypted entry one row without payload, chunks
+    reassembled once (the row has the last chunk's id), a batch split and decompressed; a
+    transactional message carries its transaction's state (its marker in the topic, else the
+    coordinators'), and read-committed drops all but committed ones, before anything is decompressed.
+
+    Plain entries (most) are decoded column-wise by the core (``decode_metadata``, then
+    ``explode_messages``); markers, encrypted entries and chunks go through :class:`EntryRules`, one
+    entry at a time. What gives no rows goes to ``on_issue`` (and :attr:`bad`)."""
+
+    def __init__(self, part: ScanPartition, txn: str, markers: bool, on_issue: OnIssue | None = None) -> None:
         self.part = part
         self.committed = txn == "committed"
         self.markers = markers
         self.bad: list[str] = []
+        self.on_issue = on_issue
         self.fields = message_fields(markers)
         self.rules = EntryRules(
             part.topic, part.partition, part.markers, part.coordinator, txn=txn, markers=markers, on_bad=self._bad
         )
         self.state = self.rules.state
 
-    def _bad(self, kind: str, lid: int, eid: int, message: str) -> None:
-        self.bad.append(f"ledger {lid} entry {eid}: {'bad chunk: ' if kind == 'bad_chunk' else ''}{message}")
+    def _bad(
+        self,
+        kind: str,
+        lid: int | None,
+        eid: int | None,
+        message: str,
+        path: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        at = f"ledger {lid} entry {eid}: " if lid is not None else ""
+        self.bad.append(f"{at}{'bad chunk: ' if kind == 'bad_chunk' else ''}{message}")
+        if self.on_issue is not None:
+            self.on_issue(kind, lid, eid, message, path, offset)
+
+    def finish(self) -> None:
+        """The end of the partition: chunked messages still incomplete are issues."""
+        a = self.rules.assembler
+        for uuid, why in a.discarded:
+            self._bad("incomplete_chunked_message", None, None, f"uuid {uuid}: {why}")
+        for uuid in a.pending:
+            self._bad("incomplete_chunked_message", None, None, f"uuid {uuid}: last chunk missing")
+        a.discarded.clear()
 
     def messages(
-        self, lids: list[int], eids: list[int], datas: list[bytes | None], filters: Sequence[Filter]
+        self,
+        lids: list[int],
+        eids: list[int],
+        datas: list[bytes | None],
+        filters: Sequence[Filter],
+        errs: Sequence[str | None] | None = None,
+        acks: AckFilter | None = None,
     ) -> pa.Table:
+        """The rows of a batch of entries, in order; ``datas[i]`` None: unreadable (``errs[i]`` why);
+        ``acks`` leaves out what a subscription acknowledged."""
+        if acks is not None:  # acknowledged entries are not read into anything, chunks included
+            keep_at = [i for i in range(len(lids)) if not acks.skip(lids[i], eids[i])]
+            if len(keep_at) < len(lids):
+                lids, eids, datas = [lids[i] for i in keep_at], [eids[i] for i in keep_at], [datas[i] for i in keep_at]
+                errs = [errs[i] for i in keep_at] if errs is not None else None
         n = len(lids)
         entries = pa.array(datas, pa.binary())
         md = bulk.decode_metadata(entries)
+        undecoded = pc.and_(pc.is_valid(md.column("error")), pc.is_valid(entries))
         marker = pc.fill_null(pc.not_equal(md.column("marker_type"), 0), False)
         chunk = pc.fill_null(
             pc.and_(pc.is_valid(md.column("uuid")), pc.greater(md.column("num_chunks_from_msg"), 1)), False
         )
-        special = pc.or_(
-            pc.or_(marker, chunk),
-            pc.or_(pc.fill_null(md.column("encrypted"), False), pc.is_valid(md.column("error"))),
-        )
-        special = pc.and_(special, pc.is_valid(entries))
+        special = pc.or_(pc.or_(marker, chunk), pc.fill_null(md.column("encrypted"), False))
+        special = pc.and_(special, pc.and_(pc.is_valid(entries), pc.invert(undecoded)))
         # transaction state per entry; read-committed drops whole entries before any decompression
         most = md.column("txnid_most_bits").to_pylist()
         least = md.column("txnid_least_bits").to_pylist()
         states: list[str | None] = [None] * n
-        keep = [datas[i] is not None for i in range(n)]
         for i in range(n):
             if most[i] is not None or least[i] is not None:
                 states[i] = self.state(((most[i] or 0) & MASK, (least[i] or 0) & MASK))
         for i in range(n):
             if datas[i] is None:
-                self.bad.append(f"ledger {lids[i]} entry {eids[i]} unreadable")
-        plain_mask = pc.and_(pc.invert(special), pa.array(keep, pa.bool_()))
+                why = errs[i] if errs is not None and errs[i] else "unreadable"
+                self._bad("unreadable_entry", lids[i], eids[i], why)
+        if pc.any(undecoded).as_py():
+            why = md.column("error")
+            for i in pc.indices_nonzero(undecoded).to_pylist():
+                self._bad("bad_entry", lids[i], eids[i], f"not a Pulsar entry: {why[i].as_py()}")
+        plain_mask = pc.and_(pc.invert(special), pc.and_(pc.is_valid(entries), pc.invert(undecoded)))
         if self.committed:
             ok = pa.array([s is None or s == "COMMITTED" for s in states], pa.bool_())
             plain_mask = pc.and_(plain_mask, ok)
@@ -88,10 +152,12 @@ class MessageState:
             if rows:
                 parts.append(pa.Table.from_pylist(rows, schema=arrow_schema(self.fields + [("_ord", pa.int64())])))
         if not parts:
-            return arrow_schema(self.fields + [("_ord", pa.int64())]).empty_table()
+            return arrow_schema(self.fields).empty_table()
         t = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         if len(parts) > 1:
             t = t.take(pc.sort_indices(t, [("_ord", "ascending"), ("batch_index", "ascending")]))
+        if acks is not None:
+            t = _acked_out(t, acks, lids, eids, md)
         return t.drop_columns(["_ord"])
 
     def _kernel_rows(
@@ -109,9 +175,11 @@ class MessageState:
         bad_entries = pc.unique(pc.filter(out.column("entry_index"), pc.invert(ok)))
         if len(bad_entries):
             bad = pc.is_in(out.column("entry_index"), value_set=bad_entries)
+            why = pc.filter(out, pc.invert(ok))
+            first = dict(zip(why.column("entry_index").to_pylist(), why.column("error").to_pylist(), strict=True))
             for j in bad_entries.to_pylist():
                 i = idx[j].as_py()
-                self.bad.append(f"ledger {lids[i]} entry {eids[i]}: messages undecodable")
+                self._bad("bad_entry", lids[i], eids[i], f"messages undecodable: {first[j]}")
             out = out.filter(pc.invert(bad))
         ei = out.column("entry_index")
         src = idx.take(ei)  # row -> index in the batch
@@ -162,13 +230,10 @@ class MessageState:
 
 
 class EntryRules:
-    """The per-entry rules of a topic read, one entry at a time, as rows of the one schema
-    (:data:`~.schema.MESSAGE_FIELDS`): a marker is no message (a row with ``marker`` when asked for),
-    an encrypted entry one row without payload, chunks reassembled once (the row has the last
-    chunk's id), a batch split and decompressed; a transactional message carries its transaction's
-    state (its marker in the topic, else the coordinators'), and read-committed drops all but
-    committed ones. The column-wise read (:class:`MessageState`) sends only the special entries here
-    (markers, encrypted, chunks, entries the kernel refused).
+    """The rules of :class:`MessageState` for the entries it does not decode column-wise, one entry at
+    a time, as rows of the one schema (:data:`~.schema.MESSAGE_FIELDS`): a marker (a row only with
+    ``markers``), an encrypted entry (one row, no payload), a chunk (the message's row when its last
+    chunk completes it), each with its transaction's state (:meth:`state`).
 
     ``markers``/``coordinator``: txn -> TXN_COMMIT/TXN_ABORT marker in the topic, txn -> the
     coordinators' state (:mod:`~.transactions`); ``on_bad(kind, ledger, entry, message)`` hears of
@@ -202,10 +267,8 @@ class EntryRules:
             return "ABORTED"
         return self.coordinator.get(key) or "UNKNOWN"
 
-    def rows(
-        self, lid: int, eid: int, data: bytes, keep: Callable[[int], set[int] | None] | None = None
-    ) -> list[dict[str, Any]]:
-        """The rows of one entry; ``keep(batch size)`` picks the batch indexes to deliver (None: all)."""
+    def rows(self, lid: int, eid: int, data: bytes) -> list[dict[str, Any]]:
+        """The rows of one marker, encrypted entry or chunk."""
         out: list[dict[str, Any]] = []
         try:
             e = Entry.parse(data)
@@ -272,15 +335,25 @@ class EntryRules:
                 p = done.message.payload
                 rec(-1, key, props, p, md.event_time or None, md.sequence_id, md.null_value, bem_index)
             return out
-        try:
-            msgs = e.messages()
-        except PulsarkitError as err:
-            self.on_bad("bad_entry", lid, eid, f"messages undecodable: {err}")
-            return out
-        wanted = keep(e.num_messages) if (keep is not None and e.is_batch) else None
-        for m in msgs:
-            if wanted is not None and m.batch_index not in wanted:
-                continue
-            bi = m.batch_index if e.is_batch else -1
-            rec(bi, m.key, m.properties, m.payload, m.event_time or None, m.sequence_id, m.null_value, m.index)
+        # a plain entry is decoded column-wise (MessageState): never here
+        self.on_bad("bad_entry", lid, eid, "a plain entry was sent to the per-entry rules")
         return out
+
+
+def _acked_out(t: pa.Table, acks: AckFilter, lids: list[int], eids: list[int], md: Any) -> pa.Table:
+    """The rows without the batch indexes a subscription acknowledged (``_ord``: each row's entry)."""
+    batch = md.column("is_batch").to_pylist()
+    size = md.column("num_messages").to_pylist()
+    wanted: dict[int, set[int]] = {}
+    for i in set(t.column("_ord").to_pylist()):
+        if batch[i]:
+            w = acks.batch_indexes(lids[i], eids[i], size[i])
+            if w is not None:
+                wanted[i] = w
+    if not wanted:
+        return t
+    keep = [
+        o not in wanted or bi < 0 or bi in wanted[o]
+        for o, bi in zip(t.column("_ord").to_pylist(), t.column("batch_index").to_pylist(), strict=True)
+    ]
+    return t.filter(pa.array(keep, pa.bool_()))

@@ -1,25 +1,28 @@
 """Messages and entries of data directories, planned on one machine and read partition by partition.
 
-This is the engine behind the ``pulsarkit`` / ``pulsarkit-entries`` Spark data sources and
-``pulsarkit export``; it needs no Spark. :func:`plan` opens each data directory once (the driver)
-and cuts every topic's ledgers into :class:`ScanPartition` s of about ``max_partition_bytes``;
+This is the one message reader: behind ``pulsarkit messages`` and ``backlog`` (the same read with a
+subscription's acknowledgements as a filter), :mod:`pulsarkit.analysis.messages`, the ``pulsarkit`` /
+``pulsarkit-entries`` Spark data sources and ``pulsarkit export``; it needs no Spark. :func:`plan`
+opens each data directory once (the driver; :func:`plan_data_dir` plans one already open) and cuts
+every topic's ledgers into :class:`ScanPartition` s of about ``max_partition_bytes``;
 :func:`read_partition` (an executor, or the same process) reads a partition's entries by their
 bookie locations (digests verified) and turns each Arrow batch of entries into messages with two
 native calls (``decode_metadata``, then ``explode_messages`` on the plain entries): batches split,
 codecs undone, PIP-70 indexes computed in the core.
 
-Rows equal :func:`pulsarkit.analysis.messages.read_message_rows` (the one schema, :data:`MESSAGE_FIELDS`):
+Rows are of the one schema (:data:`MESSAGE_FIELDS`), each entry read and parsed once:
 
 * **Transactions** are topic-wide: a message's state is its commit/abort marker in the topic, else
   the coordinator's log, and read-committed stops a topic at the first message of a transaction
   with no marker yet (``maxReadPosition``). The driver finds them in one native pass over the entry
-  logs (``scan_entry_logs`` as views + ``decode_metadata``: no payload copied or decompressed), then
-  reads the few transactional entries exactly as the single process does; every partition gets the
-  states and the cut.
+  logs (``scan_entry_logs`` as views + ``decode_metadata``: no payload copied or decompressed), or
+  of the entries' heads, and takes the transactions and markers from that metadata (no entry is read
+  again for them); every partition gets the states and the cut.
 * **Chunked messages** (an id is the last chunk's position) never straddle two partitions: the
   same pass gives every chunked message's span, and no cut falls inside one; an incremental read
   after a position starts at the first chunk of a message that ends after it.
-* Markers, encrypted entries and chunks (rare) take the single process's own code path per entry.
+* Markers, encrypted entries and chunks (rare) go through the per-entry rules one at a time
+  (:class:`~pulsarkit.scan.messages.EntryRules`); every other entry is decoded column-wise.
 
 Deleted ledgers (no longer in their managed ledger: deleted topics, retention-trimmed ledgers whose
 entries the bookie still holds) are left out unless ``include_deleted``; their topic is the one
@@ -32,8 +35,7 @@ ledgers a positioned read (``os.pread``, :func:`read_heads`) of its head only: t
 the bookie header and digest, broker entry metadata, Pulsar's magic, checksum and metadata size and
 the MessageMetadata, typically 100-200 bytes, decoded by one native call per 8192 heads. ``auto``
 (the default) reads heads when the selected entries times :data:`HEAD_COST_BYTES` are fewer than the
-entry logs' bytes (a topic filter selecting a small part of a directory), else scans. Only the
-transactional entries the pass found are then read whole.
+entry logs' bytes (a topic filter selecting a small part of a directory), else scans.
 
 **Time filters** (``publish_time``, ``broker_timestamp``: ``= IN < <= > >=``) prune entries, exactly:
 every row of an entry carries its entry's publish time (a batch's) and broker timestamp, so an entry
@@ -53,7 +55,7 @@ while a ledger rolls over, and moves the pending adds of a failed write to the n
 agree (Pulsar's own time seek allows 60 s of skew there). The metadata pass times every entry
 anyway (transactions are topic-wide), and deciding per entry needs no assumption about clocks.
 
-:class:`ReadStats` counts what was read from the entry logs: :attr:`Plan.read_stats` for the plan,
+:class:`ReadStats` counts what was read from the entry logs: :attr:`ScanPlan.read_stats` for the plan,
 ``read_partition(..., stats=...)`` for a partition.
 """
 
@@ -71,12 +73,13 @@ from ..errors import PulsarkitError
 from .datadir import DataDir, open_data_dir
 from .facts import TopicFacts, location_index, topic_facts
 from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
+from .records import DataDirError
 from .schema import TIME_COLUMNS, Filter, Pos, passes
 from .transactions import TXN_MODES, coordinator_states
 
 
 @dataclass(kw_only=True)
-class Plan:
+class ScanPlan:
     partitions: list[ScanPartition]
     #: per data dir and topic: the last position planned (every position up to it was considered)
     marks: dict[str, dict[str, Pos]]
@@ -321,130 +324,176 @@ def plan(
     min_partitions: int = 2,
     metadata_pass: str = "auto",
     ledger_dirs: Sequence[str] | None = None,
-) -> Plan:
+) -> ScanPlan:
     """Plans a read of ``paths`` (data directories). ``kind`` is ``messages`` or ``entries``;
     ``after``/``until`` (data dir -> topic -> position) bound each topic (exclusive/inclusive), the
     incremental export's high-water marks; ``filters`` prune topics, ledgers and (on publish_time and
     broker_timestamp) entries, and are applied again to the rows by :func:`read_partition`.
     ``metadata_pass`` is how the selected entries' metadata is read (``heads``, ``scan`` or ``auto``,
-    see the module doc); :attr:`Plan.read_stats` counts what it read. ``ledger_dirs`` are the bookie
+    see the module doc); :attr:`ScanPlan.read_stats` counts what it read. ``ledger_dirs`` are the bookie
     directories of a cluster whose metadata store is ``paths``' one directory: each entry is then read
     once, from the first copy of its write set that verifies (see ``analysis.replicas``)."""
     if ledger_dirs and len(paths) != 1:
         raise PulsarkitError(f"ledger_dirs needs exactly one data directory (its metadata store), not {len(paths)}")
+    out = ScanPlan(partitions=[], marks={}, issues=[], stats={}, target_bytes=1.0)
+    for path in paths:
+        with open_data_dir(path, ledger_dirs=list(ledger_dirs) if ledger_dirs else None) as dd:
+            p = plan_data_dir(
+                dd,
+                path,
+                kind=kind,
+                txn=txn,
+                include_system=include_system,
+                include_deleted=include_deleted,
+                filters=filters,
+                after=(after or {}).get(path),
+                until=(until or {}).get(path),
+                max_partition_bytes=max_partition_bytes,
+                min_partitions=min_partitions,
+                metadata_pass=metadata_pass,
+                min_target=out.target_bytes,
+            )
+        out.partitions += p.partitions
+        out.marks.update(p.marks)
+        out.issues += p.issues
+        out.stats.update(p.stats)
+        out.topic_ledgers.update(p.topic_ledgers)
+        out.read_stats.add(p.read_stats)
+        out.target_bytes = p.target_bytes
+    return out
+
+
+def plan_data_dir(
+    dd: DataDir,
+    path: str,
+    *,
+    topics: Sequence[str] | None = None,
+    kind: str = "messages",
+    txn: str = "committed",
+    include_system: bool = False,
+    include_deleted: bool = False,
+    filters: Sequence[Filter] = (),
+    after: dict[str, Pos] | None = None,
+    until: dict[str, Pos] | None = None,
+    max_partition_bytes: int = 64 << 20,
+    min_partitions: int = 2,
+    metadata_pass: str = "auto",
+    min_target: float = 1.0,
+) -> ScanPlan:
+    """:func:`plan` of one data directory already open (``path`` names it in the plan). ``topics``
+    (managed-ledger names, as :meth:`DataDir.resolve` gives them) selects and orders the topics,
+    system topics included when named; ``after``/``until``: topic -> position."""
     if kind not in ("messages", "entries"):
         raise ValueError(f"kind must be messages or entries, not {kind!r}")
     if txn not in TXN_MODES:
         raise PulsarkitError(f"txn must be one of {TXN_MODES}, not {txn!r}")
     partitions: list[ScanPartition] = []
-    target = 1.0
+    target = min_target
     marks: dict[str, dict[str, Pos]] = {}
     topic_ledgers: dict[str, dict[str, list[int]]] = {}
-    issues: list[str] = []
+    issues: list[str] = [str(i) for i in dd.issues]
     stats: dict[str, Any] = {}
-    read_stats = ReadStats()
     time_filters = [f for f in filters if f[0] in TIME_COLUMNS] if kind == "messages" else []
-    for path in paths:
-        with open_data_dir(path, ledger_dirs=list(ledger_dirs) if ledger_dirs else None) as dd:
-            issues += [str(i) for i in dd.issues]
-            t0 = time.perf_counter()
-            index = location_index(dd)
-            topics: list[tuple[str | None, str, list[tuple[int, int, int]], str | None]] = []
-            for ml in dd.managed_ledger_names():
-                k = ml_kind(ml)
-                name = ml_to_topic(ml)
-                if kind == "messages" and (k != "topic" or (is_system_topic(name) and not include_system)):
-                    continue
-                topics.append((name, k, _runs(dd, dd.ml_ledgers(ml)), ml))
-                topic_ledgers.setdefault(path, {})[name] = dd.ml_ledgers(ml)
-            if include_deleted:
-                for led in sorted(dd.ledgers.values(), key=lambda x: x.ledger_id):
-                    if led.referenced or led.entries_on_bookie == 0:
-                        continue
-                    if kind == "messages" and not (
-                        led.kind == "topic" or (led.state == "DELETED" and led.deleted_guess == "topic")
-                    ):
-                        continue
-                    topics.append((led.topic, led.kind, _runs(dd, [led.ledger_id]), None))
-            topics = [t for t in topics if passes(filters, "topic", t[0])]
-            owner = {lid: t[0] or f"#{lid}" for t in topics for lid, _, _ in t[2]} if kind == "messages" else {}
-            pstats = ReadStats()
-            facts, dropped = topic_facts(
-                dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats
+    t0 = time.perf_counter()
+    index = location_index(dd)
+    found: list[tuple[str | None, str, list[tuple[int, int, int]], str | None]] = []
+    for ml in dd.managed_ledger_names() if topics is None else topics:
+        k = ml_kind(ml)
+        name = ml_to_topic(ml)
+        if kind == "messages" and k != "topic":
+            if topics is None:
+                continue
+            raise DataDirError(
+                f"{name} is a {k.replace('_', ' ')} topic: its entries are not messages "
+                f"(see pulsarkit.analysis.transactions)"
             )
-            coord = coordinator_states(dd) if kind == "messages" else {}
-            stats[path] = {"plan_seconds": time.perf_counter() - t0, "read": pstats.as_dict()}
-            total = 0.0
-            per_entry: dict[int, float] = {}
-            work: list[tuple[str | None, str, list[tuple[int, int, int]], TopicFacts, Pos | None]] = []
-            dmarks = marks.setdefault(path, {})
-            for name, k, runs, _ in topics:
-                f = facts.get(name or f"#{runs[0][0] if runs else -1}", TopicFacts())
-                lo = (after or {}).get(path, {}).get(name) if name else None
-                hi = (until or {}).get(path, {}).get(name) if name else None
-                cut = _clip(runs, None, hi)
-                if kind == "messages" and txn == "committed" and name is not None:
-                    ongoing = [p for key, p in f.first_txn.items() if key not in f.markers]
-                    if ongoing:
-                        stop = _before(cut, min(ongoing))
-                        cut = _clip(cut, None, stop) if stop is not None else []
-                mark = _last(cut)
-                if name is not None:
-                    if mark is not None and (lo is None or mark >= lo):
-                        dmarks[name] = mark
-                    elif lo is not None:
-                        dmarks[name] = lo
-                start = None
-                if lo is not None:
-                    start = (lo[0], lo[1] + 1)
-                    for a, b in f.chunks.values():  # a message that ends after the mark needs all its chunks
-                        if a <= lo < b and a < start:
-                            start = a
-                rd = _clip(cut, start, None)
-                rd = [r for r in rd if _ledger_needed(r[0], filters, f, rd)]
-                if dropped:
-                    before = sum(b - a + 1 for _, a, b in rd)
-                    rd = _prune_runs(rd, dropped)
-                    pstats.pruned_entries += before - sum(_kept(dropped, *r) for r in rd)
-                if not rd:
-                    continue
-                for lid, a, b in rd:
-                    led = dd.ledgers.get(lid)
-                    n = max(led.entries_on_bookie, 1) if led is not None else 1
-                    per_entry[lid] = (led.bytes_on_bookie / n) if led is not None and led.bytes_on_bookie else 1024.0
-                    total += per_entry[lid] * _kept(dropped, lid, a, b)
-                work.append((name, k, rd, f, lo))
-            target = max(min(float(max_partition_bytes), total / max(min_partitions, 1)), 1.0, target)
-            for name, k, rd, f, lo in work:
-                spans = list(f.chunks.values())
-                for piece in _cut(rd, per_entry, target, spans, dropped):
-                    segs = [_segment(dd, lid, a, b, index, (dropped or {}).get(lid)) for lid, a, b in piece]
-                    part = partition_of(name)[1] if name else -1
-                    partitions.append(
-                        ScanPartition(
-                            data_dir=path,
-                            topic=name,
-                            kind=k,
-                            partition=part,
-                            segments=segs,
-                            after=lo,
-                            markers=dict(f.markers),
-                            coordinator=coord,
-                            bytes=int(
-                                sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)
-                            ),
-                        )
-                    )
-            stats[path]["read"] = pstats.as_dict()
-            read_stats.add(pstats)
-    return Plan(
+        if kind == "messages" and topics is None and is_system_topic(name) and not include_system:
+            continue
+        found.append((name, k, _runs(dd, dd.ml_ledgers(ml)), ml))
+        topic_ledgers.setdefault(path, {})[name] = dd.ml_ledgers(ml)
+    if include_deleted:
+        for led in sorted(dd.ledgers.values(), key=lambda x: x.ledger_id):
+            if led.referenced or led.entries_on_bookie == 0:
+                continue
+            if kind == "messages" and not (
+                led.kind == "topic" or (led.state == "DELETED" and led.deleted_guess == "topic")
+            ):
+                continue
+            found.append((led.topic, led.kind, _runs(dd, [led.ledger_id]), None))
+    found = [t for t in found if passes(filters, "topic", t[0])]
+    owner = {lid: t[0] or f"#{lid}" for t in found for lid, _, _ in t[2]} if kind == "messages" else {}
+    pstats = ReadStats()
+    facts, dropped = topic_facts(dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats)
+    coord = coordinator_states(dd) if kind == "messages" else {}
+    stats[path] = {"plan_seconds": time.perf_counter() - t0, "read": pstats.as_dict()}
+    total = 0.0
+    per_entry: dict[int, float] = {}
+    work: list[tuple[str | None, str, list[tuple[int, int, int]], TopicFacts, Pos | None]] = []
+    dmarks = marks.setdefault(path, {})
+    for name, k, runs, _ in found:
+        f = facts.get(name or f"#{runs[0][0] if runs else -1}", TopicFacts())
+        lo = (after or {}).get(name) if name else None
+        hi = (until or {}).get(name) if name else None
+        cut = _clip(runs, None, hi)
+        if kind == "messages" and txn == "committed" and name is not None:
+            ongoing = [p for key, p in f.first_txn.items() if key not in f.markers]
+            if ongoing:
+                stop = _before(cut, min(ongoing))
+                cut = _clip(cut, None, stop) if stop is not None else []
+        mark = _last(cut)
+        if name is not None:
+            if mark is not None and (lo is None or mark >= lo):
+                dmarks[name] = mark
+            elif lo is not None:
+                dmarks[name] = lo
+        start = None
+        if lo is not None:
+            start = (lo[0], lo[1] + 1)
+            for a, b in f.chunks.values():  # a message that ends after the mark needs all its chunks
+                if a <= lo < b and a < start:
+                    start = a
+        rd = _clip(cut, start, None)
+        rd = [r for r in rd if _ledger_needed(r[0], filters, f, rd)]
+        if dropped:
+            before = sum(b - a + 1 for _, a, b in rd)
+            rd = _prune_runs(rd, dropped)
+            pstats.pruned_entries += before - sum(_kept(dropped, *r) for r in rd)
+        if not rd:
+            continue
+        for lid, a, b in rd:
+            led = dd.ledgers.get(lid)
+            n = max(led.entries_on_bookie, 1) if led is not None else 1
+            per_entry[lid] = (led.bytes_on_bookie / n) if led is not None and led.bytes_on_bookie else 1024.0
+            total += per_entry[lid] * _kept(dropped, lid, a, b)
+        work.append((name, k, rd, f, lo))
+    target = max(min(float(max_partition_bytes), total / max(min_partitions, 1)), 1.0, target)
+    for name, k, rd, f, lo in work:
+        spans = list(f.chunks.values())
+        for piece in _cut(rd, per_entry, target, spans, dropped):
+            segs = [_segment(dd, lid, a, b, index, (dropped or {}).get(lid)) for lid, a, b in piece]
+            part = partition_of(name)[1] if name else -1
+            partitions.append(
+                ScanPartition(
+                    data_dir=path,
+                    topic=name,
+                    kind=k,
+                    partition=part,
+                    segments=segs,
+                    after=lo,
+                    markers=dict(f.markers),
+                    coordinator=coord,
+                    bytes=int(sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)),
+                )
+            )
+    stats[path]["read"] = pstats.as_dict()
+    return ScanPlan(
         partitions=partitions,
         marks=marks,
         issues=issues,
         stats=stats,
         target_bytes=target,
         topic_ledgers=topic_ledgers,
-        read_stats=read_stats,
+        read_stats=pstats,
     )
 
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from ..bookkeeper import digest as bookie_digest
 from ..errors import PulsarkitError
-from .messages import MessageState
+from .messages import AckFilter, MessageState, OnIssue
 from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment
 from .plan import plan
 from .records import DataDirError
@@ -35,7 +35,7 @@ def iter_entries(
 _Chunk = tuple[list[int], list[int], list[bytes | None], list[str | None]]
 
 
-def _entry_chunks(part: ScanPartition, stats: ReadStats) -> Iterator[_Chunk]:
+def _entry_chunks(part: ScanPartition, stats: ReadStats, on_issue: OnIssue | None = None) -> Iterator[_Chunk]:
     """:func:`iter_entries`' rows as column lists, a chunk at a time (at most ``_READ_AHEAD``
     entries): a chunk of entries that all read and verify is passed on as built by the native read,
     with no Python work per entry."""
@@ -44,7 +44,7 @@ def _entry_chunks(part: ScanPartition, stats: ReadStats) -> Iterator[_Chunk]:
         locs = array.array("q")
         locs.frombytes(seg.locations)
         if seg.replicas or seg.layout is not None:
-            yield from _sliced(_replicated_entries(seg, readers, stats))
+            yield from _sliced(_replicated_entries(seg, readers, stats, on_issue))
             continue
         try:
             if seg.current is None or seg.digest is None:
@@ -137,12 +137,12 @@ def _read_one(
 
 
 def _replicated_entries(
-    seg: Segment, readers: Readers, stats: ReadStats
+    seg: Segment, readers: Readers, stats: ReadStats, on_issue: OnIssue | None = None
 ) -> Iterator[tuple[int, int, bytes | None, str | None]]:
     """A segment's entries from several bookies, as ``DataDir.read_entry`` reads them there: each from
     the first copy in read order (:func:`~pulsarkit.scan.replicas.read_order`: its write set
-    first) whose digest verifies. A copy passed over is counted in ``stats.skipped_copies``; an entry
-    no copy verifies is an error naming every copy's fault."""
+    first) whose digest verifies. A copy passed over is counted in ``stats.skipped_copies`` and is a
+    ``bad_replica`` issue; an entry no copy verifies is an error naming every copy's fault."""
     lid = seg.ledger_id
     marks = array.array("q")
     marks.frombytes(seg.locations)
@@ -157,6 +157,7 @@ def _replicated_entries(
         holders = [k for k, r in enumerate(seg.replicas) if locs[k][i] >= 0 or eid in r.journal]
         order = read_order(seg.layout, list(dict.fromkeys(seg.replicas[k].bookie_id for k in holders)), eid)
         faults: list[str] = []
+        where: list[tuple[str | None, int | None]] = []  # each fault's file and record offset
         data: bytes | None = None
         for bookie_id in order:
             for k in holders:
@@ -179,6 +180,11 @@ def _replicated_entries(
                     break
                 except PulsarkitError as e:
                     faults.append(f"bookie {bookie_id}: {e}")
+                    loc = locs[k][i]
+                    if loc >= 0 and r.current is not None:
+                        where.append((str(readers.get(r.current).path_of(loc >> 32)), (loc & 0xFFFFFFFF) - 4))
+                    else:
+                        where.append((None, None))
             if data is not None:
                 break
         if data is None:
@@ -189,18 +195,33 @@ def _replicated_entries(
                 yield lid, eid, None, f"ledger {lid} entry {eid}: no copy verifies: {'; '.join(faults)}"
             continue
         stats.skipped_copies += len(faults)
+        if on_issue is not None:
+            for fault, (path, offset) in zip(faults, where, strict=True):
+                bookie, why = fault.split(": ", 1)
+                on_issue(
+                    "bad_replica",
+                    lid,
+                    eid,
+                    f"{bookie}'s copy skipped ({why}); read from bookie {bookie_id}",
+                    path,
+                    offset,
+                )
         yield lid, eid, data, None
 
 
 def _batches(
-    part: ScanPartition, batch_entries: int, batch_bytes: int, stats: ReadStats | None = None
+    part: ScanPartition,
+    batch_entries: int,
+    batch_bytes: int,
+    stats: ReadStats | None = None,
+    on_issue: OnIssue | None = None,
 ) -> Iterator[tuple[list[int], list[int], list[bytes | None], list[str | None]]]:
     lids: list[int] = []
     eids: list[int] = []
     datas: list[bytes | None] = []
     errs: list[str | None] = []
     size = 0
-    for c_lids, c_eids, c_datas, c_errs in _entry_chunks(part, stats if stats is not None else ReadStats()):
+    for c_lids, c_eids, c_datas, c_errs in _entry_chunks(part, stats if stats is not None else ReadStats(), on_issue):
         i = 0
         while i < len(c_lids):
             # how many of this chunk's entries the batch takes: up to its entry or byte limit
@@ -246,11 +267,14 @@ def read_partition(
     batch_entries: int = 2048,
     batch_bytes: int = BATCH_BYTES,
     stats: ReadStats | None = None,
+    acks: AckFilter | None = None,
+    on_issue: OnIssue | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one partition as Arrow record batches of ``columns`` (default: all, in the order
-    of :data:`MESSAGE_FIELDS` / :data:`ENTRY_FIELDS`). Unreadable entries are skipped, as the single
-    process skips them (``on_error="fail"`` raises :class:`UnreadableEntry` instead). ``stats``, when
-    given, counts what was read from the entry logs (:class:`ReadStats`)."""
+    of :data:`MESSAGE_FIELDS` / :data:`ENTRY_FIELDS`). What gives no rows (an unreadable entry, a
+    broken chunk...) goes to ``on_issue`` and the read goes on (``on_error="fail"`` raises
+    :class:`UnreadableEntry` instead). ``stats``, when given, counts what was read from the entry
+    logs (:class:`ReadStats`); ``acks`` leaves out what a subscription acknowledged (a backlog)."""
     if part is None:
         return
     if not isinstance(part, ScanPartition):
@@ -266,6 +290,8 @@ def read_partition(
                 batch_entries=batch_entries,
                 batch_bytes=batch_bytes,
                 stats=stats,
+                acks=acks,
+                on_issue=on_issue,
             )
         return
     fields = message_fields(markers) if kind == "messages" else ENTRY_FIELDS
@@ -276,7 +302,7 @@ def read_partition(
         raise ValueError(f"unknown columns {unknown}; the columns are {[n for n, _ in fields]}")
     schema = arrow_schema([(n, types[n]) for n in names])
     if kind == "entries":
-        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats):
+        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats, on_issue):
             if on_error == "fail" and any(errs):
                 raise UnreadableEntry(next(e for e in errs if e))
             n = len(lids)
@@ -294,17 +320,18 @@ def read_partition(
             if out.num_rows:
                 yield _select(out, schema)
         return
-    state = MessageState(part, txn, markers)
+    state = MessageState(part, txn, markers, on_issue)
     try:
-        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats):
+        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats, on_issue):
             if on_error == "fail" and any(errs):
                 raise UnreadableEntry(next(e for e in errs if e))
-            t = state.messages(lids, eids, datas, filters)
+            t = state.messages(lids, eids, datas, filters, errs, acks)
             if on_error == "fail" and state.bad:
                 raise UnreadableEntry(state.bad[0])
             out = _emit(t, part, filters)
             if out.num_rows:
                 yield _select(out, schema)
+        state.finish()  # a chunked message still open at the end is reported, not a failure: more may come
     finally:
         # the Arrow pool keeps freed pages for reuse; a Spark worker then sits idle holding a
         # partition's peak until its next task: hand them back

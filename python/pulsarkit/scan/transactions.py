@@ -20,9 +20,9 @@ def coordinator_states(dd: DataDir) -> dict[Pos, str]:
             continue
         for _, recs in dd.ml_records(ml, decode_txn_log_entry, "bad_txn_log_entry"):
             for r in recs:
-                key = (r["txnid_most_bits"] & MASK, r["txnid_least_bits"] & MASK)
-                if r["op"] == "NEW":
+                key = (r.txnid_most_bits & MASK, r.txnid_least_bits & MASK)
+                if r.op == "NEW":
                     out[key] = out.get(key) or "OPEN"
-                elif r["op"] == "UPDATE" and r["new_status"] is not None:
-                    out[key] = r["new_status"]
+                elif r.op == "UPDATE" and r.new_status is not None:
+                    out[key] = r.new_status
     return out

@@ -53,6 +53,13 @@ class _Connection:
         self.consumers.clear()
         self.writer.close()
 
+    def _close_consumer(self, consumer_id: int) -> _Consumer | None:
+        """The connection's consumer ``consumer_id`` closed (None: there was none)."""
+        c = self.consumers.pop(consumer_id, None)
+        if c is not None:
+            self.broker._remove_consumer(c)
+        return c
+
     # -- dispatch ---------------------------------------------------------------------------
     def handle(self, cmd: Any, hp: bytes | None) -> None:
         t = cmd.type
@@ -118,19 +125,15 @@ class _Connection:
             self._last_message_id(cmd.getLastMessageId)
         elif t == _T["UNSUBSCRIBE"]:
             r = cmd.unsubscribe
-            c = self.consumers.pop(r.consumer_id, None)
+            c = self._close_consumer(r.consumer_id)
             if c is None:
                 self.error(r.request_id, BrokerError("ConsumerNotFound", f"no consumer {r.consumer_id}"))
                 return
-            b._remove_consumer(c)
             c.sub.topic.subscriptions.pop(c.sub.name, None)
             self.send(command("SUCCESS", request_id=r.request_id))
         elif t == _T["CLOSE_CONSUMER"]:
-            r = cmd.close_consumer
-            c = self.consumers.pop(r.consumer_id, None)
-            if c is not None:
-                b._remove_consumer(c)
-            self.send(command("SUCCESS", request_id=r.request_id))
+            self._close_consumer(cmd.close_consumer.consumer_id)
+            self.send(command("SUCCESS", request_id=cmd.close_consumer.request_id))
         elif t == _T["GET_SCHEMA"]:
             r = cmd.getSchema
             self.send(

@@ -13,6 +13,7 @@ import random
 import pytest
 from prometheus_client import CollectorRegistry
 from pulsarkit.broker.transaction import (
+    BufferedLogOptions,
     TransactionLog,
     TransactionMetadataStore,
     TxnBatchedPosition,
@@ -88,7 +89,7 @@ def open_tc(store, tc_id, rng, clock):
     cfg = TxnLogBufferedWriterConfig(
         batch_enabled=rng.random() < 0.7, max_records=rng.randint(2, 12), max_size=128 * 1024, max_delay_ms=1
     )
-    log = TransactionLog(store, tc_id, cfg, metrics_registry=CollectorRegistry())
+    log = TransactionLog(store, tc_id, cfg, BufferedLogOptions(metrics_registry=CollectorRegistry()))
     flaky = FlakyLedger(log.managed_ledger, rng, rng.choice([0.0, 0.1, 0.3]))
     log.writer.ledger = flaky  # the writer adds through the flaky wrapper; reads go to the real ledger
     return TransactionMetadataStore(log, clock_ms=clock)

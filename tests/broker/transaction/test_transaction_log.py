@@ -9,6 +9,7 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 from pulsarkit.broker.transaction import (
+    BufferedLogOptions,
     PendingAckStore,
     TransactionLog,
     TransactionMetadataStore,
@@ -24,7 +25,7 @@ PLAIN = TxnLogBufferedWriterConfig(batch_enabled=False)
 
 
 def log(store, cfg, tc=0):
-    return TransactionLog(store, tc, cfg, metrics_registry=CollectorRegistry())
+    return TransactionLog(store, tc, cfg, BufferedLogOptions(metrics_registry=CollectorRegistry()))
 
 
 @pytest.mark.parametrize("write_batch,read_batch", [(True, True), (True, False), (False, True), (False, False)])
@@ -52,12 +53,12 @@ def test_main_process(store, write_batch, read_batch):
     tlog = log(store, BATCH if read_batch else PLAIN)
     replayed: dict[tuple[int, int], list] = {}
     for pos, r in tlog.replay():
-        replayed.setdefault((r["txnid_most_bits"], r["txnid_least_bits"]), []).append(pos)
+        replayed.setdefault((r.txnid_most_bits, r.txnid_least_bits), []).append(pos)
     assert replayed == written
     # Commit the first 20: their records are deleted, batch index by batch index.
     for k in list(written)[:20]:
         tlog.delete_positions(written[k])
-    left = {(r["txnid_most_bits"], r["txnid_least_bits"]) for _, r in tlog.replay()}
+    left = {(r.txnid_most_bits, r.txnid_least_bits) for _, r in tlog.replay()}
     assert left == set(list(written)[20:])
     # Every entry whose records are all deleted is deleted: the mark-delete passed them.
     last_of_first_20 = max(p for k in list(written)[:20] for p in written[k])
@@ -152,13 +153,14 @@ def test_real_threads_with_pulsar_defaults_pack_hundreds_of_records_per_entry(st
 
 
 def test_pending_ack_store_replay_and_trimming(store):
-    pas = PendingAckStore(store, "t/n/persistent/x", "sub", BATCH, metrics_registry=CollectorRegistry())
+    options = BufferedLogOptions(metrics_registry=CollectorRegistry())
+    pas = PendingAckStore(store, "t/n/persistent/x", "sub", BATCH, options)
     t1, t2 = (0, 1), (0, 2)
     a = pas.append_individual_ack(t1, [(Position(5, 1), None, None), (Position(5, 3), [-2], 10)]).result(timeout=10)
     pas.append_commit_mark(t1).result(timeout=10)
     b = pas.append_cumulative_ack(t2, Position(5, 9)).result(timeout=10)
     pas.append_abort_mark(t2).result(timeout=10)
-    recs = [(r["op"], r["ack_type"], (r["txnid_most_bits"], r["txnid_least_bits"])) for _, r in pas.replay()]
+    recs = [(r.op, r.ack_type, (r.txnid_most_bits, r.txnid_least_bits)) for _, r in pas.replay()]
     assert recs == [
         ("ACK", "Individual", t1),
         ("COMMIT", "Individual", t1),
@@ -178,8 +180,8 @@ def test_metrics_of_both_writers_under_their_prefixes(store):
     their batches and max-delay flushes under their own prefix."""
     reg = CollectorRegistry()
     cfg = TxnLogBufferedWriterConfig(batch_enabled=True, max_records=512, max_size=4 << 20, max_delay_ms=1)
-    tlog = TransactionLog(store, 0, cfg, metrics_registry=reg, broker="b1")
-    pas = PendingAckStore(store, "t/n/persistent/x", "sub", cfg, metrics_registry=reg, broker="b1")
+    tlog = TransactionLog(store, 0, cfg, BufferedLogOptions(metrics_registry=reg, broker="b1"))
+    pas = PendingAckStore(store, "t/n/persistent/x", "sub", cfg, BufferedLogOptions(metrics_registry=reg, broker="b1"))
     fs = [tlog.append(txn_metadata_record("NEW", (0, i), timeout_ms=5)) for i in range(10)]
     fs += [pas.append_commit_mark((0, i)) for i in range(10)]
     for f in fs:

@@ -3,7 +3,7 @@ that packs records into entries, and the subscriptions' pending-ack stores."""
 
 from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
 from .coordinator import TransactionMetadataStore, TxnMeta
-from .log import TRANSACTION_LOG_CURSOR, TransactionLog, transaction_log_name
+from .log import TRANSACTION_LOG_CURSOR, BufferedLogOptions, TransactionLog, transaction_log_name
 from .metrics import COORDINATOR_PREFIX, PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
 from .pending_ack import PENDING_ACK_CURSOR, PendingAckStore, pending_ack_store_name
 
@@ -12,6 +12,7 @@ __all__ = [
     "PENDING_ACK_CURSOR",
     "PENDING_ACK_STORE_PREFIX",
     "TRANSACTION_LOG_CURSOR",
+    "BufferedLogOptions",
     "PendingAckStore",
     "TransactionLog",
     "TransactionMetadataStore",

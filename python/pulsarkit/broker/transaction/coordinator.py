@@ -67,15 +67,15 @@ class TransactionMetadataStore:
             self._sequence = int(self.log.managed_ledger.properties.get(MANAGED_LEDGER_SEQUENCE_PROPERTY, -1))
             ended: list[Position] = []
             for pos, r in self.log.replay():
-                key = (r["txnid_most_bits"], r["txnid_least_bits"])
-                self._sequence = max(self._sequence, key[1], r["max_local_txn_id"] or -1)
-                if r["op"] == "NEW":
+                key = (r.txnid_most_bits, r.txnid_least_bits)
+                self._sequence = max(self._sequence, key[1], r.max_local_txn_id or -1)
+                if r.op == "NEW":
                     self._txns[key] = TxnMeta(
                         key,
-                        timeout_ms=r["timeout_ms"] or 0,
-                        start_time=r["start_time"] or 0,
-                        last_modification_time=r["last_modification_time"] or 0,
-                        owner=r["owner"],
+                        timeout_ms=r.timeout_ms or 0,
+                        start_time=r.start_time or 0,
+                        last_modification_time=r.last_modification_time or 0,
+                        owner=r.owner,
                         positions=[pos],
                     )
                     continue
@@ -84,13 +84,13 @@ class TransactionMetadataStore:
                     ended.append(pos)
                     continue
                 meta.positions.append(pos)
-                if r["op"] == "ADD_PARTITION":
-                    meta.partitions.extend(p for p in r["partitions"] if p not in meta.partitions)
-                elif r["op"] == "ADD_SUBSCRIPTION":
-                    subs = [(s["topic"], s["subscription"]) for s in r["subscriptions"]]
+                if r.op == "ADD_PARTITION":
+                    meta.partitions.extend(p for p in r.partitions if p not in meta.partitions)
+                elif r.op == "ADD_SUBSCRIPTION":
+                    subs = [(s.topic, s.subscription) for s in r.subscriptions]
                     meta.subscriptions.extend(s for s in subs if s not in meta.subscriptions)
-                elif r["op"] == "UPDATE" and r["new_status"]:
-                    meta.status = r["new_status"]
+                elif r.op == "UPDATE" and r.new_status:
+                    meta.status = r.new_status
                     if meta.status in ("COMMITTED", "ABORTED"):
                         ended.extend(meta.positions)
                         del self._txns[key]
@@ -109,7 +109,7 @@ class TransactionMetadataStore:
             records = decode_txn_log_entry(ml.read_entry(last))
         except PulsarkitError:
             return -1
-        return max((max(r["txnid_least_bits"], r["max_local_txn_id"] or -1) for r in records), default=-1)
+        return max((max(r.txnid_least_bits, r.max_local_txn_id or -1) for r in records), default=-1)
 
     # ---------------------------------------------------------------- operations
 

@@ -9,14 +9,14 @@ entries mixed, skipping the cleared indexes of partly deleted batches.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from ...codec.txn import decode_txn_log_entry
+from ...codec.txn import RecordPlace, TxnLogRecord, decode_txn_log_entry
 from ...managed_ledger.ack_set import bitset_from_words
 from ...managed_ledger.config import ManagedLedgerConfig
 from ...managed_ledger.cursor import ManagedCursor
@@ -28,6 +28,7 @@ from .buffered_writer import Executor, Timer, TxnBatchedPosition, TxnLogBuffered
 from .metrics import COORDINATOR_PREFIX, TxnLogBufferedWriterMetricsStats
 
 TRANSACTION_LOG_CURSOR = "transaction.subscription"
+R = TypeVar("R", bound=RecordPlace)
 
 
 def transaction_log_name(tc_id: int) -> str:
@@ -35,15 +36,15 @@ def transaction_log_name(tc_id: int) -> str:
     return f"{TXN_LOG_PREFIX}{tc_id}"
 
 
-def replay_records(ledger: ManagedLedger, cursor: ManagedCursor) -> Iterator[tuple[Position, dict[str, Any]]]:
+def replay_records(ledger: ManagedLedger, cursor: ManagedCursor) -> Iterator[tuple[Position, TxnLogRecord]]:
     """``(position, record)`` of every record ``cursor`` has not deleted, in log order. Records of a
     batch carry a :class:`TxnBatchedPosition`; ``decode`` turns an entry into its records."""
     return _replay(ledger, cursor, decode_txn_log_entry)
 
 
 def _replay(
-    ledger: ManagedLedger, cursor: ManagedCursor, decode: Callable[[bytes], list[dict[str, Any]]]
-) -> Iterator[tuple[Position, dict[str, Any]]]:
+    ledger: ManagedLedger, cursor: ManagedCursor, decode: Callable[[bytes], Sequence[R]]
+) -> Iterator[tuple[Position, R]]:
     for p, data in ledger.read_after(cursor.mark_delete_position):
         if cursor.is_deleted(p):
             continue
@@ -51,25 +52,44 @@ def _replay(
         words = cursor.deleted_batch_indexes(p) if len(records) > 1 else None
         live = bitset_from_words(words) if words is not None else -1  # -1: every record live
         for r in records:
-            if not r["batched"]:
+            if not r.batched:
                 yield Position(*p), r
-            elif live >> r["batch_index"] & 1:
-                yield TxnBatchedPosition(p[0], p[1], r["batch_size"], r["batch_index"]), r
+            elif live >> r.batch_index & 1:
+                yield TxnBatchedPosition(p[0], p[1], r.batch_size, r.batch_index), r
+
+
+@dataclass(frozen=True)
+class BufferedLogOptions:
+    """How a coordinator log or a pending-ack store is opened, beyond its name and writer config: its
+    managed ledger's config, where its writer metrics go (``broker`` is their label), and the writer's
+    executor and timer (defaults: the writer's own)."""
+
+    managed_ledger_config: ManagedLedgerConfig | None = None
+    metrics_registry: CollectorRegistry | None = None
+    broker: str = "standalone"
+    executor: Executor | None = None
+    timer: Timer | None = None
 
 
 def open_buffered_log(
-    ml: ManagedLedger,
+    factory: ManagedLedgerFactory,
+    name: str,
     cursor_name: str,
     config: TxnLogBufferedWriterConfig,
-    metrics: TxnLogBufferedWriterMetricsStats,
-    executor: Executor | None,
-    timer: Timer | None,
+    metrics_prefix: str,
+    options: BufferedLogOptions,
 ) -> tuple[ManagedLedger, ManagedCursor, TxnLogBufferedWriter]:
     """(managed ledger, its cursor, a writer on it): what the coordinator log and a pending-ack store
     both open. Metrics are kept only with batching on, as Pulsar records nothing otherwise."""
+    ml = factory.managed_ledger(name, options.managed_ledger_config)
     cursor = ml.open_cursor(cursor_name, "earliest")
+    metrics = TxnLogBufferedWriterMetricsStats(metrics_prefix, options.broker, options.metrics_registry)
     writer = TxnLogBufferedWriter(
-        ml, config, metrics=metrics if config.batch_enabled else None, executor=executor, timer=timer
+        ml,
+        config,
+        metrics=metrics if config.batch_enabled else None,
+        executor=options.executor,
+        timer=options.timer,
     )
     return ml, cursor, writer
 
@@ -82,25 +102,17 @@ class TransactionLog:
         factory: ManagedLedgerFactory,
         tc_id: int,
         config: TxnLogBufferedWriterConfig | None = None,
-        *,
-        managed_ledger_config: ManagedLedgerConfig | None = None,
-        metrics_registry: CollectorRegistry | None = None,
-        broker: str = "standalone",
-        executor: Executor | None = None,
-        timer: Timer | None = None,
+        options: BufferedLogOptions | None = None,
     ) -> None:
         self.tc_id = tc_id
         self.config = config or TxnLogBufferedWriterConfig()
-        mlc = managed_ledger_config or ManagedLedgerConfig()
-        if self.config.batch_enabled:
+        options = options or BufferedLogOptions()
+        mlc = options.managed_ledger_config or ManagedLedgerConfig()
+        if self.config.batch_enabled:  # records are deleted by batch index
             mlc = replace(mlc, deletion_at_batch_index_level_enabled=True)
+        options = replace(options, managed_ledger_config=mlc)
         self.managed_ledger, self.cursor, self.writer = open_buffered_log(
-            factory.managed_ledger(transaction_log_name(tc_id), mlc),
-            TRANSACTION_LOG_CURSOR,
-            self.config,
-            TxnLogBufferedWriterMetricsStats(COORDINATOR_PREFIX, broker, metrics_registry),
-            executor,
-            timer,
+            factory, transaction_log_name(tc_id), TRANSACTION_LOG_CURSOR, self.config, COORDINATOR_PREFIX, options
         )
 
     def append(self, record: bytes) -> Future[Position]:
@@ -116,7 +128,7 @@ class TransactionLog:
             else:
                 self.cursor.delete(Position(*p), ack_set=ack_set)
 
-    def replay(self) -> Iterator[tuple[Position, dict[str, Any]]]:
+    def replay(self) -> Iterator[tuple[Position, TxnLogRecord]]:
         """The records not yet deleted, in order (``MLTransactionLogImpl.replayAsync``)."""
         return replay_records(self.managed_ledger, self.cursor)
 
@@ -126,6 +138,7 @@ class TransactionLog:
 
 __all__ = [
     "TRANSACTION_LOG_CURSOR",
+    "BufferedLogOptions",
     "TransactionLog",
     "replay_records",
     "transaction_log_name",

@@ -13,18 +13,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from typing import Any
 
-from prometheus_client import CollectorRegistry
-
-from ...codec.txn import decode_pending_ack_entry, pending_ack_record
-from ...managed_ledger.config import ManagedLedgerConfig
+from ...codec.txn import PendingAckRecord, decode_pending_ack_entry, pending_ack_record
 from ...managed_ledger.factory import ManagedLedgerFactory
 from ...managed_ledger.position import Position
 from ..topic_name import PENDING_ACK_SUFFIX
-from .buffered_writer import Executor, Timer, TxnBatchedPosition, TxnLogBufferedWriterConfig
-from .log import _replay, open_buffered_log
-from .metrics import PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
+from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriterConfig
+from .log import BufferedLogOptions, _replay, open_buffered_log
+from .metrics import PENDING_ACK_STORE_PREFIX
 
 PENDING_ACK_CURSOR = "__pending_ack_state"
 
@@ -42,22 +38,17 @@ class PendingAckStore:
         topic_managed_ledger: str,
         subscription: str,
         config: TxnLogBufferedWriterConfig | None = None,
-        *,
-        managed_ledger_config: ManagedLedgerConfig | None = None,
-        metrics_registry: CollectorRegistry | None = None,
-        broker: str = "standalone",
-        executor: Executor | None = None,
-        timer: Timer | None = None,
+        options: BufferedLogOptions | None = None,
     ) -> None:
         self.config = config or TxnLogBufferedWriterConfig()
         self.subscription = subscription
         self.managed_ledger, self.cursor, self.writer = open_buffered_log(
-            factory.managed_ledger(pending_ack_store_name(topic_managed_ledger, subscription), managed_ledger_config),
+            factory,
+            pending_ack_store_name(topic_managed_ledger, subscription),
             PENDING_ACK_CURSOR,
             self.config,
-            TxnLogBufferedWriterMetricsStats(PENDING_ACK_STORE_PREFIX, broker, metrics_registry),
-            executor,
-            timer,
+            PENDING_ACK_STORE_PREFIX,
+            options or BufferedLogOptions(),
         )
         #: largest acknowledged position of an ACK record -> the log position of that record
         self._index: dict[Position, Position] = {}
@@ -94,11 +85,11 @@ class PendingAckStore:
     def append_abort_mark(self, txn_id: tuple[int, int], ack_type: str = "Individual") -> Future[Position]:
         return self._append(pending_ack_record("ABORT", txn_id, (), ack_type), [])
 
-    def replay(self) -> Iterator[tuple[Position, dict[str, Any]]]:
+    def replay(self) -> Iterator[tuple[Position, PendingAckRecord]]:
         """The records after the store's mark-delete, in order, rebuilding the log index as it goes."""
         for pos, r in _replay(self.managed_ledger, self.cursor, decode_pending_ack_entry):
-            if r["op"] == "ACK" and r["positions"]:
-                top = max(Position(p["ledger_id"], p["entry_id"]) for p in r["positions"])
+            if r.op == "ACK" and r.positions:
+                top = max(Position(p.ledger_id, p.entry_id) for p in r.positions)
                 with self._lock:
                     self._index[top] = pos
             yield pos, r
