@@ -437,3 +437,24 @@ def test_a_hard_link_as_a_file_written_in_place_is_refused(tmp_path, name):
     with pytest.raises(UnsafePath, match="hard link"):
         _export(root, to, out)
     assert theirs.read_bytes() == b"precious"
+
+
+def test_a_foreign_file_where_a_data_file_goes_is_refused_and_kept(tmp_path, monkeypatch):
+    """Refused before the run's journal lists the path (the next run deletes what the journal lists)."""
+    from pulsarkit.export import run as run_mod
+
+    root, out, scratch = tmp_path / "data", tmp_path / "out", tmp_path / "scratch"
+    _append(root, 0)
+    _export(root, "parquet", scratch)  # where this data's files go
+    partitions = [d.relative_to(scratch) for d in scratch.glob("topic=*/date=*")]
+    planted = [out / d / "part-r1-00000.parquet" for d in partitions]
+    for f in planted:
+        f.parent.mkdir(parents=True)
+        f.write_bytes(b"theirs")
+    monkeypatch.setattr(run_mod, "new_run_id", lambda: "r1")
+    with pytest.raises(px.ExportRefused, match="never replaces a file it did not write"):
+        _export(root, "parquet", out, force=True)
+    monkeypatch.undo()
+    assert all(f.read_bytes() == b"theirs" for f in planted)
+    s = _export(root, "parquet", out, force=True)  # the next run removes nothing of theirs
+    assert s.rows == 6 and all(f.read_bytes() == b"theirs" for f in planted)

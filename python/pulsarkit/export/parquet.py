@@ -68,13 +68,14 @@ class ParquetTarget(Target):
                 sub = str(Path(*Path(d).parts[:n]))
                 if not os.path.lexists(check_below(self.out, sub)) and sub not in new_dirs:
                     new_dirs.append(sub)
+        for _, rel in moves:  # before the journal lists it: the next run would delete what it lists
+            if os.path.lexists(dest := check_below(self.out, rel)):
+                raise ExportRefused(f"{dest} exists; pulsarkit never replaces a file it did not write", str(dest))
         self.note_created(files, new_dirs)  # before anything is created: what the next run undoes if this dies
         topic_dirs = dict(self.topic_dirs)
         for f, rel in moves:
             make_dirs(self.out, rel.parent)
             dest = check_below(self.out, rel)
-            if os.path.lexists(dest):
-                raise ExportRefused(f"{dest} exists; pulsarkit never replaces a file it did not write", str(dest))
             os.chmod(f, PRIVATE_FILE)  # a Spark task's file too
             os.replace(f, dest)
             topic = partition_values(dest)[0]
