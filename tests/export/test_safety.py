@@ -314,13 +314,20 @@ def test_an_over_long_topic_name_gets_a_stable_short_directory(tmp_path):
 
 
 @pytest.mark.parametrize("to", ["delta", "iceberg"])
-def test_an_over_long_topic_name_is_refused_by_name_for_table_formats(tmp_path, to):
+def test_an_over_long_topic_name_is_left_out_with_a_warning_by_table_formats(tmp_path, to):
+    """Their writers name partition directories in full: that topic is left out, named in a warning,
+    its mark kept (a rerun warns again); every other topic is exported."""
     _needs(to)
     root, out = tmp_path / "data", tmp_path / "out"
-    _append(root, 0, names=(LONG,))
-    with pytest.raises(px.ExportRefused, match="longer than a file name") as e:
-        _export(root, to, out)
-    assert "x" * 200 in str(e.value) and "--to parquet" in str(e.value)
+    _append(root, 0, names=(LONG, "public/default/persistent/ok"))
+    logged: list[str] = []
+    s = px.export(str(root), to, str(out), log=logged.append)
+    assert s.rows == 3 and {t for t, *_ in _rows(to, out)} == {"persistent://public/default/ok"}
+    (w,) = [w for w in s.warnings if "x" * 200 in w]
+    assert "not exported" in w and "--to parquet" in w and any(w in m for m in logged)
+    assert list(s.topics) == ["persistent://public/default/ok"]
+    again = px.export(str(root), to, str(out), log=lambda m: None)
+    assert again.rows == 0 and any("x" * 200 in w for w in again.warnings)
 
 
 # ------------------------------------------------------------------------- 10: private, one line

@@ -36,7 +36,8 @@ among pulsarkit's names in ``OUT`` is refused, naming it. A second run into the 
 refused while the first holds the lock (naming its pid). The export is private (0700 directories,
 0600 files); a run with nothing new commits nothing. A topic name too long for a directory name gets
 a shortened, hashed one (Parquet, recorded in the marks file's ``topic_dirs``, the files naming their
-topic in their metadata; Delta and Iceberg refuse such a topic, naming it). What the export cannot
+topic in their metadata; the Delta and Iceberg writers name directories in full: they leave such a
+topic out, with a warning naming it, and keep its mark). What the export cannot
 get back is warned about (the log, and ``warnings`` in the summary): a mark in a ledger that retention
 removed since the last run (messages after it in trimmed ledgers were never exported), a topic that is
 gone.

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
-from .staging import PARTITION_COLUMNS, refuse_long_partitions, staged_table
+from .staging import PARTITION_COLUMNS, shortened_topics, staged_table
 from .target import Target, optional_package
 
 #: the key of a pulsarkit commit's custom metadata: the marks document
@@ -46,8 +46,10 @@ class DeltaTarget(Target):
         refuse_foreign(out, force, self.own_names())
         return None
 
+    def _unwritable(self, staged: list[Path]) -> set[str]:
+        return shortened_topics(staged)  # the writer names partition directories in full
+
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
-        refuse_long_partitions(staged, self.name)
         self.note_created([], [], writer_names_files=True)  # delta-rs names its files itself
         self.deltalake.write_deltalake(
             str(self.out),

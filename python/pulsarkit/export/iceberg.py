@@ -21,7 +21,7 @@ import pyarrow as pa
 from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
-from .staging import PARTITION_COLUMNS, TABLE_FIELDS, refuse_long_partitions, staged_table
+from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_table
 from .target import Target, optional_package
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
@@ -157,9 +157,11 @@ class IcebergTarget(Target):
         if self._catalog is not None:
             self._catalog.engine.dispose()  # closes the SQLite file
 
+    def _unwritable(self, staged: list[Path]) -> set[str]:
+        return shortened_topics(staged)  # the writer names partition directories in full
+
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         """One append, one snapshot: the data files and the marks (its summary properties) commit together."""
-        refuse_long_partitions(staged, self.name)
         self.note_created([], [], writer_names_files=True)  # pyiceberg names its files itself
         data = staged_table(staged)
         props = {ICEBERG_MARKS_KEY: json.dumps(marks.to_json(run), sort_keys=True)}

@@ -276,6 +276,13 @@ def _export(
             finally:
                 reporter.close()
             commit = target.commit(until)
+            for t in commit.skipped:
+                w = (
+                    f"topic {t!r} not exported: its partition directory name is longer than a file name may be, "
+                    f"and the {to} writer cannot shorten it; its mark is kept (--to parquet shortens such names)"
+                )
+                log(f"warning: {w}")
+                warnings.append(w)
     return ExportSummary(
         data_dir=source,
         output=str(root),
@@ -287,7 +294,7 @@ def _export(
         topics={
             t: TopicSummary(commit.rows.get(t, 0), before.get(t), m)
             for t, m in sorted(until.items())
-            if t in advanced or commit.rows.get(t)
+            if (t in advanced or commit.rows.get(t)) and t not in commit.skipped
         },
         removed_leftovers=target.removed_leftovers,
         warnings=warnings,

@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 
 from ..scan import MESSAGE_FIELDS, arrow_schema
 from .paths import PRIVATE_DIR, short_name
-from .protocol import ExportRefused
 
 PARTITION_COLUMNS = ("topic", "date")
 #: the columns of the data files (the partition columns are in the directory names)
@@ -128,13 +127,7 @@ def staged_table(files: list[Path]) -> pa.Table:
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
-def refuse_long_partitions(staged: list[Path], to: str) -> None:
-    """Delta and Iceberg writers name the partition directories themselves, in full: a topic whose
-    directory name no file system takes is refused before anything is written, naming it."""
-    for f in staged:
-        if TOPIC_KEY in (pq.read_schema(f).metadata or {}):
-            topic = partition_values(f)[0]
-            raise ExportRefused(
-                f"topic {topic!r}: its partition directory name is longer than a file name may be, and the {to} "
-                "writer cannot shorten it; export it --to parquet (which does), or select other topics with --topic"
-            )
+def shortened_topics(staged: list[Path]) -> set[str]:
+    """The topics of staged files in shortened partition directories (their names too long in full):
+    what the Delta and Iceberg writers, which name the directories themselves, cannot write."""
+    return {partition_values(f)[0] for f in staged if TOPIC_KEY in (pq.read_schema(f).metadata or {})}

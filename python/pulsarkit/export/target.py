@@ -28,7 +28,7 @@ import pyarrow as pa
 from .marks import ExportMarks, Mark, RunRecord
 from .paths import JOURNAL_FILE, Journal, audit, drop_journal, read_journal, tree, undo, write_journal
 from .protocol import STAGING, ExportRefused, now_ms
-from .staging import StagingWriter, rows_by_topic, staged_files
+from .staging import StagingWriter, partition_values, rows_by_topic, staged_files
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class Commit:
     #: relative paths of the data files the commit added, for a target that names them itself (Parquet)
     files: list[str] | None
     staged: int
+    #: topics the format cannot write (their partition directory name too long): not committed, marks kept
+    skipped: tuple[str, ...] = ()
 
 
 def optional_package(module: str, to: str) -> Any:
@@ -102,6 +104,10 @@ class Target(ABC):
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> list[str] | None:
         """Makes the staged data files and ``marks`` visible in one atomic step (the commit point);
         returns the added data files' paths relative to ``out`` if the format names them (Parquet)."""
+
+    def _unwritable(self, staged: list[Path]) -> set[str]:
+        """Topics of the staged files the format cannot write. None by default (Parquet shortens names)."""
+        return set()
 
     def own_names(self) -> set[str]:
         """The names directly in OUT that runs of pulsarkit's left (for :func:`.protocol.refuse_foreign`)."""
@@ -180,6 +186,10 @@ class Target(ABC):
             raise RuntimeError("no run begun")
         self._close_writer()  # the data files complete before they are committed
         staged = staged_files(self.staging)
+        skipped = self._unwritable(staged)
+        if skipped:  # left out whole, their marks kept: the next run tries them again (and warns again)
+            staged = [f for f in staged if partition_values(f)[0] not in skipped]
+            marks = {t: m for t, m in marks.items() if t not in skipped}
         rows = rows_by_topic(staged)
         run = RunRecord(self._run, now_ms(), self._engine, sum(rows.values()), len(staged))
         new = self.committed.advanced(marks)
@@ -192,4 +202,4 @@ class Target(ABC):
         drop_journal(self.out)
         self.journal = None
         shutil.rmtree(self.out / STAGING, ignore_errors=True)
-        return Commit(run, rows, files, len(staged))
+        return Commit(run, rows, files, len(staged), tuple(sorted(skipped)))
