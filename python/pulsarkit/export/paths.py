@@ -4,9 +4,9 @@ Every path an export creates, replaces or deletes below OUT is one of pulsarkit'
 (:data:`OWN_TOP`, ``topic=...``); before a run writes, :func:`audit` walks those without following
 links and refuses (:class:`UnsafePath`, naming it) a symbolic link or a non-regular file among them,
 so nothing a run writes or deletes can land outside OUT. pulsarkit's own opens add ``O_NOFOLLOW``
-(:func:`open_private`), its directories are made one component at a time and checked
-(:func:`make_dirs`), and a deletion is of a regular file whose every parent below OUT is a real
-directory (:func:`remove_own_file`).
+(the lock, the JSON files: :mod:`.protocol`), its directories are made one component at a time and
+checked (:func:`make_dirs`), and a deletion is of a regular file whose every parent below OUT is a
+real directory (:func:`remove_own_file`).
 
 The journal (``OUT/_pulsarkit_journal.json``) is written when a run begins and again, with the files
 and directories the commit is about to create, just before the commit; the commit removes it. A run
@@ -16,7 +16,6 @@ that did not commit leaves it, and the next run deletes exactly what it lists (:
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
@@ -62,7 +61,7 @@ def audit(out: Path) -> None:
     for e in entries:
         if not own_top(e.name):
             continue
-        _check_entry(Path(e.path), e)
+        _check_mode(Path(e.path), e.stat(follow_symlinks=False).st_mode)
         if e.name == LOCK_FILE or e.name.startswith(ICEBERG_CATALOG):
             # written in place (the lock's pid, SQLite's pages): another name of the same file would change too
             if e.stat(follow_symlinks=False).st_nlink > 1:
@@ -72,10 +71,6 @@ def audit(out: Path) -> None:
                 for n in dirs + files:
                     p = os.path.join(d, n)
                     _check_mode(Path(p), os.lstat(p).st_mode)
-
-
-def _check_entry(path: Path, e: os.DirEntry[str]) -> None:
-    _check_mode(path, e.stat(follow_symlinks=False).st_mode)
 
 
 def _check_mode(path: Path, mode: int) -> None:
@@ -119,16 +114,6 @@ def make_dirs(out: Path, rel: str | Path) -> list[str]:
         if not stat.S_ISDIR(mode):
             raise UnsafePath(p, "a symbolic link where an export writes" if stat.S_ISLNK(mode) else "not a directory")
     return created
-
-
-def open_private(path: Path, flags: int) -> int:
-    """``os.open`` that never follows a link at ``path``, creating the file private (0600)."""
-    try:
-        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise UnsafePath(path, "a symbolic link where an export writes") from None
-        raise
 
 
 def remove_own_file(out: Path, rel: str) -> bool:
