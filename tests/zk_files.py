@@ -8,6 +8,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterable
+from pathlib import Path
 
 from pulsarkit.metadata import zookeeper as zk
 
@@ -167,3 +168,25 @@ def record(body: bytes) -> bytes:
 
 def txn_log(bodies: list[bytes], dbid: int = 0, prealloc: int = 0) -> bytes:
     return struct.pack(">iiq", zk.TXNLOG_MAGIC, 2, dbid) + b"".join(record(b) for b in bodies) + bytes(prealloc)
+
+
+def tree(paths_data: dict[str, bytes], ctime: int = 1000) -> dict[str, Node]:
+    """Nodes for :func:`snapshot`, every parent included (ZooKeeper needs them; Pulsar's RocksDB store keeps
+    only the nodes it was given)."""
+    nodes = {"/": Node()}
+    for path, data in paths_data.items():
+        parts = path.split("/")
+        for i in range(2, len(parts)):
+            nodes.setdefault("/".join(parts[:i]), Node(czxid=1, mzxid=1, pzxid=1))
+        nodes[path] = Node(data, czxid=2, mzxid=2, pzxid=2, ctime=ctime, version=3)
+    return nodes
+
+
+def data_dir(dest: Path, paths_data: dict[str, bytes], zxid: int, bodies: Iterable[bytes] = ()) -> Path:
+    """A ZooKeeper dataDir at ``dest``: ``version-2/snapshot.<zxid>`` holding ``paths_data`` (and their parents),
+    and ``log.<zxid + 1>`` with the transaction ``bodies`` (:func:`txn_body`), preallocated."""
+    v = dest / "version-2"
+    v.mkdir(parents=True)
+    (v / f"snapshot.{zxid:x}").write_bytes(snapshot(tree(paths_data), last_zxid=zxid))
+    (v / f"log.{zxid + 1:x}").write_bytes(txn_log(list(bodies), prealloc=256))
+    return dest

@@ -360,5 +360,5 @@ class RawArrowLogScan:
 
 # scan (py/scan.rs): the head of an entry-log record
 def record_head(
-    buf: bytes, ledger_id: int, entry_id: int, digest_length: int | None = None
+    buf: _Buffer, ledger_id: int, entry_id: int, digest_length: int | None = None
 ) -> tuple[int, int, int] | None: ...

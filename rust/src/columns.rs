@@ -211,9 +211,6 @@ impl PushMap {
         }
         self.offsets.push(i32::try_from(self.keys.valid.len()).expect("more than 2^31 map entries"));
     }
-    pub(crate) fn data_type() -> DataType {
-        DataType::Map(Arc::new(Field::new("entries", DataType::Struct(Self::fields()), false)), false)
-    }
     pub(crate) fn fields() -> arrow_schema::Fields {
         vec![Field::new("keys", DataType::Utf8, false), Field::new("values", DataType::Utf8, true)].into()
     }

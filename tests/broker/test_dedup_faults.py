@@ -12,7 +12,7 @@ from collections import Counter
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.broker import PersistentTopic
+from pulsarkit.broker import DeduplicationConfig, PersistentTopic
 from pulsarkit.managed_ledger import ManagedLedgerConfig, Store
 
 RUNS = 1000
@@ -50,7 +50,7 @@ def one_run(store, bk, rng, run, stats):
             store.managed_ledger(name, cfg),
             interceptors=["AppendIndexMetadataInterceptor"],
             deduplication=True,
-            deduplication_entries_interval=interval,
+            deduplication_config=DeduplicationConfig(entries_interval=interval),
         )
 
     topic = open_topic()

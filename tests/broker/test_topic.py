@@ -6,7 +6,7 @@ import itertools
 import pulsarkit as pk
 import pytest
 from helpers import Clock
-from pulsarkit.broker import DEDUPLICATION_CURSOR_NAME, MessageDupStatus, PersistentTopic
+from pulsarkit.broker import DEDUPLICATION_CURSOR_NAME, DeduplicationConfig, MessageDupStatus, PersistentTopic
 from pulsarkit.broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from pulsarkit.managed_ledger import ManagedLedgerConfig
 
@@ -199,7 +199,7 @@ def test_chunks_only_the_last_is_checked(store):
 
 
 def test_snapshot_every_n_entries_and_recovery_by_replay(store):
-    t = dedup_topic(store, deduplication_entries_interval=3)
+    t = dedup_topic(store, deduplication_config=DeduplicationConfig(entries_interval=3))
     for i in range(7):
         t.publish(single("p", i), "p", i)
     t.publish(single("q", 100), "q", 100)
@@ -207,7 +207,7 @@ def test_snapshot_every_n_entries_and_recovery_by_replay(store):
     assert cursor.properties == {"p": 5}  # snapshot at the 6th entry
     assert (cursor.mark_delete_position.entry_id) == 5
     t.close()
-    t2 = dedup_topic(store, deduplication_entries_interval=3)
+    t2 = dedup_topic(store, deduplication_config=DeduplicationConfig(entries_interval=3))
     assert t2.deduplication.replayed_entries == 2
     assert t2.last_sequence_id("p") == 6 and t2.last_sequence_id("q") == 100
     assert t2.publish(single("p", 6), "p", 6).status == "DUPLICATE"
@@ -216,7 +216,7 @@ def test_snapshot_every_n_entries_and_recovery_by_replay(store):
 
 def test_time_based_snapshot(store):
     clock = Clock()
-    t = dedup_topic(store, clock=clock, deduplication_snapshot_interval_seconds=120)
+    t = dedup_topic(store, deduplication_config=DeduplicationConfig(snapshot_interval_seconds=120), clock=clock)
     t.publish(single("p", 0), "p", 0)
     assert not t.deduplication.take_snapshot_if_due()
     clock.t += 121_000
@@ -228,7 +228,7 @@ def test_time_based_snapshot(store):
 
 def test_inactive_producers_are_purged(store):
     clock = Clock()
-    t = dedup_topic(store, clock=clock, deduplication_producer_inactivity_timeout_minutes=1)
+    t = dedup_topic(store, deduplication_config=DeduplicationConfig(producer_inactivity_timeout_minutes=1), clock=clock)
     d = t.deduplication
     t.publish(single("gone", 0), "gone", 0)
     t.publish(single("stays", 0), "stays", 0)
@@ -242,7 +242,7 @@ def test_inactive_producers_are_purged(store):
 
 
 def test_producer_limit_in_snapshots(store):
-    t = dedup_topic(store, deduplication_entries_interval=1, deduplication_max_number_of_producers=2)
+    t = dedup_topic(store, deduplication_config=DeduplicationConfig(entries_interval=1, max_number_of_producers=2))
     for name in ["c", "a", "b"]:
         t.publish(single(name, 1), name, 1)
     assert t.ml.open_cursor(DEDUPLICATION_CURSOR_NAME).properties == {"a": 1, "b": 1}

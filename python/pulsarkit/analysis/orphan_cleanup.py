@@ -35,9 +35,10 @@ import pyarrow.ipc as ipc
 
 from ..durable import fsync_dir, write_durably
 from ..errors import BadVersionError, MetadataNotFoundError, PulsarkitError
-from ..metadata.store import MetadataStore, ledger_path
+from ..metadata.store import MetadataStore, StoreItems, ledger_path
 from ..plan import to_data
-from ..scan.datadir import DataDir
+from ..scan.bookie_dir import is_rocksdb
+from ..scan.datadir import DataDir, MetadataSource
 from .orphans import OrphanCleanupItem, OrphanCleanupPlan, find_orphans
 
 _ENTRIES_SCHEMA = pa.schema([("entry_id", pa.int64()), ("data", pa.binary())])
@@ -78,7 +79,7 @@ def _open_snapshot(plan: OrphanCleanupPlan, store: MetadataStore) -> DataDir:
         plan.ledger_dirs,
         journal_dirs=plan.journal_dirs,
         index_dirs=plan.index_dirs,
-        metadata_pairs=store.raw_items(),
+        metadata=MetadataSource(StoreItems(store.raw_items())),
     )
 
 
@@ -115,6 +116,13 @@ def execute(plan: OrphanCleanupPlan, *, backup_dir: str | os.PathLike[str] | Non
     docstring). A dry run is the plan alone (:attr:`OrphanCleanupPlan.to_delete`)."""
     if not isinstance(plan, OrphanCleanupPlan):
         raise OrphanCleanupError(f"not an orphan cleanup plan: {type(plan).__name__}; write one with --plan")
+    if not is_rocksdb(Path(plan.metadata_dir)):
+        # never let the writable open below create a store: e.g. a plan made from a ZooKeeper data directory,
+        # which is a copy of a cluster's state, not something to delete from
+        raise OrphanCleanupError(
+            f"{plan.metadata_dir} is not a RocksDB metadata store: a cleanup is executed only on one "
+            "(a ZooKeeper data directory is a snapshot; its plan is for review)"
+        )
     backup = Path(backup_dir) if backup_dir is not None else None
     if backup is not None:
         if backup.exists() and any(backup.iterdir()):

@@ -1,7 +1,7 @@
 """The broker's mechanisms over a managed ledger: the topic's publish and dispatch paths, message
 deduplication (PIP-6), broker entry metadata interceptors (PIP-70), seek by time and index, TTL."""
 
-from .dedup import DEDUPLICATION_CURSOR_NAME, MessageDeduplication, MessageDupStatus
+from .dedup import DEDUPLICATION_CURSOR_NAME, DeduplicationConfig, MessageDeduplication, MessageDupStatus
 from .interceptors import (
     INDEX_INTERCEPTOR,
     TIMESTAMP_INTERCEPTOR,
@@ -20,6 +20,7 @@ __all__ = [
     "AppendBrokerTimestampMetadataInterceptor",
     "AppendIndexMetadataInterceptor",
     "ManagedLedgerInterceptorImpl",
+    "DeduplicationConfig",
     "MessageDeduplication",
     "MessageDupStatus",
     "MessageId",

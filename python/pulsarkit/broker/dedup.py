@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from ..codec.entry import Buffer, Entry
 from ..errors import PulsarkitError
@@ -38,28 +39,40 @@ class Status(enum.Enum):
     Failed = "Failed"
 
 
+@dataclass(frozen=True)
+class DeduplicationConfig:
+    """The broker's ``brokerDeduplication*`` settings, with its defaults."""
+
+    #: brokerDeduplicationEntriesInterval: entries between two snapshots
+    entries_interval: int = 1000
+    #: brokerDeduplicationMaxNumberOfProducers: producers a snapshot keeps
+    max_number_of_producers: int = 10_000
+    #: brokerDeduplicationProducerInactivityTimeoutMinutes
+    producer_inactivity_timeout_minutes: int = 360
+    #: brokerDeduplicationSnapshotIntervalSeconds: a snapshot at least this often when entries came
+    snapshot_interval_seconds: int = 120
+
+
 class MessageDeduplication:
     """Deduplication state of one topic over its managed ledger.
 
-    The snapshot is the ``pulsar.dedup`` cursor's mark-delete properties on ``ml``. Defaults are the
-    broker's (``brokerDeduplication*``).
+    The snapshot is the ``pulsar.dedup`` cursor's mark-delete properties on ``ml``; ``config`` the
+    broker's settings (default: its defaults).
     """
 
     def __init__(
         self,
         ml: ManagedLedger,
         enabled: bool = False,
-        entries_interval: int = 1000,
-        max_number_of_producers: int = 10_000,
-        producer_inactivity_timeout_minutes: int = 360,
-        snapshot_interval_seconds: int = 120,
+        config: DeduplicationConfig | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        config = config or DeduplicationConfig()
         self.ml = ml
-        self.entries_interval = entries_interval
-        self.max_number_of_producers = max_number_of_producers
-        self.producer_inactivity_timeout_ms = max(1, producer_inactivity_timeout_minutes) * 60_000
-        self.snapshot_interval_seconds = snapshot_interval_seconds
+        self.entries_interval = config.entries_interval
+        self.max_number_of_producers = config.max_number_of_producers
+        self.producer_inactivity_timeout_ms = max(1, config.producer_inactivity_timeout_minutes) * 60_000
+        self.snapshot_interval_seconds = config.snapshot_interval_seconds
         self._clock = clock
         self.pushed: dict[str, int] = {}
         self.persisted: dict[str, int] = {}

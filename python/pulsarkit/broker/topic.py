@@ -13,7 +13,7 @@ from ..codec.entry import Buffer, strip_broker_entry_metadata
 from ..errors import PulsarkitError
 from ..managed_ledger.ledger import ManagedLedger
 from ..managed_ledger.position import Position
-from .dedup import MessageDeduplication, MessageDupStatus
+from .dedup import DeduplicationConfig, MessageDeduplication, MessageDupStatus
 from .finder import DEFAULT_MAX_CLOCK_SKEW_MS, LedgerSpan, find_position_by_index, find_position_by_time
 from .interceptors import BrokerEntryMetadataInterceptor, ManagedLedgerInterceptorImpl, create_interceptors
 
@@ -66,7 +66,8 @@ class PersistentTopic:
 
     ``interceptors`` are Pulsar class names from ``brokerEntryMetadataInterceptors`` (or instances);
     a new index interceptor is made per topic and recovered from the managed ledger's ``index``
-    property and the last entry of the last ledger.
+    property and the last entry of the last ledger. ``deduplication`` turns PIP-6 deduplication on,
+    with ``deduplication_config`` (the broker's ``brokerDeduplication*`` settings; default its defaults).
     """
 
     def __init__(
@@ -74,11 +75,9 @@ class PersistentTopic:
         ml: ManagedLedger,
         interceptors: Iterable[str | BrokerEntryMetadataInterceptor] = (),
         deduplication: bool = False,
+        *,
+        deduplication_config: DeduplicationConfig | None = None,
         exposing_broker_entry_metadata_to_client: bool = False,
-        deduplication_entries_interval: int = 1000,
-        deduplication_max_number_of_producers: int = 10_000,
-        deduplication_producer_inactivity_timeout_minutes: int = 360,
-        deduplication_snapshot_interval_seconds: int = 120,
         max_clock_skew_ms: int = DEFAULT_MAX_CLOCK_SKEW_MS,
         clock: Callable[[], int] | None = None,
     ) -> None:
@@ -106,10 +105,7 @@ class PersistentTopic:
         self.deduplication = MessageDeduplication(
             ml,
             enabled=deduplication,
-            entries_interval=deduplication_entries_interval,
-            max_number_of_producers=deduplication_max_number_of_producers,
-            producer_inactivity_timeout_minutes=deduplication_producer_inactivity_timeout_minutes,
-            snapshot_interval_seconds=deduplication_snapshot_interval_seconds,
+            config=deduplication_config,
             clock=lambda: self._clock_ms() / 1000,
         )
         self.pending_write_ops = 0

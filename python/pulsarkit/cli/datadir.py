@@ -10,7 +10,10 @@
     pulsarkit readjournal PATH...    [--json] [-l LEDGER] [--msg]
 
 DATA_DIR is a Pulsar standalone's data directory (``metadata/`` + ``bookkeeper/``); a bookie with
-separate directories takes ``--metadata-dir``, ``--ledger-dir``, ``--journal-dir``, ``--index-dir``.
+separate directories takes ``--metadata-dir``, ``--ledger-dir``, ``--journal-dir``, ``--index-dir``. A
+cluster whose metadata is in ZooKeeper takes ``--zookeeper-dir`` (the ZooKeeper server's dataDir, read
+offline: newest valid snapshot + transaction logs) instead of DATA_DIR/--metadata-dir, with
+``--zookeeper-log-dir``, ``--configuration-zookeeper-dir``, ``--zxid`` and the bookies' ``--ledger-dir``.
 Nothing is ever written into it. Unreadable parts are reported on stderr (file and offset) after
 everything readable was printed; ``--strict`` turns them into exit code 3.
 """
@@ -62,20 +65,86 @@ def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     p.add_argument("--ledger-dir", action="append", help="a bookie ledger directory (repeatable)")
     p.add_argument("--journal-dir", action="append", help="a bookie journal directory (repeatable)")
     p.add_argument("--index-dir", action="append", help="a bookie index directory (repeatable)")
+    _zookeeper_args(p, "DATA_DIR/--metadata-dir; the bookies come with --ledger-dir")
     p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _zookeeper_args(p: argparse.ArgumentParser, instead_of: str) -> None:
+    p.add_argument(
+        "--zookeeper-dir",
+        metavar="DIR",
+        help="metadata from a ZooKeeper server's data directory (its dataDir, or version-2/), read offline "
+        f"instead of {instead_of}",
+    )
+    p.add_argument(
+        "--zookeeper-log-dir", metavar="DIR", help="the ZooKeeper transaction logs, when kept apart (dataLogDir)"
+    )
+    p.add_argument(
+        "--configuration-zookeeper-dir",
+        metavar="DIR",
+        help="the configuration store's ZooKeeper data directory, when it is a separate ZooKeeper",
+    )
+    p.add_argument(
+        "--configuration-zookeeper-log-dir",
+        metavar="DIR",
+        help="the configuration store's ZooKeeper transaction logs, when kept apart (dataLogDir)",
+    )
+    p.add_argument(
+        "--zxid",
+        type=_zxid,
+        metavar="N",
+        help="the metadata as of this ZooKeeper transaction (decimal or 0x hex), when the snapshots and logs allow",
+    )
 
-    if args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
-        raise DataDirError("give DATA_DIR, or --metadata-dir and --ledger-dir")
-    return open_data_dir(
+
+def _zxid(value: str) -> int:
+    try:
+        n = int(value, 0)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"a zxid is a non-negative number, decimal or 0x hex, not {value!r}")
+    return n
+
+
+def _zookeeper(args: argparse.Namespace) -> dict[str, Any]:
+    """The ZooKeeper arguments as :func:`open_data_dir` takes them (none for a command without them)."""
+    kw = {
+        "zookeeper_dir": getattr(args, "zookeeper_dir", None),
+        "zookeeper_log_dir": getattr(args, "zookeeper_log_dir", None),
+        "configuration_zookeeper_dir": getattr(args, "configuration_zookeeper_dir", None),
+        "configuration_zookeeper_log_dir": getattr(args, "configuration_zookeeper_log_dir", None),
+        "zxid": getattr(args, "zxid", None),
+    }
+    if kw["zookeeper_dir"] is None and any(v is not None for v in kw.values()):
+        raise DataDirError("--zookeeper-log-dir, --configuration-zookeeper-*-dir and --zxid go with --zookeeper-dir")
+    return kw
+
+
+def _said_zxid(dd: Any, args: argparse.Namespace) -> Any:
+    if dd.metadata_zxid is not None:  # which state was read matters to whoever restores from it
+        print(f"pulsarkit {args.command}: metadata: {dd.metadata_source}", file=sys.stderr)
+    return dd
+
+
+def _open(args: argparse.Namespace) -> Any:
+    zk_kw = _zookeeper(args)
+    zk = zk_kw["zookeeper_dir"]
+    if zk is not None and (args.data_dir or args.metadata_dir):
+        raise DataDirError("--zookeeper-dir replaces DATA_DIR and --metadata-dir: give the bookies with --ledger-dir")
+    if zk is not None and not args.ledger_dir:
+        raise DataDirError("--zookeeper-dir holds the metadata only: give the bookies with --ledger-dir (repeatable)")
+    if zk is None and args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
+        raise DataDirError("give DATA_DIR, or --metadata-dir (or --zookeeper-dir) and --ledger-dir")
+    dd = open_data_dir(
         args.data_dir,
         metadata_dir=args.metadata_dir,
         ledger_dirs=args.ledger_dir,
         journal_dirs=args.journal_dir,
         index_dirs=args.index_dir,
+        **zk_kw,
     )
+    return _said_zxid(dd, args)
 
 
 def _finish(dd: Any, args: argparse.Namespace) -> int:
@@ -103,6 +172,10 @@ def _inputs(args: argparse.Namespace) -> list[str]:
         for x in [
             args.data_dir,
             args.metadata_dir,
+            getattr(args, "zookeeper_dir", None),
+            getattr(args, "zookeeper_log_dir", None),
+            getattr(args, "configuration_zookeeper_dir", None),
+            getattr(args, "configuration_zookeeper_log_dir", None),
             *(args.ledger_dir or []),
             *(args.journal_dir or []),
             *(args.index_dir or []),

@@ -1,15 +1,17 @@
 """Several bookies sharing one metadata store: every entry's copies checked against its write set::
 
     pulsarkit replicas --metadata-dir M --bookie [ID=]DIR [--bookie [ID=]DIR ...]
+    pulsarkit replicas --zookeeper-dir ZK [--zookeeper-log-dir L] [--zxid N] --bookie [ID=]DIR ...
                        [--ledger ID]... [--view problems|ledgers] [--json | --parquet FILE] [--strict]
 
 Each ``--bookie`` is a bookie's ledger directory (the one holding ``current/``) or a standalone's data
 directory; its bookie id comes from its cookie (``current/VERSION``), or from ``ID=`` for a directory
 without one (``--bookie 127.0.0.1:3181=/data/bk1``; a directory of several ledger directories is
 named once per directory). ``--metadata-dir`` is the RocksDB metadata store or a standalone's data
-directory holding one. The table shows one line per ledger, then one per problem (under-replicated,
-unexpected replica, divergent, unreadable); ``--json``/``--parquet`` give the ``--view`` table. Read
-only; ``--strict`` exits 3 when there is a problem or an unreadable part.
+directory holding one; a cluster whose metadata is in ZooKeeper gives ``--zookeeper-dir`` instead (the
+ZooKeeper server's data directory, read offline). The table shows one line per ledger, then one per
+problem (under-replicated, unexpected replica, divergent, unreadable); ``--json``/``--parquet`` give the
+``--view`` table. Read only; ``--strict`` exits 3 when there is a problem or an unreadable part.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..scan.datadir import open_data_dir
 from ..scan.records import DataDirError
 from ..scan.replicas import replica_report
 from .command import EXIT_DATA_PROBLEMS, Runner, command, output_args, output_file
-from .datadir import _finish, _table
+from .datadir import _finish, _said_zxid, _table, _zookeeper, _zookeeper_args
 
 
 def _bookie_arg(value: str) -> tuple[str | None, Path]:
@@ -43,7 +45,8 @@ def _bookie_arg(value: str) -> tuple[str | None, Path]:
     "unexpected, divergent or unreadable copies",
 )
 def _replicas(p: argparse.ArgumentParser) -> Runner:
-    p.add_argument("--metadata-dir", required=True, help="the RocksDB metadata store (or a data dir holding it)")
+    p.add_argument("--metadata-dir", help="the RocksDB metadata store (or a data dir holding it)")
+    _zookeeper_args(p, "--metadata-dir")
     p.add_argument(
         "--bookie",
         action="append",
@@ -59,9 +62,14 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
     output_args(p)
 
     def run(args: argparse.Namespace) -> int:
-        md = Path(args.metadata_dir)
-        if not is_rocksdb(md):
-            md = find_layout(md)[0]
+        zk_kw = _zookeeper(args)
+        if (args.metadata_dir is None) == (zk_kw["zookeeper_dir"] is None):
+            raise DataDirError("give the metadata: --metadata-dir or --zookeeper-dir (one of them)")
+        md = None
+        if args.metadata_dir is not None:
+            md = Path(args.metadata_dir)
+            if not is_rocksdb(md):
+                md = find_layout(md)[0]
         dirs, named = [], {}
         for value in args.bookie:
             bid, d = _bookie_arg(value)
@@ -69,7 +77,7 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
             dirs.append(d)
             if bid is not None:
                 named.setdefault(bid, []).append(d)
-        dd = open_data_dir(metadata_dir=md, ledger_dirs=dirs, bookies=named or None)
+        dd = _said_zxid(open_data_dir(metadata_dir=md, ledger_dirs=dirs, bookies=named or None, **zk_kw), args)
         if args.ledger:
             missing = [lid for lid in args.ledger if lid not in dd.ledgers]
             if missing:
@@ -77,7 +85,8 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
         rep = replica_report(dd, args.ledger)
         table = rep.problems_table() if args.view == "problems" else rep.ledgers_table()
         if args.parquet:
-            inputs = [args.metadata_dir, *(str(d) for d in dirs)]
+            given = [args.metadata_dir, *(v for k, v in zk_kw.items() if k.endswith("_dir"))]
+            inputs = [*(x for x in given if x), *(str(d) for d in dirs)]
             with output_file(args.parquet, overwrite=args.overwrite, inputs=inputs) as dest:
                 pq.write_table(table, dest)
         elif args.json:

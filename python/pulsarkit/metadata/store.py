@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from google.protobuf import text_format
@@ -240,6 +240,46 @@ def _parse_maybe_compressed(raw: bytes, cls: Any, meta_cls: Any, magic: int, whe
 
 
 # ---------------------------------------------------------------------------------- the store
+
+
+def _utf8(path: str) -> bytes:
+    return path.encode("utf-8", "surrogatepass")
+
+
+class StoreItems:
+    """A RocksDB metadata store's key/value pairs, already read (a private copy, or a locked store's
+    ``raw_items()``), as a :class:`~pulsarkit.metadata.reader.MetadataReader`. The store's own counters
+    (keys not starting with ``/``) are left out; a value is decoded when read, so a damaged one raises
+    :class:`MetadataStoreError` for its path alone. Ephemeral nodes are kept: a stopped standalone's
+    sessions are gone, but what they held is still what the directory says."""
+
+    def __init__(self, pairs: Iterable[tuple[bytes, bytes]], where: str = "metadata store") -> None:
+        self.where = where
+        self._raw = {k.decode("utf-8", "replace"): v for k, v in pairs if k.startswith(b"/")}
+        self._sorted = sorted(self._raw, key=_utf8)
+
+    def get(self, path: str) -> tuple[bytes, Stat] | None:
+        raw = self._raw.get(path)
+        if raw is None:
+            return None
+        data, version, owner, ctime, mtime, eph = decode_meta_value(raw, path)
+        return data, Stat(path, version, ctime, mtime, eph, owner)
+
+    def exists(self, path: str) -> bool:
+        return path in self._raw
+
+    def children(self, path: str) -> list[str]:
+        """Names of the direct children (implied by deeper paths, like Pulsar's store)."""
+        first = path if path == "/" else path + "/"
+        return sorted({k[len(first) :].split("/", 1)[0] for k in self.keys(first) if len(k) > len(first)})
+
+    def keys(self, prefix: str = "/") -> Iterator[str]:
+        for p in self._sorted:
+            if p.startswith(prefix):
+                yield p
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 class MetadataStore:

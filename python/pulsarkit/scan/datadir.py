@@ -8,7 +8,15 @@
   journal_dirs=[...], index_dirs=[...])``;
 * several bookies sharing one metadata store: their ledger directories (each bookie known by its
   cookie, ``current/VERSION``), or ``bookies={"host:3181": [dir, ...], ...}``. Each entry is then read
-  once, from one replica its ledger's ensembles choose (:mod:`pulsarkit.scan.replicas`).
+  once, from one replica its ledger's ensembles choose (:mod:`pulsarkit.scan.replicas`);
+* a cluster whose metadata is in ZooKeeper: ``open_data_dir(zookeeper_dir=..., ledger_dirs=[...])``, the
+  ZooKeeper server's data directory read offline (:class:`~pulsarkit.metadata.zookeeper.ZkSnapshotStore`:
+  the newest valid snapshot, the transaction logs replayed on it; ``zookeeper_log_dir`` when the logs are
+  in a separate ``dataLogDir``, ``zxid`` for the state as of an older transaction), and
+  ``configuration_zookeeper_dir`` when the configuration store is a separate ZooKeeper.
+
+Whatever the source, the metadata is read through one interface
+(:class:`~pulsarkit.metadata.reader.MetadataReader`) by one code path.
 
 Nothing under those paths is ever written (no ``LOCK``/``LOG`` file, no RocksDB compaction): each
 RocksDB (the metadata store, ``ledgers/``, ``locations/``) is copied into a temporary directory, opened
@@ -28,6 +36,7 @@ import json
 import os
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +58,15 @@ from ..errors import MetadataStoreError, PulsarkitError
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.factory import Store
 from ..managed_ledger.position import Position
+from ..metadata.reader import MergedReader, MetadataReader
 from ..metadata.store import (
-    decode_meta_value,
+    StoreItems,
     ledger_id_from_path,
     parse_ledger_metadata,
     parse_managed_cursor_info,
     parse_managed_ledger_info,
 )
+from ..metadata.zookeeper import ZkSnapshotStore
 from ..proto import PositionInfo
 from .bookie_dir import (
     BookieDir,
@@ -86,6 +97,72 @@ PathLike = str | os.PathLike[str]
 _STATES = {1: "OPEN", 2: "IN_RECOVERY", 3: "CLOSED"}
 
 
+@dataclass
+class MetadataSource:
+    """Metadata already opened, for :class:`DataDir`: the tree, what opening it found (each becomes one of
+    the directory's issues), and where it comes from."""
+
+    reader: MetadataReader
+    issues: list[Issue] = field(default_factory=list)
+    #: the ZooKeeper transaction the state holds (None: not ZooKeeper)
+    zxid: int | None = None
+    #: one line saying what was read (the snapshot, transactions replayed, the zxid)
+    description: str = ""
+
+
+def _zk_store(data_dir: PathLike, log_dir: PathLike | None, zxid: int | None) -> tuple[ZkSnapshotStore, list[Issue]]:
+    store = ZkSnapshotStore(data_dir, log_dir, as_of_zxid=zxid)
+    issues = [Issue("zookeeper_data", i.file, i.offset if i.offset >= 0 else None, i.message) for i in store.issues]
+    if not store.log_files:  # a snapshot alone is a valid input, but maybe not the state the user meant
+        issues.append(
+            Issue(
+                "zookeeper_data",
+                store.log_dir,
+                None,
+                f"no transaction log: the state is the snapshot's (zxid {store.zxid:#x}); "
+                "give the logs' directory when the server kept them apart (dataLogDir)",
+            )
+        )
+    return store, issues
+
+
+def _zk_line(store: ZkSnapshotStore) -> str:
+    return (
+        f"ZooKeeper {store.data_dir}: {os.path.basename(store.snapshot)} + {store.txns_applied} transaction(s) "
+        f"from {len(store.log_files)} log(s), zxid {store.zxid:#x}"
+    )
+
+
+def zookeeper_metadata(
+    zookeeper_dir: PathLike,
+    zookeeper_log_dir: PathLike | None = None,
+    configuration_zookeeper_dir: PathLike | None = None,
+    zxid: int | None = None,
+    configuration_zookeeper_log_dir: PathLike | None = None,
+) -> MetadataSource:
+    """A cluster's metadata from ZooKeeper data directories (``*_log_dir``: the transaction logs, when the
+    server kept them apart), read offline and read-only. ``zxid`` is the state of the metadata store as of
+    that transaction (:class:`ZooKeeperDataError` when its files cannot give it); a separate configuration
+    store has its own zxids and is read at its newest state."""
+    if zxid is not None and zxid < 0:
+        raise DataDirError(f"zxid {zxid} is negative")
+    if configuration_zookeeper_log_dir is not None and configuration_zookeeper_dir is None:
+        raise DataDirError("configuration_zookeeper_log_dir without configuration_zookeeper_dir")
+    dirs = (zookeeper_dir, zookeeper_log_dir, configuration_zookeeper_dir, configuration_zookeeper_log_dir)
+    for d in dirs:
+        if d is not None and not os.path.isdir(d):
+            raise DataDirError(f"{d}: no such directory", os.fspath(d))
+    local, issues = _zk_store(zookeeper_dir, zookeeper_log_dir, zxid)
+    line = _zk_line(local)
+    reader: MetadataReader = local
+    if configuration_zookeeper_dir is not None:
+        conf, more = _zk_store(configuration_zookeeper_dir, configuration_zookeeper_log_dir, None)
+        issues += more
+        line += f"; configuration store {_zk_line(conf)}"
+        reader = MergedReader(local, conf)
+    return MetadataSource(reader, issues, local.zxid, line)
+
+
 # -------------------------------------------------------------------------------- data dir
 
 
@@ -101,12 +178,18 @@ class DataDir:
         index_dirs: Sequence[PathLike] | None = None,
         strict: bool = False,
         bookies: BookieMapping | None = None,
-        metadata_pairs: Sequence[tuple[bytes, bytes]] | None = None,
+        metadata: MetadataSource | None = None,
         log_reads: Mapping[str, Mapping[int, LogRead]] | None = None,
     ) -> None:
+        #: the metadata's directory: the RocksDB store, or the ZooKeeper data directory
         self.metadata_dir = Path(metadata_dir)
-        #: the store's key/value pairs when the caller already holds it open (a cleanup that took its lock)
-        self._metadata_pairs = metadata_pairs
+        #: the metadata already opened (a ZooKeeper directory, a store a cleanup holds locked); None: the
+        #: RocksDB store at ``metadata_dir``, read through a private copy
+        self._metadata = metadata
+        #: the ZooKeeper transaction the metadata's state holds (None: not ZooKeeper)
+        self.metadata_zxid = metadata.zxid if metadata is not None else None
+        #: what the metadata was read from, in one line
+        self.metadata_source = (metadata.description if metadata is not None else "") or f"{self.metadata_dir}"
         if not ledger_dirs and bookies:
             ledger_dirs = mapping_dirs(bookies)
         self.ledger_dirs = [Path(d) for d in ledger_dirs]
@@ -115,6 +198,8 @@ class DataDir:
         self.strict = strict
         self.read_only = True
         self.issues: list[Issue] = []
+        for i in metadata.issues if metadata is not None else ():
+            self._issue(i)
         self._load_metadata()
         # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks read
         self._bookies = [
@@ -188,17 +273,18 @@ class DataDir:
         self.nodes: dict[str, bytes] = {}
         #: (version, creation time) of every node: what a cleanup plan pins and re-checks
         self.node_versions: dict[str, tuple[int, int]] = {}
-        pairs = self._metadata_pairs
-        for k, v in pairs if pairs is not None else read_rocksdb(self.metadata_dir, "metadata store"):
-            if not k.startswith(b"/"):
-                continue  # the store's own counters
-            path = k.decode("utf-8", "replace")
+        src = self._metadata
+        reader = src.reader if src is not None else StoreItems(read_rocksdb(self.metadata_dir, "metadata store"))
+        for path in reader.keys("/"):
             try:
-                data, version, _, ctime, _, _ = decode_meta_value(v, path)
-                self.nodes[path] = data
-                self.node_versions[path] = (version, ctime)
+                got = reader.get(path)
             except MetadataStoreError as e:
                 self._issue(Issue("bad_metadata_value", str(self.metadata_dir), None, str(e)))
+                continue
+            if got is not None:
+                data, stat = got
+                self.nodes[path] = data
+                self.node_versions[path] = (stat.version, stat.creation_timestamp)
         self.ledger_metadata: dict[int, Any] = {}
         self.ml_infos: dict[str, Any] = {}
         self.cursor_infos: dict[str, dict[str, Any]] = {}
@@ -233,7 +319,8 @@ class DataDir:
                     except (ValueError, AttributeError):
                         n = 0
                     self.partitioned[f"{parts[2]}://{parts[0]}/{parts[1]}/{urllib.parse.unquote_plus(parts[3])}"] = n
-            elif path.startswith("/schemas/"):
+            elif path.startswith("/schemas/") and path.count("/") == 4:
+                # /schemas/tenant/ns/topic; ZooKeeper also holds the (empty) parents
                 self.schemas[path[len("/schemas/") :]] = data
         # cursor nodes whose managed ledger node is gone belong to a deleted topic
         for ml in list(self.cursor_infos):
@@ -736,16 +823,56 @@ def open_data_dir(
     strict: bool = False,
     bookies: BookieMapping | None = None,
     log_reads: Mapping[str, Mapping[int, LogRead]] | None = None,
+    zookeeper_dir: PathLike | None = None,
+    zookeeper_log_dir: PathLike | None = None,
+    configuration_zookeeper_dir: PathLike | None = None,
+    zxid: int | None = None,
+    configuration_zookeeper_log_dir: PathLike | None = None,
 ) -> DataDir:
     """Opens a Pulsar data directory read-only (the only mode: a directory pulsarkit did not create is
-    never written). Either ``path`` (a standalone's data dir) or ``metadata_dir`` + ``ledger_dirs``
-    (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories). ``bookies`` names the
-    bookie of directories without a cookie (``{"host:3181": [dir, ...]}``) and, without ``ledger_dirs``,
-    gives them (a standalone's data dir is accepted for its bookie directory). ``log_reads`` holds
-    entry logs already read elsewhere (:func:`pulsarkit.spark.storage.open_data_dir`'s tasks), by the
-    real path of their ``current/`` and log id; the others are read here."""
+    never written). Either ``path`` (a standalone's data dir), or ``metadata_dir`` (a RocksDB metadata
+    store) or ``zookeeper_dir`` (a ZooKeeper server's data directory, :func:`zookeeper_metadata`: with
+    ``zookeeper_log_dir``, ``configuration_zookeeper_dir``, ``configuration_zookeeper_log_dir`` and ``zxid``),
+    with ``ledger_dirs`` (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories).
+    ``bookies`` names the bookie of directories without a cookie (``{"host:3181": [dir, ...]}``) and,
+    without ``ledger_dirs``, gives them (a standalone's data dir is accepted for its bookie directory).
+    ``log_reads`` holds entry logs already read elsewhere (:func:`pulsarkit.spark.storage.open_data_dir`'s
+    tasks), by the real path of their ``current/`` and log id; the others are read here."""
     if not read_only:
         raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
+    if zookeeper_dir is None:
+        given = [
+            n
+            for n, v in (
+                ("zookeeper_log_dir", zookeeper_log_dir),
+                ("configuration_zookeeper_dir", configuration_zookeeper_dir),
+                ("configuration_zookeeper_log_dir", configuration_zookeeper_log_dir),
+                ("zxid", zxid),
+            )
+            if v is not None
+        ]
+        if given:
+            raise DataDirError(f"{', '.join(given)} without zookeeper_dir: they describe a ZooKeeper data directory")
+    else:
+        if path is not None or metadata_dir is not None:
+            raise DataDirError(
+                "zookeeper_dir is the metadata: give it without path or metadata_dir, with the bookies' ledger_dirs"
+            )
+        if not (ledger_dirs or bookies):
+            raise DataDirError("zookeeper_dir holds the metadata only: give the bookies' ledger_dirs (or bookies)")
+        src = zookeeper_metadata(
+            zookeeper_dir, zookeeper_log_dir, configuration_zookeeper_dir, zxid, configuration_zookeeper_log_dir
+        )
+        return DataDir(
+            zookeeper_dir,
+            ledger_dirs or (),
+            journal_dirs=journal_dirs,
+            index_dirs=index_dirs,
+            strict=strict,
+            bookies=bookies,
+            metadata=src,
+            log_reads=log_reads,
+        )
     if path is not None:
         root = Path(path)
         if not root.exists():
@@ -761,7 +888,9 @@ def open_data_dir(
             log_reads=log_reads,
         )
     if metadata_dir is None or not (ledger_dirs or bookies):
-        raise DataDirError("open_data_dir needs a path, or metadata_dir and ledger_dirs (or bookies)")
+        raise DataDirError(
+            "open_data_dir needs a path, or metadata_dir (or zookeeper_dir) and ledger_dirs (or bookies)"
+        )
     return DataDir(
         metadata_dir,
         ledger_dirs or (),

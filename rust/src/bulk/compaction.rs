@@ -1,6 +1,6 @@
 //! Compaction kernels over Arrow columns: phase one's rows (one per message: key, position, size),
 //! the retained map as a batch, and phase two over a column of topic entries.
-use super::{batch, err_field, EntryColumn};
+use super::{batch, error_column, nullable, required, EntryColumn};
 use crate::codec::compaction::{compact_entry, compaction_records, BatchFormat, LatestForKey, Retained};
 use crate::codec::proto::MessageIdData;
 use crate::error::{Error, Result};
@@ -8,7 +8,6 @@ use arrow_array::builder::*;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, PrimitiveArray, RecordBatch};
-use arrow_schema::{DataType, Field};
 use std::sync::Arc;
 
 /// One row per message phase one sees (markers give none): `entry_index`, `batch_index` (-1 for an
@@ -48,25 +47,14 @@ pub fn compaction_keys(col: &EntryColumn, limit: usize) -> RecordBatch {
             }
         }
     }
-    let f = |name: &str, dt: DataType| Field::new(name, dt, true);
-    batch(
-        vec![
-            Field::new("entry_index", DataType::Int64, false),
-            f("batch_index", DataType::Int32),
-            f("key", DataType::Utf8),
-            f("payload_size", DataType::Int64),
-            f("event_time", DataType::Int64),
-            err_field(),
-        ],
-        vec![
-            Arc::new(entry_index.finish()),
-            Arc::new(batch_index.finish()),
-            Arc::new(key.finish()),
-            Arc::new(size.finish()),
-            Arc::new(event.finish()),
-            Arc::new(err.finish()),
-        ],
-    )
+    batch(vec![
+        required("entry_index", Arc::new(entry_index.finish())),
+        nullable("batch_index", Arc::new(batch_index.finish())),
+        nullable("key", Arc::new(key.finish())),
+        nullable("payload_size", Arc::new(size.finish())),
+        nullable("event_time", Arc::new(event.finish())),
+        error_column(Arc::new(err.finish())),
+    ])
 }
 
 /// The retained keys with their positions, ordered by position.
@@ -82,15 +70,12 @@ pub fn retained_batch(latest: &LatestForKey) -> RecordBatch {
         e.append_value(p.entry_id);
         b.append_value(p.batch_index);
     }
-    batch(
-        vec![
-            Field::new("key", DataType::Utf8, false),
-            Field::new("ledger_id", DataType::Int64, false),
-            Field::new("entry_id", DataType::Int64, false),
-            Field::new("batch_index", DataType::Int32, false),
-        ],
-        vec![Arc::new(key.finish()), Arc::new(l.finish()), Arc::new(e.finish()), Arc::new(b.finish())],
-    )
+    batch(vec![
+        required("key", Arc::new(key.finish())),
+        required("ledger_id", Arc::new(l.finish())),
+        required("entry_id", Arc::new(e.finish())),
+        required("batch_index", Arc::new(b.finish())),
+    ])
 }
 
 /// A column of topic entries with the position of each (phase one's and two's input).
@@ -190,14 +175,11 @@ pub fn compact_entries(
             raw.append_value(r);
         }
     }
-    Ok(batch(
-        vec![
-            Field::new("ledger_id", DataType::Int64, false),
-            Field::new("entry_id", DataType::Int64, false),
-            Field::new("raw_message", DataType::Binary, false),
-        ],
-        vec![Arc::new(l.finish()), Arc::new(e.finish()), Arc::new(raw.finish())],
-    ))
+    Ok(batch(vec![
+        required("ledger_id", Arc::new(l.finish())),
+        required("entry_id", Arc::new(e.finish())),
+        required("raw_message", Arc::new(raw.finish())),
+    ]))
 }
 
 /// Phase two with phase one's answer joined to each row: `kept` (list<int32>) lists the retained
@@ -247,10 +229,7 @@ pub fn compact_entries_by_indexes(
             }
         }
     }
-    Ok(batch(
-        vec![Field::new("raw_message", DataType::Binary, true), err_field()],
-        vec![Arc::new(raw.finish()), Arc::new(err.finish())],
-    ))
+    Ok(batch(vec![nullable("raw_message", Arc::new(raw.finish())), error_column(Arc::new(err.finish()))]))
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@ use crate::codec::entry::{
 use crate::codec::metascan::{scan_metadata, MetaFields};
 use crate::error::{Error, Result};
 use arrow_array::builder::*;
-use arrow_array::types::{ByteArrayType, GenericBinaryType, Int32Type, Int64Type};
+use arrow_array::types::{GenericBinaryType, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, BinaryViewArray, GenericByteArray, OffsetSizeTrait, PrimitiveArray, RecordBatch};
 use arrow_buffer::Buffer;
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{Field, Schema};
 use std::sync::Arc;
 
 use crate::columns::{Bools, Prim, PushMap, PushVar, Var};
@@ -103,12 +103,26 @@ impl<'a> EntryColumn<'a> {
 /// How many entries ahead the head-reading kernels prefetch: enough to cover memory latency.
 const PREFETCH_AHEAD: usize = 8;
 
-fn batch(fields: Vec<Field>, cols: Vec<ArrayRef>) -> RecordBatch {
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("kernel builds consistent columns")
+/// A kernel's output batch from its columns, each named beside its array (so names and arrays cannot
+/// drift apart, and a field's type is its array's).
+fn batch(cols: Vec<(Field, ArrayRef)>) -> RecordBatch {
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = cols.into_iter().unzip();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("kernel builds consistent columns")
 }
 
-fn err_field() -> Field {
-    Field::new("error", DataType::Utf8, true)
+/// A nullable output column.
+fn nullable(name: &str, array: ArrayRef) -> (Field, ArrayRef) {
+    (Field::new(name, array.data_type().clone(), true), array)
+}
+
+/// An output column no row leaves null (row indexes, positions).
+fn required(name: &str, array: ArrayRef) -> (Field, ArrayRef) {
+    (Field::new(name, array.data_type().clone(), false), array)
+}
+
+/// The `error` column (utf8) every kernel ends with.
+fn error_column(array: ArrayRef) -> (Field, ArrayRef) {
+    nullable("error", array)
 }
 
 /// Verifies the client checksum of each entry.
@@ -142,14 +156,11 @@ pub fn verify_checksums(col: &EntryColumn) -> RecordBatch {
             }
         }
     }
-    batch(
-        vec![
-            Field::new("has_checksum", DataType::Boolean, true),
-            Field::new("checksum_ok", DataType::Boolean, true),
-            err_field(),
-        ],
-        vec![Arc::new(has.finish()), Arc::new(ok.finish()), Arc::new(err.finish())],
-    )
+    batch(vec![
+        nullable("has_checksum", Arc::new(has.finish())),
+        nullable("checksum_ok", Arc::new(ok.finish())),
+        error_column(Arc::new(err.finish())),
+    ])
 }
 
 /// Peeks broker entry metadata. Columns: `broker_timestamp`, `index` (int64, null when absent), `error`.
@@ -182,14 +193,11 @@ pub fn peek_broker_entry_metadata(col: &EntryColumn) -> RecordBatch {
             }
         }
     }
-    batch(
-        vec![
-            Field::new("broker_timestamp", DataType::Int64, true),
-            Field::new("index", DataType::Int64, true),
-            err_field(),
-        ],
-        vec![Arc::new(ts.finish()), Arc::new(idx.finish()), Arc::new(err.finish())],
-    )
+    batch(vec![
+        nullable("broker_timestamp", Arc::new(ts.finish())),
+        nullable("index", Arc::new(idx.finish())),
+        error_column(Arc::new(err.finish())),
+    ])
 }
 
 /// Strips broker entry metadata. Columns: `entry` (same binary type as the input; large_binary for
@@ -217,7 +225,7 @@ pub fn strip_broker_entry_metadata_view(col: &EntryColumn) -> RecordBatch {
                 Some((d, skip)) => out.append_value(&d[skip..]),
                 None => out.append_null(),
             });
-            return strip_batch(DataType::BinaryView, Arc::new(out.finish()), err);
+            return strip_batch(Arc::new(out.finish()), err);
         }
     };
     let mut out = BinaryViewBuilder::with_capacity(col.len());
@@ -230,7 +238,7 @@ pub fn strip_broker_entry_metadata_view(col: &EntryColumn) -> RecordBatch {
         }
         None => out.append_null(),
     });
-    strip_batch(DataType::BinaryView, Arc::new(out.finish()), err)
+    strip_batch(Arc::new(out.finish()), err)
 }
 
 fn strip_into<O: OffsetSizeTrait>(col: &EntryColumn) -> RecordBatch {
@@ -239,7 +247,7 @@ fn strip_into<O: OffsetSizeTrait>(col: &EntryColumn) -> RecordBatch {
         Some((d, skip)) => out.append_value(&d[skip..]),
         None => out.append_null(),
     });
-    strip_batch(<GenericBinaryType<O> as ByteArrayType>::DATA_TYPE, Arc::new(out.finish()), err)
+    strip_batch(Arc::new(out.finish()), err)
 }
 
 /// The row walk every strip variant shares: `emit(row, Some((entry, bytes to skip)))` for a readable
@@ -266,8 +274,8 @@ fn strip_rows<'a>(col: &EntryColumn<'a>, mut emit: impl FnMut(usize, Option<(&'a
     Arc::new(err.finish())
 }
 
-fn strip_batch(dt: DataType, entries: ArrayRef, err: ArrayRef) -> RecordBatch {
-    batch(vec![Field::new("entry", dt, true), err_field()], vec![entries, err])
+fn strip_batch(entries: ArrayRef, err: ArrayRef) -> RecordBatch {
+    batch(vec![nullable("entry", entries), error_column(err)])
 }
 
 struct Decoded<'a> {
@@ -429,71 +437,37 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
         encrypted.set(i, Some(m.encrypted));
         err.push(i, None);
     }
-    let f = |name: &str, dt: DataType| Field::new(name, dt, true);
-    batch(
-        vec![
-            f("broker_timestamp", DataType::Int64),
-            f("index", DataType::Int64),
-            f("has_checksum", DataType::Boolean),
-            f("checksum_ok", DataType::Boolean),
-            f("producer_name", DataType::Utf8),
-            f("sequence_id", DataType::Int64),
-            f("highest_sequence_id", DataType::Int64),
-            f("publish_time", DataType::Int64),
-            f("event_time", DataType::Int64),
-            f("num_messages", DataType::Int32),
-            f("is_batch", DataType::Boolean),
-            f("compression", DataType::Utf8),
-            f("uncompressed_size", DataType::Int64),
-            f("payload_size", DataType::Int64),
-            f("partition_key", DataType::Utf8),
-            f("ordering_key", DataType::Binary),
-            f("num_properties", DataType::Int32),
-            f("uuid", DataType::Utf8),
-            f("chunk_id", DataType::Int32),
-            f("num_chunks_from_msg", DataType::Int32),
-            f("total_chunk_msg_size", DataType::Int32),
-            f("marker_type", DataType::Int32),
-            f("deliver_at_time", DataType::Int64),
-            f("txnid_most_bits", DataType::Int64),
-            f("txnid_least_bits", DataType::Int64),
-            f("schema_version", DataType::Binary),
-            f("replicated_from", DataType::Utf8),
-            f("encrypted", DataType::Boolean),
-            err_field(),
-        ],
-        vec![
-            b_ts.finish(),
-            b_idx.finish(),
-            has_ck.finish(),
-            ck_ok.finish(),
-            producer.finish(true),
-            seq.finish(),
-            hseq.finish(),
-            publish.finish(),
-            event.finish(),
-            num.finish(),
-            is_batch.finish(),
-            compression.finish(true),
-            usize_.finish(),
-            psize.finish(),
-            pkey.finish(true),
-            okey.finish(false),
-            nprops.finish(),
-            uuid.finish(true),
-            chunk_id.finish(),
-            nchunks.finish(),
-            chunk_total.finish(),
-            marker.finish(),
-            deliver_at.finish(),
-            txn_most.finish(),
-            txn_least.finish(),
-            schema_version.finish(false),
-            replicated_from.finish(true),
-            encrypted.finish(),
-            err.finish(true),
-        ],
-    )
+    batch(vec![
+        nullable("broker_timestamp", b_ts.finish()),
+        nullable("index", b_idx.finish()),
+        nullable("has_checksum", has_ck.finish()),
+        nullable("checksum_ok", ck_ok.finish()),
+        nullable("producer_name", producer.finish(true)),
+        nullable("sequence_id", seq.finish()),
+        nullable("highest_sequence_id", hseq.finish()),
+        nullable("publish_time", publish.finish()),
+        nullable("event_time", event.finish()),
+        nullable("num_messages", num.finish()),
+        nullable("is_batch", is_batch.finish()),
+        nullable("compression", compression.finish(true)),
+        nullable("uncompressed_size", usize_.finish()),
+        nullable("payload_size", psize.finish()),
+        nullable("partition_key", pkey.finish(true)),
+        nullable("ordering_key", okey.finish(false)),
+        nullable("num_properties", nprops.finish()),
+        nullable("uuid", uuid.finish(true)),
+        nullable("chunk_id", chunk_id.finish()),
+        nullable("num_chunks_from_msg", nchunks.finish()),
+        nullable("total_chunk_msg_size", chunk_total.finish()),
+        nullable("marker_type", marker.finish()),
+        nullable("deliver_at_time", deliver_at.finish()),
+        nullable("txnid_most_bits", txn_most.finish()),
+        nullable("txnid_least_bits", txn_least.finish()),
+        nullable("schema_version", schema_version.finish(false)),
+        nullable("replicated_from", replicated_from.finish(true)),
+        nullable("encrypted", encrypted.finish()),
+        error_column(err.finish(true)),
+    ])
 }
 
 /// The output columns of [`explode_messages`], appended row by row.
@@ -754,41 +728,21 @@ pub fn explode_messages(
         }
     }
     let o = out;
-    let f = |name: &str, dt: DataType| Field::new(name, dt, true);
-    batch(
-        vec![
-            Field::new("entry_index", DataType::Int64, false),
-            f("batch_index", DataType::Int32),
-            f("payload", DataType::LargeBinary),
-            f("key", DataType::Utf8),
-            f("ordering_key", DataType::Binary),
-            f("properties", PushMap::data_type()),
-            f("event_time", DataType::Int64),
-            f("publish_time", DataType::Int64),
-            f("producer_name", DataType::Utf8),
-            f("sequence_id", DataType::Int64),
-            f("null_value", DataType::Boolean),
-            f("compacted_out", DataType::Boolean),
-            f("broker_timestamp", DataType::Int64),
-            f("index", DataType::Int64),
-            err_field(),
-        ],
-        vec![
-            Arc::new(PrimitiveArray::<Int64Type>::from(o.entry_index)),
-            o.batch_index.finish(),
-            o.payload.binary(),
-            o.key.utf8(),
-            o.okey.binary(),
-            o.props.finish(),
-            o.event.finish(),
-            o.publish.finish(),
-            o.producer.utf8(),
-            o.seq.finish(),
-            o.null_value.finish(),
-            o.compacted_out.finish(),
-            o.b_ts.finish(),
-            o.msg_index.finish(),
-            o.err.utf8(),
-        ],
-    )
+    batch(vec![
+        required("entry_index", Arc::new(PrimitiveArray::<Int64Type>::from(o.entry_index))),
+        nullable("batch_index", o.batch_index.finish()),
+        nullable("payload", o.payload.binary()),
+        nullable("key", o.key.utf8()),
+        nullable("ordering_key", o.okey.binary()),
+        nullable("properties", o.props.finish()),
+        nullable("event_time", o.event.finish()),
+        nullable("publish_time", o.publish.finish()),
+        nullable("producer_name", o.producer.utf8()),
+        nullable("sequence_id", o.seq.finish()),
+        nullable("null_value", o.null_value.finish()),
+        nullable("compacted_out", o.compacted_out.finish()),
+        nullable("broker_timestamp", o.b_ts.finish()),
+        nullable("index", o.msg_index.finish()),
+        error_column(o.err.utf8()),
+    ])
 }

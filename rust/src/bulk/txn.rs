@@ -1,14 +1,14 @@
 //! Transaction-log kernels: a column of coordinator-log or pending-ack-store entries becomes one row
 //! per record (PIP-160 batches opened). An entry that does not decode gives one row with the error,
 //! since Pulsar's replay fails on the whole entry too.
-use super::{batch, err_field, EntryColumn};
+use super::{batch, error_column, nullable, required, EntryColumn};
 use crate::codec::txn::{
     ack_type_name, decode_pending_ack, decode_txn_metadata, pending_ack_op_name, split_entry, txn_op_name,
     txn_status_name, PendingAckRecord, TxnLogEntry, TxnMetadataRecord,
 };
 use crate::error::Result;
 use arrow_array::builder::*;
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields};
 use std::sync::Arc;
 
@@ -59,24 +59,16 @@ impl RowHead {
         self.record_bytes.append_null();
         self.err.append_option(error);
     }
-    fn fields(&self) -> Vec<Field> {
-        vec![
-            Field::new("entry_index", DataType::Int64, false),
-            Field::new("batched", DataType::Boolean, true),
-            Field::new("batch_size", DataType::Int32, true),
-            Field::new("batch_index", DataType::Int32, true),
-            Field::new("record_bytes", DataType::Int32, true),
-        ]
-    }
-    fn finish(mut self) -> (Vec<ArrayRef>, ArrayRef) {
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.entry_index.finish()),
-            Arc::new(self.batched.finish()),
-            Arc::new(self.batch_size.finish()),
-            Arc::new(self.batch_index.finish()),
-            Arc::new(self.record_bytes.finish()),
+    /// The head's columns and, apart, the `error` column (the last of a kernel's).
+    fn finish(mut self) -> (Vec<(Field, ArrayRef)>, (Field, ArrayRef)) {
+        let cols = vec![
+            required("entry_index", Arc::new(self.entry_index.finish())),
+            nullable("batched", Arc::new(self.batched.finish())),
+            nullable("batch_size", Arc::new(self.batch_size.finish())),
+            nullable("batch_index", Arc::new(self.batch_index.finish())),
+            nullable("record_bytes", Arc::new(self.record_bytes.finish())),
         ];
-        (cols, Arc::new(self.err.finish()))
+        (cols, error_column(Arc::new(self.err.finish())))
     }
 }
 
@@ -160,41 +152,27 @@ pub fn explode_transaction_log(col: &EntryColumn) -> RecordBatch {
             }
         }
     }
-    let mut fields = head.fields();
     let (mut cols, err) = head.finish();
-    let parts = partitions.finish();
-    let subs = subs.finish();
-    let f = |name: &str, dt: DataType| Field::new(name, dt, true);
-    fields.extend([
-        f("op", DataType::Utf8),
-        f("txnid_most_bits", DataType::UInt64),
-        f("txnid_least_bits", DataType::UInt64),
-        f("expected_status", DataType::Utf8),
-        f("new_status", DataType::Utf8),
-        f("partitions", parts.data_type().clone()),
-        f("subscriptions", subs.data_type().clone()),
-        f("timeout_ms", DataType::UInt64),
-        f("start_time", DataType::UInt64),
-        f("last_modification_time", DataType::UInt64),
-        f("max_local_txn_id", DataType::UInt64),
-        f("owner", DataType::Utf8),
-        f("is_timeout", DataType::Boolean),
-        err_field(),
+    cols.extend([
+        nullable("op", Arc::new(op.finish())),
+        nullable("txnid_most_bits", Arc::new(most.finish())),
+        nullable("txnid_least_bits", Arc::new(least.finish())),
+        nullable("expected_status", Arc::new(expected.finish())),
+        nullable("new_status", Arc::new(new_status.finish())),
+        nullable("partitions", Arc::new(partitions.finish())),
+        nullable("subscriptions", Arc::new(subs.finish())),
     ]);
-    cols.push(Arc::new(op.finish()));
-    cols.push(Arc::new(most.finish()));
-    cols.push(Arc::new(least.finish()));
-    cols.push(Arc::new(expected.finish()));
-    cols.push(Arc::new(new_status.finish()));
-    cols.push(Arc::new(parts));
-    cols.push(Arc::new(subs));
-    for mut b in times {
-        cols.push(Arc::new(b.finish()));
+    for (name, mut b) in
+        ["timeout_ms", "start_time", "last_modification_time", "max_local_txn_id"].into_iter().zip(times)
+    {
+        cols.push(nullable(name, Arc::new(b.finish())));
     }
-    cols.push(Arc::new(owner.finish()));
-    cols.push(Arc::new(is_timeout.finish()));
-    cols.push(err);
-    batch(fields, cols)
+    cols.extend([
+        nullable("owner", Arc::new(owner.finish())),
+        nullable("is_timeout", Arc::new(is_timeout.finish())),
+        err,
+    ]);
+    batch(cols)
 }
 
 /// One row per `PendingAckMetadataEntry` of a column of pending-ack-store entries.
@@ -252,25 +230,16 @@ pub fn explode_pending_ack_log(col: &EntryColumn) -> RecordBatch {
             }
         }
     }
-    let mut fields = head.fields();
     let (mut cols, err) = head.finish();
-    let positions = positions.finish();
-    let f = |name: &str, dt: DataType| Field::new(name, dt, true);
-    fields.extend([
-        f("op", DataType::Utf8),
-        f("ack_type", DataType::Utf8),
-        f("txnid_most_bits", DataType::UInt64),
-        f("txnid_least_bits", DataType::UInt64),
-        f("positions", positions.data_type().clone()),
-        err_field(),
+    cols.extend([
+        nullable("op", Arc::new(op.finish())),
+        nullable("ack_type", Arc::new(ack_type.finish())),
+        nullable("txnid_most_bits", Arc::new(most.finish())),
+        nullable("txnid_least_bits", Arc::new(least.finish())),
+        nullable("positions", Arc::new(positions.finish())),
+        err,
     ]);
-    cols.push(Arc::new(op.finish()));
-    cols.push(Arc::new(ack_type.finish()));
-    cols.push(Arc::new(most.finish()));
-    cols.push(Arc::new(least.finish()));
-    cols.push(Arc::new(positions));
-    cols.push(err);
-    batch(fields, cols)
+    batch(cols)
 }
 
 #[cfg(test)]
@@ -280,7 +249,7 @@ mod tests {
     use crate::codec::txn::pack_batched_entry;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int32Type, UInt64Type};
-    use arrow_array::BinaryArray;
+    use arrow_array::{Array, BinaryArray};
     use prost::Message;
 
     #[test]

@@ -7,6 +7,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::ops::Deref;
 
+/// Single-entry work on inputs of at least this size releases the GIL; below it the release costs
+/// more than it frees.
+const DETACH_THRESHOLD: usize = 64 * 1024;
+
 /// Borrowed input bytes; a binding takes `data: ByteBuffer<'_>` and uses it as a `&[u8]`.
 pub enum ByteBuffer<'py> {
     Bytes(Bound<'py, PyBytes>),
@@ -42,6 +46,19 @@ impl Deref for ByteBuffer<'_> {
             // SAFETY: a C-contiguous buffer of u8 of len_bytes bytes, kept alive (and its exporter
             // locked against resizing) by the PyBuffer this borrows from.
             ByteBuffer::Buffer(b) => unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes()) },
+        }
+    }
+}
+
+impl ByteBuffer<'_> {
+    /// `f` over the bytes, with the GIL released when there are enough of them for the release to pay
+    /// (`DETACH_THRESHOLD`); batch work detaches always.
+    pub fn detach_if_large<'a, T: Send>(&'a self, py: Python<'_>, f: impl FnOnce(&'a [u8]) -> T + Send) -> T {
+        let s: &'a [u8] = self;
+        if s.len() >= DETACH_THRESHOLD {
+            py.detach(|| f(s))
+        } else {
+            f(s)
         }
     }
 }

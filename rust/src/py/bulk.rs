@@ -66,10 +66,7 @@ fn bulk_explode_messages<'py>(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(bulk_verify_checksums, m)?)?;
-    m.add_function(wrap_pyfunction!(bulk_peek_broker_entry_metadata, m)?)?;
-    m.add_function(wrap_pyfunction!(bulk_strip_broker_entry_metadata, m)?)?;
-    m.add_function(wrap_pyfunction!(bulk_decode_metadata, m)?)?;
-    m.add_function(wrap_pyfunction!(bulk_explode_messages, m)?)?;
+    add_all!(m, fn bulk_verify_checksums, bulk_peek_broker_entry_metadata, bulk_strip_broker_entry_metadata,
+        bulk_decode_metadata, bulk_explode_messages);
     Ok(())
 }

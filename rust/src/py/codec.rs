@@ -1,7 +1,7 @@
 //! Bindings for single-entry codec work: CRC, entry parse/encode, PIP-70 helpers, compression,
 //! command frames.
 use super::buffer::ByteBuffer;
-use super::errors::{frame_to_py, IntoPyResult};
+use super::errors::{frame_to_py, IntoPyBytes, IntoPyResult};
 use crate::codec::batch;
 use crate::codec::command::{self, FrameDecoder as CoreFrameDecoder};
 use crate::codec::compression::{self, Codec};
@@ -13,18 +13,10 @@ use prost::Message as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-/// Work on inputs of at least this size releases the GIL; below it the release costs more than it frees.
-const DETACH_THRESHOLD: usize = 64 * 1024;
-
 #[pyfunction]
 #[pyo3(signature = (data, crc=0))]
-fn crc32c(py: Python<'_>, data: ByteBuffer<'_>, crc: u32) -> PyResult<u32> {
-    let s = &*data;
-    Ok(if s.len() >= DETACH_THRESHOLD {
-        py.detach(|| crate::codec::crc::crc32c_resume(crc, s))
-    } else {
-        crate::codec::crc::crc32c_resume(crc, s)
-    })
+fn crc32c(py: Python<'_>, data: ByteBuffer<'_>, crc: u32) -> u32 {
+    data.detach_if_large(py, |s| crate::codec::crc::crc32c_resume(crc, s))
 }
 
 /// The framing of one entry (`parse_entry_layout`).
@@ -39,15 +31,8 @@ pub struct EntryLayoutInfo {
     payload_start: usize,
 }
 
-#[pymethods]
-impl EntryLayoutInfo {
-    fn __repr__(&self) -> String {
-        format!(
-            "EntryLayoutInfo(has_broker_entry_metadata={}, broker_timestamp={:?}, index={:?}, checksum={:?}, metadata={}..{}, payload_start={})",
-            self.has_broker_entry_metadata, self.broker_timestamp, self.index, self.checksum, self.metadata_start, self.metadata_end, self.payload_start
-        )
-    }
-}
+record_repr!(EntryLayoutInfo: has_broker_entry_metadata, broker_timestamp, index, checksum, metadata_start,
+    metadata_end, payload_start);
 
 /// Framing of one entry. Verifies the checksum when asked and checks MessageMetadata's required
 /// fields and wire types.
@@ -84,15 +69,7 @@ pub struct PublishFields {
     is_marker: bool,
 }
 
-#[pymethods]
-impl PublishFields {
-    fn __repr__(&self) -> String {
-        format!(
-            "PublishFields(has_broker_entry_metadata={}, chunk_id={:?}, num_chunks_from_msg={:?}, is_marker={})",
-            self.has_broker_entry_metadata, self.chunk_id, self.num_chunks_from_msg, self.is_marker
-        )
-    }
-}
+record_repr!(PublishFields: has_broker_entry_metadata, chunk_id, num_chunks_from_msg, is_marker);
 
 /// The publish path's one pass: checksum verified (ChecksumMismatchError otherwise), metadata checked.
 #[pyfunction]
@@ -124,15 +101,7 @@ pub struct MessageRecord {
     index: Option<i64>,
 }
 
-#[pymethods]
-impl MessageRecord {
-    fn __repr__(&self) -> String {
-        format!(
-            "MessageRecord(batch_index={}, key={:?}, sequence_id={}, index={:?})",
-            self.batch_index, self.key, self.sequence_id, self.index
-        )
-    }
-}
+record_repr!(MessageRecord: batch_index, key, sequence_id, index);
 
 /// Messages of an entry as [`MessageRecord`]s: decompressed, the batch split, with their PIP-70 index.
 #[pyfunction]
@@ -181,8 +150,10 @@ fn entry_messages(
         .collect()
 }
 
-fn decode_md(py: Python<'_>, b: &[u8]) -> PyResult<MessageMetadata> {
-    batch::decode_message_metadata(b, 0).py_err(py)
+/// The encode bindings' `compression` and serialized `metadata` arguments, decoded.
+fn encode_args(py: Python<'_>, compression: &str, metadata: &[u8]) -> PyResult<(Codec, MessageMetadata)> {
+    let codec = Codec::from_name(compression).py_err(py)?;
+    Ok((codec, batch::decode_message_metadata(metadata, 0).py_err(py)?))
 }
 
 /// `[0x0e01][crc][size][metadata][payload]` from serialized MessageMetadata and a raw payload.
@@ -194,8 +165,7 @@ fn encode_metadata_and_payload<'py>(
     payload: ByteBuffer<'py>,
     checksum: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let out = entry::encode_metadata_and_payload(&metadata, &payload, checksum).py_err(py)?;
-    Ok(PyBytes::new(py, &out))
+    entry::encode_metadata_and_payload(&metadata, &payload, checksum).py_bytes(py)
 }
 
 /// A non-batched entry; sets uncompressed_size and (when compressing) compression.
@@ -208,11 +178,9 @@ fn encode_single<'py>(
     compression: &str,
     checksum: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let codec = Codec::from_name(compression).py_err(py)?;
-    let md = decode_md(py, &metadata)?;
+    let (codec, md) = encode_args(py, compression, &metadata)?;
     let ps = &*payload;
-    let out = py.detach(|| batch::encode_single(&md, ps, codec, checksum)).py_err(py)?;
-    Ok(PyBytes::new(py, &out))
+    py.detach(|| batch::encode_single(&md, ps, codec, checksum)).py_bytes(py)
 }
 
 /// A batched entry from serialized MessageMetadata and (serialized SingleMessageMetadata, payload) pairs.
@@ -225,8 +193,7 @@ fn encode_batch<'py>(
     compression: &str,
     checksum: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let codec = Codec::from_name(compression).py_err(py)?;
-    let md = decode_md(py, &metadata)?;
+    let (codec, md) = encode_args(py, compression, &metadata)?;
     let pairs = messages
         .iter()
         .map(|(smm, payload)| {
@@ -236,8 +203,7 @@ fn encode_batch<'py>(
             Ok((smm, &**payload))
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let out = py.detach(|| batch::encode_batch(&md, &pairs, codec, checksum)).py_err(py)?;
-    Ok(PyBytes::new(py, &out))
+    py.detach(|| batch::encode_batch(&md, &pairs, codec, checksum)).py_bytes(py)
 }
 
 #[pyfunction]
@@ -248,8 +214,7 @@ fn add_broker_entry_metadata<'py>(
     broker_timestamp: Option<u64>,
     index: Option<u64>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let out = entry::add_broker_entry_metadata(&data, broker_timestamp, index).py_err(py)?;
-    Ok(PyBytes::new(py, &out))
+    entry::add_broker_entry_metadata(&data, broker_timestamp, index).py_bytes(py)
 }
 
 /// (broker_timestamp, index) or None when the entry has no broker entry metadata.
@@ -260,15 +225,14 @@ fn peek_broker_entry_metadata(py: Python<'_>, data: ByteBuffer<'_>) -> PyResult<
 
 #[pyfunction]
 fn strip_broker_entry_metadata<'py>(py: Python<'py>, data: ByteBuffer<'py>) -> PyResult<Bound<'py, PyBytes>> {
-    Ok(PyBytes::new(py, entry::strip_broker_entry_metadata(&data).py_err(py)?))
+    entry::strip_broker_entry_metadata(&data).py_bytes(py)
 }
 
 #[pyfunction]
 fn compress<'py>(py: Python<'py>, codec: &str, data: ByteBuffer<'py>) -> PyResult<Bound<'py, PyBytes>> {
     let c = Codec::from_name(codec).py_err(py)?;
     let s = &*data;
-    let out = py.detach(|| compression::compress(c, s)).py_err(py)?;
-    Ok(PyBytes::new(py, &out))
+    py.detach(|| compression::compress(c, s)).py_bytes(py)
 }
 
 #[pyfunction]
@@ -282,8 +246,7 @@ fn decompress<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let c = Codec::from_name(codec).py_err(py)?;
     let s = &*data;
-    let out = py.detach(|| compression::decompress(c, s, uncompressed_size, limit)).py_err(py)?;
-    Ok(PyBytes::new(py, &out))
+    py.detach(|| compression::decompress(c, s, uncompressed_size, limit)).py_bytes(py)
 }
 
 #[pyfunction]
@@ -293,8 +256,7 @@ fn encode_frame<'py>(
     command: ByteBuffer<'py>,
     headers_and_payload: Option<ByteBuffer<'py>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let out = command::encode_frame(&command, headers_and_payload.as_deref()).py_err(py)?;
-    Ok(PyBytes::new(py, &out))
+    command::encode_frame(&command, headers_and_payload.as_deref()).py_bytes(py)
 }
 
 /// Incremental splitter of a Pulsar connection's byte stream into (command, headersAndPayload) pairs.
@@ -327,23 +289,10 @@ impl RawFrameDecoder {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(crc32c, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_entry_layout, m)?)?;
-    m.add_function(wrap_pyfunction!(entry_messages, m)?)?;
-    m.add_function(wrap_pyfunction!(publish_fields, m)?)?;
-    m.add_function(wrap_pyfunction!(encode_metadata_and_payload, m)?)?;
-    m.add_function(wrap_pyfunction!(encode_single, m)?)?;
-    m.add_function(wrap_pyfunction!(encode_batch, m)?)?;
-    m.add_function(wrap_pyfunction!(add_broker_entry_metadata, m)?)?;
-    m.add_function(wrap_pyfunction!(peek_broker_entry_metadata, m)?)?;
-    m.add_function(wrap_pyfunction!(strip_broker_entry_metadata, m)?)?;
-    m.add_function(wrap_pyfunction!(compress, m)?)?;
-    m.add_function(wrap_pyfunction!(decompress, m)?)?;
-    m.add_function(wrap_pyfunction!(encode_frame, m)?)?;
-    m.add_class::<RawFrameDecoder>()?;
-    m.add_class::<EntryLayoutInfo>()?;
-    m.add_class::<PublishFields>()?;
-    m.add_class::<MessageRecord>()?;
+    add_all!(m, fn crc32c, parse_entry_layout, entry_messages, publish_fields, encode_metadata_and_payload,
+        encode_single, encode_batch, add_broker_entry_metadata, peek_broker_entry_metadata,
+        strip_broker_entry_metadata, compress, decompress, encode_frame;
+        class RawFrameDecoder, EntryLayoutInfo, PublishFields, MessageRecord);
     m.add("DEFAULT_DECOMPRESSION_LIMIT", compression::DEFAULT_DECOMPRESSION_LIMIT)?;
     m.add("DEFAULT_MAX_FRAME_SIZE", command::DEFAULT_MAX_FRAME_SIZE)?;
     Ok(())

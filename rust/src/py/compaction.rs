@@ -1,7 +1,7 @@
 //! Topic-compaction bindings: phase one's `LatestForKey` fed one Arrow batch of entries per call,
 //! phase two writing the compacted ledger's entries per batch, and the last message position.
 use super::buffer::ByteBuffer;
-use super::errors::IntoPyResult;
+use super::errors::{IntoPyBytes, IntoPyResult};
 use crate::bulk::compaction::{self as kernels, PositionedEntries};
 use crate::codec::compaction::{self as core, BatchFormat, LatestForKey as CoreLatest, MessagePosition};
 use crate::codec::compression::DEFAULT_DECOMPRESSION_LIMIT;
@@ -136,7 +136,7 @@ fn encode_raw_message<'py>(
     batch_index: Option<i32>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let id = MessageIdData { ledger_id, entry_id, partition: Some(partition), batch_index, ..Default::default() };
-    Ok(PyBytes::new(py, &core::encode_raw_message(&id, &entry).py_err(py)?))
+    core::encode_raw_message(&id, &entry).py_bytes(py)
 }
 
 /// (ledger_id, entry_id, partition, batch_index, entry) of a compacted-ledger entry.
@@ -200,12 +200,7 @@ fn bulk_compact_by_indexes<'py>(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(bulk_compact_by_indexes, m)?)?;
-    m.add_class::<PyLatestForKey>()?;
-    m.add_function(wrap_pyfunction!(last_message_position, m)?)?;
-    m.add_function(wrap_pyfunction!(encode_raw_message, m)?)?;
-    m.add_function(wrap_pyfunction!(decode_raw_message, m)?)?;
-    m.add_function(wrap_pyfunction!(rebatch_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(bulk_compaction_keys, m)?)?;
+    add_all!(m, fn bulk_compact_by_indexes, last_message_position, encode_raw_message, decode_raw_message,
+        rebatch_entry, bulk_compaction_keys; class PyLatestForKey);
     Ok(())
 }

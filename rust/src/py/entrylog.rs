@@ -1,6 +1,6 @@
 //! Bindings for BookKeeper entry logs and bookie entry digests. File work runs with the GIL released.
 use super::buffer::ByteBuffer;
-use super::errors::{to_py, IntoPyResult};
+use super::errors::{to_py, IntoPyBytes, IntoPyResult};
 use crate::bookkeeper::digest::{self, DigestType, Digester, LedgerRun};
 use crate::bookkeeper::entrylog::arrow::{self as logarrow, ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use crate::bookkeeper::entrylog::reader::PayloadRead;
@@ -17,6 +17,10 @@ use std::path::PathBuf;
 
 fn digest_type(py: Python<'_>, name: &str) -> PyResult<DigestType> {
     DigestType::from_name(name).map_err(|e| to_py(py, e))
+}
+
+fn digester(py: Python<'_>, digest_type_name: &str, password: &[u8]) -> PyResult<Digester> {
+    Ok(Digester::new(digest_type(py, digest_type_name)?, password))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -41,7 +45,7 @@ fn bookie_pack<'py>(
     length: i64,
     payload: ByteBuffer<'py>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let d = Digester::new(digest_type(py, digest_type_name)?, password);
+    let d = digester(py, digest_type_name, password)?;
     let out = d.pack(ledger_id, entry_id, last_add_confirmed, length, &payload);
     Ok(PyBytes::new(py, &out))
 }
@@ -61,7 +65,7 @@ fn bookie_pack_many<'py>(
     length: i64,
     payloads: Vec<ByteBuffer<'py>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let d = Digester::new(digest_type(py, digest_type_name)?, password);
+    let d = digester(py, digest_type_name, password)?;
     let slices: Vec<&[u8]> = payloads.iter().map(|p| &**p).collect();
     // Digests with the GIL released; then each entry is copied once, straight into its bytes object
     // (packing into Vecs first cost a second copy and its page faults: most of the time for 1 KiB entries).
@@ -90,15 +94,7 @@ pub struct BookieEntryHeader {
     payload_offset: usize,
 }
 
-#[pymethods]
-impl BookieEntryHeader {
-    fn __repr__(&self) -> String {
-        format!(
-            "BookieEntryHeader(ledger_id={}, entry_id={}, last_add_confirmed={}, length={}, payload_offset={})",
-            self.ledger_id, self.entry_id, self.last_add_confirmed, self.length, self.payload_offset
-        )
-    }
-}
+record_repr!(BookieEntryHeader: ledger_id, entry_id, last_add_confirmed, length, payload_offset);
 
 impl From<digest::BookieEntry<'_>> for BookieEntryHeader {
     fn from(e: digest::BookieEntry<'_>) -> Self {
@@ -121,12 +117,7 @@ pub struct RawLogRecord {
     data: Py<PyBytes>,
 }
 
-#[pymethods]
-impl RawLogRecord {
-    fn __repr__(&self) -> String {
-        format!("RawLogRecord(offset={}, ledger_id={}, entry_id={})", self.offset, self.ledger_id, self.entry_id)
-    }
-}
+record_repr!(RawLogRecord: offset, ledger_id, entry_id);
 
 /// The header fields without checking the digest.
 #[pyfunction]
@@ -147,15 +138,8 @@ fn bookie_verify(
     ledger_id: Option<i64>,
     entry_id: Option<i64>,
 ) -> PyResult<BookieEntryHeader> {
-    let g = Digester::new(digest_type(py, digest_type_name)?, password);
-    let s = &*data;
-    let e = if s.len() >= 1 << 16 {
-        py.detach(|| g.verify(s, ledger_id, entry_id))
-    } else {
-        g.verify(s, ledger_id, entry_id)
-    }
-    .py_err(py)?;
-    Ok(e.into())
+    let g = digester(py, digest_type_name, password)?;
+    Ok(data.detach_if_large(py, |s| g.verify(s, ledger_id, entry_id)).py_err(py)?.into())
 }
 
 /// The digest type a stored entry verifies with (CRC32C, CRC32, or MAC when a password is given).
@@ -247,10 +231,23 @@ fn report_dict<'py>(py: Python<'py>, r: &MetadataReport) -> PyResult<Bound<'py, 
     Ok(d)
 }
 
+/// A log's metadata report as a dict (the ledgers map, or a scan; see `EntryLogFile::metadata`), read
+/// with the GIL released.
+fn file_metadata<'py>(
+    py: Python<'py>,
+    f: &EntryLogFile,
+    use_index: bool,
+    max_record_size: usize,
+    resync: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let opts = scan_options(None, None, max_record_size, resync);
+    let r = py.detach(|| f.metadata(opts, use_index)).py_err(py)?;
+    report_dict(py, &r)
+}
+
 /// One entry read by location (a writer's or a reader's), the GIL released, as `bytes`.
 fn read_bytes<'py>(py: Python<'py>, read: impl FnOnce() -> LogResult<Vec<u8>> + Send) -> PyResult<Bound<'py, PyBytes>> {
-    let out = py.detach(read).py_err(py)?;
-    Ok(PyBytes::new(py, &out))
+    py.detach(read).py_bytes(py)
 }
 
 fn scan_options(start: Option<u64>, stop: Option<u64>, max_record_size: usize, resync: bool) -> ScanOptions {
@@ -392,12 +389,7 @@ impl RawEntryLogReader {
     #[new]
     #[pyo3(signature = (path, log_id=None))]
     fn new(py: Python<'_>, path: PathBuf, log_id: Option<u64>) -> PyResult<Self> {
-        let inner = if path.is_dir() {
-            EntryLogReader::new(&path)
-        } else {
-            EntryLogReader::for_file(&path, log_id).py_err(py)?
-        };
-        Ok(RawEntryLogReader { inner })
+        Ok(RawEntryLogReader { inner: EntryLogReader::open(&path, log_id).py_err(py)? })
     }
 
     fn log_ids(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
@@ -436,7 +428,7 @@ impl RawEntryLogReader {
         password: &[u8],
         max_bytes: usize,
     ) -> PyResult<Bound<'py, PyList>> {
-        let d = Digester::new(digest_type(py, digest_type_name)?, password);
+        let d = digester(py, digest_type_name, password)?;
         let r = &mut self.inner;
         let got = py.detach(|| r.read_payloads(&locations, ledger_id, first_entry_id, &d, max_bytes)).py_err(py)?;
         let out = PyList::empty(py);
@@ -470,9 +462,7 @@ impl RawEntryLogReader {
         resync: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let f = self.inner.file(log_id).py_err(py)?;
-        let opts = scan_options(None, None, max_record_size, resync);
-        let r = py.detach(|| f.metadata(opts, use_index)).py_err(py)?;
-        report_dict(py, &r)
+        file_metadata(py, f, use_index, max_record_size, resync)
     }
 
     /// Drops a cached open file (after the log was deleted or replaced).
@@ -504,6 +494,17 @@ struct RawRecordScan {
     path: PathBuf,
 }
 
+impl RawRecordScan {
+    fn next_record(&mut self, py: Python<'_>) -> PyResult<Option<RawLogRecord>> {
+        Ok(self.inner.next_record().py_err(py)?.map(|r| RawLogRecord {
+            offset: r.offset,
+            ledger_id: r.ledger_id,
+            entry_id: r.entry_id,
+            data: PyBytes::new(py, r.data).unbind(),
+        }))
+    }
+}
+
 #[pymethods]
 impl RawRecordScan {
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -511,28 +512,15 @@ impl RawRecordScan {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<RawLogRecord> {
-        match self.inner.next_record().py_err(py)? {
-            Some(r) => Ok(RawLogRecord {
-                offset: r.offset,
-                ledger_id: r.ledger_id,
-                entry_id: r.entry_id,
-                data: PyBytes::new(py, r.data).unbind(),
-            }),
-            None => Err(PyStopIteration::new_err(())),
-        }
+        self.next_record(py)?.ok_or_else(|| PyStopIteration::new_err(()))
     }
 
     /// Up to `n` records as a list (empty at the end); fewer Python calls than iterating.
     fn next_chunk<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for _ in 0..n {
-            match self.inner.next_record().py_err(py)? {
-                Some(r) => out.append(RawLogRecord {
-                    offset: r.offset,
-                    ledger_id: r.ledger_id,
-                    entry_id: r.entry_id,
-                    data: PyBytes::new(py, r.data).unbind(),
-                })?,
+            match self.next_record(py)? {
+                Some(r) => out.append(r)?,
                 None => break,
             }
         }
@@ -586,17 +574,12 @@ impl RawArrowLogScan {
         resync: bool,
         payload_type: &str,
     ) -> PyResult<Self> {
-        let digest = if digest_type_name.eq_ignore_ascii_case("auto") {
-            DigestMode::Auto { mac: (!password.is_empty()).then(|| Digester::new(DigestType::Mac, password)) }
-        } else {
-            DigestMode::Fixed(Digester::new(digest_type(py, digest_type_name)?, password))
-        };
         let opts = ArrowScanOptions {
-            digest,
+            digest: DigestMode::from_name(digest_type_name, password).py_err(py)?,
             batch_rows,
             batch_bytes,
             include_issues,
-            payload_type: payload_type_of(payload_type)?,
+            payload_type: PayloadType::from_name(payload_type).py_err(py)?,
             scan: scan_options(None, None, max_record_size, resync),
         };
         Ok(RawArrowLogScan { inner: MultiLogScan::new(logs, opts) })
@@ -623,20 +606,10 @@ impl RawArrowLogScan {
     }
 }
 
-fn payload_type_of(name: &str) -> PyResult<PayloadType> {
-    match name {
-        "binary" => Ok(PayloadType::Binary),
-        "binary_view" => Ok(PayloadType::BinaryView),
-        other => {
-            Err(PyValueError::new_err(format!("payload_type must be \"binary\" or \"binary_view\", not {other:?}")))
-        }
-    }
-}
-
 #[pyfunction]
 #[pyo3(signature = (payload_type="binary"))]
 fn entry_log_schema<'py>(py: Python<'py>, payload_type: &str) -> PyResult<Bound<'py, PyAny>> {
-    PySchema::new(logarrow::schema_for(payload_type_of(payload_type)?)).into_pyarrow(py)
+    PySchema::new(logarrow::schema_for(PayloadType::from_name(payload_type).py_err(py)?)).into_pyarrow(py)
 }
 
 /// Metadata of one file without a reader object (CLI convenience).
@@ -649,34 +622,17 @@ fn entry_log_metadata<'py>(
     use_index: bool,
     max_record_size: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let r = py
-        .detach(|| {
-            let f = EntryLogFile::open_with_id(&path, log_id)?;
-            f.metadata(scan_options(None, None, max_record_size, true), use_index)
-        })
-        .py_err(py)?;
-    let d = report_dict(py, &r)?;
+    let f = EntryLogFile::open_with_id(&path, log_id).py_err(py)?;
+    let d = file_metadata(py, &f, use_index, max_record_size, true)?;
     d.set_item("path", path.to_string_lossy().to_string())?;
     Ok(d)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<BookieEntryHeader>()?;
-    m.add_class::<RawLogRecord>()?;
-    m.add_function(wrap_pyfunction!(bookie_digest_len, m)?)?;
-    m.add_function(wrap_pyfunction!(bookie_pack, m)?)?;
-    m.add_function(wrap_pyfunction!(bookie_pack_many, m)?)?;
-    m.add_function(wrap_pyfunction!(bookie_parse, m)?)?;
-    m.add_function(wrap_pyfunction!(bookie_verify, m)?)?;
-    m.add_function(wrap_pyfunction!(bookie_detect_digest, m)?)?;
-    m.add_function(wrap_pyfunction!(bookie_mac_key, m)?)?;
-    m.add_function(wrap_pyfunction!(bookie_master_key, m)?)?;
-    m.add_function(wrap_pyfunction!(entry_log_schema, m)?)?;
-    m.add_function(wrap_pyfunction!(entry_log_metadata, m)?)?;
-    m.add_class::<RawEntryLogWriter>()?;
-    m.add_class::<RawEntryLogReader>()?;
-    m.add_class::<RawRecordScan>()?;
-    m.add_class::<RawArrowLogScan>()?;
+    add_all!(m, fn bookie_digest_len, bookie_pack, bookie_pack_many, bookie_parse, bookie_verify,
+        bookie_detect_digest, bookie_mac_key, bookie_master_key, entry_log_schema, entry_log_metadata;
+        class BookieEntryHeader, RawLogRecord, RawEntryLogWriter, RawEntryLogReader, RawRecordScan,
+        RawArrowLogScan);
     m.add("ENTRY_LOG_DEFAULT_MAX_RECORD_SIZE", DEFAULT_MAX_RECORD_SIZE)?;
     m.add("ENTRY_LOG_DEFAULT_SIZE_LIMIT", crate::bookkeeper::entrylog::format::DEFAULT_LOG_SIZE_LIMIT)?;
     Ok(())

@@ -139,3 +139,14 @@ impl<T> IntoPyResult<T> for crate::error::Result<T> {
         self.map_err(|e| to_py(py, e))
     }
 }
+
+/// A core result of bytes as a Python `bytes` object (or the matching exception).
+pub trait IntoPyBytes {
+    fn py_bytes(self, py: Python<'_>) -> PyResult<Bound<'_, PyBytes>>;
+}
+
+impl<B: AsRef<[u8]>> IntoPyBytes for crate::error::Result<B> {
+    fn py_bytes(self, py: Python<'_>) -> PyResult<Bound<'_, PyBytes>> {
+        Ok(PyBytes::new(py, self.py_err(py)?.as_ref()))
+    }
+}

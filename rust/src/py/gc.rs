@@ -60,8 +60,6 @@ fn parse_compacted_name(name: &str) -> Option<(u64, u64)> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(compact_entry_log, m)?)?;
-    m.add_function(wrap_pyfunction!(compacted_locations, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_compacted_name, m)?)?;
+    add_all!(m, fn compact_entry_log, compacted_locations, parse_compacted_name);
     Ok(())
 }

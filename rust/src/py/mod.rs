@@ -1,4 +1,27 @@
 //! PyO3 bindings: type conversion only. Batch work runs with the GIL released (`py.detach`).
+
+/// Adds `#[pyfunction]`s and `#[pyclass]`es to a module: `add_all!(m, fn a, b; class C, D)`.
+macro_rules! add_all {
+    ($m:ident $(, fn $($f:ident),+)? $(; class $($c:ty),+)?) => {{
+        $($($m.add_function(pyo3::wrap_pyfunction!($f, $m)?)?;)+)?
+        $($($m.add_class::<$c>()?;)+)?
+    }};
+}
+
+/// The `__repr__` of a frozen record class, `Name(field=value, ...)` over the fields named (Debug
+/// formatting): `record_repr!(Name: a, b)`.
+macro_rules! record_repr {
+    ($ty:ident: $($field:ident),+) => {
+        #[pyo3::pymethods]
+        impl $ty {
+            fn __repr__(&self) -> String {
+                let fields = [$(format!(concat!(stringify!($field), "={:?}"), self.$field)),+];
+                format!(concat!(stringify!($ty), "({})"), fields.join(", "))
+            }
+        }
+    };
+}
+
 mod buffer;
 mod bulk;
 mod codec;

@@ -1,4 +1,5 @@
 //! Scan bindings: the head of an entry-log record, for the metadata pass of `pulsarkit.scan`.
+use super::buffer::ByteBuffer;
 use crate::bookkeeper::entrylog::head::{record_head as core_record_head, Head};
 use pyo3::prelude::*;
 
@@ -7,19 +8,20 @@ use pyo3::prelude::*;
 #[pyfunction]
 #[pyo3(signature = (buf, ledger_id, entry_id, digest_length=None))]
 fn record_head(
-    buf: &[u8],
+    py: Python<'_>,
+    buf: ByteBuffer<'_>,
     ledger_id: i64,
     entry_id: i64,
     digest_length: Option<usize>,
-) -> PyResult<Option<(i64, usize, usize)>> {
-    Ok(match core_record_head(buf, ledger_id, entry_id, digest_length) {
+) -> Option<(i64, usize, usize)> {
+    match buf.detach_if_large(py, |b| core_record_head(b, ledger_id, entry_id, digest_length)) {
         Head::At { start, end, digest_len } => Some((start as i64, end, digest_len)),
         Head::Need { len, digest_len } => Some((-1, len, digest_len)),
         Head::Invalid => None,
-    })
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(record_head, m)?)?;
+    add_all!(m, fn record_head);
     Ok(())
 }

@@ -30,9 +30,7 @@ column_kernel!(bulk_explode_transaction_log, txn::explode_transaction_log);
 column_kernel!(bulk_explode_pending_ack_log, txn::explode_pending_ack_log);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(pack_batched_txn_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(split_txn_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(bulk_explode_transaction_log, m)?)?;
-    m.add_function(wrap_pyfunction!(bulk_explode_pending_ack_log, m)?)?;
+    add_all!(m, fn pack_batched_txn_entry, split_txn_entry, bulk_explode_transaction_log,
+        bulk_explode_pending_ack_log);
     Ok(())
 }

@@ -8,6 +8,7 @@ use super::scan::{Record, ScanIssue, ScanOptions, ScanSummary, Scanner};
 use super::{AnySource, FileSource, LogResult, MmapSource};
 use crate::bookkeeper::digest::{detect_digest_type, DigestType, Digester, BOOKIE_HEADER_SIZE};
 use crate::columns::{Bools, Prim, PushVar};
+use crate::error::{Error, Result};
 use arrow_array::builder::BinaryViewBuilder;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -27,6 +28,17 @@ pub enum DigestMode {
     Auto { mac: Option<Digester> },
 }
 
+impl DigestMode {
+    /// `"AUTO"` (any case; the MAC candidate only with a password) or a digest type's name.
+    pub fn from_name(name: &str, password: &[u8]) -> Result<Self> {
+        if name.eq_ignore_ascii_case("auto") {
+            Ok(DigestMode::Auto { mac: (!password.is_empty()).then(|| Digester::new(DigestType::Mac, password)) })
+        } else {
+            Ok(DigestMode::Fixed(Digester::new(DigestType::from_name(name)?, password)))
+        }
+    }
+}
+
 /// Arrow type of the `payload` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PayloadType {
@@ -35,6 +47,16 @@ pub enum PayloadType {
     /// `binary_view`: views into the memory-mapped file, no copy. Batches keep the mapping alive;
     /// the file must not be truncated while they exist (see [`MmapSource`]).
     BinaryView,
+}
+
+impl PayloadType {
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "binary" => Ok(PayloadType::Binary),
+            "binary_view" => Ok(PayloadType::BinaryView),
+            other => Err(Error::invalid(format!("payload_type must be \"binary\" or \"binary_view\", not {other:?}"))),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -264,6 +264,15 @@ impl EntryLogReader {
         EntryLogReader { dir: dir.to_path_buf(), single: None, open: HashMap::new(), max_open: 256 }
     }
 
+    /// A reader over a directory of logs, or over one file (`log_id` as in [`Self::for_file`]).
+    pub fn open(path: &Path, log_id: Option<u64>) -> LogResult<Self> {
+        if path.is_dir() {
+            Ok(EntryLogReader::new(path))
+        } else {
+            EntryLogReader::for_file(path, log_id)
+        }
+    }
+
     /// A reader over one file; its log id is taken from the name unless given.
     pub fn for_file(path: &Path, log_id: Option<u64>) -> LogResult<Self> {
         let f = match log_id {

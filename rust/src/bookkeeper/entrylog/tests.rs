@@ -101,6 +101,31 @@ fn write_read_scan_and_ledgers_map() {
 }
 
 #[test]
+fn open_takes_a_directory_or_one_file() {
+    let t = TempDir::new();
+    let locs = write_log(&t.0, &[(7, 0, 30)], true);
+    let mut dir = EntryLogReader::open(&t.0, None).unwrap();
+    assert_eq!(dir.read(locs[0], Some(7), Some(0)).unwrap(), make_entry(7, 0, 30));
+    // One file: its id from the name unless given (a copy under another name keeps its log id).
+    let copy = t.0.join("copy.bin");
+    std::fs::copy(t.0.join("0.log"), &copy).unwrap();
+    assert!(EntryLogReader::open(&copy, None).is_err());
+    let mut one = EntryLogReader::open(&copy, Some(0)).unwrap();
+    assert_eq!(one.log_ids().unwrap(), vec![0]);
+    assert_eq!(one.read(locs[0], Some(7), Some(0)).unwrap(), make_entry(7, 0, 30));
+}
+
+#[test]
+fn scan_modes_by_name() {
+    assert!(matches!(DigestMode::from_name("auto", b""), Ok(DigestMode::Auto { mac: None })));
+    assert!(matches!(DigestMode::from_name("AUTO", b"pw"), Ok(DigestMode::Auto { mac: Some(_) })));
+    assert!(matches!(DigestMode::from_name("crc32", b""), Ok(DigestMode::Fixed(_))));
+    assert!(matches!(DigestMode::from_name("sha", b""), Err(crate::Error::InvalidArgument(_))));
+    assert_eq!(PayloadType::from_name("binary_view").unwrap(), PayloadType::BinaryView);
+    assert!(matches!(PayloadType::from_name("view"), Err(crate::Error::InvalidArgument(_))));
+}
+
+#[test]
 fn unsealed_log_has_no_map_and_metadata_scans() {
     let t = TempDir::new();
     write_log(&t.0, &[(5, 0, 40), (5, 1, 40)], false);

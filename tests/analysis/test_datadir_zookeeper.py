@@ -1,0 +1,280 @@
+"""A data directory whose metadata is a ZooKeeper data directory (``open_data_dir(zookeeper_dir=...)`` and the
+commands' ``--zookeeper-dir``): the synthetic standalone's metadata written as ZooKeeper files (tests/zk_files.py)
+must read exactly as its RocksDB store does. The real-server version is tests/interop/test_interop_zk_datadir.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import zk_files as zf
+from datadir_fixtures import BOOKIE_IDS, build_bookies, build_cluster_source, file_hashes
+from pulsarkit.analysis.messages import read_messages
+from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError
+from pulsarkit.analysis.orphan_cleanup import execute as execute_cleanup
+from pulsarkit.analysis.orphans import cleanup_plan, find_orphans
+from pulsarkit.cli import main
+from pulsarkit.errors import ZooKeeperDataError
+from pulsarkit.managed_ledger.position import Position
+from pulsarkit.metadata import zookeeper as zk
+from pulsarkit.metadata.reader import MergedReader, MetadataReader
+from pulsarkit.metadata.store import MetadataStore, StoreItems, ledger_path, serialize_ledger_metadata
+from pulsarkit.proto import LedgerMetadataFormat, ManagedLedgerInfo
+from pulsarkit.scan.bookie_dir import find_layout
+from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.records import DataDirError, topic_dict
+
+SNAP_ZXID = 0x100000050
+LATE = "/managed-ledgers/public/default/persistent/zk-late"
+LATE_TOPIC = "persistent://public/default/zk-late"
+
+
+def _write_zk(dest: Path, paths_data: dict[str, bytes], late: bool) -> Path:
+    """A ZooKeeper dataDir: a snapshot at SNAP_ZXID holding ``paths_data``, and a log that creates LATE after it."""
+    body = zf.create(LATE, ManagedLedgerInfo().SerializeToString(), parent_cversion=1)
+    return zf.data_dir(dest, paths_data, SNAP_ZXID, [zf.txn_body(SNAP_ZXID + 1, zk.OP_CREATE, body)] if late else [])
+
+
+@pytest.fixture(scope="module")
+def cluster(synthetic, tmp_path_factory):
+    """The synthetic standalone's metadata as two ZooKeeper dataDirs: the metadata store (with a LATE node
+    created after the snapshot) and a separate configuration store (``/admin``)."""
+    root, _ = synthetic
+    md, bookies = find_layout(root)
+    with MetadataStore(md, read_only=True) as store:
+        items = StoreItems(store.raw_items())
+    nodes = {p: items.get(p)[0] for p in items.keys()}  # type: ignore[index]
+    assert any(p.startswith("/admin/") for p in nodes)
+    base = tmp_path_factory.mktemp("zk")
+    whole = _write_zk(base / "whole", nodes, late=True)
+    local = _write_zk(base / "local", {p: d for p, d in nodes.items() if not p.startswith("/admin/")}, late=True)
+    conf = _write_zk(base / "conf", {p: d for p, d in nodes.items() if p.startswith("/admin/")}, late=False)
+    return root, bookies, whole, local, conf
+
+
+def _same(a, b) -> None:
+    assert [topic_dict(t) for t in a.topics()] == [topic_dict(t) for t in b.topics()]
+    assert a.ledgers_table().equals(b.ledgers_table())
+    assert a.partitioned == b.partitioned and a.schemas == b.schemas
+    assert list(read_messages(a)) == list(read_messages(b))
+    assert [f.__dict__ for f in find_orphans(a)] == [f.__dict__ for f in find_orphans(b)]
+    assert sorted(i.kind for i in a.issues if i.kind != "zookeeper_data") == sorted(i.kind for i in b.issues)
+
+
+def test_zookeeper_metadata_reads_as_the_rocksdb_store(cluster):
+    root, bookies, whole, _, _ = cluster
+    before = file_hashes(whole)
+    rocks = open_data_dir(root)
+    as_of = open_data_dir(zookeeper_dir=whole, ledger_dirs=bookies, zxid=SNAP_ZXID)
+    assert as_of.metadata_zxid == SNAP_ZXID and "zxid 0x100000050" in as_of.metadata_source
+    _same(as_of, rocks)
+    newest = open_data_dir(zookeeper_dir=whole / "version-2", ledger_dirs=bookies)
+    assert newest.metadata_zxid == SNAP_ZXID + 1
+    assert LATE_TOPIC in [t.name for t in newest.topics()] and LATE_TOPIC not in [t.name for t in as_of.topics()]
+    late = newest.topic(LATE_TOPIC)
+    assert (late.ledgers, late.entries, late.cursors) == ([], 0, [])
+    assert newest.ledgers_table().equals(rocks.ledgers_table())
+    assert file_hashes(whole) == before  # opened read-only
+
+
+def test_separate_configuration_store(cluster):
+    root, bookies, _, local, conf = cluster
+    rocks = open_data_dir(root)
+    alone = open_data_dir(zookeeper_dir=local, ledger_dirs=bookies, zxid=SNAP_ZXID)
+    assert not alone.partitioned and rocks.partitioned  # partitioned-topic metadata is the configuration store's
+    both = open_data_dir(zookeeper_dir=local, configuration_zookeeper_dir=conf, ledger_dirs=bookies, zxid=SNAP_ZXID)
+    assert "configuration store ZooKeeper" in both.metadata_source
+    _same(both, rocks)
+
+
+def test_merged_reader_is_a_metadata_reader(cluster):
+    _, _, _, local, conf = cluster
+    m = MergedReader(zk.ZkSnapshotStore(local), zk.ZkSnapshotStore(conf))
+    assert isinstance(m, MetadataReader)
+    keys = list(m.keys("/admin"))
+    assert keys == sorted(set(keys)) and keys[0] == "/admin"  # shared parents once
+    assert m.exists(LATE) and "admin" in m.children("/") and "managed-ledgers" in m.children("/")
+    assert m.get("/nope") is None
+
+
+def test_replay_problems_are_issues_and_strict_raises(cluster, tmp_path):
+    _, bookies, whole, _, _ = cluster
+    torn = shutil.copytree(whole, tmp_path / "torn")
+    log = next((torn / "version-2").glob("log.*"))
+    raw = log.read_bytes().rstrip(b"\0")
+    log.write_bytes(raw[:-3])  # the last record torn: reported, ignored
+    dd = open_data_dir(zookeeper_dir=torn, ledger_dirs=bookies)
+    assert dd.metadata_zxid == SNAP_ZXID and LATE_TOPIC not in [t.name for t in dd.topics()]
+    assert any(i.kind == "zookeeper_data" and str(log) == i.path for i in dd.issues)
+    with pytest.raises(DataDirError, match="zookeeper_data"):
+        open_data_dir(zookeeper_dir=torn, ledger_dirs=bookies, strict=True)
+    no_logs = shutil.copytree(whole, tmp_path / "nolog")
+    log = next((no_logs / "version-2").glob("log.*"))
+    log.unlink()
+    dd = open_data_dir(zookeeper_dir=no_logs, ledger_dirs=bookies)
+    assert any("no transaction log" in i.message for i in dd.issues)
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"zookeeper_dir": "{zk}", "metadata_dir": "{root}", "ledger_dirs": ["{bk}"]}, "without path or metadata_dir"),
+        ({"path": "{root}", "zookeeper_dir": "{zk}"}, "without path or metadata_dir"),
+        ({"zookeeper_dir": "{zk}"}, "give the bookies' ledger_dirs"),
+        ({"path": "{root}", "zxid": 5}, "zxid without zookeeper_dir"),
+        ({"path": "{root}", "configuration_zookeeper_dir": "{zk}"}, "configuration_zookeeper_dir without"),
+        ({"zookeeper_dir": "/no/such/zk", "ledger_dirs": ["{bk}"]}, "no such directory"),
+        ({"path": "{root}", "configuration_zookeeper_log_dir": "{zk}"}, "configuration_zookeeper_log_dir without"),
+        (
+            {"zookeeper_dir": "{zk}", "ledger_dirs": ["{bk}"], "configuration_zookeeper_log_dir": "{zk}"},
+            "configuration_zookeeper_log_dir without configuration_zookeeper_dir",
+        ),
+        ({"zookeeper_dir": "{zk}", "ledger_dirs": ["{bk}"], "zxid": -1}, "negative"),
+    ],
+)
+def test_argument_errors(cluster, kw, message):
+    root, bookies, whole, _, _ = cluster
+    sub = {"{root}": str(root), "{zk}": str(whole), "{bk}": str(bookies[0])}
+    kw = {k: ([sub.get(x, x) for x in v] if isinstance(v, list) else sub.get(v, v)) for k, v in kw.items()}
+    with pytest.raises(DataDirError, match=message):
+        open_data_dir(**kw)
+
+
+def test_a_state_the_files_cannot_give_is_a_typed_error(cluster):
+    _, bookies, whole, _, _ = cluster
+    with pytest.raises(ZooKeeperDataError, match="not in"):
+        open_data_dir(zookeeper_dir=whole, ledger_dirs=bookies, zxid=SNAP_ZXID + 5)
+    with pytest.raises(ZooKeeperDataError, match="every snapshot is newer"):
+        open_data_dir(zookeeper_dir=whole, ledger_dirs=bookies, zxid=3)
+
+
+def test_a_cleanup_plan_from_zookeeper_is_never_executed(cluster, tmp_path):
+    _, bookies, whole, _, _ = cluster
+    zk_copy = shutil.copytree(whole, tmp_path / "zk")
+    before = file_hashes(zk_copy)
+    plan = cleanup_plan(open_data_dir(zookeeper_dir=zk_copy, ledger_dirs=bookies, zxid=SNAP_ZXID))
+    with pytest.raises(OrphanCleanupError, match="not a RocksDB metadata store"):
+        execute_cleanup(plan, backup_dir=tmp_path / "backup")
+    assert file_hashes(zk_copy) == before and not (tmp_path / "backup").exists()
+
+
+def test_bookkeepers_own_nodes_in_zookeeper(synthetic, tmp_path):
+    """What BookKeeper keeps under /ledgers in a ZooKeeper-backed cluster: ledger metadata in both layouts
+    (hierarchical 2-4-4 and long-hierarchical 3-4-4-4-4 for ids from 2^31), format v3 (binary) and v2 (text),
+    and its own nodes (LAYOUT, INSTANCEID, available bookies, cookies, under-replication), which are no ledgers."""
+    _, bookies = find_layout(synthetic[0])
+    md = LedgerMetadataFormat(quorumSize=2, ensembleSize=3, ackQuorumSize=2, length=10, lastEntryId=4)
+    md.state = LedgerMetadataFormat.CLOSED
+    md.segment.add(ensembleMember=["10.0.0.1:3181", "10.0.0.2:3181", "10.0.0.3:3181"], firstEntryId=0)
+    big = 2**40 + 7
+    v2 = b"BookieMetadataFormatVersion\t2\nquorumSize: 2\nensembleSize: 3\nlength: 10\nlastEntryId: 4\nstate: CLOSED\n"
+    nodes = {
+        "/ledgers/LAYOUT": b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n",
+        "/ledgers/INSTANCEID": b"5f0c3a3e-0b7a-4c69-9d1e-6c3b2f0e1a2b",
+        "/ledgers/available/10.0.0.1:3181": b"",
+        "/ledgers/available/readonly/10.0.0.2:3181": b"",
+        "/ledgers/cookies/10.0.0.1:3181": b'5\nbookieHost: "10.0.0.1:3181"\n',
+        "/ledgers/underreplication/ledgers/0000/0000/0000/0009/urL0000000009": b"",
+        "/ledgers/idgen-long/0000000000": b"",
+        ledger_path(big): serialize_ledger_metadata(md),
+        ledger_path(9): v2,
+    }
+    assert ledger_path(big) == "/ledgers/000/0001/0995/1162/L7783"
+    zkd = _write_zk(tmp_path / "zk", nodes, late=False)
+    dd = open_data_dir(zookeeper_dir=zkd, ledger_dirs=bookies)
+    assert sorted(dd.ledger_metadata) == [9, big]
+    assert [dd.ledgers[i].state for i in (9, big)] == ["CLOSED", "CLOSED"]
+    assert dd.ledger_metadata[9].lastEntryId == dd.ledger_metadata[big].lastEntryId == 4
+    assert not [i for i in dd.issues if i.kind in ("bad_ledger_metadata", "bad_metadata_value")]
+
+
+# ------------------------------------------------------------------------------------------------ the CLI
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_topics_from_a_zookeeper_dir(cluster, capsys):
+    root, bookies, whole, local, conf = cluster
+    rc, want, err = run(capsys, "topics", root, "--format", "json")
+    assert rc == 0 and err == ""
+    zk_args = ["--zookeeper-dir", local, "--configuration-zookeeper-dir", conf, "--ledger-dir", bookies[0]]
+    rc, out, err = run(capsys, "topics", *zk_args, "--zxid", hex(SNAP_ZXID), "--format", "json")
+    assert rc == 0 and out == want
+    assert err.startswith("pulsarkit topics: metadata: ZooKeeper ") and "zxid 0x100000050" in err
+    rc, out, _ = run(capsys, "topics", *zk_args, "--format", "json")
+    assert rc == 0 and LATE_TOPIC in [t["topic"] for t in json.loads(out)]
+    rc, out, err = run(capsys, "ledgers", *zk_args, "--zxid", str(SNAP_ZXID), "--format", "json")
+    assert rc == 0 and out == run(capsys, "ledgers", root, "--format", "json")[1]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["topics", "--zookeeper-dir", "{zk}", "{root}"], "--zookeeper-dir replaces DATA_DIR"),
+        (["topics", "--zookeeper-dir", "{zk}", "--metadata-dir", "{md}", "--ledger-dir", "{bk}"], "replaces"),
+        (["topics", "--zookeeper-dir", "{zk}"], "give the bookies with --ledger-dir"),
+        (["topics", "{root}", "--zxid", "5"], "go with --zookeeper-dir"),
+        (["ledgers", "{root}", "--zookeeper-log-dir", "{zk}"], "go with --zookeeper-dir"),
+        (["du", "{root}", "--configuration-zookeeper-log-dir", "{zk}"], "go with --zookeeper-dir"),
+        (["orphans", "--ledger-dir", "{bk}"], "give DATA_DIR, or --metadata-dir (or --zookeeper-dir)"),
+        (["topics", "--zookeeper-dir", "{zk}", "--ledger-dir", "{bk}", "--zxid", "0x200000000"], "not in"),
+        (["topics", "--zookeeper-dir", "/no/such/zk", "--ledger-dir", "{bk}"], "no such directory"),
+    ],
+)
+def test_cli_argument_errors_are_one_line(cluster, capsys, argv, message):
+    root, bookies, whole, _, _ = cluster
+    md, _ = find_layout(root)
+    sub = {"{root}": root, "{zk}": whole, "{bk}": bookies[0], "{md}": md}
+    rc, out, err = run(capsys, *[sub.get(a, a) for a in argv])
+    assert rc == 1 and out == "" and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5"])
+def test_cli_zxid_must_be_a_number(cluster, capsys, value):
+    _, bookies, whole, _, _ = cluster
+    with pytest.raises(SystemExit) as e:
+        main(["topics", "--zookeeper-dir", str(whole), "--ledger-dir", str(bookies[0]), "--zxid", value])
+    assert e.value.code == 2 and "a zxid is a non-negative number" in capsys.readouterr().err
+
+
+def test_position_is_unchanged_by_the_source(cluster):
+    # cursors recovered from their cursor ledgers: the same mark-delete through either metadata source
+    root, bookies, whole, _, _ = cluster
+    a = open_data_dir(root)
+    b = open_data_dir(zookeeper_dir=whole, ledger_dirs=bookies)
+    for ml in a.managed_ledger_names():
+        assert [(c.name, c.mark_delete, c.source) for c in a.cursors(ml)] == [
+            (c.name, c.mark_delete, c.source) for c in b.cursors(ml)
+        ]
+    assert all(isinstance(c.mark_delete, Position) for ml in a.managed_ledger_names() for c in a.cursors(ml))
+
+
+def test_cli_replicas_of_three_bookies_from_a_zookeeper_dir(tmp_path_factory, capsys):
+    """Several bookies under one ZooKeeper: ``replicas --zookeeper-dir`` reports as ``--metadata-dir`` does."""
+    source = build_cluster_source(tmp_path_factory.mktemp("replicas"))
+    dirs, _ = build_bookies(source, tmp_path_factory.mktemp("bookies"))
+    md = source["root"] / "src" / "metadata"
+    with MetadataStore(md, read_only=True) as store:
+        items = StoreItems(store.raw_items())
+    zkd = zf.data_dir(tmp_path_factory.mktemp("zk") / "zk", {p: items.get(p)[0] for p in items.keys()}, SNAP_ZXID)  # type: ignore[index]
+    bookie_args = [x for d in dirs for x in ("--bookie", str(d))]
+    outs = {}
+    for view in ("ledgers", "problems"):
+        rc, want, err = run(capsys, "replicas", "--metadata-dir", md, *bookie_args, "--json", "--view", view)
+        assert rc == 0 and err == ""
+        rc, got, err = run(capsys, "replicas", "--zookeeper-dir", zkd, *bookie_args, "--json", "--view", view)
+        assert rc == 0 and got == want and "zxid 0x100000050" in err
+        outs[view] = [json.loads(x) for x in got.splitlines()]
+    assert len(outs["ledgers"]) == len(source["ledgers"]) and outs["problems"] == []
+    assert {b for r in outs["ledgers"] for b in r["read_from"]} == set(BOOKIE_IDS)
+    rc, _, err = run(capsys, "replicas", *bookie_args)
+    assert rc == 1 and "--metadata-dir or --zookeeper-dir" in err
+    rc, _, err = run(capsys, "replicas", "--metadata-dir", md, "--zookeeper-dir", zkd, *bookie_args)
+    assert rc == 1 and "--metadata-dir or --zookeeper-dir" in err
