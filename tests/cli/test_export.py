@@ -143,7 +143,8 @@ def test_incremental_parquet_exports_only_new_messages(tmp_path, capsys):
     payloads = {r["payload"] for r in got}
     assert {WHOLE, b"in-txn", b"behind-the-open-txn", b"late1", b"e-after"} <= payloads
     marks = json.loads((out / px.MARKS_FILE).read_text())
-    assert set(marks["files"]) == set(px.data_files(out)) and len(marks["runs"]) == 3
+    # two runs committed: the run with nothing new committed nothing (issue 21 item 10)
+    assert set(marks["files"]) == set(px.data_files(out)) and len(marks["runs"]) == 2
 
 
 def test_a_run_that_dies_before_its_marks_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
@@ -189,12 +190,16 @@ def test_delta_export_is_incremental_with_marks_in_the_commit(tmp_path, capsys):
     _append(root, 0)
     code, stdout, _ = _run(["export", str(root), "--to", "delta", str(out), "--json"], capsys)
     assert code == 0 and json.loads(stdout)["rows"] == len(_single(root))
+    from deltalake import DeltaTable
+
+    version = DeltaTable(str(out)).version()
+    code, stdout, _ = _run(["export", str(root), "--to", "delta", str(out), "--json"], capsys)
+    # nothing new: no empty Delta commit (issue 21 item 10)
+    assert code == 0 and json.loads(stdout)["rows"] == 0 and DeltaTable(str(out)).version() == version
     _append(root, 1)
     code, stdout, _ = _run(["export", str(root), "--to", "delta", str(out), "--json"], capsys)
     got = _exported(out, "delta")
     assert len({_key(r) for r in got}) == len(got) and _norm(got) == _norm(_single(root))
-    from deltalake import DeltaTable
-
     (last,) = DeltaTable(str(out)).history(1)
     assert json.loads(last[px.DELTA_MARKS_KEY])["marks"]
 
@@ -291,7 +296,9 @@ def test_iceberg_export_is_incremental_with_marks_in_the_snapshot(tmp_path, caps
     assert {d.split("/date=")[1] for d in dirs} == {r["date"] for r in _exported(pq_out)}
 
     code, stdout, _ = _run(["export", str(root), "--to", "iceberg", str(ice), "--json"], capsys)
-    assert code == 0 and json.loads(stdout)["rows"] == 0  # nothing new: a snapshot with the same marks
+    # nothing new: no empty snapshot (issue 21 item 10); the summary names the table's current metadata
+    assert code == 0 and json.loads(stdout)["rows"] == 0
+    assert json.loads(stdout)["metadata"] == first["metadata"] == _iceberg_table(ice).metadata_location
 
     _append(root, 1)
     final = _single(root)
@@ -309,7 +316,7 @@ def test_iceberg_export_is_incremental_with_marks_in_the_snapshot(tmp_path, caps
     assert len({_key(r) for r in got}) == len(got) and _norm(got) == _norm(final)
     export_mod.export(str(root), "parquet", str(pq_out), log=lambda m: None)
     assert _snapshot_marks(table)["marks"] == json.loads((pq_out / px.MARKS_FILE).read_text())["marks"]
-    assert len(table.snapshots()) == 3
+    assert len(table.snapshots()) == 2  # the run with nothing new added none
     # any Iceberg reader given the metadata JSON the summary names reads the same table
     assert second["metadata"] == table.metadata_location
     static = StaticTable.from_metadata(second["metadata"]).scan().to_arrow().to_pylist()

@@ -52,7 +52,11 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     )
     p.add_argument("--topic", action="append", help="only this topic (repeatable; its own marks are kept)")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
-    p.add_argument("--force", action="store_true", help="write into an existing directory that is not an export")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an existing directory that is not an export (its files are never changed or deleted)",
+    )
     p.add_argument("--other-source", action="store_true", help="continue an export made from another path")
     p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
     p.add_argument("--max-partition-bytes", type=int, default=64 << 20, help="size of a read task (bytes)")

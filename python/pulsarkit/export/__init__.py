@@ -25,13 +25,22 @@ Every format is a :class:`Target` (``target.py``) driven through the same protoc
 recover what an interrupted run left, read the committed marks (``marks.py``), plan from them, stage
 the rows as Parquet under ``OUT/_staging/<run>/`` (``staging.py``), commit the staged files and the
 new marks in one atomic step. Parquet (``parquet.py``) renames the data files into place, then the
-marks file: a run that dies in between leaves files the marks file does not list, and the next run
-deletes them, so no message is exported twice or lost. Delta (``delta.py``) commits data and marks in
-one transaction, Iceberg (``iceberg.py``) in one append (one snapshot); what an Iceberg run that died
-wrote before its commit (data files, manifests, a metadata JSON: files no snapshot reaches) is deleted
-by the next run. What the export cannot get back is warned about (the log, and ``warnings`` in the
-summary): a mark in a ledger that retention removed since the last run (messages after it in trimmed
-ledgers were never exported), a topic that is gone.
+marks file: a run that dies in between leaves files the marks file does not list. Delta (``delta.py``)
+commits data and marks in one transaction, Iceberg (``iceberg.py``) in one append (one snapshot).
+Before its commit a run records in its journal (``OUT/_pulsarkit_journal.json``, ``paths.py``) what
+the commit creates (or, for the Delta and Iceberg writers, which name their files, what was there
+before); the next run, with no flag, deletes exactly what a run that did not commit left (a first run
+too), and nothing else, so no message is exported twice or lost and no file of anyone else's is
+touched. Nothing is written outside ``OUT`` or through a link: a symbolic link (or a device, a FIFO)
+among pulsarkit's names in ``OUT`` is refused, naming it. A second run into the same ``OUT`` is
+refused while the first holds the lock (naming its pid). The export is private (0700 directories,
+0600 files); a run with nothing new commits nothing. A topic name too long for a directory name gets
+a shortened, hashed one (Parquet, recorded in the marks file's ``topic_dirs``, the files naming their
+topic in their metadata; the Delta and Iceberg writers name directories in full: they leave such a
+topic out, with a warning naming it, and keep its mark). What the export cannot
+get back is warned about (the log, and ``warnings`` in the summary): a mark in a ledger that retention
+removed since the last run (messages after it in trimmed ledgers were never exported), a topic that is
+gone.
 
 :func:`export` stages in this process. The Spark engines (tasks writing the staged files, or Spark's
 own writer) and ``--engine auto`` are :func:`pulsarkit.spark.export.export`: the same run, targets and
@@ -58,7 +67,7 @@ and further runs into it are refused.
 
 An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, a
 Delta table without pulsarkit marks) is refused without ``force`` (for Iceberg, one with a ``data/``
-or ``metadata/`` folder always: a run deletes the files there that no snapshot reaches); marks from
+or ``metadata/`` folder always); ``force`` never deletes a file pulsarkit did not write; marks from
 another data directory are refused without ``other_source``. An unreadable entry stops the export
 unless ``skip_unreadable``, so that a mark never moves past a message that was not exported.
 """

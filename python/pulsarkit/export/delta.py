@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
-from .staging import PARTITION_COLUMNS, staged_table
+from .staging import PARTITION_COLUMNS, shortened_topics, staged_table
 from .target import Target, optional_package
 
 #: the key of a pulsarkit commit's custom metadata: the marks document
@@ -29,6 +29,8 @@ class DeltaTarget(Target):
     def _open(self, force: bool) -> ExportMarks | None:
         out = self.out
         if (out / DELTA_LOG).is_dir():
+            if self.journal is not None and DELTA_LOG in self.own_names() and not any((out / DELTA_LOG).glob("*.json")):
+                return None  # the first run died before its first commit: recovery removes its files
             table = self.deltalake.DeltaTable(str(out))
             found = None
             for h in table.history():  # newest first: the last pulsarkit commit's marks
@@ -37,13 +39,18 @@ class DeltaTarget(Target):
                     break
             if found is None and not force:
                 raise ExportRefused(f"{out} is a Delta table pulsarkit did not write; pass --force to append to it")
+            self.last_run = found.get("run", {}).get("run") if found is not None else None
             return ExportMarks.from_json(found) if found is not None else None
         if (out / ICEBERG_CATALOG).exists():
             raise ExportRefused(f"{out} is a pulsarkit export to iceberg, not delta")
-        refuse_foreign(out, force)
+        refuse_foreign(out, force, self.own_names())
         return None
 
+    def _unwritable(self, staged: list[Path]) -> set[str]:
+        return shortened_topics(staged)  # the writer names partition directories in full
+
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
+        self.note_created([], [], writer_names_files=True)  # delta-rs names its files itself
         self.deltalake.write_deltalake(
             str(self.out),
             staged_table(staged),

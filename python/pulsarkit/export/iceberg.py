@@ -21,14 +21,13 @@ import pyarrow as pa
 from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
-from .staging import PARTITION_COLUMNS, TABLE_FIELDS, staged_table
+from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_table
 from .target import Target, optional_package
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
 #: the table in the export's own catalog
 ICEBERG_TABLE = ("pulsarkit", "messages")
-#: pyiceberg deletes the metadata JSONs that fall out of the log itself, so that any file no snapshot
-#: reaches is the leftover of a run that did not commit
+#: pyiceberg deletes the metadata JSONs that fall out of the log itself (no file piles up in metadata/)
 ICEBERG_TABLE_PROPERTIES = {"write.metadata.delete-after-commit.enabled": "true"}
 
 
@@ -104,7 +103,8 @@ class IcebergTarget(Target):
                     f"{out} holds an Iceberg export made at {table.location()}; Iceberg metadata names its "
                     "files by absolute path, so a moved export cannot be continued: export anew"
                 )
-            found = self._last_marks(table)
+            found, self.last_run = self._last_marks(table)
+            self._metadata_location = table.metadata_location  # what a run with nothing new reports
             if found is None and table.current_snapshot() is not None and not force:
                 raise ExportRefused(
                     f"{out} is an Iceberg table whose snapshots pulsarkit did not write; pass --force to append"
@@ -118,7 +118,7 @@ class IcebergTarget(Target):
                 f"{out} is not a pulsarkit export and has a data/ or metadata/ folder (an Iceberg table?); "
                 "pulsarkit writes Iceberg exports only into its own: export elsewhere"
             )
-        refuse_foreign(out, force)
+        refuse_foreign(out, force, self.own_names())
         return None
 
     def catalog(self) -> Any:
@@ -142,58 +142,27 @@ class IcebergTarget(Target):
             return None
 
     @staticmethod
-    def _last_marks(table: Any) -> ExportMarks | None:
+    def _last_marks(table: Any) -> tuple[ExportMarks | None, str | None]:
+        """The marks of the last pulsarkit snapshot and the run that made it."""
         from pyiceberg.table.snapshots import ancestors_of
 
         for snap in ancestors_of(table.current_snapshot(), table.metadata):
             if snap.summary is not None and ICEBERG_MARKS_KEY in snap.summary:
-                return ExportMarks.from_json(json.loads(str(snap.summary[ICEBERG_MARKS_KEY])))
-        return None
+                doc = json.loads(str(snap.summary[ICEBERG_MARKS_KEY]))
+                return ExportMarks.from_json(doc), doc.get("run", {}).get("run")
+        return None, None
 
     def close(self) -> None:
         super().close()
         if self._catalog is not None:
             self._catalog.engine.dispose()  # closes the SQLite file
 
-    def _referenced(self, table: Any) -> set[str]:
-        """Every file the table's metadata reaches: metadata JSONs (current and logged), manifest lists,
-        manifests, data and delete files of every snapshot, statistics files."""
-        md = table.metadata
-        refs = {table.metadata_location, *(e.metadata_file for e in md.metadata_log)}
-        refs |= {s.statistics_path for s in md.statistics} | {s.statistics_path for s in md.partition_statistics}
-        seen: set[str] = set()
-        for snap in md.snapshots:
-            refs.add(snap.manifest_list)
-            for m in snap.manifests(table.io):
-                if m.manifest_path in seen:  # an append keeps the manifests of the snapshot before it
-                    continue
-                seen.add(m.manifest_path)
-                refs.add(m.manifest_path)
-                for e in m.fetch_manifest_entry(table.io, discard_deleted=False):
-                    refs.add(e.data_file.file_path)
-        return {os.path.realpath(_local_path(r)) for r in refs}
-
-    def _remove_uncommitted(self) -> list[str]:
-        """The files of an append that no snapshot reaches (data files, manifests, a metadata JSON the
-        catalog does not point at), and the partition folders only they were in."""
-        if not (self.out / ICEBERG_CATALOG).is_file():
-            return []
-        table = self._table()
-        refs = self._referenced(table) if table is not None else set()
-        removed = []
-        for folder, suffixes in (("data", (".parquet",)), ("metadata", (".avro", ".metadata.json"))):
-            for f in sorted((self.out / folder).rglob("*")) if (self.out / folder).is_dir() else []:
-                if f.is_file() and f.name.endswith(suffixes) and os.path.realpath(f) not in refs:
-                    f.unlink()
-                    removed.append(str(f.relative_to(self.out)))
-                    for d in f.parents:  # the partition folders only it was in
-                        if d == self.out / folder or any(d.iterdir()):
-                            break
-                        d.rmdir()
-        return removed
+    def _unwritable(self, staged: list[Path]) -> set[str]:
+        return shortened_topics(staged)  # the writer names partition directories in full
 
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         """One append, one snapshot: the data files and the marks (its summary properties) commit together."""
+        self.note_created([], [], writer_names_files=True)  # pyiceberg names its files itself
         data = staged_table(staged)
         props = {ICEBERG_MARKS_KEY: json.dumps(marks.to_json(run), sort_keys=True)}
         table = self._table()

@@ -3,7 +3,10 @@
 The marks file (``OUT/_pulsarkit_export.json``) holds each topic's mark, the data files committed and
 the runs. A run renames its staged files into place, then writes the marks file by an atomic rename:
 that rename is the commit point. A run that dies in between leaves data files the marks file does not
-list; the next run deletes them (:meth:`ParquetTarget.recover`) before it starts."""
+list; its journal lists them, and the next run deletes them (:meth:`ParquetTarget.recover`), and only
+them, before it starts. A partition directory whose name would be longer than a file name may be (a
+very long topic name) is shortened with a hash (:func:`.paths.short_name`); ``topic_dirs`` in the
+marks file maps such a directory to its topic, and its files carry the topic in their metadata."""
 
 from __future__ import annotations
 
@@ -13,8 +16,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .marks import FORMAT, VERSION, ExportMarks, RunRecord
+from .paths import PRIVATE_FILE, check_below, make_dirs
 from .protocol import ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign, write_json_atomically
-from .staging import partition_dir
+from .staging import escape_path_name, partition_dir, partition_values
 from .target import Target
 
 
@@ -29,10 +33,12 @@ def data_files(out: Path) -> list[str]:
 
 class ParquetTarget(Target):
     name: ClassVar[str] = "parquet"
+    lists_files: ClassVar[bool] = True
 
     def __init__(self, out: Path, source: str, *, force: bool = False, other_source: bool = False) -> None:
         self.files: list[str] = []  # committed, relative to out
         self.runs: list[RunRecord] = []
+        self.topic_dirs: dict[str, str] = {}  # shortened partition directory -> topic
         super().__init__(out, source, force=force, other_source=other_source)
 
     def _open(self, force: bool) -> ExportMarks | None:
@@ -45,28 +51,36 @@ class ParquetTarget(Target):
                 raise ExportRefused(f"{self.out} is a pulsarkit export to {doc.get('to')}, not parquet")
             self.files = list(doc["files"])
             self.runs = [RunRecord.from_json(r) for r in doc["runs"]]
+            self.topic_dirs = {str(k): str(v) for k, v in doc.get("topic_dirs", {}).items()}
+            self.last_run = self.runs[-1].run if self.runs else None
             return ExportMarks.from_json(doc)
         if (self.out / ICEBERG_CATALOG).exists():
             raise ExportRefused(f"{self.out} is a pulsarkit export to iceberg, not parquet")
-        refuse_foreign(self.out, force)
+        refuse_foreign(self.out, force, self.own_names())
         return None
 
-    def _remove_uncommitted(self) -> list[str]:
-        committed = set(self.files)
-        removed = []
-        for rel in data_files(self.out):
-            if rel not in committed:
-                (self.out / rel).unlink()
-                removed.append(rel)
-        return removed
-
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> list[str]:
-        files = []
-        for i, f in enumerate(staged):
-            dest = self.out / partition_dir(f) / f"part-{run.run}-{i:05d}.parquet"
-            dest.parent.mkdir(parents=True, exist_ok=True)
+        moves = [(f, partition_dir(f) / f"part-{run.run}-{i:05d}.parquet") for i, f in enumerate(staged)]
+        files = [str(rel) for _, rel in moves]
+        new_dirs: list[str] = []
+        for d in sorted({str(rel.parent) for _, rel in moves}):
+            for n in range(1, len(Path(d).parts) + 1):
+                sub = str(Path(*Path(d).parts[:n]))
+                if not os.path.lexists(check_below(self.out, sub)) and sub not in new_dirs:
+                    new_dirs.append(sub)
+        for _, rel in moves:  # before the journal lists it: the next run would delete what it lists
+            if os.path.lexists(dest := check_below(self.out, rel)):
+                raise ExportRefused(f"{dest} exists; pulsarkit never replaces a file it did not write", str(dest))
+        self.note_created(files, new_dirs)  # before anything is created: what the next run undoes if this dies
+        topic_dirs = dict(self.topic_dirs)
+        for f, rel in moves:
+            make_dirs(self.out, rel.parent)
+            dest = check_below(self.out, rel)
+            os.chmod(f, PRIVATE_FILE)  # a Spark task's file too
             os.replace(f, dest)
-            files.append(str(dest.relative_to(self.out)))
+            topic = partition_values(dest)[0]
+            if rel.parts[0] != "topic=" + escape_path_name(topic):
+                topic_dirs[rel.parts[0]] = topic
         committed, runs = sorted(set(self.files) | set(files)), [*self.runs, run]
         self.write_marks_file(
             {
@@ -77,9 +91,10 @@ class ParquetTarget(Target):
                 "marks": marks.marks_json(),
                 "files": committed,
                 "runs": [r.to_json() for r in runs],
+                **({"topic_dirs": topic_dirs} if topic_dirs else {}),
             }
         )
-        self.files, self.runs = committed, runs
+        self.files, self.runs, self.topic_dirs = committed, runs, topic_dirs
         return files
 
     def write_marks_file(self, doc: dict[str, Any]) -> None:

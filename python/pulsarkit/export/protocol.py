@@ -4,10 +4,12 @@ the output path, the durable JSON write, and the warnings about what an export c
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import secrets
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +44,8 @@ def new_run_id() -> str:
 def write_json_atomically(path: Path, obj: object) -> None:
     """``obj`` as ``path``, durably and all or nothing: a temporary file, fsynced, renamed into place."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "w") as f:
+    # a new private file, never through a link (O_EXCL: a planted name makes it fail, not redirect it)
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), "w") as f:
         json.dump(obj, f, indent=1, sort_keys=True)
         f.flush()
         os.fsync(f.fileno())
@@ -52,16 +55,36 @@ def write_json_atomically(path: Path, obj: object) -> None:
 
 @contextlib.contextmanager
 def locked(out: Path) -> Iterator[None]:
-    """One run at a time per output: a non-blocking exclusive lock on ``OUT/_pulsarkit_export.lock``."""
-    with open(out / LOCK_FILE, "a+") as f:
+    """One run at a time per output: a non-blocking exclusive lock on ``OUT/_pulsarkit_export.lock``,
+    which holds the pid of the run that has it. The kernel releases the lock of a process that died,
+    so a lock file naming a dead pid is taken over as it is; a live holder is named in the refusal."""
+    path = out / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ExportRefused(f"{path} is a symbolic link; pulsarkit never writes through one", str(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ExportRefused(f"{path} is not a regular file; pulsarkit's lock file is", str(path))
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ExportRefused(f"{out}: another pulsarkit export is writing it") from None
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise ExportRefused(
+                f"{out}: another pulsarkit export (pid {holder}) holds its lock and is writing it; "
+                "run again when it has finished"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def check_output(data_dir: str, source: str, out: str, root: Path) -> None:
@@ -77,9 +100,10 @@ def check_output(data_dir: str, source: str, out: str, root: Path) -> None:
         raise ExportRefused(f"{out} exists and is not a directory")
 
 
-def refuse_foreign(out: Path, force: bool) -> None:
-    """A directory with anything in it (but the lock) that is not an export is written into only with ``force``."""
-    if out.exists() and any(p.name != LOCK_FILE for p in out.iterdir()) and not force:
+def refuse_foreign(out: Path, force: bool, own: frozenset[str] | set[str] = frozenset()) -> None:
+    """A directory with anything in it that is not an export is written into only with ``force``. ``own``:
+    the names a run of pulsarkit's left there (its lock, journal, staging, what its journal lists)."""
+    if out.exists() and any(p.name != LOCK_FILE and p.name not in own for p in out.iterdir()) and not force:
         raise ExportRefused(f"{out} exists and is not a pulsarkit export; pass --force to write into it")
 
 

@@ -8,10 +8,11 @@ partitions' rows; this process's engine (:class:`LocalEngine`) is the default, a
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +25,7 @@ from .delta import DeltaTarget
 from .iceberg import IcebergTarget
 from .marks import Mark
 from .parquet import ParquetTarget
-from .protocol import check_output, gaps, locked, new_run_id
+from .protocol import ExportRefused, check_output, gaps, locked, new_run_id
 from .target import Target
 
 #: the table formats, by their ``--to`` name
@@ -181,7 +182,8 @@ def export(
     store is ``data_dir``'s (each entry read once, from the first copy of its write set that
     verifies). ``engine`` picks, once the run is planned, what stages its rows (default: this
     process). ``progress`` makes a reporter given the planned bytes; ``log`` takes the notes and
-    warnings (default: stderr)."""
+    warnings (default: stderr). The export is private: the process umask is 077 while the run writes
+    (it is the process's, so other threads writing meanwhile create private files too)."""
     t0 = time.perf_counter()
     target_class = TARGETS.get(to)
     if target_class is None:
@@ -190,9 +192,54 @@ def export(
     source = os.path.realpath(data_dir)
     root = Path(out).absolute()
     check_output(data_dir, source, out, root)
+    # an export is private as the other outputs are: 0700 directories, 0600 files, whoever writes them
+    # in this process (pyarrow, delta-rs, pyiceberg); the umask is the process's, restored at the end
+    umask = os.umask(0o077)
+    try:
+        with _writable(out):
+            return _export(
+                data_dir, source, to, root, target_class, topics, force, other_source, skip_unreadable,
+                max_partition_bytes, ledger_dirs, engine, progress, log, t0,
+            )  # fmt: skip
+    finally:
+        os.umask(umask)
+
+
+@contextlib.contextmanager
+def _writable(out: str) -> Iterator[None]:
+    """A target the user may not read or write (or on a read-only file system) is one line naming it."""
+    try:
+        yield
+    except OSError as e:
+        where = os.path.abspath(e.filename) if isinstance(e.filename, str) else os.path.abspath(out)
+        # the output, what is in it, or a directory on the way to it; not, say, the data directory
+        inside = os.path.commonpath([where, os.path.abspath(out)]) in (where, os.path.abspath(out))
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not (inside or e.filename is None):
+            raise
+        why = "read-only file system" if e.errno == errno.EROFS else "permission denied"
+        raise ExportRefused(f"{out}: cannot export there: {where}: {why}", str(where)) from None
+
+
+def _export(
+    data_dir: str,
+    source: str,
+    to: str,
+    root: Path,
+    target_class: type[Target],
+    topics: list[str] | None,
+    force: bool,
+    other_source: bool,
+    skip_unreadable: bool,
+    max_partition_bytes: int,
+    ledger_dirs: list[str] | None,
+    engine: Callable[[ExportJob], Engine],
+    progress: Callable[[int], Reporter] | None,
+    log: Callable[[str], None],
+    t0: float,
+) -> ExportSummary:
     target = target_class(root, source, force=force, other_source=other_source)
     with contextlib.closing(target):
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with locked(root):
             removed = target.recover()
             if removed:
@@ -229,6 +276,13 @@ def export(
             finally:
                 reporter.close()
             commit = target.commit(until)
+            for t in commit.skipped:
+                w = (
+                    f"topic {t!r} not exported: its partition directory name is longer than a file name may be, "
+                    f"and the {to} writer cannot shorten it; its mark is kept (--to parquet shortens such names)"
+                )
+                log(f"warning: {w}")
+                warnings.append(w)
     return ExportSummary(
         data_dir=source,
         output=str(root),
@@ -240,7 +294,7 @@ def export(
         topics={
             t: TopicSummary(commit.rows.get(t, 0), before.get(t), m)
             for t, m in sorted(until.items())
-            if t in advanced or commit.rows.get(t)
+            if (t in advanced or commit.rows.get(t)) and t not in commit.skipped
         },
         removed_leftovers=target.removed_leftovers,
         warnings=warnings,

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..scan import MESSAGE_FIELDS, arrow_schema
+from .paths import PRIVATE_DIR, short_name
 
 PARTITION_COLUMNS = ("topic", "date")
 #: the columns of the data files (the partition columns are in the directory names)
@@ -20,6 +21,8 @@ FILE_FIELDS = [(n, t) for n, t in MESSAGE_FIELDS if n != "topic"]
 #: the columns of a table target (Delta, Iceberg): every message column and ``date`` (``YYYY-MM-DD``)
 TABLE_FIELDS = [*MESSAGE_FIELDS, ("date", pa.string())]
 DAY_MS = 86_400_000
+#: the footer metadata key naming the topic of a data file in a shortened partition directory
+TOPIC_KEY = b"pulsarkit.topic"
 
 # Spark's ExternalCatalogUtils.escapePathName: these characters become %XX in partition directories.
 # NUL too, which Spark leaves as it is: no file system takes it in a name, and %00 reads back as NUL.
@@ -29,6 +32,11 @@ _ESCAPE = {chr(c) for c in range(0, 0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
 def escape_path_name(value: str) -> str:
     """A partition value as Spark writes it in a directory name (``topic=persistent%3A%2F%2F...``)."""
     return "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in value)
+
+
+def topic_dir(topic: str) -> str:
+    """A topic's partition directory name: Spark's, or shortened with a hash when too long for a file name."""
+    return short_name("topic=", escape_path_name(topic))
 
 
 def with_date(b: pa.RecordBatch) -> pa.RecordBatch:
@@ -60,10 +68,14 @@ class StagingWriter:
                 rows = t.filter(m).select(self.schema.names)
             w = self._writers.get((g["t"], g["d"]))
             if w is None:
-                d = self.directory / f"topic={escape_path_name(g['t'])}" / f"date={escape_path_name(g['d'])}"
-                d.mkdir(parents=True, exist_ok=True)
-                w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(d / "part-00000.parquet", self.schema)
-            w.write_table(rows.cast(self.schema))
+                name = topic_dir(g["t"])
+                d = self.directory / name / f"date={escape_path_name(g['d'])}"
+                d.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+                schema = self.schema
+                if name != "topic=" + escape_path_name(g["t"]):  # shortened: the file names its topic
+                    schema = schema.with_metadata({TOPIC_KEY: g["t"].encode("utf-8", "surrogatepass")})
+                w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(d / "part-00000.parquet", schema)
+            w.write_table(rows.cast(w.schema))
 
     def close(self) -> None:
         writers, self._writers = self._writers, {}
@@ -84,16 +96,20 @@ def partition_dir(f: Path) -> Path:
     return Path(f.parent.parent.name) / f.parent.name
 
 
-def _partition_values(f: Path) -> tuple[str, str]:
-    topic = urllib.parse.unquote(f.parent.parent.name[len("topic=") :])
-    return topic, urllib.parse.unquote(f.parent.name[len("date=") :])
+def partition_values(f: Path) -> tuple[str, str]:
+    """The topic and date of a data file, from its directory names (or, shortened, the file's metadata)."""
+    date = urllib.parse.unquote(f.parent.name[len("date=") :])
+    meta = pq.read_schema(f).metadata or {}
+    if TOPIC_KEY in meta:
+        return meta[TOPIC_KEY].decode("utf-8", "surrogatepass"), date
+    return urllib.parse.unquote(f.parent.parent.name[len("topic=") :]), date
 
 
 def rows_by_topic(files: list[Path]) -> dict[str, int]:
     """Rows per topic of staged files (from their Parquet footers)."""
     rows: dict[str, int] = {}
     for f in files:
-        topic = _partition_values(f)[0]
+        topic = partition_values(f)[0]
         rows[topic] = rows.get(topic, 0) + pq.read_metadata(f).num_rows
     return rows
 
@@ -104,8 +120,14 @@ def staged_table(files: list[Path]) -> pa.Table:
     tables = []
     for f in files:
         t = pq.read_table(f)
-        topic, date = _partition_values(f)
+        topic, date = partition_values(f)
         t = t.add_column(0, "topic", pa.array([topic] * t.num_rows, pa.string()))
         t = t.append_column("date", pa.array([date] * t.num_rows, pa.string()))
         tables.append(t.select(schema.names).cast(schema))
     return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def shortened_topics(staged: list[Path]) -> set[str]:
+    """The topics of staged files in shortened partition directories (their names too long in full):
+    what the Delta and Iceberg writers, which name the directories themselves, cannot write."""
+    return {partition_values(f)[0] for f in staged if TOPIC_KEY in (pq.read_schema(f).metadata or {})}

@@ -5,13 +5,18 @@ format: open it (refuse an output that is not its own), :meth:`~Target.recover` 
 run left, read its committed :meth:`~Target.marks`, :meth:`~Target.begin` a run, :meth:`~Target.write`
 batches (or let Spark tasks write into :attr:`~Target.staging`), then :meth:`~Target.commit` the
 staged data files and the new marks together. A format supplies three things: :meth:`Target._open`
-(its ownership checks and its committed marks), :meth:`Target._commit` (its atomic commit point) and,
-when a run can leave visible files behind, :meth:`Target._remove_uncommitted`.
+(its ownership checks and its committed marks) and :meth:`Target._commit` (its atomic commit point,
+recording in the run's journal what it is about to create: :meth:`Target.note_created`).
+
+A run writes nothing outside OUT and nothing through a link (:mod:`.paths`: :meth:`Target.recover`
+audits OUT first), and keeps a journal of what its commit creates, so the next run deletes exactly what
+an interrupted run left, and a run with nothing new commits nothing.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -21,8 +26,9 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from .marks import ExportMarks, Mark, RunRecord
+from .paths import JOURNAL_FILE, Journal, audit, drop_journal, read_journal, tree, undo, write_journal
 from .protocol import STAGING, ExportRefused, now_ms
-from .staging import StagingWriter, rows_by_topic, staged_files
+from .staging import StagingWriter, partition_values, rows_by_topic, staged_files
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,8 @@ class Commit:
     #: relative paths of the data files the commit added, for a target that names them itself (Parquet)
     files: list[str] | None
     staged: int
+    #: topics the format cannot write (their partition directory name too long): not committed, marks kept
+    skipped: tuple[str, ...] = ()
 
 
 def optional_package(module: str, to: str) -> Any:
@@ -56,6 +64,8 @@ class Target(ABC):
 
     #: the ``--to`` name
     name: ClassVar[str]
+    #: whether :meth:`_commit` returns the data files it added (Parquet)
+    lists_files: ClassVar[bool] = False
 
     def __init__(self, out: Path, source: str, *, force: bool = False, other_source: bool = False) -> None:
         self.out = out
@@ -65,7 +75,12 @@ class Target(ABC):
         self._run: str | None = None
         self._engine = ""
         self._writer: StagingWriter | None = None
+        #: the id of the last committed run (set by :meth:`_open`): a journal of it is of a run that committed
+        self.last_run: str | None = None
         try:
+            #: what a run that did not finish left (its journal), read before the ownership checks: its files are ours
+            audit(out)  # before anything is opened in OUT (the Iceberg catalog writes when opened)
+            self.journal = read_journal(out)
             found = self._open(force)
             if found is not None:
                 if found.source != source and not other_source:
@@ -90,10 +105,24 @@ class Target(ABC):
         """Makes the staged data files and ``marks`` visible in one atomic step (the commit point);
         returns the added data files' paths relative to ``out`` if the format names them (Parquet)."""
 
-    def _remove_uncommitted(self) -> list[str]:
-        """Deletes what a run that died before its commit left visible in ``out`` (besides staging);
-        returns the paths relative to ``out``. Nothing by default: the format's commit leaves nothing."""
-        return []
+    def _unwritable(self, staged: list[Path]) -> set[str]:
+        """Topics of the staged files the format cannot write. None by default (Parquet shortens names)."""
+        return set()
+
+    def own_names(self) -> set[str]:
+        """The names directly in OUT that runs of pulsarkit's left (for :func:`.protocol.refuse_foreign`)."""
+        own = {JOURNAL_FILE, STAGING}
+        if self.journal is not None:
+            own |= self.journal.owned_top(self.out)
+        return own
+
+    def note_created(self, files: list[str], dirs: list[str], *, writer_names_files: bool = False) -> None:
+        """Records in the run's journal, before a commit creates them, the files and directories it will
+        create (relative to OUT); for a writer that names its files itself, what is there before (:func:`tree`)."""
+        if self._run is None:
+            raise RuntimeError("no run begun")
+        before = tree(self.out) if writer_names_files else None
+        write_journal(self.out, Journal(self._run, os.getpid(), files, dirs, before))
 
     def close(self) -> None:
         """Releases what the target holds open (a half-written run's files, a catalog connection)."""
@@ -117,15 +146,25 @@ class Target(ABC):
         return dict(self.committed.marks)
 
     def recover(self) -> list[str]:
-        """Removes what a run that did not commit left: the staging directory, and whatever the format
-        lets it leave in place (:meth:`_remove_uncommitted`). Call under the output's lock."""
-        shutil.rmtree(self.out / STAGING, ignore_errors=True)
-        self.removed_leftovers = self._remove_uncommitted()
+        """Removes what a run that did not commit left: the staging directory, and what its journal
+        lists (or, for a writer that names its files, what appeared since the journal), nothing else.
+        Refuses an OUT with a link where a run writes. Call under the output's lock."""
+        audit(self.out)
+        removed: list[str] = []
+        journal = read_journal(self.out)
+        if journal is not None:
+            if journal.run != self.last_run:  # killed before its commit point: undo what it created
+                removed = undo(self.out, journal)
+            drop_journal(self.out)
+            self.journal = None
+        shutil.rmtree(self.out / STAGING, ignore_errors=True)  # fd-based on Linux: follows no link inside
+        self.removed_leftovers = removed
         return self.removed_leftovers
 
     def begin(self, run: str, engine: str) -> Path:
         """Starts run ``run`` (made by ``engine``); returns its staging directory."""
         self._run, self._engine = run, engine
+        write_journal(self.out, Journal(run, os.getpid()))  # from here on, what is in OUT is accounted for
         return self.staging
 
     @property
@@ -147,10 +186,20 @@ class Target(ABC):
             raise RuntimeError("no run begun")
         self._close_writer()  # the data files complete before they are committed
         staged = staged_files(self.staging)
+        skipped = self._unwritable(staged)
+        if skipped:  # left out whole, their marks kept: the next run tries them again (and warns again)
+            staged = [f for f in staged if partition_values(f)[0] not in skipped]
+            marks = {t: m for t, m in marks.items() if t not in skipped}
         rows = rows_by_topic(staged)
         run = RunRecord(self._run, now_ms(), self._engine, sum(rows.values()), len(staged))
         new = self.committed.advanced(marks)
-        files = self._commit(staged, new, run)
-        self.committed = new
+        if not staged and new == self.committed:  # nothing new since the marks: no empty commit or snapshot
+            files: list[str] | None = [] if self.lists_files else None
+        else:
+            files = self._commit(staged, new, run)
+            self.committed = new
+            self.last_run = run.run
+        drop_journal(self.out)
+        self.journal = None
         shutil.rmtree(self.out / STAGING, ignore_errors=True)
-        return Commit(run, rows, files, len(staged))
+        return Commit(run, rows, files, len(staged), tuple(sorted(skipped)))
