@@ -153,18 +153,12 @@ def export(
     master: str | None = None,
     spark: Any = None,
     spark_threshold: int = SPARK_THRESHOLD,
-    topics: list[str] | None = None,
-    force: bool = False,
-    other_source: bool = False,
-    skip_unreadable: bool = False,
-    max_partition_bytes: int = 64 << 20,
-    ledger_dirs: list[str] | None = None,
-    progress: Callable[[int], Reporter] | None = None,
     log: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> ExportSummary:
-    """:func:`pulsarkit.export.export` (the arguments after ``spark_threshold`` are its own) with the
-    engine chosen as the module doc says: ``spark`` and ``spark-sql`` run on ``spark`` (a session) or
-    on one started for ``master``."""
+    """:func:`pulsarkit.export.export` (``log`` and ``options`` are its keyword arguments: topics,
+    force, progress...) with the engine chosen as the module doc says: ``spark`` and ``spark-sql`` run
+    on ``spark`` (a session) or on one started for ``master``."""
     if engine not in ENGINES:
         raise DataDirError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     if engine in ("spark", "spark-sql") and spark is None and not _has_pyspark():
@@ -187,17 +181,4 @@ def export(
                 return LocalEngine()
         return SPARK_ENGINES[name](session, master)
 
-    return export_locally(
-        data_dir,
-        to,
-        out,
-        topics=topics,
-        force=force,
-        other_source=other_source,
-        skip_unreadable=skip_unreadable,
-        max_partition_bytes=max_partition_bytes,
-        ledger_dirs=ledger_dirs,
-        engine=choose,
-        progress=progress,
-        log=say,
-    )
+    return export_locally(data_dir, to, out, engine=choose, log=say, **options)
