@@ -97,10 +97,20 @@ def message_batches(
 def _recorder(dd: DataDir, topic: str | None) -> OnIssue:
     """Issues of a read into ``dd.issues``, at the file and offset of the entry when known."""
 
-    def issue(kind: str, lid: int | None, eid: int | None, message: str, path: str | None, offset: int | None) -> None:
-        if path is None and lid is not None and eid is not None and kind != "bad_chunk":
+    def issue(
+        kind: str,
+        lid: int | None,
+        eid: int | None,
+        message: str,
+        path: str | None,
+        offset: int | None,
+        /,
+        *,
+        count: int = 1,
+    ) -> None:
+        if path is None and lid is not None and eid is not None and kind != "bad_chunk" and count == 1:
             path, offset = dd.where(lid, eid)
-        dd.issues.append(Issue(kind, path or topic or "?", offset, message, lid, eid))
+        dd.issues.append(Issue(kind, path or topic or "?", offset, message, lid, eid, count))
 
     return issue
 

@@ -79,7 +79,7 @@ from .bookie_dir import (
     mapping_dirs,
     read_rocksdb,
 )
-from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic
+from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic, held_pieces, missing_message
 from .replicas import ReplicaSet
 
 
@@ -561,12 +561,28 @@ class DataDir:
         (also recorded in :attr:`issues`) and reading goes on."""
         led = self.ledgers.get(ledger_id)
         end = led.last_entry_id if last is None and led else (last if last is not None else -1)
-        for eid in range(first, end + 1):
-            try:
-                yield eid, self.read_entry(ledger_id, eid)
-            except DataDirError as e:
-                self._issue(Issue("unreadable_entry", e.path or "?", e.offset, e.reason, ledger_id, eid))
-                yield eid, e
+        for a, b, held in held_pieces(self.held_entries(ledger_id), first, end):
+            if not held:  # a run no bookie holds: one issue and one error, however long it is
+                where = "on no given bookie" if self.replicas is not None else "on no bookie and in no journal"
+                gap = DataDirError(missing_message(ledger_id, a, b, where))
+                self._issue(Issue("unreadable_entry", "?", None, gap.reason, ledger_id, a, b - a + 1))
+                yield a, gap
+                continue
+            for eid in range(a, b + 1):
+                try:
+                    yield eid, self.read_entry(ledger_id, eid)
+                except DataDirError as e:
+                    self._issue(Issue("unreadable_entry", e.path or "?", e.offset, e.reason, ledger_id, eid))
+                    yield eid, e
+
+    def held_entries(self, ledger_id: int) -> list[int]:
+        """The entry ids some bookie's index or journal holds for a ledger, sorted: what a read of it
+        can find, whatever its metadata claims."""
+        if self.replicas is not None:
+            indexed, jonly, _ = self.replicas.holdings(ledger_id)
+            return sorted(indexed | jonly)
+        b = self._bookie_of(ledger_id)
+        return sorted(set(b.locations.get(ledger_id, {}) if b else ()) | set(self.journal.get(ledger_id, {})))
 
     # -- topics and cursors ----------------------------------------------------------------
 

@@ -25,7 +25,21 @@ def signed(v: int | None) -> int | None:
 #: Kinds: ``unreadable_entry`` (not read or not verified), ``bad_replica`` (a copy skipped, another
 #: read), ``bad_entry`` (not a Pulsar entry, or messages undecodable), ``bad_chunk``,
 #: ``incomplete_chunked_message`` (no ledger/entry: the chunks never completed in the partition).
-OnIssue = Callable[[str, "int | None", "int | None", str, "str | None", "int | None"], None]
+#: A run of entries no bookie holds (:attr:`ScanPartition.gaps`) is one ``unreadable_entry`` at its
+#: first entry, with ``count=`` the run's length (passed only when it is more than one).
+class OnIssue(Protocol):
+    def __call__(
+        self,
+        kind: str,
+        ledger: int | None,
+        entry: int | None,
+        message: str,
+        path: str | None,
+        offset: int | None,
+        /,
+        *,
+        count: int = 1,
+    ) -> None: ...
 
 
 class AckFilter(Protocol):
@@ -58,6 +72,7 @@ class MessageState:
         self.markers = markers
         self.bad: list[str] = []
         self.on_issue = on_issue
+        self.gaps = {(lid, a): b - a + 1 for lid, a, b in part.gaps}
         self.fields = message_fields(markers)
         self.rules = EntryRules(
             part.topic, part.partition, part.markers, part.coordinator, txn=txn, markers=markers, on_bad=self._bad
@@ -76,7 +91,11 @@ class MessageState:
         at = f"ledger {lid} entry {eid}: " if lid is not None else ""
         self.bad.append(f"{at}{'bad chunk: ' if kind == 'bad_chunk' else ''}{message}")
         if self.on_issue is not None:
-            self.on_issue(kind, lid, eid, message, path, offset)
+            n = self.gaps.get((lid, eid), 1) if kind == "unreadable_entry" else 1
+            if n > 1:
+                self.on_issue(kind, lid, eid, message, path, offset, count=n)
+            else:
+                self.on_issue(kind, lid, eid, message, path, offset)
 
     def finish(self) -> None:
         """The end of the partition: chunked messages still incomplete are issues."""

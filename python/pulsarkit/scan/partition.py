@@ -99,6 +99,9 @@ class ScanPartition:
     markers: dict[Pos, str] = field(default_factory=dict)
     coordinator: dict[Pos, str] = field(default_factory=dict)
     bytes: int = 0
+    #: ``(ledger, first, last)`` runs of entries the ledger's range claims but no bookie holds: each is
+    #: read as one issue (``missing_entries``; with ``kind="entries"`` one error row), however long
+    gaps: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 #: A segment location for an entry the plan pruned by its times.

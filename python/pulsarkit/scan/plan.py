@@ -73,7 +73,7 @@ from ..errors import PulsarkitError
 from .datadir import DataDir, open_data_dir
 from .facts import TopicFacts, location_index, topic_facts
 from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
-from .records import DataDirError
+from .records import DataDirError, held_pieces
 from .schema import TIME_COLUMNS, Filter, Pos, passes
 from .transactions import TXN_MODES, coordinator_states
 
@@ -109,15 +109,20 @@ class ScanPlan:
         return out
 
 
-def _runs(dd: DataDir, lids: Sequence[int]) -> list[tuple[int, int, int]]:
-    """(ledger, first, last) readable ranges, as ``DataDir.entries`` reads them."""
-    out = []
+Runs = list[tuple[int, int, int]]
+
+
+def _runs(dd: DataDir, lids: Sequence[int]) -> tuple[Runs, Runs]:
+    """(ledger, first, last) readable ranges, as ``DataDir.entries`` reads them, cut at what the
+    bookies hold: the runs of held entries, and the gaps (claimed by the metadata, held by no
+    bookie). Both are as many as the data has runs, whatever ``lastEntryId`` claims."""
+    out, gaps = [], []
     for lid in lids:
         led = dd.ledgers.get(lid)
         last = led.last_entry_id if led is not None else -1
-        if last >= 0:
-            out.append((lid, 0, last))
-    return out
+        for a, b, held in held_pieces(dd.held_entries(lid), 0, last):
+            (out if held else gaps).append((lid, a, b))
+    return out, gaps
 
 
 def _clip(runs: list[tuple[int, int, int]], lo: Pos | None, hi: Pos | None) -> list[tuple[int, int, int]]:
@@ -396,7 +401,7 @@ def plan_data_dir(
     time_filters = [f for f in filters if f[0] in TIME_COLUMNS] if kind == "messages" else []
     t0 = time.perf_counter()
     index = location_index(dd)
-    found: list[tuple[str | None, str, list[tuple[int, int, int]], str | None]] = []
+    found: list[tuple[str | None, str, Runs, Runs]] = []  # name, kind, held runs, gaps
     for ml in dd.managed_ledger_names() if topics is None else topics:
         k = ml_kind(ml)
         name = ml_to_topic(ml)
@@ -409,7 +414,7 @@ def plan_data_dir(
             )
         if kind == "messages" and topics is None and is_system_topic(name) and not include_system:
             continue
-        found.append((name, k, _runs(dd, dd.ml_ledgers(ml)), ml))
+        found.append((name, k, *_runs(dd, dd.ml_ledgers(ml))))
         topic_ledgers.setdefault(path, {})[name] = dd.ml_ledgers(ml)
     if include_deleted:
         for led in sorted(dd.ledgers.values(), key=lambda x: x.ledger_id):
@@ -419,7 +424,7 @@ def plan_data_dir(
                 led.kind == "topic" or (led.state == "DELETED" and led.deleted_guess == "topic")
             ):
                 continue
-            found.append((led.topic, led.kind, _runs(dd, [led.ledger_id]), None))
+            found.append((led.topic, led.kind, *_runs(dd, [led.ledger_id])))
     found = [t for t in found if passes(filters, "topic", t[0])]
     owner = {lid: t[0] or f"#{lid}" for t in found for lid, _, _ in t[2]} if kind == "messages" else {}
     pstats = ReadStats()
@@ -428,18 +433,20 @@ def plan_data_dir(
     stats[path] = {"plan_seconds": time.perf_counter() - t0, "read": pstats.as_dict()}
     total = 0.0
     per_entry: dict[int, float] = {}
-    work: list[tuple[str | None, str, list[tuple[int, int, int]], TopicFacts, Pos | None]] = []
+    work: list[tuple[str | None, str, Runs, TopicFacts, Pos | None, Runs]] = []
     dmarks = marks.setdefault(path, {})
-    for name, k, runs, _ in found:
+    for name, k, runs, gaps in found:
         f = facts.get(name or f"#{runs[0][0] if runs else -1}", TopicFacts())
         lo = (after or {}).get(name) if name else None
         hi = (until or {}).get(name) if name else None
         cut = _clip(runs, None, hi)
+        gaps = _clip(gaps, None, hi)
         if kind == "messages" and txn == "committed" and name is not None:
             ongoing = [p for key, p in f.first_txn.items() if key not in f.markers]
             if ongoing:
                 stop = _before(cut, min(ongoing))
                 cut = _clip(cut, None, stop) if stop is not None else []
+                gaps = _clip(gaps, None, stop) if stop is not None else []
         mark = _last(cut)
         if name is not None:
             if mark is not None and (lo is None or mark >= lo):
@@ -454,21 +461,23 @@ def plan_data_dir(
                     start = a
         rd = _clip(cut, start, None)
         rd = [r for r in rd if _ledger_needed(r[0], filters, f, rd)]
+        gaps = [g for g in _clip(gaps, start, None) if passes(filters, "ledger_id", g[0])]
         if dropped:
             before = sum(b - a + 1 for _, a, b in rd)
             rd = _prune_runs(rd, dropped)
             pstats.pruned_entries += before - sum(_kept(dropped, *r) for r in rd)
-        if not rd:
+        if not rd and not gaps:
             continue
         for lid, a, b in rd:
             led = dd.ledgers.get(lid)
             n = max(led.entries_on_bookie, 1) if led is not None else 1
             per_entry[lid] = (led.bytes_on_bookie / n) if led is not None and led.bytes_on_bookie else 1024.0
             total += per_entry[lid] * _kept(dropped, lid, a, b)
-        work.append((name, k, rd, f, lo))
+        work.append((name, k, rd, f, lo, gaps))
     target = max(min(float(max_partition_bytes), total / max(min_partitions, 1)), 1.0, target)
-    for name, k, rd, f, lo in work:
+    for name, k, rd, f, lo, gaps in work:
         spans = list(f.chunks.values())
+        first_part = len(partitions)
         for piece in _cut(rd, per_entry, target, spans, dropped):
             segs = [_segment(dd, lid, a, b, index, (dropped or {}).get(lid)) for lid, a, b in piece]
             part = partition_of(name)[1] if name else -1
@@ -485,6 +494,7 @@ def plan_data_dir(
                     bytes=int(sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)),
                 )
             )
+        _place_gaps(partitions, first_part, gaps, path, name, k, f, coord, lo)
     stats[path]["read"] = pstats.as_dict()
     return ScanPlan(
         partitions=partitions,
@@ -495,6 +505,33 @@ def plan_data_dir(
         topic_ledgers=topic_ledgers,
         read_stats=pstats,
     )
+
+
+def _place_gaps(
+    partitions: list[ScanPartition],
+    first: int,
+    gaps: Runs,
+    path: str,
+    name: str | None,
+    k: str,
+    f: TopicFacts,
+    coord: dict[Pos, str],
+    lo: Pos | None,
+) -> None:
+    """Gives each gap of a topic to the partition (of ``partitions[first:]``, the topic's) whose
+    segments come just before it, so it is reported once, in order; a topic with nothing held gets a
+    partition of its gaps alone."""
+    if not gaps:
+        return
+    mine = partitions[first:]
+    if not mine:
+        part = partition_of(name)[1] if name else -1
+        mine = [ScanPartition(data_dir=path, topic=name, kind=k, partition=part, segments=[], after=lo,
+                              markers=dict(f.markers), coordinator=coord)]  # fmt: skip
+        partitions.append(mine[0])
+    starts = [(p.segments[0].ledger_id, p.segments[0].first) if p.segments else (-1, -1) for p in mine]
+    for g in gaps:
+        mine[max(bisect.bisect_right(starts, (g[0], g[1])) - 1, 0)].gaps.append(g)
 
 
 def _ledger_needed(lid: int, filters: Sequence[Filter], f: TopicFacts, runs: list[tuple[int, int, int]]) -> bool:

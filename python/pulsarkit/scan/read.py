@@ -17,7 +17,7 @@ from ..errors import PulsarkitError
 from .messages import AckFilter, MessageState, OnIssue
 from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment
 from .plan import plan
-from .records import DataDirError
+from .records import DataDirError, missing_message
 from .replicas import read_order
 from .schema import ENTRY_FIELDS, TIME_COLUMNS, Filter, arrow_schema, filter_mask, message_fields
 
@@ -35,12 +35,25 @@ def iter_entries(
 _Chunk = tuple[list[int], list[int], list[bytes | None], list[str | None]]
 
 
+def gap_message(part: ScanPartition, lid: int, a: int, b: int) -> str:
+    """What a run of entries no bookie holds is called (one entry: as a single read says it)."""
+    many = any(s.replicas or s.layout is not None for s in part.segments)
+    return missing_message(lid, a, b, "on no given bookie" if many else "on no bookie and in no journal")
+
+
 def _entry_chunks(part: ScanPartition, stats: ReadStats, on_issue: OnIssue | None = None) -> Iterator[_Chunk]:
     """:func:`iter_entries`' rows as column lists, a chunk at a time (at most ``_READ_AHEAD``
     entries): a chunk of entries that all read and verify is passed on as built by the native read,
-    with no Python work per entry."""
+    with no Python work per entry. A gap (:attr:`ScanPartition.gaps`) is one row, its error saying
+    which entries and how many, in its place in the order."""
     readers = Readers()
-    for seg in part.segments:
+    gaps = sorted(part.gaps)
+    for seg in [*part.segments, None]:
+        while gaps and (seg is None or gaps[0][:2] < (seg.ledger_id, seg.first)):
+            lid, a, b = gaps.pop(0)
+            yield [lid], [a], [None], [gap_message(part, lid, a, b)]
+        if seg is None:
+            break
         locs = array.array("q")
         locs.frombytes(seg.locations)
         if seg.replicas or seg.layout is not None:

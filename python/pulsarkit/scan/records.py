@@ -3,6 +3,7 @@ reading them; with their JSON and Arrow forms."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,14 +37,48 @@ class Issue:
     message: str
     ledger_id: int | None = None
     entry_id: int | None = None
+    #: Consecutive entries from ``entry_id`` this one issue stands for (a run of missing entries is
+    #: one issue, however long: a forged ``lastEntryId`` must not make billions of them).
+    count: int = 1
 
     def __str__(self) -> str:
         at = f" at offset {self.offset}" if self.offset is not None else ""
         ent = f" (ledger {self.ledger_id} entry {self.entry_id})" if self.ledger_id is not None else ""
+        if self.ledger_id is not None and self.entry_id is not None and self.count > 1:
+            last = self.entry_id + self.count - 1
+            ent = f" (ledger {self.ledger_id} entries {self.entry_id}..{last}, {self.count} entries)"
         return f"{self.kind}: {self.path}{at}{ent}: {self.message}"
 
     def error(self) -> DataDirError:
         return DataDirError(str(self), self.path, self.offset)
+
+
+def held_pieces(held: list[int], first: int, last: int) -> list[tuple[int, int, bool]]:
+    """``first..last`` cut into consecutive ``(a, b, is_held)`` pieces, alternating runs of the
+    entry ids in ``held`` (sorted) and the gaps between them: as many pieces as the data has runs,
+    whatever the range claims (a forged ``lastEntryId`` of 4·10^9 is one gap, not 4·10^9 entries)."""
+    out: list[tuple[int, int, bool]] = []
+    i = bisect.bisect_left(held, first)
+    e = first
+    while e <= last:
+        if i < len(held) and held[i] == e:
+            j = i
+            while j + 1 < len(held) and held[j + 1] == held[j] + 1 and held[j + 1] <= last:
+                j += 1
+            out.append((e, held[j], True))
+            e, i = held[j] + 1, j + 1
+        else:
+            nxt = min(held[i] - 1, last) if i < len(held) else last
+            out.append((e, nxt, False))
+            e = nxt + 1
+    return out
+
+
+def missing_message(ledger_id: int, first: int, last: int, where: str = "on no bookie and in no journal") -> str:
+    """The message of a run of missing entries (one entry: as a single read says it)."""
+    if first == last:
+        return f"ledger {ledger_id} entry {first} is {where}"
+    return f"ledger {ledger_id} entries {first}..{last} ({last - first + 1} entries) are {where}"
 
 
 @dataclass

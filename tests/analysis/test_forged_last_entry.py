@@ -1,0 +1,156 @@
+"""Memory bounded by the data, not by a claim in it (issue 21, item 5): one ledger record whose
+metadata claims ``lastEntryId`` 4·10^9 once made ``messages``, ``transactions`` and the Spark source
+grow one issue per missing entry id (and the scan plan an 8-byte location per id) until MemoryError.
+Each read runs in a child process whose peak resident memory is measured; the gap it reports must
+be one issue with its count, and every real message still read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pulsarkit as pk
+import pytest
+from datadir_fixtures import ORDERS, TC_LOG
+
+FORGED = 4_000_000_000
+#: a generous bound: the interpreter, pyarrow and the native module take ~150 MB; one location per
+#: claimed entry would be 32 GB
+PEAK_BYTES = 500 << 20
+
+
+@pytest.fixture(scope="module")
+def forged(synthetic, tmp_path_factory) -> tuple[Path, Path, dict[str, tuple[int, int]]]:
+    """A copy of the synthetic directory whose first orders ledger and first coordinator-log ledger
+    claim ``lastEntryId`` 4·10^9: per forged ledger, the entries it really holds."""
+    root, _ = synthetic
+    copy = tmp_path_factory.mktemp("forged") / "data"
+    shutil.copytree(root, copy)
+    with pk.open_data_dir(root) as dd:
+        lids = {"orders": dd.ml_ledgers(ORDERS)[0], "tc_log": dd.ml_ledgers(TC_LOG)[0]}
+        held = {k: (lid, dd.ledgers[lid].last_entry_id) for k, lid in lids.items()}
+    md = pk.metadata.MetadataStore(copy / "metadata")
+    for lid, _ in held.values():
+        lmd, _ = md.ledger_metadata(lid)
+        assert lmd.state == lmd.CLOSED
+        lmd.lastEntryId = FORGED
+        md.put_ledger_metadata(lid, lmd)
+    md.close()
+    for p in copy.rglob("LOCK"):
+        p.unlink()
+    return root, copy, held
+
+
+def _run(body: str, *args: str) -> dict:
+    """``body`` (defining ``result``) in a child process: its result and peak resident bytes."""
+    code = textwrap.dedent(body) + textwrap.dedent("""
+        import json, resource, sys
+        result["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(json.dumps(result, default=str))
+    """)
+    # address space capped well above the bound: a regression fails fast instead of swapping
+    cap = "import resource; resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", cap + code, *args], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def _gap_issues(issues: list[dict], lid: int) -> list[dict]:
+    return [i for i in issues if i["ledger_id"] == lid and i["kind"] == "unreadable_entry"]
+
+
+def test_messages_read_every_real_message_and_report_the_gap_once(forged):
+    root, copy, held = forged
+    lid, last = held["orders"]
+    body = """
+        import sys
+        from pulsarkit.scan.datadir import open_data_dir
+        from pulsarkit.analysis.messages import messages_table
+        result = {}
+        for name, path in (("clean", sys.argv[1]), ("forged", sys.argv[2])):
+            dd = open_data_dir(path)
+            t = messages_table(dd)
+            result[name] = sorted(zip(t.column("ledger_id").to_pylist(), t.column("entry_id").to_pylist(),
+                                      t.column("batch_index").to_pylist()))
+            result[name + "_issues"] = [dict(vars(i)) for i in dd.issues]
+    """
+    got = _run(body, str(root), str(copy))
+    assert got["forged"] == got["clean"] and got["clean"]
+    gap = _gap_issues(got["forged_issues"], lid)
+    assert len(gap) == 1, gap
+    assert (gap[0]["entry_id"], gap[0]["count"]) == (last + 1, FORGED - last)
+    assert f"entries {last + 1}..{FORGED} ({FORGED - last} entries)" in gap[0]["message"]
+    assert not _gap_issues(got["clean_issues"], lid)
+    assert got["peak"] < PEAK_BYTES
+
+
+def test_transactions_and_the_cli_finish_with_one_issue(forged):
+    root, copy, held = forged
+    lid, last = held["tc_log"]
+    body = """
+        import sys
+        from pulsarkit.scan.datadir import open_data_dir
+        from pulsarkit.analysis.transactions import transactions_table
+        result = {}
+        for name, path in (("clean", sys.argv[1]), ("forged", sys.argv[2])):
+            dd = open_data_dir(path)
+            t = transactions_table(dd, now_ms=100_000).to_pylist()
+            result[name] = sorted((r["txn"], r["state"]) for r in t)
+            result[name + "_issues"] = [dict(vars(i)) for i in dd.issues]
+    """
+    got = _run(body, str(root), str(copy))
+    assert got["forged"] == got["clean"] and got["clean"]
+    gap = _gap_issues(got["forged_issues"], lid)
+    # the coordinator log is read more than once (states, then the live records): one issue per read
+    assert gap and all((g["entry_id"], g["count"]) == (last + 1, FORGED - last) for g in gap)
+    assert len(gap) <= 2
+    assert got["peak"] < PEAK_BYTES
+    cli = _run(
+        """
+        import sys
+        from pulsarkit.cli import main
+        result = {"code": main(["messages", sys.argv[1], "--strict"])}
+        """,
+        str(copy),
+    )
+    assert cli["code"] == 3 and cli["peak"] < PEAK_BYTES
+
+
+def test_scan_plan_and_read_as_the_spark_source_and_export_use_them(forged):
+    root, copy, held = forged
+    lid, last = held["orders"]
+    body = """
+        import sys
+        from pulsarkit.scan import plan, read_partition
+        result = {"issues": []}
+        for name, path in (("clean", sys.argv[1]), ("forged", sys.argv[2])):
+            p = plan([path], min_partitions=4)
+            result[name + "_segments"] = sum(len(s.locations) for q in p.partitions for s in q.segments)
+            issues = []
+            rows = []
+            for task in p.tasks():
+                for b in read_partition(task, columns=["ledger_id", "entry_id", "batch_index"],
+                                        on_issue=lambda *a, **kw: issues.append([*a, kw.get("count", 1)])):
+                    rows += zip(*(c.to_pylist() for c in b.columns))
+            result[name] = sorted(rows)
+            result[name + "_issues"] = issues
+            e = plan([path], kind="entries")
+            errs = [r for t in e.tasks() for b in read_partition(t, kind="entries") for r in b.to_pylist()
+                    if r["error"]]
+            result[name + "_entry_errors"] = [(r["ledger_id"], r["entry_id"], r["error"]) for r in errs]
+    """
+    got = _run(body, str(root), str(copy))
+    assert got["forged"] == got["clean"] and got["clean"]
+    # the plan is sized by what the bookie holds: no location per claimed entry
+    assert got["forged_segments"] == got["clean_segments"]
+    gap = [i for i in got["forged_issues"] if i[1] == lid]
+    assert len(gap) == 1 and gap[0][0] == "unreadable_entry" and gap[0][2] == last + 1 and gap[0][6] == FORGED - last
+    errors = [e for e in got["forged_entry_errors"] if e[0] == lid]
+    assert len(errors) == 1 and errors[0][1] == last + 1 and f"({FORGED - last} entries)" in errors[0][2]
+    assert got["peak"] < PEAK_BYTES
