@@ -419,3 +419,22 @@ def build_bookies(
         for b, d in zip(BOOKIE_IDS, dirs, strict=True):
             write_cookie(d, b)
     return dirs, locs
+
+
+def forge_last_entry(root: Path, copy: Path, mls: dict[str, str], last: int) -> dict[str, tuple[int, int]]:
+    """A copy of the data directory ``root`` at ``copy`` whose managed ledgers ``mls`` (name -> ML) have
+    their first (closed) ledger claim ``lastEntryId`` ``last`` in metadata; returns per name the ledger
+    and the last entry it really holds."""
+    shutil.copytree(root, copy)
+    with pk.open_data_dir(root) as dd:
+        held = {k: (lid, dd.ledgers[lid].last_entry_id) for k, ml in mls.items() for lid in dd.ml_ledgers(ml)[:1]}
+    md = pk.metadata.MetadataStore(copy / "metadata")
+    for lid, _ in held.values():
+        lmd, _ = md.ledger_metadata(lid)
+        assert lmd.state == LedgerMetadataFormat.CLOSED
+        lmd.lastEntryId = last
+        md.put_ledger_metadata(lid, lmd)
+    md.close()
+    for p in copy.rglob("LOCK"):
+        p.unlink()
+    return held

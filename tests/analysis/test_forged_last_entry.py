@@ -7,15 +7,13 @@ be one issue with its count, and every real message still read."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import pulsarkit as pk
 import pytest
-from datadir_fixtures import ORDERS, TC_LOG
+from datadir_fixtures import ORDERS, TC_LOG, forge_last_entry
 
 FORGED = 4_000_000_000
 #: a generous bound: the interpreter, pyarrow and the native module take ~150 MB; one location per
@@ -29,20 +27,7 @@ def forged(synthetic, tmp_path_factory) -> tuple[Path, Path, dict[str, tuple[int
     claim ``lastEntryId`` 4·10^9: per forged ledger, the entries it really holds."""
     root, _ = synthetic
     copy = tmp_path_factory.mktemp("forged") / "data"
-    shutil.copytree(root, copy)
-    with pk.open_data_dir(root) as dd:
-        lids = {"orders": dd.ml_ledgers(ORDERS)[0], "tc_log": dd.ml_ledgers(TC_LOG)[0]}
-        held = {k: (lid, dd.ledgers[lid].last_entry_id) for k, lid in lids.items()}
-    md = pk.metadata.MetadataStore(copy / "metadata")
-    for lid, _ in held.values():
-        lmd, _ = md.ledger_metadata(lid)
-        assert lmd.state == lmd.CLOSED
-        lmd.lastEntryId = FORGED
-        md.put_ledger_metadata(lid, lmd)
-    md.close()
-    for p in copy.rglob("LOCK"):
-        p.unlink()
-    return root, copy, held
+    return root, copy, forge_last_entry(root, copy, {"orders": ORDERS, "tc_log": TC_LOG}, FORGED)
 
 
 def _run(body: str, *args: str) -> dict:

@@ -30,6 +30,10 @@ class ReadStats:
     pruned_entries: int = 0
     #: with several bookies: copies passed over because they did not verify (another one did)
     skipped_copies: int = 0
+    #: entries the read gave no rows for because they could not be read or verified (a run no bookie
+    #: holds counts all its entries), and the issues reported (``on_issue``; a run is one)
+    unreadable_entries: int = 0
+    issues: int = 0
 
     @property
     def total_bytes(self) -> int:

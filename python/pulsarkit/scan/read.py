@@ -314,10 +314,15 @@ def read_partition(
     if unknown:
         raise ValueError(f"unknown columns {unknown}; the columns are {[n for n, _ in fields]}")
     schema = arrow_schema([(n, types[n]) for n in names])
+    if stats is not None:
+        on_issue = _counting(stats, on_issue)
     if kind == "entries":
+        gaps = {(lid, a): b - a + 1 for lid, a, b in part.gaps}
         for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats, on_issue):
             if on_error == "fail" and any(errs):
                 raise UnreadableEntry(next(e for e in errs if e))
+            if stats is not None:
+                stats.unreadable_entries += sum(gaps.get((a, b), 1) for a, b, e in zip(lids, eids, errs) if e)
             n = len(lids)
             t = pa.table(
                 {
@@ -349,6 +354,32 @@ def read_partition(
         # the Arrow pool keeps freed pages for reuse; a Spark worker then sits idle holding a
         # partition's peak until its next task: hand them back
         pa.default_memory_pool().release_unused()
+
+
+def _counting(stats: ReadStats, on_issue: OnIssue | None) -> OnIssue:
+    """``on_issue`` that also counts the issues and the entries given no rows in ``stats``."""
+
+    def issue(
+        kind: str,
+        lid: int | None,
+        eid: int | None,
+        message: str,
+        path: str | None,
+        offset: int | None,
+        /,
+        *,
+        count: int = 1,
+    ) -> None:
+        stats.issues += 1
+        if kind in ("unreadable_entry", "bad_entry"):
+            stats.unreadable_entries += count
+        if on_issue is not None:
+            if count > 1:
+                on_issue(kind, lid, eid, message, path, offset, count=count)
+            else:
+                on_issue(kind, lid, eid, message, path, offset)
+
+    return issue
 
 
 def _one_array(c: pa.ChunkedArray) -> pa.Array:

@@ -26,7 +26,11 @@ Options: ``path`` (comma-separated data directories), ``pushdown`` (below), ``tx
 the default, or ``all``), ``markers``, ``system`` (also system topics), ``include_deleted`` (ledgers
 no longer in their managed ledger whose entries the bookie still holds), ``max_partition_bytes``,
 ``min_partitions``, ``on_error`` (``skip`` an unreadable entry as ``pulsarkit messages`` does, or
-``fail``), ``topics`` (a JSON list: only these), ``after``/``until`` (JSON ``{data_dir: {topic:
+``fail``; skipped entries are never silent: the driver logs a warning for entries the metadata claims
+and no bookie holds, each task one with its count of unreadable entries and issues, also in
+``stats_dir``'s task statistics), ``error_rows`` (``messages``: also one row per issue, with an
+``error`` column, null in message rows; a run of missing entries is one row; ``pulsarkit-entries``
+always has its ``error`` column), ``topics`` (a JSON list: only these), ``after``/``until`` (JSON ``{data_dir: {topic:
 [ledger, entry]}}``: exclusive/inclusive bounds per topic, what ``pulsarkit export`` uses for its
 high-water marks), ``batch_bytes`` (entry bytes decoded per native call, default 1 MiB: a task's
 memory follows it, and so do the Arrow batches handed to the JVM), ``metadata_pass`` (``auto``,
@@ -73,6 +77,7 @@ kernels still split every batch).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import uuid
 from typing import Any
@@ -90,6 +95,8 @@ from ..scan import (
     read_partition,
 )
 from . import datasource as _entrylog
+
+log = logging.getLogger(__name__)
 
 FORMAT_NAME = "pulsarkit"
 ENTRIES_FORMAT_NAME = "pulsarkit-entries"
@@ -192,7 +199,9 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             self.stats_dir = options.get("stats_dir") or None
             self.metadata_pass = options.get("metadata_pass", "auto")
             self.ledger_dirs = [d for d in (options.get("ledger_dirs") or "").split(",") if d] or None
-            fields = message_fields(self.markers) if kind == "messages" else ENTRY_FIELDS
+            # entries already carry their error; messages get error rows only when asked for
+            self.error_rows = kind == "messages" and _bool(options.get("error_rows", "false"))
+            fields = _fields(kind, self.markers, self.error_rows)
             known = [n for n, _ in fields]
             self.columns = [f.name for f in schema.fields]
             unknown = [c for c in self.columns if c not in known]
@@ -217,6 +226,16 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
                 ledger_dirs=self.ledger_dirs,
             )
             _write_stats(self.stats_dir, "plan", p.read_stats)
+            gaps = [g for q in p.partitions for g in q.gaps]
+            if gaps:
+                log.warning(
+                    "pulsarkit: %d entries in %d run(s) are claimed by ledger metadata but held by no bookie "
+                    "(first: ledger %d entries %d..%d); on_error=%s",
+                    sum(b - a + 1 for _, a, b in gaps),
+                    len(gaps),
+                    *gaps[0],
+                    self.on_error,
+                )
             return [ScanInputPartition(t) for t in p.tasks()]
 
         def read(self, partition: Any) -> Any:
@@ -224,21 +243,45 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
 
             target = to_arrow_schema(self.schema, timezone="UTC")
             stats = ReadStats()
-            for b in read_partition(
-                getattr(partition, "scan", None),
-                kind=self.kind,
-                columns=self.columns,
-                txn=self.txn,
-                markers=self.markers,
-                filters=self.filters,
-                on_error=self.on_error,
-                batch_entries=self.batch_entries,
-                batch_bytes=self.batch_bytes,
-                stats=stats,
-            ):
-                yield pa.RecordBatch.from_arrays(
-                    [c if c.type == f.type else c.cast(f.type) for c, f in zip(b.columns, target, strict=True)],
-                    schema=target,
+            columns = [c for c in self.columns if c != "error"] if self.error_rows else self.columns
+            issues: list[tuple[Any, ...]] = []
+            for part in getattr(partition, "scan", None) or []:
+
+                def on_issue(
+                    kind: str, lid: Any, eid: Any, message: str, *_: Any, count: int = 1, at: Any = part
+                ) -> None:
+                    if self.error_rows:
+                        n = f" ({count} entries)" if count > 1 and f"({count} entries)" not in message else ""
+                        issues.append((at.topic, at.partition, lid, eid, f"{kind}: {message}{n}"))
+
+                for b in read_partition(
+                    part,
+                    kind=self.kind,
+                    columns=columns,
+                    txn=self.txn,
+                    markers=self.markers,
+                    filters=self.filters,
+                    on_error=self.on_error,
+                    batch_entries=self.batch_entries,
+                    batch_bytes=self.batch_bytes,
+                    stats=stats,
+                    on_issue=on_issue,
+                ):
+                    yield _to_target(b, target)
+                    if issues:
+                        yield _error_batch(issues, target)
+                        issues.clear()
+                if issues:
+                    yield _error_batch(issues, target)
+                    issues.clear()
+            if stats.unreadable_entries or stats.issues:
+                # the task's summary where Spark keeps a task's output (the executor's log)
+                log.warning(
+                    "pulsarkit: %d unreadable entries, %d issues in this task (on_error=%s%s)",
+                    stats.unreadable_entries,
+                    stats.issues,
+                    self.on_error,
+                    "" if self.error_rows or self.kind == "entries" else "; error_rows=true shows them as rows",
                 )
             _write_stats(self.stats_dir, "task", stats)
 
@@ -261,7 +304,8 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             return FORMAT_NAME
 
         def schema(self) -> str:
-            return _ddl(message_fields(_bool(self.options.get("markers", "false"))))
+            o = self.options
+            return _ddl(_fields("messages", _bool(o.get("markers", "false")), _bool(o.get("error_rows", "false"))))
 
         def reader(self, schema: Any) -> Any:
             return reader_cls("messages", self.options, schema)
@@ -280,6 +324,30 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             return reader_cls("entries", self.options, schema)
 
     return PulsarkitMessages, PulsarkitEntries
+
+
+def _fields(kind: str, markers: bool, error_rows: bool) -> list[tuple[str, Any]]:
+    """The source's columns: the messages' (with ``error`` when error rows are asked for), or the entries'."""
+    if kind == "entries":
+        return list(ENTRY_FIELDS)
+    return [*message_fields(markers), *([("error", pa.string())] if error_rows else [])]
+
+
+def _to_target(b: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """A batch of the read's columns as the query's schema (an ``error`` column not read: all null)."""
+    cols = []
+    for f in target:
+        i = b.schema.get_field_index(f.name)
+        c = b.column(i) if i >= 0 else pa.nulls(b.num_rows, f.type)
+        cols.append(c if c.type == f.type else c.cast(f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=target)
+
+
+def _error_batch(issues: list[tuple[Any, ...]], target: pa.Schema) -> pa.RecordBatch:
+    """One row per issue (``error_rows=true``): topic, partition, ledger, entry and the error; the rest null."""
+    known = dict(zip(("topic", "partition", "ledger_id", "entry_id", "error"), zip(*issues, strict=True)))
+    cols = [pa.array(list(known[f.name]), f.type) if f.name in known else pa.nulls(len(issues), f.type) for f in target]
+    return pa.RecordBatch.from_arrays(cols, schema=target)
 
 
 def _write_stats(directory: str | None, what: str, stats: ReadStats) -> None:
