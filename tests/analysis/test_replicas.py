@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 from pathlib import Path
 
+import pulsarkit as pk
 import pyarrow.parquet as pq
 import pytest
 from datadir_fixtures import (
@@ -258,3 +260,31 @@ def test_layout_refuses_metadata_that_cannot_place_entries():
     md.segment.add(firstEntryId=0, ensembleMember=[A, B])
     with pytest.raises(DataDirError, match="cannot be placed"):
         Layout.of(md)
+
+
+def test_forged_last_entry_is_one_unreadable_row_not_one_per_claimed_id(source, tmp_path):
+    """A ledger whose metadata claims lastEntryId 4·10^9 (issue 21, item 5): the report and the read
+    finish, sized by what the bookies hold; the run no bookie holds is one row and one issue, counted
+    by its entries."""
+    lid = source["ledgers"][0]
+    dirs, _ = build_bookies(source, tmp_path)
+    meta = tmp_path / "metadata"
+    shutil.copytree(source["root"] / "src" / "metadata", meta)
+    md = pk.metadata.MetadataStore(meta)
+    lmd, _ = md.ledger_metadata(lid)
+    assert lmd.state == LedgerMetadataFormat.CLOSED
+    held = lmd.lastEntryId
+    lmd.lastEntryId = 4_000_000_000
+    md.put_ledger_metadata(lid, lmd)
+    md.close()
+    for p in meta.rglob("LOCK"):
+        p.unlink()
+    dd = open_data_dir(metadata_dir=meta, ledger_dirs=dirs)
+    assert _payloads(dd) == source["sent"]
+    gap = [i for i in dd.issues if i.ledger_id == lid]
+    assert [(i.kind, i.entry_id, i.count) for i in gap] == [("unreadable_entry", held + 1, 4_000_000_000 - held)]
+    rep = replica_report(dd)
+    assert [(p["entry_id"], p["kind"]) for p in rep.problems] == [(held + 1, "unreadable")]
+    assert f"entries {held + 1}..4000000000" in rep.problems[0]["evidence"]
+    row = next(r for r in rep.ledgers if r["ledger_id"] == lid)
+    assert row["unreadable"] == row["below_ack_quorum"] == 4_000_000_000 - held
