@@ -2,18 +2,22 @@
 metadata claims ``lastEntryId`` 4·10^9 once made ``messages``, ``transactions`` and the Spark source
 grow one issue per missing entry id (and the scan plan an 8-byte location per id) until MemoryError.
 Each read runs in a child process whose peak resident memory is measured; the gap it reports must
-be one issue with its count, and every real message still read."""
+be one issue with its count, and every real message still read. Then (item 4) metadata that the
+bookies contradict: `--strict` exits 3."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pulsarkit as pk
 import pytest
 from datadir_fixtures import ORDERS, TC_LOG, forge_last_entry
+from pulsarkit.cli import main
 
 FORGED = 4_000_000_000
 #: a generous bound: the interpreter, pyarrow and the native module take ~150 MB; one location per
@@ -139,3 +143,33 @@ def test_scan_plan_and_read_as_the_spark_source_and_export_use_them(forged):
     errors = [e for e in got["forged_entry_errors"] if e[0] == lid]
     assert len(errors) == 1 and errors[0][1] == last + 1 and f"({FORGED - last} entries)" in errors[0][2]
     assert got["peak"] < PEAK_BYTES
+
+
+def test_strict_exits_3_when_metadata_and_bookies_disagree(synthetic, tmp_path, capsys):
+    """Issue 21 item 4: a topic's ledger whose metadata outlived its entries on every given bookie, and
+    a ledger its managed ledger lists that has no metadata, are reported; ``--strict`` exits 3."""
+    root, _ = synthetic
+    with pk.open_data_dir(root) as dd:
+        first, second = dd.ml_ledgers(ORDERS)[:2]
+        assert dd.issues == []
+    no_data, no_meta = tmp_path / "no-data", tmp_path / "no-meta"
+    shutil.copytree(root, no_data)
+    bk = pk.bookkeeper.DbLedgerStorage(no_data / "bookie")
+    bk.delete_ledger(first)
+    bk.close()
+    shutil.copytree(root, no_meta)
+    md = pk.metadata.MetadataStore(no_meta / "metadata")
+    md.delete_ledger_metadata(second)
+    md.close()
+    for d in (no_data, no_meta):
+        for p in d.rglob("LOCK"):
+            p.unlink()
+    for command in ("topics", "messages"):
+        assert main([command, str(root), "--strict"]) == 0
+        capsys.readouterr()
+        assert main([command, str(no_data), "--strict"]) == 3
+        assert f"ledger_data_missing: {no_data / 'metadata'}" in capsys.readouterr().err
+        assert main([command, str(no_meta), "--strict"]) == 3
+        assert f"ledger {second} of {ORDERS} has no metadata" in capsys.readouterr().err
+        assert main([command, str(no_data)]) == 0  # without --strict: warned, not failed
+        capsys.readouterr()

@@ -442,6 +442,18 @@ class DataDir:
             if led.kind == "compacted" and "pulsar/compactedTopic" in led.custom_metadata:
                 led.topic = led.custom_metadata["pulsar/compactedTopic"].decode("utf-8", "replace")
             self._bookie_stats(led)
+            if md is not None and lid in owner and led.last_entry_id >= 0 and led.entries_on_bookie == 0:
+                # the metadata outlived the data: a topic reading it would silently lose these entries
+                self._issue(
+                    Issue(
+                        "ledger_data_missing",
+                        str(self.metadata_dir),
+                        None,
+                        f"ledger {lid} of {owner[lid]} has metadata claiming {led.last_entry_id + 1} entries "
+                        "but no given bookie holds any of them",
+                        lid,
+                    )
+                )
             self.ledgers[lid] = led
             if led.state == "DELETED":
                 led.deleted_guess = self._guess(lid)
