@@ -60,8 +60,14 @@ def message_topics(dd: DataDir, include_system: bool = False) -> list[str]:
 
 
 def message_entries(dd: DataDir, mls: Iterable[str]) -> int:
-    """The entries of these managed ledgers' ledgers, as their metadata counts them (a read's progress total)."""
-    return sum(led.entries for ml in mls for lid in dd.ml_ledgers(ml) if (led := dd.ledgers.get(lid)) is not None)
+    """The entries of these managed ledgers' ledgers a read can find (a read's progress total): as their
+    metadata counts them, but no more than the bookies hold (a forged ``lastEntryId`` claims billions)."""
+    return sum(
+        min(led.entries, led.entries_on_bookie)
+        for ml in mls
+        for lid in dd.ml_ledgers(ml)
+        if (led := dd.ledgers.get(lid)) is not None
+    )
 
 
 def message_batches(

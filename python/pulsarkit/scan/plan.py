@@ -24,6 +24,12 @@ Rows are of the one schema (:data:`MESSAGE_FIELDS`), each entry read and parsed 
 * Markers, encrypted entries and chunks (rare) go through the per-entry rules one at a time
   (:class:`~pulsarkit.scan.messages.EntryRules`); every other entry is decoded column-wise.
 
+**Memory follows the data, not the metadata.** A ledger's range (``0..lastEntryId`` of a closed
+ledger) is cut at the entries some bookie holds: segments cover runs of held entries only, and each
+run the metadata claims but no bookie holds is a gap of its partition (:attr:`ScanPartition.gaps`),
+read as one issue with its count (one error row for ``entries``), however long: a forged
+``lastEntryId`` of 4·10^9 costs one record, not a location per entry id.
+
 Deleted ledgers (no longer in their managed ledger: deleted topics, retention-trimmed ledgers whose
 entries the bookie still holds) are left out unless ``include_deleted``; their topic is the one
 their metadata names, when it survives, else null.
