@@ -17,6 +17,7 @@ from pathlib import Path
 import pulsarkit as pk
 import pytest
 from datadir_fixtures import ORDERS, TC_LOG, forge_last_entry
+from pulsarkit.analysis.messages import messages_table
 from pulsarkit.cli import main
 
 FORGED = 4_000_000_000
@@ -173,3 +174,29 @@ def test_strict_exits_3_when_metadata_and_bookies_disagree(synthetic, tmp_path, 
         assert f"ledger {second} of {ORDERS} has no metadata" in capsys.readouterr().err
         assert main([command, str(no_data)]) == 0  # without --strict: warned, not failed
         capsys.readouterr()
+
+
+def test_a_lost_entry_log_is_one_issue_per_run_of_entries(synthetic, tmp_path):
+    """Entries the index places in an entry log that is gone: consecutive unreadable entries of a
+    ledger for the same reason are one issue (first entry's file, the count), not one per entry."""
+    root, _ = synthetic
+    copy = tmp_path / "data"
+    shutil.copytree(root, copy)
+    for p in copy.rglob("LOCK"):
+        p.unlink()
+    logs = sorted((copy / "bookie" / "current").glob("*.log"))
+    assert logs
+    for p in logs:
+        p.unlink()
+    dd = pk.open_data_dir(copy)
+    rows = messages_table(dd, ORDERS)
+    lost = [i for i in dd.issues if i.kind == "unreadable_entry" and i.ledger_id in dd.ml_ledgers(ORDERS)]
+    per_ledger = {}
+    for i in lost:
+        per_ledger.setdefault(i.ledger_id, []).append(i)
+    expected = {lid: dd.ledgers[lid].entries - dd.ledgers[lid].journal_only_entries for lid in dd.ml_ledgers(ORDERS)}
+    expected = {lid: n for lid, n in expected.items() if n > 0}
+    assert {lid: sum(i.count for i in v) for lid, v in per_ledger.items()} == expected
+    assert all(len(v) == 1 for v in per_ledger.values()), per_ledger
+    assert any(i.count > 1 and f"entries {i.entry_id}..{i.entry_id + i.count - 1}" in str(i) for i in lost)
+    assert rows.num_rows == 2  # the journal's two entries are all that is left

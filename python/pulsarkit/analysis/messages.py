@@ -42,7 +42,7 @@ from ..scan.datadir import DataDir
 from ..scan.messages import AckFilter, OnIssue
 from ..scan.plan import plan_data_dir
 from ..scan.read import read_partition
-from ..scan.records import DataDirError, Issue
+from ..scan.records import DataDirError, Issue, add_issue
 from ..scan.schema import arrow_schema, json_record, message_fields
 from ..scan.transactions import TXN_MODES
 
@@ -116,7 +116,7 @@ def _recorder(dd: DataDir, topic: str | None) -> OnIssue:
     ) -> None:
         if path is None and lid is not None and eid is not None and kind != "bad_chunk" and count == 1:
             path, offset = dd.where(lid, eid)
-        dd.issues.append(Issue(kind, path or topic or "?", offset, message, lid, eid, count))
+        add_issue(dd.issues, Issue(kind, path or topic or "?", offset, message, lid, eid, count))
 
     return issue
 

@@ -79,7 +79,7 @@ from .bookie_dir import (
     mapping_dirs,
     read_rocksdb,
 )
-from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic, held_pieces, missing_message
+from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic, add_issue, held_pieces, missing_message
 from .replicas import ReplicaSet
 
 
@@ -265,7 +265,7 @@ class DataDir:
     def _issue(self, issue: Issue) -> None:
         if self.strict:
             raise issue.error()
-        self.issues.append(issue)
+        add_issue(self.issues, issue)
 
     # -- metadata ------------------------------------------------------------------------
 

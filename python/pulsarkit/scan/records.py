@@ -4,6 +4,7 @@ reading them; with their JSON and Arrow forms."""
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,30 @@ class Issue:
 
     def error(self) -> DataDirError:
         return DataDirError(str(self), self.path, self.offset)
+
+
+def add_issue(issues: list[Issue], issue: Issue) -> None:
+    """Appends ``issue``, or widens the last issue when this one continues its run: the same kind of
+    unreadable entry of the same ledger, the next entry id, the same reason but for the entry id. A
+    log lost under a ledger of millions of entries is one issue (the first entry's file and offset,
+    and the count), not millions."""
+    last = issues[-1] if issues else None
+    if (
+        last is not None
+        and issue.kind == last.kind == "unreadable_entry"
+        and issue.ledger_id is not None
+        and issue.ledger_id == last.ledger_id
+        and last.entry_id is not None
+        and issue.entry_id == last.entry_id + last.count
+        and _without(issue.message, issue.entry_id) == _without(last.message, last.entry_id)
+    ):
+        issues[-1] = dataclasses.replace(last, count=last.count + issue.count)
+    else:
+        issues.append(issue)
+
+
+def _without(message: str, entry_id: int | None) -> str:
+    return message.replace(f"entry {entry_id}", "entry #")
 
 
 def held_pieces(held: list[int], first: int, last: int) -> list[tuple[int, int, bool]]:
