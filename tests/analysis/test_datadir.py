@@ -155,7 +155,7 @@ def test_transactions_committed_aborted_open(synthetic):
         (0, 2): "ABORTED",
         (0, 3): "OPEN",
     }
-    assert txns[(0, 1)].partitions == ["persistent://public/default/payments"]
+    assert txns[(0, 1)].log.partitions == ["persistent://public/default/payments"]
     import base64
 
     def payloads(rs):

@@ -26,7 +26,8 @@ import pyarrow as pa
 
 from ..broker.topic_name import PENDING_ACK_SUFFIX, TXN_LOG_PREFIX, ml_kind, ml_to_topic
 from ..broker.transaction import PENDING_ACK_CURSOR, TRANSACTION_LOG_CURSOR
-from ..codec.txn import TxnSubscription, decode_pending_ack_entry, decode_txn_log_entry
+from ..broker.transaction.log import TxnLogState
+from ..codec.txn import decode_pending_ack_entry, decode_txn_log_entry
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
 from ..scan.datadir import DataDir
@@ -40,16 +41,9 @@ _UNFINISHED = ("OPEN", "COMMITTING", "ABORTING")
 class Transaction:
     most_bits: int
     least_bits: int
-    #: The coordinator's last recorded status (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED).
-    coordinator_state: str | None = None
-    partitions: list[str] = field(default_factory=list)
-    subscriptions: list[TxnSubscription] = field(default_factory=list)
-    timeout_ms: int | None = None
-    start_time: int | None = None
-    last_modification_time: int | None = None
-    owner: str | None = None
-    #: Set when the coordinator ended it because its timeout passed.
-    is_timeout: bool = False
+    #: What its coordinator's log says (status, timeout, partitions, subscriptions...), its records
+    #: replayed as the coordinator replays them.
+    log: TxnLogState = field(default_factory=TxnLogState)
     #: topic -> the TXN_COMMIT / TXN_ABORT marker the transaction left in that topic.
     markers: dict[str, str] = field(default_factory=dict)
     #: Topics holding messages of the transaction.
@@ -59,6 +53,19 @@ class Transaction:
     #: Coordinator-log records of the transaction, and how many the log cursor has not deleted.
     log_records: int = 0
     live_log_records: int = 0
+
+    @property
+    def coordinator_state(self) -> str | None:
+        """The coordinator's last recorded status (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED)."""
+        return self.log.status
+
+    @property
+    def start_time(self) -> int | None:
+        return self.log.start_time
+
+    @property
+    def timeout_ms(self) -> int | None:
+        return self.log.timeout_ms
 
     @property
     def id(self) -> str:
@@ -122,19 +129,7 @@ def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
                 t = out.setdefault(key, Transaction(*key))
                 t.log_records += 1
                 t.live_log_records += not _record_deleted(cursor, pos, r.batched, r.batch_index)
-                if r.last_modification_time is not None:
-                    t.last_modification_time = r.last_modification_time
-                if r.op == "NEW":
-                    t.coordinator_state = t.coordinator_state or "OPEN"
-                    t.timeout_ms, t.start_time = r.timeout_ms, r.start_time
-                    t.owner = r.owner or t.owner
-                elif r.op == "ADD_PARTITION":
-                    t.partitions.extend(p for p in r.partitions if p not in t.partitions)
-                elif r.op == "ADD_SUBSCRIPTION":
-                    t.subscriptions.extend(s for s in r.subscriptions if s not in t.subscriptions)
-                elif r.op == "UPDATE" and r.new_status is not None:
-                    t.coordinator_state = r.new_status
-                    t.is_timeout = t.is_timeout or bool(r.is_timeout)
+                t.log.apply(r)
     for ml in dd.managed_ledger_names():
         if ml_kind(ml) != "pending_ack":
             continue
@@ -169,13 +164,13 @@ def transaction_rows(dd: DataDir, now_ms: int | None = None) -> Iterator[dict[st
             "coordinator_id": t.coordinator_id,
             "state": t.state,
             "coordinator_state": t.coordinator_state,
-            "start_time": t.start_time,
+            "start_time": t.log.start_time,
             "age_ms": t.age_ms(now),
-            "timeout_ms": t.timeout_ms,
+            "timeout_ms": t.log.timeout_ms,
             "timed_out": t.timed_out(now),
-            "is_timeout": t.is_timeout,
-            "partitions": t.partitions,
-            "subscriptions": [{"topic": x.topic, "subscription": x.subscription} for x in t.subscriptions],
+            "is_timeout": t.log.is_timeout,
+            "partitions": t.log.partitions,
+            "subscriptions": [{"topic": x.topic, "subscription": x.subscription} for x in t.log.subscriptions],
             "topics": t.topics,
             "markers": sorted(t.markers.items()),
             "pending_acks": sorted(t.pending_acks.items()),
