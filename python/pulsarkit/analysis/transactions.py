@@ -27,6 +27,7 @@ import pyarrow as pa
 from ..broker.topic_name import PENDING_ACK_SUFFIX, TXN_LOG_PREFIX, ml_kind, ml_to_topic
 from ..broker.transaction import PENDING_ACK_CURSOR, TRANSACTION_LOG_CURSOR
 from ..broker.transaction.log import TxnLogState
+from ..broker.transaction.pending_ack import PendingAcks
 from ..codec.txn import decode_pending_ack_entry, decode_txn_log_entry
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
@@ -298,20 +299,17 @@ def pending_ack_rows(dd: DataDir) -> Iterator[dict[str, Any]]:
         store_cursor = _log_cursor(dd, ml, PENDING_ACK_CURSOR)
         ledgers, entries, size = _ml_bytes(dd, ml)
         records = after = 0
-        open_txns: dict[tuple[int, int], int] = {}
+        replayed = PendingAcks()
         max_acked: Position | None = None
         for pos, recs in dd.ml_records(ml, decode_pending_ack_entry, "bad_pending_ack_entry"):
             for r in recs:
                 records += 1
                 after += store_cursor is None or pos > store_cursor.mark_delete
-                key = (r.txnid_most_bits or 0, r.txnid_least_bits or 0)
-                if r.op == "ACK":
-                    open_txns[key] = open_txns.get(key, 0) + len(r.positions)
-                    for p in r.positions:
-                        acked = Position(p.ledger_id, p.entry_id)
-                        max_acked = acked if max_acked is None else max(max_acked, acked)
-                else:
-                    open_txns.pop(key, None)
+                replayed.apply(r)
+                for p in r.positions:
+                    acked = Position(p.ledger_id, p.entry_id)
+                    max_acked = acked if max_acked is None else max(max_acked, acked)
+        open_txns = {key: len(held) for key, held in replayed.open.items()}
         yield {
             "topic": ml_to_topic(owner[0]) if owner else None,
             "subscription": owner[1].name if owner else None,
