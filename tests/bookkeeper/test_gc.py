@@ -350,3 +350,39 @@ def test_cli_gc_execute_refuses_a_metadata_store_another_process_holds(tmp_path)
     # released: the same command now runs
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def _immutable(path):
+    """``chattr +i``: a directory nothing may write, root included (where permissions cannot show it)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+
+
+def test_cli_gc_execute_on_a_read_only_bookie_index_says_read_only(tmp_path):
+    """A store that cannot be written is reported as read-only, not as "not a readable RocksDB database"
+    (nor as held by another process)."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "d"
+    with pk.Store.open(root, log_size_limit=64 << 10) as store:
+        for ml in fill(store, topics=2)[:1]:
+            ml.delete()
+    (locations,) = [p for p in root.rglob("locations") if p.is_dir()]
+    _immutable(locations)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "pulsarkit", "gc", str(root), "--force", "--execute"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        subprocess.run(["chattr", "-i", str(locations)], check=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert f"bookie index {locations} is read-only" in line, line
+    assert "not a readable" not in line and "in use" not in line

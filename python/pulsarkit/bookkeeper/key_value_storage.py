@@ -39,9 +39,15 @@ import rocksdict
 from ..codec.entry import crc32c
 from ..errors import PulsarkitError
 
+#: what the OS says when a directory or file cannot be written (permissions, chattr +i, a read-only mount)
+_READ_ONLY = ("Permission denied", "Operation not permitted", "Read-only file system")
+
 
 def _error(error: type[PulsarkitError], path: str, what: str, e: BaseException) -> PulsarkitError:
     text = str(e)
+    # before the lock test: a LOCK file that cannot be created or opened is a read-only store, not a busy one
+    if any(r in text for r in _READ_ONLY):
+        return error(f"{what} {path} is read-only (RocksDB cannot open it for writing): {text}")
     if "lock" in text.lower():
         return error(f"{what} {path} is in use by another process (RocksDB lock held): {text}")
     return error(f"{what} {path}: not a readable RocksDB database: {text}")
@@ -56,7 +62,10 @@ def open_writable(
 ) -> Any:
     """Opens (creating it) a database pulsarkit owns. A database another process holds open is a
     typed ``error`` saying it is in use."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise _error(error, path, what, e) from None
     opts = rocksdict.Options(raw_mode=True)
     opts.create_if_missing(True)
     table = rocksdict.BlockBasedOptions()
