@@ -149,10 +149,11 @@ def build_with_policies(root):
     """'a' in a namespace retained forever, 'b' in one with a 7-day policy, 'c' in public/default (no
     policy: the broker's); an unreadable policy node is a note, not a crash."""
     build(root, {"a": "t/forever", "b": "t/week", "c": "public/default"})
-    with pk.Store.open(root) as store:
+    with pk.Store.open(root, clock=lambda: T0 - 10 * HOUR_MS) as store:  # the snapshot's time stays build's
         store.metadata.put("/admin/policies/t/forever", json.dumps(FOREVER).encode())
         store.metadata.put("/admin/policies/t/week", json.dumps({**WEEK, "message_ttl_in_seconds": None}).encode())
         store.metadata.put("/admin/policies/t/broken", b"{not json")
+        store.managed_ledger("t/week/persistent/__change_events")  # where topic policies would be
 
 
 def _deleted(out):
@@ -173,6 +174,9 @@ def test_namespace_retention_policies_in_the_data_are_used(tmp_path):
         assert topics["t/week/persistent/b"]["ttl_source"] == "default"  # a null TTL falls back to the broker's
         assert topics["public/default/persistent/c"]["retention_source"] == "default"
         assert any("/admin/policies/t/broken" in n for n in out["settings"]["notes"])
+        # topic policies are not decoded: said, for the namespace that may have some
+        (note,) = [n for n in out["settings"]["notes"] if "__change_events" in n]
+        assert note.startswith("namespace t/week ") and "not read" in note
         # the 7-day policy deletes once the week has passed, never before
         out = simulate(dd, WhatIf(gc=GC, horizon_hours=7 * 24))
         week = [r for r in out["timeline"] if r["event"] == "ledger_deleted" and "/week/" in r["topic"]]
