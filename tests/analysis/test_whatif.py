@@ -197,17 +197,25 @@ def test_configuration_beside_the_data_is_used_and_flags_override_it(tmp_path):
         "defaultRetentionTimeInMinutes=-1\ndefaultRetentionSizeInMB = -1\nttlDurationDefaultInSeconds=\n"
         "gcWaitTime=1800000\nminorCompactionThreshold: 0.3\nretentionCheckIntervalInSeconds=60\n"
     )
+    # beside it, a Pulsar installation's other files: not what a standalone runs with
+    (conf.parent / "broker.conf").write_text("defaultRetentionTimeInMinutes=5\n")
+    (conf.parent / "bookkeeper.conf").write_text("majorCompactionThreshold=0.5\n")
     src = f"config {conf}"
     with open_data_dir(tmp_path / "pulsar" / "data") as dd:
         out = simulate(dd, WhatIf(horizon_hours=2))
         st = out["settings"]
-        assert st["config_files"] == [str(conf)]
+        assert sorted(st["config_files"]) == sorted(
+            str(conf.parent / n) for n in ("standalone.conf", "broker.conf", "bookkeeper.conf")
+        )
+        assert sum(n.endswith(f"not read (a standalone reads {conf} only)") for n in st["notes"]) == 2
         assert out["summary"]["ledgers_deleted"] == 0  # the broker's default here is: forever
         assert st["gc"]["gc_wait_time_ms"] == 1_800_000 and st["gc"]["minor_compaction_threshold"] == 0.3
         assert st["retention_check_interval_s"] == 60
         assert st["sources"]["retention_time_minutes"] == src and st["sources"]["gc_wait_time_ms"] == src
         assert st["sources"]["ttl_seconds"] == "default"  # an empty value is unset
-        assert st["sources"]["major_compaction_threshold"] == "default"
+        # a GC key the standalone's file lacks is BookKeeper's own default, not Pulsar's bookkeeper.conf's
+        assert st["gc"]["major_compaction_threshold"] == 0.8
+        assert st["sources"]["major_compaction_threshold"] == f"default of BookKeeper (not in {conf})"
         assert {r["hours"] for r in out["timeline"] if r["event"] != "ledger_deleted"} <= {0.5, 1.0, 1.5, 2.0}
         out = simulate(
             dd, WhatIf(retention_time_minutes=0, retention_size_mb=0, gc_overrides={"gc_wait_time_ms": 600_000})

@@ -9,13 +9,14 @@ Three sources, resolved as the broker and the bookie resolve them, each value ta
   missing one (null) falls back to it; ``-1`` is unlimited. Topic-level policies live as messages in the
   namespace's ``__change_events`` system topic; they are not decoded here, and a namespace holding such a
   topic gets a note saying its topics may be governed by a topic policy this did not read;
-* **configuration files beside the data**: ``standalone.conf``, ``broker.conf`` (the broker's
-  ``defaultRetention*``, ``ttlDurationDefaultInSeconds``, ``retentionCheckIntervalInSeconds``) and
-  ``standalone.conf``, ``bookkeeper.conf``, ``bk_server.conf`` (the bookie's GC settings), found in the
-  data directory or a ``conf/`` directory in it or up to two levels above it (a standalone's
-  ``pulsar/conf/standalone.conf`` for ``pulsar/data``); the standalone's file first, as a standalone
-  loads its one file for both;
-* **defaults**: Pulsar's shipped defaults.
+* **configuration files beside the data**: found in the data directory or a ``conf/`` directory in it
+  or up to two levels above it (a standalone's ``pulsar/conf/standalone.conf`` for ``pulsar/data``).
+  A standalone reads ``standalone.conf`` (or the file given) as the broker's and the bookie's whole
+  configuration, so when there is one it is the only file read; otherwise ``broker.conf`` gives the
+  broker's ``defaultRetention*``, ``ttlDurationDefaultInSeconds``, ``retentionCheckIntervalInSeconds``
+  and ``bookkeeper.conf``/``bk_server.conf`` the bookie's GC settings. A GC key the bookie's file does
+  not set is BookKeeper's own default (``gcWaitTime`` 600000, ``majorCompactionThreshold`` 0.8...);
+* **defaults**: Pulsar's shipped values (its ``conf/bookkeeper.conf`` for GC) when no file is found.
 """
 
 from __future__ import annotations
@@ -46,8 +47,17 @@ BOOKIE_KEYS: dict[str, str] = {
     "major_compaction_threshold": "majorCompactionThreshold",
     "major_compaction_interval_s": "majorCompactionInterval",
 }
-_BROKER_FILES = ("standalone.conf", "broker.conf")
-_BOOKIE_FILES = ("standalone.conf", "bookkeeper.conf", "bk_server.conf")
+_BROKER_ONLY = ("broker.conf",)
+_BOOKIE_ONLY = ("bookkeeper.conf", "bk_server.conf")
+#: BookKeeper's ServerConfiguration defaults, what a bookie runs with for a key its file does not set
+#: (GcConfig's defaults are Pulsar's conf/bookkeeper.conf, used when no bookie configuration is found)
+BOOKKEEPER_DEFAULTS: dict[str, Any] = {
+    "gc_wait_time_ms": 600_000,
+    "minor_compaction_threshold": 0.2,
+    "minor_compaction_interval_s": 3600,
+    "major_compaction_threshold": 0.8,
+    "major_compaction_interval_s": 86_400,
+}
 
 DEFAULT, FLAG = "default", "flag"
 
@@ -83,7 +93,7 @@ def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
 def find_config_files(start_dirs: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The Pulsar and BookKeeper configuration files beside the data: in each start directory, its
     ``conf/``, and the same up to two levels above; the nearest level holding any wins."""
-    names = dict.fromkeys(_BROKER_FILES + _BOOKIE_FILES)
+    names = ("standalone.conf", *_BROKER_ONLY, *_BOOKIE_ONLY)
     found: list[Path] = []
     for start in start_dirs:
         d = Path(os.path.abspath(start))
@@ -198,13 +208,24 @@ def resolve(
     (``BROKER_KEYS`` and ``GcConfig`` fields), None values ignored; ``gc``: a whole GC configuration
     given by the caller (each field then counts as a flag)."""
     flags = {k: v for k, v in (overrides or {}).items() if v is not None}
+    notes: list[str] = []
     props = [(str(p), read_properties(p)) for p in config_files]
+    # a standalone reads its one file as the broker's and as the bookie's whole configuration: beside it,
+    # broker.conf and bookkeeper.conf are not what it runs with (a file of another name given: the same)
+    whole = [(p, kv) for p, kv in props if Path(p).name not in _BROKER_ONLY + _BOOKIE_ONLY]
+    if whole:
+        read = {p for p, _ in whole}
+        notes += [f"{p}: not read (a standalone reads {whole[0][0]} only)" for p, _ in props if p not in read]
+        broker_files = bookie_files = whole
+    else:
+        broker_files = [(p, kv) for p, kv in props if Path(p).name in _BROKER_ONLY]
+        bookie_files = [(p, kv) for p, kv in props if Path(p).name in _BOOKIE_ONLY]
     sources: dict[str, str] = {}
     broker: dict[str, int] = {}
     for name, (key, default) in BROKER_KEYS.items():
         value, src = default, DEFAULT
-        for path, kv in props:
-            if Path(path).name in _BROKER_FILES and key in kv:
+        for path, kv in broker_files:
+            if key in kv:
                 value, src = _number(kv[key], int, f"{path}: {key}"), f"config {path}"
                 break
         if name in flags and name == "retention_check_interval_s":
@@ -214,17 +235,22 @@ def resolve(
     for name, key in BOOKIE_KEYS.items():
         kind = type(getattr(GcConfig, name))
         src = DEFAULT
-        for path, kv in props:
-            if Path(path).name in _BOOKIE_FILES and key in kv:
+        for path, kv in bookie_files:
+            if key in kv:
                 gc_values[name], src = _number(kv[key], kind, f"{path}: {key}"), f"config {path}"
                 break
+        else:
+            if bookie_files:  # the bookie's configuration lacks it: BookKeeper's own default, not Pulsar's file's
+                gc_values[name], src = (
+                    BOOKKEEPER_DEFAULTS[name],
+                    f"{DEFAULT} of BookKeeper (not in {bookie_files[0][0]})",
+                )
         if gc is not None:
             gc_values[name], src = getattr(gc, name), FLAG
         if name in flags:
             gc_values[name], src = kind(flags[name]), FLAG
         sources[name] = src
     base = gc if gc is not None else GcConfig()
-    notes: list[str] = []
     namespaces = namespace_policies(nodes, notes)
     per_topic = ("retention_time_minutes", "retention_size_mb", "ttl_seconds")
     topic_flags = {k: int(flags[k]) for k in per_topic if k in flags}
