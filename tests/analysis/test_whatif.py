@@ -215,7 +215,7 @@ def test_configuration_beside_the_data_is_used_and_flags_override_it(tmp_path):
         assert st["sources"]["ttl_seconds"] == "default"  # an empty value is unset
         # a GC key the standalone's file lacks is BookKeeper's own default, not Pulsar's bookkeeper.conf's
         assert st["gc"]["major_compaction_threshold"] == 0.8
-        assert st["sources"]["major_compaction_threshold"] == f"default of BookKeeper (not in {conf})"
+        assert st["sources"]["major_compaction_threshold"] == f"BookKeeper's default: {conf} does not set it"
         assert {r["hours"] for r in out["timeline"] if r["event"] != "ledger_deleted"} <= {0.5, 1.0, 1.5, 2.0}
         out = simulate(
             dd, WhatIf(retention_time_minutes=0, retention_size_mb=0, gc_overrides={"gc_wait_time_ms": 600_000})

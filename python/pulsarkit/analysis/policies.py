@@ -243,7 +243,7 @@ def resolve(
             if bookie_files:  # the bookie's configuration lacks it: BookKeeper's own default, not Pulsar's file's
                 gc_values[name], src = (
                     BOOKKEEPER_DEFAULTS[name],
-                    f"{DEFAULT} of BookKeeper (not in {bookie_files[0][0]})",
+                    f"BookKeeper's {DEFAULT}: {bookie_files[0][0]} does not set it",
                 )
         if gc is not None:
             gc_values[name], src = getattr(gc, name), FLAG
