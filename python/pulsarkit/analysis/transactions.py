@@ -28,7 +28,7 @@ from ..broker.topic_name import PENDING_ACK_SUFFIX, TXN_LOG_PREFIX, ml_kind, ml_
 from ..broker.transaction import PENDING_ACK_CURSOR, TRANSACTION_LOG_CURSOR
 from ..broker.transaction.log import TxnLogState
 from ..broker.transaction.pending_ack import PendingAcks
-from ..codec.txn import decode_pending_ack_entry, decode_txn_log_entry
+from ..codec.txn import TxnSubscription, decode_pending_ack_entry, decode_txn_log_entry
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
 from ..scan.datadir import DataDir
@@ -60,6 +60,7 @@ class Transaction:
         """The coordinator's last recorded status (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED)."""
         return self.log.status
 
+    # what the log says, by the names the inspector's rows use
     @property
     def start_time(self) -> int | None:
         return self.log.start_time
@@ -67,6 +68,27 @@ class Transaction:
     @property
     def timeout_ms(self) -> int | None:
         return self.log.timeout_ms
+
+    @property
+    def partitions(self) -> list[str]:
+        return self.log.partitions
+
+    @property
+    def subscriptions(self) -> list[TxnSubscription]:
+        return self.log.subscriptions
+
+    @property
+    def owner(self) -> str | None:
+        return self.log.owner
+
+    @property
+    def last_modification_time(self) -> int | None:
+        return self.log.last_modification_time
+
+    @property
+    def is_timeout(self) -> bool:
+        """Set when the coordinator ended it because its timeout passed."""
+        return self.log.is_timeout
 
     @property
     def id(self) -> str:
@@ -165,13 +187,13 @@ def transaction_rows(dd: DataDir, now_ms: int | None = None) -> Iterator[dict[st
             "coordinator_id": t.coordinator_id,
             "state": t.state,
             "coordinator_state": t.coordinator_state,
-            "start_time": t.log.start_time,
+            "start_time": t.start_time,
             "age_ms": t.age_ms(now),
-            "timeout_ms": t.log.timeout_ms,
+            "timeout_ms": t.timeout_ms,
             "timed_out": t.timed_out(now),
-            "is_timeout": t.log.is_timeout,
-            "partitions": t.log.partitions,
-            "subscriptions": [{"topic": x.topic, "subscription": x.subscription} for x in t.log.subscriptions],
+            "is_timeout": t.is_timeout,
+            "partitions": t.partitions,
+            "subscriptions": [{"topic": x.topic, "subscription": x.subscription} for x in t.subscriptions],
             "topics": t.topics,
             "markers": sorted(t.markers.items()),
             "pending_acks": sorted(t.pending_acks.items()),

@@ -436,7 +436,12 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
-
+        if args.data_dir is None and not (args.metadata_dir or args.zookeeper_dir):
+            # argparse gave the two words it got to TOPIC and SUBSCRIPTION
+            raise DataDirError(
+                f"backlog takes DATA_DIR TOPIC SUBSCRIPTION (got {args.topic!r} {args.subscription!r}), "
+                "or TOPIC SUBSCRIPTION with --zookeeper-dir or --metadata-dir and --ledger-dir"
+            )
         dd = _open(args)
         c = dd.cursor(args.topic, args.subscription)
         total = message_entries(dd, [c.managed_ledger])
