@@ -30,9 +30,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _python(code: str, cwd: Path) -> None:
+def _python(code: str, cwd: Path) -> str:
     r = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=600, env=_env())
     assert r.returncode == 0, f"README block failed:\n{code}\n--- stderr:\n{r.stderr[-3000:]}"
+    return r.stdout
 
 
 def _shell(code: str, cwd: Path) -> None:
@@ -87,7 +88,19 @@ def test_the_spark_script_runs(tmp_path) -> None:
     for code in (c for lang, c in BLOCKS if lang == "python" and 'pk.Store.open("data")' in c):
         _python(code, tmp_path)
     (spark,) = [c for lang, c in BLOCKS if lang == "python" and "local_session" in c]
-    _python(spark, tmp_path)
+    out = _python(spark, tmp_path)
+    # the job counts what `pulsarkit messages` shows: topic data only, never cursor or schema entries
+    r = subprocess.run(
+        ["pulsarkit", "messages", "data", "--format", "jsonl"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(),
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    expected = len(r.stdout.splitlines())
+    assert expected > 0 and f"{expected} messages" in out.splitlines()
 
 
 @pytest.mark.spark

@@ -513,3 +513,86 @@ def test_an_entry_that_is_no_pulsar_entry_names_its_file(tmp_path):
         assert [r["payload_b64"] for r in read_messages(dd)] == ["b2s=", "b2sgdG9v"]
         (bad,) = dd.issues
         assert bad.kind == "bad_entry" and bad.path.endswith(".log") and bad.offset > 0 and bad.entry_id == 1
+
+
+# ------------------------------------------------------------------ damaged entries, one reader
+
+
+def _flip_digest(synthetic, tmp_path, ledger_id: int, entry_id: int) -> Path:
+    """A copy of the synthetic directory with one byte of an entry's stored digest flipped."""
+    root, _ = synthetic
+    copy = tmp_path / "flipped"
+    shutil.copytree(root, copy)
+    for lock in copy.rglob("LOCK"):
+        lock.unlink()
+    with open_data_dir(copy) as dd:
+        path, off = dd.where(ledger_id, entry_id)
+    with open(path, "r+b") as f:
+        f.seek(off + 4 + 32)  # the record's length, then its 32-byte BookKeeper header: the digest
+        b = f.read(1)
+        f.seek(off + 4 + 32)
+        f.write(bytes([b[0] ^ 0xFF]))
+    return copy
+
+
+def _payments_open_txn_entry(synthetic) -> tuple[int, int]:
+    root, _ = synthetic
+    with open_data_dir(root) as dd:
+        for r in iter_messages(dd, TXN_TOPIC, txn="all"):
+            if r["txn"] and r["txn"]["state"] == "OPEN":
+                return r["message_id"]["ledger_id"], r["message_id"]["entry_id"]
+    raise AssertionError("the synthetic directory has an open transaction's message")
+
+
+@pytest.mark.parametrize("metadata_pass", ["scan", "heads"])
+def test_a_damaged_transactional_entry_decides_nothing_in_either_metadata_pass(synthetic, tmp_path, metadata_pass):
+    """A head is not digest-verified: an open transaction's message whose digest fails must not become
+    the read-committed cut (which would hide the rows after it and the damage itself)."""
+    from pulsarkit.scan.plan import plan_data_dir
+    from pulsarkit.scan.read import read_partition
+
+    lid, eid = _payments_open_txn_entry(synthetic)
+    copy = _flip_digest(synthetic, tmp_path, lid, eid)
+    dd = open_data_dir(copy)
+    good = [r["payload_b64"] for r in read_messages(open_data_dir(synthetic[0]), TXN_TOPIC)]
+    scan = plan_data_dir(dd, "x", topics=[dd.resolve(TXN_TOPIC)], metadata_pass=metadata_pass, min_partitions=1)
+    issues: list[tuple] = []
+    rows = [
+        r
+        for part in scan.partitions
+        for b in read_partition(part, on_issue=lambda *a: issues.append(a[:3]))
+        for r in b.to_pylist()
+    ]
+    assert ("unreadable_entry", lid, eid) in issues
+    # with the damaged message unreadable, its transaction has no first message here: nothing is cut
+    assert len(rows) >= len(good) and all((r["ledger_id"], r["entry_id"]) != (lid, eid) for r in rows)
+
+
+def test_strict_raises_on_an_entry_the_message_read_cannot_read(synthetic, tmp_path):
+    root, facts = synthetic
+    lid, eid = facts["ids"][2]
+    copy = _flip_digest(synthetic, tmp_path, lid, eid)
+    assert len(list(read_messages(open_data_dir(copy), ORDERS))) < len(list(read_messages(open_data_dir(root), ORDERS)))
+    with pytest.raises(DataDirError, match=f"unreadable_entry: .*ledger {lid} entry {eid}\\): .*digest"):
+        list(read_messages(open_data_dir(copy, strict=True), ORDERS))
+
+
+def test_backlog_reports_an_unreadable_entry_the_subscription_acknowledged(synthetic, tmp_path):
+    root, facts = synthetic
+    dd = open_data_dir(root)
+    acked = [p for p in map(tuple, facts["ids"]) if dd.cursor(ORDERS, "sub-ind").is_deleted(Position(*p))]
+    lid, eid = acked[-1]
+    dd = open_data_dir(_flip_digest(synthetic, tmp_path, lid, eid))
+    list(iter_backlog(dd, ORDERS, "sub-ind"))
+    bad = [i for i in dd.issues if i.kind == "unreadable_entry"]
+    assert [(i.ledger_id, i.entry_id) for i in bad] == [(lid, eid)]
+    assert bad[0].path.endswith(".log") and not bad[0].message.startswith(f"ledger {lid} entry {eid}:")  # named once
+
+
+def test_iter_messages_after_a_position_on_a_partitioned_topic(synthetic):
+    root, _ = synthetic
+    dd = open_data_dir(root)
+    every = list(iter_messages(dd, PARTS))
+    first = every[0]["message_id"]
+    after = list(iter_messages(dd, PARTS, start=Position(first["ledger_id"], first["entry_id"])))
+    assert after == [r for r in every if r["message_id"] != first]

@@ -15,13 +15,15 @@ T0 = 1_700_000_000_000
 GC = GcConfig(gc_wait_time_ms=600_000, minor_compaction_interval_s=3600, major_compaction_interval_s=86_400)
 
 
-def build(root):
+def build(root, namespaces=None):
     """Two topics, four 10-entry ledgers each, closed an hour apart; 'a' is consumed up to its third
-    ledger, 'b' has no cursor (so retention alone decides); small logs, so several logs hold both."""
+    ledger, 'b' has no cursor (so retention alone decides); small logs, so several logs hold both.
+    ``namespaces``: topic name -> its namespace (public/default), and more topics like 'b'."""
+    namespaces = namespaces or {"a": "public/default", "b": "public/default"}
     t = [T0 - 10 * HOUR_MS]
     store = pk.Store.open(root, log_size_limit=64 << 10, sync=False, clock=lambda: t[0])
     cfg = pk.ManagedLedgerConfig(max_entries_per_ledger=10, minimum_rollover_time_ms=0)
-    mls = {n: store.managed_ledger(f"public/default/persistent/{n}", cfg) for n in ("a", "b")}
+    mls = {n: store.managed_ledger(f"{ns}/persistent/{n}", cfg) for n, ns in namespaces.items()}
     cur = mls["a"].open_cursor("sub", "earliest")
     for i in range(40):
         for ml in mls.values():
@@ -137,3 +139,116 @@ def test_cli_whatif_and_html_report(tmp_path, capsys):
     for heading in ("Entry logs", "By owner", "Orphan ledgers", "What if", "Compacting to", "fsck"):
         assert f"<h2>{heading}" in doc
     assert main(["report", d, "-o", str(page)]) == 1  # never over an existing file without --overwrite
+
+
+FOREVER = {"retention_policies": {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}}
+WEEK = {"retention_policies": {"retentionTimeInMinutes": 7 * 24 * 60, "retentionSizeInMB": -1}}
+
+
+def build_with_policies(root):
+    """'a' in a namespace retained forever, 'b' in one with a 7-day policy, 'c' in public/default (no
+    policy: the broker's); an unreadable policy node is a note, not a crash."""
+    build(root, {"a": "t/forever", "b": "t/week", "c": "public/default"})
+    with pk.Store.open(root, clock=lambda: T0 - 10 * HOUR_MS) as store:  # the snapshot's time stays build's
+        store.metadata.put("/admin/policies/t/forever", json.dumps(FOREVER).encode())
+        store.metadata.put("/admin/policies/t/week", json.dumps({**WEEK, "message_ttl_in_seconds": None}).encode())
+        store.metadata.put("/admin/policies/t/broken", b"{not json")
+        store.managed_ledger("t/week/persistent/__change_events")  # where topic policies would be
+
+
+def _deleted(out):
+    return {r["topic"].split("/persistent/")[1] for r in out["timeline"] if r["event"] == "ledger_deleted"}
+
+
+def test_namespace_retention_policies_in_the_data_are_used(tmp_path):
+    build_with_policies(tmp_path / "d")
+    with open_data_dir(tmp_path / "d") as dd:
+        out = simulate(dd, WhatIf(gc=GC, horizon_hours=48))
+        # forever and 7 days keep every ledger; only the namespace without a policy loses its consumed ones
+        assert _deleted(out) == {"c"}
+        assert all(r["hours"] == 0 for r in out["timeline"] if r["event"] == "ledger_deleted")
+        topics = out["topics"]
+        assert topics["t/forever/persistent/a"]["retention_time_minutes"] == -1
+        assert topics["t/forever/persistent/a"]["retention_source"] == "namespace policy /admin/policies/t/forever"
+        assert topics["t/week/persistent/b"]["retention_time_minutes"] == 10080
+        assert topics["t/week/persistent/b"]["ttl_source"] == "default"  # a null TTL falls back to the broker's
+        assert topics["public/default/persistent/c"]["retention_source"] == "default"
+        assert any("/admin/policies/t/broken" in n for n in out["settings"]["notes"])
+        # topic policies are not decoded: said, for the namespace that may have some
+        (note,) = [n for n in out["settings"]["notes"] if "__change_events" in n]
+        assert note.startswith("namespace t/week ") and "not read" in note
+        # the 7-day policy deletes once the week has passed, never before
+        out = simulate(dd, WhatIf(gc=GC, horizon_hours=7 * 24))
+        week = [r for r in out["timeline"] if r["event"] == "ledger_deleted" and "/week/" in r["topic"]]
+        assert week and all(r["time_ms"] - r["closed_ms"] > 7 * 24 * HOUR_MS for r in week)
+        assert "a" not in _deleted(out)
+        # flags override the policies, for every topic
+        out = simulate(dd, WhatIf(retention_time_minutes=0, retention_size_mb=0, gc=GC, horizon_hours=1))
+        assert _deleted(out) == {"a", "b", "c"}
+        assert {p["retention_source"] for p in out["topics"].values()} == {"flag"}
+
+
+def test_configuration_beside_the_data_is_used_and_flags_override_it(tmp_path):
+    build(tmp_path / "pulsar" / "data")
+    conf = tmp_path / "pulsar" / "conf" / "standalone.conf"
+    conf.parent.mkdir()
+    conf.write_text(
+        "# a standalone's one file serves the broker and its bookie\n"
+        "defaultRetentionTimeInMinutes=-1\ndefaultRetentionSizeInMB = -1\nttlDurationDefaultInSeconds=\n"
+        "gcWaitTime=1800000\nminorCompactionThreshold: 0.3\nretentionCheckIntervalInSeconds=60\n"
+    )
+    # beside it, a Pulsar installation's other files: not what a standalone runs with
+    (conf.parent / "broker.conf").write_text("defaultRetentionTimeInMinutes=5\n")
+    (conf.parent / "bookkeeper.conf").write_text("majorCompactionThreshold=0.5\n")
+    src = f"config {conf}"
+    with open_data_dir(tmp_path / "pulsar" / "data") as dd:
+        out = simulate(dd, WhatIf(horizon_hours=2))
+        st = out["settings"]
+        assert sorted(st["config_files"]) == sorted(
+            str(conf.parent / n) for n in ("standalone.conf", "broker.conf", "bookkeeper.conf")
+        )
+        assert sum(n.endswith(f"not read (a standalone reads {conf} only)") for n in st["notes"]) == 2
+        assert out["summary"]["ledgers_deleted"] == 0  # the broker's default here is: forever
+        assert st["gc"]["gc_wait_time_ms"] == 1_800_000 and st["gc"]["minor_compaction_threshold"] == 0.3
+        assert st["retention_check_interval_s"] == 60
+        assert st["sources"]["retention_time_minutes"] == src and st["sources"]["gc_wait_time_ms"] == src
+        assert st["sources"]["ttl_seconds"] == "default"  # an empty value is unset
+        # a GC key the standalone's file lacks is BookKeeper's own default, not Pulsar's bookkeeper.conf's
+        assert st["gc"]["major_compaction_threshold"] == 0.8
+        assert st["sources"]["major_compaction_threshold"] == f"BookKeeper's default: {conf} does not set it"
+        assert {r["hours"] for r in out["timeline"] if r["event"] != "ledger_deleted"} <= {0.5, 1.0, 1.5, 2.0}
+        out = simulate(
+            dd, WhatIf(retention_time_minutes=0, retention_size_mb=0, gc_overrides={"gc_wait_time_ms": 600_000})
+        )
+        assert out["summary"]["ledgers_deleted"] == 7
+        assert out["settings"]["sources"]["gc_wait_time_ms"] == "flag"
+        assert out["settings"]["gc"]["gc_wait_time_ms"] == 600_000
+        assert out["settings"]["sources"]["minor_compaction_threshold"] == src
+        # no configuration file: Pulsar's defaults
+        out = simulate(dd, WhatIf(config_files=()))
+        assert out["summary"]["ledgers_deleted"] == 7 and out["settings"]["sources"]["gc_wait_time_ms"] == "default"
+
+
+def test_cli_whatif_and_report_say_where_each_setting_came_from(tmp_path, capsys):
+    from pulsarkit.cli import main
+
+    build_with_policies(tmp_path / "d")
+    conf = tmp_path / "bk_server.conf"
+    conf.write_text("majorCompactionThreshold=0.6\n")
+    d = str(tmp_path / "d")
+    assert main(["whatif", d, "--horizon-hours", "2", "--conf", str(conf), "--gc-wait-ms", "600000"]) == 0
+    text = capsys.readouterr().out
+    assert f"setting major_compaction_threshold = 0.6 (config {conf})" in text
+    assert "setting gc_wait_time_ms = 600000 (flag)" in text
+    assert "setting retention_time_minutes = 0 (default)" in text
+    assert "topic t/forever/persistent/a: retention -1 min / -1 MB (namespace policy /admin/policies/t/forever)" in text
+    assert "ledger_deleted" in text and "t/forever" not in text.split("ledger_deleted", 1)[1]
+    assert main(["whatif", d, "--json", "--retention-minutes", "0", "--retention-mb", "0", "--no-conf"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["topics"]["t/forever/persistent/a"]["retention_source"] == "flag"
+    assert out["settings"]["config_files"] == []
+    page = tmp_path / "r.html"
+    assert main(["report", d, "-o", str(page), "--conf", str(conf)]) == 0
+    doc = page.read_text()
+    assert "namespace policy /admin/policies/t/week" in doc and f"config {conf}" in doc
+    assert "<td>major_compaction_threshold</td><td>0.6</td>" in doc

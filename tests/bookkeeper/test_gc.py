@@ -304,3 +304,85 @@ def test_the_embedded_store_reclaims_space_after_retention_deletes_ledgers(small
     (run,) = store.garbage_collect(GcConfig(**{**FAST, "major_compaction_threshold": 0.9}), force=True)
     assert run.result is not None and run.result.reclaimed_bytes > 0 and log_bytes(store) < before
     assert live_entries([ml, *other]) == left
+
+
+def test_cli_gc_execute_refuses_a_metadata_store_another_process_holds(tmp_path):
+    """A broker running on the metadata store (here: another process holding it open) while the bookie is
+    stopped: ``gc --execute`` would delete by metadata that is changing under it, so it refuses in one
+    line naming the holder, and changes nothing; the dry run still reads."""
+    import subprocess
+    import sys
+
+    from pulsarkit.scan.bookie_dir import find_layout
+
+    root = tmp_path / "d"
+    with pk.Store.open(root, log_size_limit=64 << 10) as store:
+        for ml in fill(store)[:2]:
+            ml.delete()
+    md_dir, _ = find_layout(root)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pulsarkit.metadata.store import MetadataStore\n"
+            f"s = MetadataStore({str(md_dir)!r}); print('ready', flush=True); sys.stdin.read(); s.close()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        snapshot = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and p.parent != md_dir}
+        cmd = [sys.executable, "-m", "pulsarkit", "gc", str(root), "--force", "--execute"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and "Traceback" not in r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert (
+            line.startswith("pulsarkit gc: error: metadata store ")
+            and f"in use by another process (pid {holder.pid})" in line
+        )
+        assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and p.parent != md_dir} == snapshot
+        r = subprocess.run(cmd[:-1], capture_output=True, text=True, timeout=120)  # the dry run only reads
+        assert r.returncode == 0, r.stderr
+    finally:
+        holder.communicate("", timeout=60)
+    # released: the same command now runs
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def _immutable(path):
+    """``chattr +i``: a directory nothing may write, root included (where permissions cannot show it)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+
+
+def test_cli_gc_execute_on_a_read_only_bookie_index_says_read_only(tmp_path):
+    """A store that cannot be written is reported as read-only, not as "not a readable RocksDB database"
+    (nor as held by another process)."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "d"
+    with pk.Store.open(root, log_size_limit=64 << 10) as store:
+        for ml in fill(store, topics=2)[:1]:
+            ml.delete()
+    (locations,) = [p for p in root.rglob("locations") if p.is_dir()]
+    _immutable(locations)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "pulsarkit", "gc", str(root), "--force", "--execute"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        subprocess.run(["chattr", "-i", str(locations)], check=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert f"bookie index {locations} is read-only" in line, line
+    assert "not a readable" not in line and "in use" not in line

@@ -269,3 +269,31 @@ def test_readlogmetadata_live_and_dead_bytes_from_the_metadata_store(capsys, tmp
     assert obj["live_size"] == sum(v for k, v in sizes.items() if k != dropped) > 0
     code, out, _ = run(capsys, "readlogmetadata", current, "--metadata-dir", metadata)
     assert f"live={obj['live_size']} dead={obj['dead_size']}" in out.splitlines()[-1]
+
+
+def test_an_unreadable_directory_says_so(capsys, caplog, bookie, monkeypatch) -> None:
+    """A directory that cannot be listed (a chmod 000 one, as a user; simulated here, since root reads
+    anything) is named as unreadable, not reported as holding no entry logs; one below the given
+    directory is skipped with a warning, and the logs elsewhere still read."""
+    import os
+
+    root, entries = bookie
+    real = os.scandir
+    denied = {os.path.abspath(root), os.path.abspath(root / "ledgers-b")}
+
+    def scandir(path="."):
+        if os.path.abspath(path) in denied:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    for command in ("readlog", "readlogmetadata"):
+        code, out, err = run(capsys, command, str(root))
+        assert code != 0 and out == ""
+        assert f"{root}: directory cannot be read: Permission denied" in err and "no entry logs" not in err
+    denied.discard(os.path.abspath(root))
+    caplog.set_level("WARNING", logger="pulsarkit")
+    code, out, err = run(capsys, "readlog", str(root), "--json")
+    assert code == 0
+    assert {json.loads(line)["ledger_id"] for line in out.splitlines()} == {1, 2}  # ledgers-b's 3 unreadable
+    assert "ledgers-b: directory cannot be read" in caplog.text + err

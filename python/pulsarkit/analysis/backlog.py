@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..broker.topic_name import PENDING_ACK_SUFFIX
+from ..broker.transaction.pending_ack import PendingAcks
 from ..codec.txn import decode_pending_ack_entry
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
@@ -53,25 +54,15 @@ def pending_acks(dd: DataDir, c: Cursor) -> _Acks:
     if ml not in dd.ml_infos:
         return out
     state = next((x for x in dd.cursors(ml) if x.name == "__pending_ack_state"), None)
-    pending: dict[tuple[int, int], list[tuple[Position, list[int], bool]]] = {}
-    for pos, records in dd.ml_records(
+    replayed = PendingAcks()
+    for _, records in dd.ml_records(
         ml, decode_pending_ack_entry, "bad_pending_ack_entry", state.mark_delete if state else None
     ):
         for r in records:
-            key = (r.txnid_most_bits or 0, r.txnid_least_bits or 0)
-            if r.op == "ACK":
-                pending.setdefault(key, []).extend(
-                    (Position(p.ledger_id, p.entry_id), p.ack_set, r.ack_type == "Cumulative") for p in r.positions
-                )
-            elif r.op == "COMMIT":
-                for p, ack_set, cum in pending.pop(key, []):
-                    out.apply(p, ack_set, cum)
-            elif r.op == "ABORT":
-                pending.pop(key, None)
-    # acknowledged by a transaction still open: held back, not redelivered
-    for acks in pending.values():
-        for p, ack_set, cum in acks:
-            out.apply(p, ack_set, cum)
+            replayed.apply(r)
+    # committed acknowledgements apply; those of a transaction still open hold their messages back
+    for p, ack_type in [*replayed.committed, *(a for held in replayed.open.values() for a in held)]:
+        out.apply(Position(p.ledger_id, p.entry_id), p.ack_set or [], ack_type == "Cumulative")
     return out
 
 

@@ -42,7 +42,7 @@ from ..scan.datadir import DataDir
 from ..scan.messages import AckFilter, OnIssue
 from ..scan.plan import plan_data_dir
 from ..scan.read import read_partition
-from ..scan.records import DataDirError, Issue, add_issue
+from ..scan.records import DataDirError, Issue
 from ..scan.schema import arrow_schema, json_record, message_fields
 from ..scan.transactions import TXN_MODES
 
@@ -93,8 +93,14 @@ def message_batches(
     mls = list(dict.fromkeys(dd.resolve(t) for t in names))
     if not mls:
         return
-    starts = {ml_to_topic(dd.resolve(t)): (p.ledger_id, p.entry_id) for t, p in (after or {}).items()}
-    scan = plan_data_dir(dd, str(dd.metadata_dir), topics=mls, txn=txn, after=starts, min_partitions=1)
+    # a partitioned topic's position applies to each of its partitions
+    starts = {
+        ml_to_topic(dd.resolve(ml)): (p.ledger_id, p.entry_id) for t, p in (after or {}).items() for ml in dd.expand(t)
+    }
+    # one partition per topic in this process: one chunk assembler and one reader each, nothing to spread
+    scan = plan_data_dir(
+        dd, str(dd.metadata_dir), topics=mls, txn=txn, after=starts, min_partitions=1, max_partition_bytes=1 << 62
+    )
 
     for part in scan.partitions:
         yield from read_partition(part, txn=txn, markers=markers, acks=acks, on_issue=_recorder(dd, part.topic))
@@ -116,7 +122,7 @@ def _recorder(dd: DataDir, topic: str | None) -> OnIssue:
     ) -> None:
         if path is None and lid is not None and eid is not None and kind != "bad_chunk" and count == 1:
             path, offset = dd.where(lid, eid)
-        add_issue(dd.issues, Issue(kind, path or topic or "?", offset, message, lid, eid, count))
+        dd.report(Issue(kind, path or topic or "?", offset, message, lid, eid, count))
 
     return issue
 
@@ -137,7 +143,8 @@ def read_message_rows(
 def iter_message_rows(
     dd: DataDir, topic: str, *, txn: str = "committed", markers: bool = False, start: Position | None = None
 ) -> Iterator[dict[str, Any]]:
-    """One topic's rows (:func:`read_message_rows`), after ``start`` when given."""
+    """One topic's rows (:func:`read_message_rows`; a partitioned topic's partitions one after the
+    other), after ``start`` when given (in each partition)."""
     after = {topic: start} if start is not None else None
     for b in message_batches(dd, [topic], txn=txn, markers=markers, after=after):
         yield from b.to_pylist()

@@ -107,7 +107,22 @@ def build_report(dd: DataDir, whatif: WhatIf | None = None, target_bytes: int | 
     checks = fsck(dd)
     severities = {s: sum(c["severity"] == s for c in checks) for s in ("error", "warning", "info")}
     sim = simulate(dd, whatif)
-    settings = json.dumps({k: v for k, v in sim["settings"].items() if k != "gc"})
+    st = sim["settings"]
+    settings = json.dumps({k: st[k] for k in ("horizon_hours", "assume_loaded", "config_files")})
+    setting_rows = [
+        {"setting": name, "value": st["gc"][name] if name in st["gc"] else st[name], "source": src}
+        for name, src in st["sources"].items()
+    ]
+    topic_rows = [
+        {
+            "topic": ml,
+            "retention": f"{p['retention_time_minutes']} min / {p['retention_size_mb']} MB",
+            "retention source": p["retention_source"],
+            "ttl": f"{p['ttl_seconds']} s",
+            "ttl source": p["ttl_source"],
+        }
+        for ml, p in sim["topics"].items()
+    ]
     parts = [
         "<!doctype html><meta charset='utf-8'><title>pulsarkit report</title>",
         "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}"
@@ -132,6 +147,9 @@ def build_report(dd: DataDir, whatif: WhatIf | None = None, target_bytes: int | 
         _table(orphans, ["ledger_id", "category", "verdict", "owner", "bytes_on_bookie", "evidence"]),
         "<h2>What if</h2>",
         f"<p>Settings: <code>{html.escape(settings)}</code></p>",
+        _table(setting_rows, ["setting", "value", "source"]),
+        _table(topic_rows, ["topic", "retention", "retention source", "ttl", "ttl source"]),
+        "".join(f"<p>Note: {html.escape(n)}</p>" for n in st["notes"]),
         _timeline(sim),
         _table(
             [

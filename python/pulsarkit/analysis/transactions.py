@@ -26,6 +26,8 @@ import pyarrow as pa
 
 from ..broker.topic_name import PENDING_ACK_SUFFIX, TXN_LOG_PREFIX, ml_kind, ml_to_topic
 from ..broker.transaction import PENDING_ACK_CURSOR, TRANSACTION_LOG_CURSOR
+from ..broker.transaction.log import TxnLogState
+from ..broker.transaction.pending_ack import PendingAcks
 from ..codec.txn import TxnSubscription, decode_pending_ack_entry, decode_txn_log_entry
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.position import Position
@@ -40,16 +42,9 @@ _UNFINISHED = ("OPEN", "COMMITTING", "ABORTING")
 class Transaction:
     most_bits: int
     least_bits: int
-    #: The coordinator's last recorded status (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED).
-    coordinator_state: str | None = None
-    partitions: list[str] = field(default_factory=list)
-    subscriptions: list[TxnSubscription] = field(default_factory=list)
-    timeout_ms: int | None = None
-    start_time: int | None = None
-    last_modification_time: int | None = None
-    owner: str | None = None
-    #: Set when the coordinator ended it because its timeout passed.
-    is_timeout: bool = False
+    #: What its coordinator's log says (status, timeout, partitions, subscriptions...), its records
+    #: replayed as the coordinator replays them.
+    log: TxnLogState = field(default_factory=TxnLogState)
     #: topic -> the TXN_COMMIT / TXN_ABORT marker the transaction left in that topic.
     markers: dict[str, str] = field(default_factory=dict)
     #: Topics holding messages of the transaction.
@@ -59,6 +54,41 @@ class Transaction:
     #: Coordinator-log records of the transaction, and how many the log cursor has not deleted.
     log_records: int = 0
     live_log_records: int = 0
+
+    @property
+    def coordinator_state(self) -> str | None:
+        """The coordinator's last recorded status (OPEN, COMMITTING, COMMITTED, ABORTING, ABORTED)."""
+        return self.log.status
+
+    # what the log says, by the names the inspector's rows use
+    @property
+    def start_time(self) -> int | None:
+        return self.log.start_time
+
+    @property
+    def timeout_ms(self) -> int | None:
+        return self.log.timeout_ms
+
+    @property
+    def partitions(self) -> list[str]:
+        return self.log.partitions
+
+    @property
+    def subscriptions(self) -> list[TxnSubscription]:
+        return self.log.subscriptions
+
+    @property
+    def owner(self) -> str | None:
+        return self.log.owner
+
+    @property
+    def last_modification_time(self) -> int | None:
+        return self.log.last_modification_time
+
+    @property
+    def is_timeout(self) -> bool:
+        """Set when the coordinator ended it because its timeout passed."""
+        return self.log.is_timeout
 
     @property
     def id(self) -> str:
@@ -122,19 +152,7 @@ def transactions(dd: DataDir) -> dict[tuple[int, int], Transaction]:
                 t = out.setdefault(key, Transaction(*key))
                 t.log_records += 1
                 t.live_log_records += not _record_deleted(cursor, pos, r.batched, r.batch_index)
-                if r.last_modification_time is not None:
-                    t.last_modification_time = r.last_modification_time
-                if r.op == "NEW":
-                    t.coordinator_state = t.coordinator_state or "OPEN"
-                    t.timeout_ms, t.start_time = r.timeout_ms, r.start_time
-                    t.owner = r.owner or t.owner
-                elif r.op == "ADD_PARTITION":
-                    t.partitions.extend(p for p in r.partitions if p not in t.partitions)
-                elif r.op == "ADD_SUBSCRIPTION":
-                    t.subscriptions.extend(s for s in r.subscriptions if s not in t.subscriptions)
-                elif r.op == "UPDATE" and r.new_status is not None:
-                    t.coordinator_state = r.new_status
-                    t.is_timeout = t.is_timeout or bool(r.is_timeout)
+                t.log.apply(r)
     for ml in dd.managed_ledger_names():
         if ml_kind(ml) != "pending_ack":
             continue
@@ -303,20 +321,17 @@ def pending_ack_rows(dd: DataDir) -> Iterator[dict[str, Any]]:
         store_cursor = _log_cursor(dd, ml, PENDING_ACK_CURSOR)
         ledgers, entries, size = _ml_bytes(dd, ml)
         records = after = 0
-        open_txns: dict[tuple[int, int], int] = {}
+        replayed = PendingAcks()
         max_acked: Position | None = None
         for pos, recs in dd.ml_records(ml, decode_pending_ack_entry, "bad_pending_ack_entry"):
             for r in recs:
                 records += 1
                 after += store_cursor is None or pos > store_cursor.mark_delete
-                key = (r.txnid_most_bits or 0, r.txnid_least_bits or 0)
-                if r.op == "ACK":
-                    open_txns[key] = open_txns.get(key, 0) + len(r.positions)
-                    for p in r.positions:
-                        acked = Position(p.ledger_id, p.entry_id)
-                        max_acked = acked if max_acked is None else max(max_acked, acked)
-                else:
-                    open_txns.pop(key, None)
+                replayed.apply(r)
+                for p in r.positions:
+                    acked = Position(p.ledger_id, p.entry_id)
+                    max_acked = acked if max_acked is None else max(max_acked, acked)
+        open_txns = {key: len(held) for key, held in replayed.open.items()}
         yield {
             "topic": ml_to_topic(owner[0]) if owner else None,
             "subscription": owner[1].name if owner else None,

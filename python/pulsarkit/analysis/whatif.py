@@ -23,6 +23,7 @@ entry logs under a byte target now, and the free space the transactional compact
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -30,20 +31,28 @@ from typing import Any
 from ..bookkeeper.gc import GcConfig, GcState, compaction_level, log_usage, select_for_compaction
 from ..managed_ledger.trim import retention_candidates
 from ..scan.datadir import DataDir
+from .policies import Settings, TopicPolicy, find_config_files, resolve
 
 HOUR_MS = 3_600_000
 
 
 @dataclass(frozen=True)
 class WhatIf:
-    """The settings to simulate. Pulsar's defaults: retention 0 minutes / 0 MB (consumed ledgers go at
-    once), no TTL, the retention check every 120 s."""
+    """The settings to simulate. A None setting is the data's own (:mod:`pulsarkit.analysis.policies`:
+    the namespace policies in the store, else the configuration files beside the data, else Pulsar's
+    defaults: retention 0 minutes / 0 MB, so consumed ledgers go at once, no TTL, the retention check
+    every 120 s); a value given here overrides that for every topic."""
 
-    retention_time_minutes: int = 0
-    retention_size_mb: int = 0
-    ttl_seconds: int = 0
-    retention_check_interval_s: int = 120
-    gc: GcConfig = field(default_factory=GcConfig)
+    retention_time_minutes: int | None = None
+    retention_size_mb: int | None = None
+    ttl_seconds: int | None = None
+    retention_check_interval_s: int | None = None
+    #: the whole GC configuration (None: the bookie's configuration file, else the defaults) ...
+    gc: GcConfig | None = None
+    #: ... and single GcConfig fields to override in it
+    gc_overrides: Mapping[str, Any] = field(default_factory=dict)
+    #: the configuration files to read (None: those found beside the data; (): none)
+    config_files: tuple[str, ...] | None = None
     horizon_hours: float = 48.0
     #: When the bookies last compacted (ms before the snapshot); the default assumes they just did.
     last_minor_ago_ms: int = 0
@@ -78,15 +87,15 @@ class _Topic:
             self.slowest = pos.ledger_id + 1 if full else pos.ledger_id
         self.active = any(c.last_active for c in cursors)
 
-    def trim(self, now: int, w: WhatIf) -> list[Any]:
+    def trim(self, now: int, p: TopicPolicy) -> list[Any]:
         slowest = self.slowest
-        if w.ttl_seconds > 0:  # TTL acknowledges whole ledgers closed long enough ago
+        if p.ttl_seconds > 0:  # TTL acknowledges whole ledgers closed long enough ago
             for li in self.infos:
-                if li.ledger_id != self.current and now - li.timestamp > w.ttl_seconds * 1000:
+                if li.ledger_id != self.current and now - li.timestamp > p.ttl_seconds * 1000:
                     slowest = max(slowest, li.ledger_id + 1)
         total = sum(li.size for li in self.infos)
-        time_ms = w.retention_time_minutes * 60_000 if w.retention_time_minutes >= 0 else -1
-        items = retention_candidates(self.infos, self.current, slowest, total, time_ms, w.retention_size_mb, now)
+        time_ms = p.retention_time_minutes * 60_000 if p.retention_time_minutes >= 0 else -1
+        items = retention_candidates(self.infos, self.current, slowest, total, time_ms, p.retention_size_mb, now)
         gone = {it.ledger_id for it in items}
         self.infos = [li for li in self.infos if li.ledger_id not in gone]
         return items
@@ -106,12 +115,31 @@ def _logs(dd: DataDir) -> list[_Log]:
     ]
 
 
+def settings_of(dd: DataDir, w: WhatIf | None = None) -> Settings:
+    """The settings ``w`` leaves to the data, resolved from its policies and configuration files."""
+    w = w or WhatIf()
+    files = w.config_files
+    if files is None:
+        files = tuple(str(p) for p in find_config_files([dd.metadata_dir.parent, *(d.parent for d in dd.ledger_dirs)]))
+    flags = {
+        "retention_time_minutes": w.retention_time_minutes,
+        "retention_size_mb": w.retention_size_mb,
+        "ttl_seconds": w.ttl_seconds,
+        "retention_check_interval_s": w.retention_check_interval_s,
+        **w.gc_overrides,
+    }
+    return resolve(dd.nodes, sorted(dd.ml_infos), files, flags, w.gc)
+
+
 def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
     """The timeline of ledger deletions, log removals and compactions (see the module docstring)."""
     w = w or WhatIf()
-    w.gc.validate()
+    st = settings_of(dd, w)
+    gc = st.gc
+    gc.validate()
     t0 = w.now_ms if w.now_ms is not None else _snapshot_now(dd)
     topics = [_Topic(dd, ml) for ml in sorted(dd.ml_infos)]
+    policies = {tp.name: st.topic(tp.name) for tp in topics}
     live = {lid for lid, led in dd.ledgers.items() if led.state != "DELETED"}
     logs = _logs(dd)
     disk = {lg.bookie: 0 for lg in logs}
@@ -125,7 +153,7 @@ def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
 
     last_minor, last_major = t0 - w.last_minor_ago_ms, t0 - w.last_major_ago_ms
     end = t0 + int(w.horizon_hours * HOUR_MS)
-    next_retention, next_gc = t0, t0 + w.gc.gc_wait_time_ms
+    next_retention, next_gc = t0, t0 + gc.gc_wait_time_ms
     written = 0
     while min(next_retention, next_gc) <= end:
         if next_retention <= next_gc:
@@ -133,7 +161,7 @@ def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
             for tp in topics:
                 if not w.assume_loaded and not tp.active:
                     continue
-                for it in tp.trim(t, w):
+                for it in tp.trim(t, policies[tp.name]):
                     live.discard(it.ledger_id)
                     emit(
                         t,
@@ -144,10 +172,10 @@ def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
                         bytes=it.size,
                         closed_ms=it.timestamp,
                     )
-            next_retention += w.retention_check_interval_s * 1000
+            next_retention += st.broker["retention_check_interval_s"] * 1000
             continue
         t = next_gc
-        next_gc += w.gc.gc_wait_time_ms
+        next_gc += gc.gc_wait_time_ms
         kept = []
         for lg in logs:
             lg.ledgers = {lid: b for lid, b in lg.ledgers.items() if lid in live}
@@ -160,11 +188,11 @@ def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
                 kept.append(lg)
         logs = kept
         gc_state = GcState(last_minor, last_major)
-        level, threshold, _ = compaction_level(w.gc, t, gc_state)
+        level, threshold, _ = compaction_level(gc, t, gc_state)
         if level is None:
             continue
         last_minor, last_major = t, (t if level == "major" else last_major)
-        usages = ((lg, lg.log_id, log_usage(sum(lg.ledgers.values()), lg.total, w.gc)) for lg in logs)
+        usages = ((lg, lg.log_id, log_usage(sum(lg.ledgers.values()), lg.total, gc)) for lg in logs)
         for lg, usage in select_for_compaction(usages, threshold):
             remaining = sum(lg.ledgers.values())
             reclaimed = lg.total - remaining
@@ -185,13 +213,17 @@ def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:
     return {
         "now_ms": t0,
         "settings": {
-            "retention_time_minutes": w.retention_time_minutes,
-            "retention_size_mb": w.retention_size_mb,
-            "ttl_seconds": w.ttl_seconds,
+            # the broker-wide values (a flag's, else the configuration's); each topic's own are in "topics"
+            **{k: st.overrides.get(k, st.broker[k]) for k in ("retention_time_minutes", "retention_size_mb")},
+            "ttl_seconds": st.overrides.get("ttl_seconds", st.broker["ttl_seconds"]),
+            "retention_check_interval_s": st.broker["retention_check_interval_s"],
             "horizon_hours": w.horizon_hours,
-            "gc": {k: getattr(w.gc, k) for k in w.gc.__dataclass_fields__},
+            "gc": {k: getattr(gc, k) for k in gc.__dataclass_fields__},
             "assume_loaded": w.assume_loaded,
+            **st.as_dict(),
         },
+        #: the retention and TTL each topic was simulated with, and where they came from
+        "topics": {ml: dict(p.__dict__) for ml, p in policies.items()},
         "timeline": rows,
         "summary": {
             "bookies": {b: {"bytes_before": start_disk[b], "bytes_after": disk[b]} for b in sorted(disk)},

@@ -144,7 +144,15 @@ def find_entry_logs(paths: PathLike | Iterable[PathLike | tuple[PathLike, int]])
         p = Path(item)
         if p.is_dir():
             found = []
-            for root, dirs, files in os.walk(p):
+
+            def unreadable(e: OSError, top: Path = p) -> None:
+                # the directory given is an error naming it; an unreadable one below it (lost+found
+                # on a ledger disk) is skipped with a warning, never silently
+                if os.path.abspath(e.filename or "") == os.path.abspath(top):
+                    raise BookieError(f"{top}: directory cannot be read: {e.strerror or e}")
+                _log.warning("%s: directory cannot be read (%s), skipped", e.filename, e.strerror or e)
+
+            for root, dirs, files in os.walk(p, onerror=unreadable):
                 dirs[:] = sorted(d for d in dirs if not _is_rocksdb_dir(Path(root) / d))
                 if _is_rocksdb_dir(Path(root)):
                     continue

@@ -3,6 +3,8 @@ need: the one place pulsarkit opens a RocksDB database.
 
 * :func:`open_writable` creates or opens a database pulsarkit writes (block format 5, so the older
   RocksDB releases BookKeeper's and Pulsar's JNI builds bundle read it; synced writes).
+* :func:`holding_lock` holds a database's ``LOCK`` as RocksDB would, without opening it: for a command
+  that acts on what a store says (``gc --execute``) while no broker may change it.
 * :class:`ReadOnlyCopy` opens a database pulsarkit must not touch: the files are copied to a private
   temporary directory (without ``LOCK`` and ``LOG*``) and the copy is opened read-only, its WAL
   replayed there. RocksDB writes ``LOCK``, ``LOG`` and options files into any directory it opens,
@@ -21,6 +23,9 @@ read that meets a damaged table file is an error too, never the end of the itera
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import os
 import shutil
 import struct
@@ -34,9 +39,15 @@ import rocksdict
 from ..codec.entry import crc32c
 from ..errors import PulsarkitError
 
+#: what the OS says when a directory or file cannot be written (permissions, chattr +i, a read-only mount)
+_READ_ONLY = ("Permission denied", "Operation not permitted", "Read-only file system")
+
 
 def _error(error: type[PulsarkitError], path: str, what: str, e: BaseException) -> PulsarkitError:
     text = str(e)
+    # before the lock test: a LOCK file that cannot be created or opened is a read-only store, not a busy one
+    if any(r in text for r in _READ_ONLY):
+        return error(f"{what} {path} is read-only (RocksDB cannot open it for writing): {text}")
     if "lock" in text.lower():
         return error(f"{what} {path} is in use by another process (RocksDB lock held): {text}")
     return error(f"{what} {path}: not a readable RocksDB database: {text}")
@@ -51,7 +62,10 @@ def open_writable(
 ) -> Any:
     """Opens (creating it) a database pulsarkit owns. A database another process holds open is a
     typed ``error`` saying it is in use."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise _error(error, path, what, e) from None
     opts = rocksdict.Options(raw_mode=True)
     opts.create_if_missing(True)
     table = rocksdict.BlockBasedOptions()
@@ -294,3 +308,64 @@ def read_all(
 
 
 __all__ = ["ReadOnlyCopy", "WalDamage", "open_writable", "read_all", "wal_damage", "write_batch"]
+
+
+_FLOCK = "hhqqi4x"  # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid
+
+
+def _lock_holder(fd: int) -> int | None:
+    """The pid holding a conflicting lock on the whole file (0: held, pid unknown), or None: free."""
+    probe = getattr(fcntl, "F_OFD_GETLK", fcntl.F_GETLK)
+    try:
+        got = fcntl.fcntl(fd, probe, struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+    except OSError:
+        return None
+    l_type, _, _, _, pid = struct.unpack(_FLOCK, got)
+    return None if l_type == fcntl.F_UNLCK else max(pid, 0)
+
+
+@contextlib.contextmanager
+def holding_lock(
+    path: str | os.PathLike[str], *, error: type[PulsarkitError] = PulsarkitError, what: str = "RocksDB database"
+) -> Iterator[None]:
+    """Holds a database's ``LOCK`` as RocksDB holds it (a write lock on the whole file), without opening
+    the database or writing to it: while it is held no broker or bookie can open the store, and a
+    store another process holds is a typed ``error`` naming its pid. An open-file-description lock
+    (Linux) conflicts with RocksDB's record lock even inside this process. A store whose ``LOCK``
+    cannot be opened for writing (a read-only directory or mount) is probed instead: refused if held,
+    else read as it is (nothing can write there either)."""
+    lock = os.path.join(os.fspath(path), "LOCK")
+    flags = os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(lock, os.O_RDWR | flags)
+    except FileNotFoundError:  # never opened by RocksDB: nothing can hold it
+        yield
+        return
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise error(f"{what} {path}: cannot open its LOCK file: {e.strerror}") from None
+        fd = os.open(lock, os.O_RDONLY | flags)
+        try:
+            holder = _lock_holder(fd)
+        finally:
+            os.close(fd)
+        if holder is not None:
+            raise error(_in_use(path, what, holder))
+        yield
+        return
+    setlk = getattr(fcntl, "F_OFD_SETLK", fcntl.F_SETLK)
+    try:
+        try:
+            fcntl.fcntl(fd, setlk, struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EAGAIN):
+                raise error(f"{what} {path}: cannot lock it: {e.strerror}") from None
+            raise error(_in_use(path, what, _lock_holder(fd))) from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _in_use(path: str | os.PathLike[str], what: str, pid: int | None) -> str:
+    by = f" (pid {pid})" if pid else ""
+    return f"{what} {os.fspath(path)} is in use by another process{by}: stop the broker or bookie using it first"

@@ -427,22 +427,21 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
 def _backlog(p: argparse.ArgumentParser) -> Runner:
     # DATA_DIR may be left out (--zookeeper-dir or --metadata-dir with --ledger-dir): argparse then
     # gives the two arguments to TOPIC and SUBSCRIPTION
-    p.add_argument("data_dir", metavar="DATA_DIR", nargs="?", help="a standalone's data directory")
+    _dir_args(p)
     p.add_argument("topic", metavar="TOPIC")
     p.add_argument("subscription", metavar="SUBSCRIPTION")
-    p.add_argument("--metadata-dir", help="the RocksDB metadata store, when not under DATA_DIR")
-    p.add_argument("--ledger-dir", action="append", help="a bookie ledger directory (repeatable)")
-    p.add_argument("--journal-dir", action="append", help="a bookie journal directory (repeatable)")
-    p.add_argument("--index-dir", action="append", help="a bookie index directory (repeatable)")
-    _zookeeper_args(p, "DATA_DIR/--metadata-dir; the bookies come with --ledger-dir")
-    p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
     p.add_argument("--format", choices=_FORMATS_MSG, default="table")
     p.add_argument("-o", "--output", help="output file")
     overwrite_arg(p)
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
-
+        if args.data_dir is None and not (args.metadata_dir or args.zookeeper_dir):
+            # argparse gave the two words it got to TOPIC and SUBSCRIPTION
+            raise DataDirError(
+                f"backlog takes DATA_DIR TOPIC SUBSCRIPTION (got {args.topic!r} {args.subscription!r}), "
+                "or TOPIC SUBSCRIPTION with --zookeeper-dir or --metadata-dir and --ledger-dir"
+            )
         dd = _open(args)
         c = dd.cursor(args.topic, args.subscription)
         total = message_entries(dd, [c.managed_ledger])

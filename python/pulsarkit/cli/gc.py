@@ -23,6 +23,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from contextlib import nullcontext
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -40,6 +41,7 @@ from ..analysis.orphans import (
 )
 from ..bookkeeper.gc import GcConfig, reclaiming_level
 from ..bookkeeper.gc_cluster import BookieGcRun, GcPlans, execute_bookies, open_bookies, plan_bookies
+from ..bookkeeper.key_value_storage import holding_lock
 from ..errors import BookieError
 from ..metadata.store import MetadataStore
 from ..plan import to_data
@@ -251,7 +253,11 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
             if not args.execute:
                 raise DataDirError("--from-plan applies a plan: give --execute too")
             reviewed = GcPlans.read(args.from_plan)
+        # --execute deletes what the metadata says is dead: the store's lock is held throughout, so no
+        # broker is running on it (it would refuse to start), and one that is running is a clear refusal
+        held = holding_lock(md_dir, error=DataDirError, what="metadata store") if args.execute else nullcontext()
         with (
+            held,
             MetadataStore(md_dir, read_only=True) as metadata,
             open_bookies(bookies, read_only=not args.execute) as dirs,
         ):

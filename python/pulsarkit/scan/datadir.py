@@ -199,7 +199,7 @@ class DataDir:
         self.read_only = True
         self.issues: list[Issue] = []
         for i in metadata.issues if metadata is not None else ():
-            self._issue(i)
+            self.report(i)
         self._load_metadata()
         # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks read
         self._bookies = [
@@ -262,7 +262,8 @@ class DataDir:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _issue(self, issue: Issue) -> None:
+    def report(self, issue: Issue) -> None:
+        """Records what could not be read (a :class:`DataDirError` instead, with ``strict``)."""
         if self.strict:
             raise issue.error()
         add_issue(self.issues, issue)
@@ -279,7 +280,7 @@ class DataDir:
             try:
                 got = reader.get(path)
             except MetadataStoreError as e:
-                self._issue(Issue("bad_metadata_value", str(self.metadata_dir), None, str(e)))
+                self.report(Issue("bad_metadata_value", str(self.metadata_dir), None, str(e)))
                 continue
             if got is not None:
                 data, stat = got
@@ -300,7 +301,7 @@ class DataDir:
                 try:
                     self.ledger_metadata[lid] = parse_ledger_metadata(data, lid)
                 except MetadataStoreError as e:
-                    self._issue(Issue("bad_ledger_metadata", str(self.metadata_dir), None, f"{path}: {e}", lid))
+                    self.report(Issue("bad_ledger_metadata", str(self.metadata_dir), None, f"{path}: {e}", lid))
             elif path.startswith(root):
                 parts = path[len(root) :].split("/")
                 try:
@@ -310,7 +311,7 @@ class DataDir:
                         ml = "/".join(parts[:4])
                         self.cursor_infos.setdefault(ml, {})[parts[4]] = parse_managed_cursor_info(data, path)
                 except MetadataStoreError as e:
-                    self._issue(Issue("bad_metadata_value", str(self.metadata_dir), None, f"{path}: {e}"))
+                    self.report(Issue("bad_metadata_value", str(self.metadata_dir), None, f"{path}: {e}"))
             elif path.startswith("/admin/partitioned-topics/"):
                 parts = path[len("/admin/partitioned-topics/") :].split("/")
                 if len(parts) == 4:
@@ -359,10 +360,10 @@ class DataDir:
             try:
                 records, issues, _ = scan_journal(f, start)
             except OSError as e:
-                self._issue(Issue("unreadable_journal", str(f), None, str(e)))
+                self.report(Issue("unreadable_journal", str(f), None, str(e)))
                 continue
             for i in issues:
-                self._issue(Issue(*i))
+                self.report(Issue(*i))
             for r in records:
                 if r.entry_id >= 0:
                     journal.setdefault(r.ledger_id, {})[r.entry_id] = r
@@ -408,7 +409,7 @@ class DataDir:
             led = Ledger(lid, "deleted")
             if md is None and (lid in owner or lid in cursor_owner):
                 who = owner.get(lid) or "/".join(cursor_owner[lid])
-                self._issue(
+                self.report(
                     Issue(
                         "missing_ledger",
                         str(self.metadata_dir),
@@ -444,7 +445,7 @@ class DataDir:
             self._bookie_stats(led)
             if md is not None and lid in owner and led.last_entry_id >= 0 and led.entries_on_bookie == 0:
                 # the metadata outlived the data: a topic reading it would silently lose these entries
-                self._issue(
+                self.report(
                     Issue(
                         "ledger_data_missing",
                         str(self.metadata_dir),
@@ -541,7 +542,7 @@ class DataDir:
         digest = led.digest_type if led and led.digest_type else None
         password = led.password if led else b""
         if self.replicas is not None:
-            return self.replicas.read(ledger_id, entry_id, digest, password, self._issue)
+            return self.replicas.read(ledger_id, entry_id, digest, password, self.report)
         b = self._bookie_of(ledger_id)
         got = b.read_raw(ledger_id, entry_id) if b else None
         if got is None:
@@ -577,14 +578,14 @@ class DataDir:
             if not held:  # a run no bookie holds: one issue and one error, however long it is
                 where = "on no given bookie" if self.replicas is not None else "on no bookie and in no journal"
                 gap = DataDirError(missing_message(ledger_id, a, b, where))
-                self._issue(Issue("unreadable_entry", "?", None, gap.reason, ledger_id, a, b - a + 1))
+                self.report(Issue("unreadable_entry", "?", None, gap.reason, ledger_id, a, b - a + 1))
                 yield a, gap
                 continue
             for eid in range(a, b + 1):
                 try:
                     yield eid, self.read_entry(ledger_id, eid)
                 except DataDirError as e:
-                    self._issue(Issue("unreadable_entry", e.path or "?", e.offset, e.reason, ledger_id, eid))
+                    self.report(Issue("unreadable_entry", e.path or "?", e.offset, e.reason, ledger_id, eid))
                     yield eid, e
 
     def held_entries(self, ledger_id: int) -> list[int]:
@@ -718,7 +719,7 @@ class DataDir:
         try:
             data = self.read_entry(lid, led.last_entry_id)
         except DataDirError as e:
-            self._issue(Issue("unreadable_entry", e.path or "?", e.offset, e.reason, lid, led.last_entry_id))
+            self.report(Issue("unreadable_entry", e.path or "?", e.offset, e.reason, lid, led.last_entry_id))
             return None, str(e)
         pi = PositionInfo()
         try:
@@ -804,7 +805,7 @@ class DataDir:
             try:
                 yield pos, decode(data)
             except PulsarkitError as e:
-                self.issues.append(Issue(issue_kind, ml, None, str(e), pos.ledger_id, pos.entry_id))
+                self.report(Issue(issue_kind, ml, None, str(e), pos.ledger_id, pos.entry_id))
 
     # -- Arrow --------------------------------------------------------------------------
 

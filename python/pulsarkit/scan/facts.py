@@ -67,15 +67,16 @@ def topic_facts(
     facts: dict[str, TopicFacts] = {}
     if not owner:
         return facts, ({} if time_filters else None)
-    # ledger, entry, uuid of a chunk, (txn most, least bits) or None, marker type
-    candidates: list[tuple[int, int, str | None, tuple[int, int] | None, int]] = []
+    # ledger, entry, uuid of a chunk, (txn most, least bits) or None, marker type, digest still unchecked
+    candidates: list[tuple[int, int, str | None, tuple[int, int] | None, int, bool]] = []
     pruning = _Pruning(time_filters) if time_filters else None
 
     def absorb(lids: pa.Array, eids: pa.Array, md: Any, keep: Any, verified: Any = None) -> None:
         """One decoded batch: ``md`` the metadata of entries ``lids``/``eids``, ``keep`` the rows of
-        owned ledgers (None: all). Its transactions and chunks are taken from the metadata itself:
-        no entry is read again for them; a copy whose digest does not verify (``verified`` False) does
-        not decide a transaction (its read reports it)."""
+        owned ledgers (None: all). Its transactions and chunks are taken from the metadata itself. A
+        copy whose digest does not verify (``verified`` False, from the native pass) decides no
+        transaction (the read reports it); heads (``verified`` None) are not verified: their
+        transactional entries are read whole and verified before they decide anything."""
         txn = pc.or_(pc.is_valid(md.column("txnid_most_bits")), pc.is_valid(md.column("txnid_least_bits")))
         if verified is not None:
             txn = pc.and_(txn, pc.fill_null(verified, True))
@@ -93,7 +94,7 @@ def topic_facts(
                 *(sel.column(i).to_pylist() for i in range(8)), strict=True
             ):
                 key = ((most or 0) & MASK, (least or 0) & MASK) if is_txn else None
-                candidates.append((lid, eid, uuid if is_chunk else None, key, marker or 0))
+                candidates.append((lid, eid, uuid if is_chunk else None, key, marker or 0, verified is None))
         if pruning is not None:
             pruning.absorb(lids, eids, md, chunk, keep)
 
@@ -173,9 +174,11 @@ def topic_facts(
         txn = e.txn_id
         key = None if txn is None else (txn[0] & MASK, txn[1] & MASK)
         md = e.metadata
-        candidates.append((lid, eid, md.uuid if e.is_chunk else None, key, md.marker_type if e.is_marker else 0))
+        marker = md.marker_type if e.is_marker else 0
+        candidates.append((lid, eid, md.uuid if e.is_chunk else None, key, marker, False))  # read_entry verified it
     seen: set[Pos] = set()
-    for lid, eid, uuid, key, marker in sorted(set(candidates), key=lambda c: (c[0], c[1])):
+    # an entry twice in the entry logs: a copy that decides a transaction (it verified) first
+    for lid, eid, uuid, key, marker, unchecked in sorted(set(candidates), key=lambda c: (c[0], c[1], c[3] is None)):
         led = dd.ledgers.get(lid)
         if led is None or eid > led.last_entry_id or (lid, eid) in seen:
             continue
@@ -185,6 +188,13 @@ def topic_facts(
             _span(f, uuid, (lid, eid))
         if key is None:
             continue
+        if unchecked:  # a head: the digest covers the whole entry, so it is read whole to verify it
+            try:
+                data = dd.read_entry(lid, eid)
+            except PulsarkitError:
+                continue  # decides nothing; the message read reports the entry
+            stats.entry_reads += 1
+            stats.entry_bytes += len(data) + 40
         if marker in TXN_MARKERS:
             f.markers[key] = TXN_MARKERS[marker]
         elif not marker:
@@ -275,7 +285,7 @@ TXN_MARKERS = {TXN_COMMIT_MARKER: "TXN_COMMIT", TXN_ABORT_MARKER: "TXN_ABORT"}
 def topic_markers(dd: DataDir, mls: Sequence[str]) -> dict[str, tuple[dict[Pos, str], dict[Pos, Position]]]:
     """Per managed ledger of ``mls``: (txn -> its TXN_COMMIT/TXN_ABORT marker there, txn -> the
     position of its first message there), from one metadata pass over all their ledgers
-    (:func:`topic_facts`): only the transactional entries are read whole."""
+    (:func:`topic_facts`)."""
     owner = {lid: ml for ml in mls for lid in dd.ml_ledgers(ml)}
     facts, _ = topic_facts(dd, owner, location_index(dd))
     out = {}

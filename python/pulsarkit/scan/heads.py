@@ -33,7 +33,8 @@ def read_heads(
     entry log at the location (``log_id << 32 | offset of the record's data``, the 4-byte big-endian
     record length just before it), in location order; None when the record there is not that entry
     or not a Pulsar entry (the caller reads such an entry whole). The digest is not verified: a
-    decision taken from a head is checked again on the rows of every entry read whole."""
+    transactional entry's head decides nothing until the entry is read whole and verified
+    (:func:`pulsarkit.scan.facts.topic_facts`)."""
     out: list[bytes | None] = [None] * len(wants)
     fds: dict[int, int] = {}
     guess: dict[int, int] = {}  # per ledger: its last head's size and some slack

@@ -117,6 +117,11 @@ class MessageState:
     ) -> pa.Table:
         """The rows of a batch of entries, in order; ``datas[i]`` None: unreadable (``errs[i]`` why);
         ``acks`` leaves out what a subscription acknowledged."""
+        for i in range(len(lids)):  # an unreadable entry is reported, acknowledged or not
+            if datas[i] is None:
+                why = errs[i] if errs is not None and errs[i] else "unreadable"
+                prefix = f"ledger {lids[i]} entry {eids[i]}: "  # the issue names the entry itself
+                self._bad("unreadable_entry", lids[i], eids[i], why.removeprefix(prefix))
         if acks is not None:  # acknowledged entries are not read into anything, chunks included
             keep_at = [i for i in range(len(lids)) if not acks.skip(lids[i], eids[i])]
             if len(keep_at) < len(lids):
@@ -139,10 +144,6 @@ class MessageState:
         for i in range(n):
             if most[i] is not None or least[i] is not None:
                 states[i] = self.state(((most[i] or 0) & MASK, (least[i] or 0) & MASK))
-        for i in range(n):
-            if datas[i] is None:
-                why = errs[i] if errs is not None and errs[i] else "unreadable"
-                self._bad("unreadable_entry", lids[i], eids[i], why)
         if pc.any(undecoded).as_py():
             why = md.column("error")
             for i in pc.indices_nonzero(undecoded).to_pylist():

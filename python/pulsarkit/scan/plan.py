@@ -495,7 +495,7 @@ def plan_data_dir(
                     partition=part,
                     segments=segs,
                     after=lo,
-                    markers=dict(f.markers),
+                    markers=f.markers,  # shared by a topic's partitions (a copy each when pickled)
                     coordinator=coord,
                     bytes=int(sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)),
                 )

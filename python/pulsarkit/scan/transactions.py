@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..broker.topic_name import ml_kind
+from ..broker.transaction.log import TxnLogState
 from ..codec.txn import decode_txn_log_entry
 from .datadir import DataDir
 from .schema import MASK, Pos
@@ -14,15 +15,11 @@ TXN_MODES = ("committed", "all")
 def coordinator_states(dd: DataDir) -> dict[Pos, str]:
     """txn -> its state in the coordinators' logs (what ``transactions(dd)`` calls
     ``coordinator_state``), without reading any other topic."""
-    out: dict[Pos, str] = {}
+    states: dict[Pos, TxnLogState] = {}
     for ml in dd.managed_ledger_names():
         if ml_kind(ml) != "transaction_log":
             continue
         for _, recs in dd.ml_records(ml, decode_txn_log_entry, "bad_txn_log_entry"):
             for r in recs:
-                key = (r.txnid_most_bits & MASK, r.txnid_least_bits & MASK)
-                if r.op == "NEW":
-                    out[key] = out.get(key) or "OPEN"
-                elif r.op == "UPDATE" and r.new_status is not None:
-                    out[key] = r.new_status
-    return out
+                states.setdefault((r.txnid_most_bits & MASK, r.txnid_least_bits & MASK), TxnLogState()).apply(r)
+    return {key: s.status for key, s in states.items() if s.status is not None}

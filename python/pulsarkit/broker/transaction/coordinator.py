@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ...codec.txn import decode_txn_log_entry, txn_metadata_record
 from ...errors import InvalidTxnStatusError, PulsarkitError, TransactionNotFoundError
 from ...managed_ledger.position import Position
-from .log import TransactionLog
+from .log import ENDED, TransactionLog, TxnLogState
 
 #: Allowed status changes (``TxnMetaImpl.checkTxnStatus``).
 TRANSITIONS = {
@@ -66,34 +66,34 @@ class TransactionMetadataStore:
             self._txns.clear()
             self._sequence = int(self.log.managed_ledger.properties.get(MANAGED_LEDGER_SEQUENCE_PROPERTY, -1))
             ended: list[Position] = []
+            live: dict[tuple[int, int], tuple[TxnLogState, list[Position]]] = {}
             for pos, r in self.log.replay():
                 key = (r.txnid_most_bits, r.txnid_least_bits)
                 self._sequence = max(self._sequence, key[1], r.max_local_txn_id or -1)
                 if r.op == "NEW":
-                    self._txns[key] = TxnMeta(
-                        key,
-                        timeout_ms=r.timeout_ms or 0,
-                        start_time=r.start_time or 0,
-                        last_modification_time=r.last_modification_time or 0,
-                        owner=r.owner,
-                        positions=[pos],
-                    )
-                    continue
-                meta = self._txns.get(key)
-                if meta is None:  # records of a transaction whose NEW was already deleted
+                    live[key] = (TxnLogState(), [])
+                got = live.get(key)
+                if got is None:  # records of a transaction whose NEW was already deleted
                     ended.append(pos)
                     continue
-                meta.positions.append(pos)
-                if r.op == "ADD_PARTITION":
-                    meta.partitions.extend(p for p in r.partitions if p not in meta.partitions)
-                elif r.op == "ADD_SUBSCRIPTION":
-                    subs = [(s.topic, s.subscription) for s in r.subscriptions]
-                    meta.subscriptions.extend(s for s in subs if s not in meta.subscriptions)
-                elif r.op == "UPDATE" and r.new_status:
-                    meta.status = r.new_status
-                    if meta.status in ("COMMITTED", "ABORTED"):
-                        ended.extend(meta.positions)
-                        del self._txns[key]
+                state, positions = got
+                positions.append(pos)
+                state.apply(r)
+                if state.status in ENDED:
+                    ended.extend(positions)
+                    del live[key]
+            for key, (state, positions) in live.items():
+                self._txns[key] = TxnMeta(
+                    key,
+                    status=state.status or "OPEN",
+                    timeout_ms=state.timeout_ms or 0,
+                    start_time=state.start_time or 0,
+                    last_modification_time=state.last_modification_time or 0,
+                    owner=state.owner,
+                    partitions=state.partitions,
+                    subscriptions=[(s.topic, s.subscription) for s in state.subscriptions],
+                    positions=positions,
+                )
             if ended:
                 self.log.delete_positions(ended)
             self._sequence = max(self._sequence, self._last_entry_sequence())

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from ...codec.txn import RecordPlace, TxnLogRecord, decode_txn_log_entry
+from ...codec.txn import RecordPlace, TxnLogRecord, TxnSubscription, decode_txn_log_entry
 from ...managed_ledger.ack_set import bitset_from_words
 from ...managed_ledger.config import ManagedLedgerConfig
 from ...managed_ledger.cursor import ManagedCursor
@@ -56,6 +56,42 @@ def _replay(
                 yield Position(*p), r
             elif live >> r.batch_index & 1:
                 yield TxnBatchedPosition(p[0], p[1], r.batch_size, r.batch_index), r
+
+
+#: The statuses after which a coordinator forgets a transaction (and deletes its records).
+ENDED = ("COMMITTED", "ABORTED")
+
+
+@dataclass
+class TxnLogState:
+    """What a coordinator's log says of one transaction, its records replayed in order (as
+    ``MLTransactionMetadataStore`` recovers ``TxnMetaImpl``): ``status`` is None until a NEW or an
+    UPDATE record says one."""
+
+    status: str | None = None
+    timeout_ms: int | None = None
+    start_time: int | None = None
+    last_modification_time: int | None = None
+    owner: str | None = None
+    partitions: list[str] = field(default_factory=list)
+    subscriptions: list[TxnSubscription] = field(default_factory=list)
+    #: an UPDATE said the coordinator ended it because its timeout passed
+    is_timeout: bool = False
+
+    def apply(self, r: TxnLogRecord) -> None:
+        if r.last_modification_time is not None:
+            self.last_modification_time = r.last_modification_time
+        if r.op == "NEW":
+            self.status = self.status or "OPEN"
+            self.timeout_ms, self.start_time = r.timeout_ms, r.start_time
+            self.owner = r.owner or self.owner
+        elif r.op == "ADD_PARTITION":
+            self.partitions.extend(p for p in r.partitions if p not in self.partitions)
+        elif r.op == "ADD_SUBSCRIPTION":
+            self.subscriptions.extend(s for s in r.subscriptions if s not in self.subscriptions)
+        elif r.op == "UPDATE" and r.new_status is not None:
+            self.status = r.new_status
+            self.is_timeout = self.is_timeout or bool(r.is_timeout)
 
 
 @dataclass(frozen=True)
@@ -137,9 +173,11 @@ class TransactionLog:
 
 
 __all__ = [
+    "ENDED",
     "TRANSACTION_LOG_CURSOR",
     "BufferedLogOptions",
     "TransactionLog",
+    "TxnLogState",
     "replay_records",
     "transaction_log_name",
 ]

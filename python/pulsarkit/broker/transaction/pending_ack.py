@@ -13,8 +13,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 
-from ...codec.txn import PendingAckRecord, decode_pending_ack_entry, pending_ack_record
+from ...codec.txn import AckedPosition, PendingAckRecord, decode_pending_ack_entry, pending_ack_record
 from ...managed_ledger.factory import ManagedLedgerFactory
 from ...managed_ledger.position import Position
 from ..topic_name import PENDING_ACK_SUFFIX
@@ -27,6 +28,29 @@ PENDING_ACK_CURSOR = "__pending_ack_state"
 
 def pending_ack_store_name(topic_managed_ledger: str, subscription: str) -> str:
     return f"{topic_managed_ledger}-{subscription}{PENDING_ACK_SUFFIX}"
+
+
+#: One acknowledgement a pending-ack record holds: the position (with its ack set) and the ack type.
+HeldAck = tuple[AckedPosition, str]
+
+
+@dataclass
+class PendingAcks:
+    """A pending-ack store's records replayed in order (as ``MLPendingAckStore`` recovers): the
+    acknowledgements each transaction still open holds, and those a COMMIT made final (an ABORT drops
+    its transaction's)."""
+
+    open: dict[tuple[int, int], list[HeldAck]] = field(default_factory=dict)
+    committed: list[HeldAck] = field(default_factory=list)
+
+    def apply(self, r: PendingAckRecord) -> None:
+        key = (r.txnid_most_bits or 0, r.txnid_least_bits or 0)
+        if r.op == "ACK":
+            self.open.setdefault(key, []).extend((p, r.ack_type or "Individual") for p in r.positions)
+        elif r.op == "COMMIT":
+            self.committed.extend(self.open.pop(key, []))
+        elif r.op == "ABORT":
+            self.open.pop(key, None)
 
 
 class PendingAckStore:
@@ -115,4 +139,4 @@ class PendingAckStore:
         self.writer.close().result()
 
 
-__all__ = ["PENDING_ACK_CURSOR", "PendingAckStore", "pending_ack_store_name"]
+__all__ = ["PENDING_ACK_CURSOR", "HeldAck", "PendingAckStore", "PendingAcks", "pending_ack_store_name"]
