@@ -70,3 +70,23 @@ def maven_copy_dependencies(mvn: str, pom: Path, settings_dir: Path, lib: Path, 
         pytest.skip(msg)
     (lib / ".complete").write_text("ok")
     return lib
+
+
+def read_export(to: str, out: Path):
+    """An export (``parquet``, ``delta``, ``iceberg``) as a reader of its format sees it: an Arrow table."""
+    import pyarrow.dataset as ds
+    from pulsarkit import export as px
+
+    if to == "delta":
+        from deltalake import DeltaTable
+
+        return DeltaTable(str(out)).to_pyarrow_table()
+    if to == "iceberg":
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        catalog = SqlCatalog("pulsarkit", uri=f"sqlite:///{out}/{px.ICEBERG_CATALOG}", warehouse=str(out))
+        try:
+            return catalog.load_table(".".join(px.ICEBERG_TABLE)).scan().to_arrow()
+        finally:
+            catalog.engine.dispose()
+    return ds.dataset(str(out), format="parquet", partitioning="hive").to_table()

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pulsarkit as pk
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from helpers import read_export
 from pulsarkit import export as px
 from pulsarkit.cli import main
 from pulsarkit.export.paths import JOURNAL_FILE, NAME_MAX, UnsafePath
@@ -60,20 +60,7 @@ def _digest(d: Path) -> dict[str, str]:
 
 
 def _rows(to: str, out: Path) -> list[tuple]:
-    if to == "delta":
-        from deltalake import DeltaTable
-
-        t = DeltaTable(str(out)).to_pyarrow_table()
-    elif to == "iceberg":
-        from pyiceberg.catalog.sql import SqlCatalog
-
-        catalog = SqlCatalog("pulsarkit", uri=f"sqlite:///{out}/{px.ICEBERG_CATALOG}", warehouse=str(out))
-        try:
-            t = catalog.load_table(".".join(px.ICEBERG_TABLE)).scan().to_arrow()
-        finally:
-            catalog.engine.dispose()
-    else:
-        t = ds.dataset(str(out), format="parquet", partitioning="hive").to_table()
+    t = read_export(to, out)
     return sorted(zip(*(t.column(c).to_pylist() for c in ("topic", "ledger_id", "entry_id", "payload"))))
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pulsarkit as pk
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
+from helpers import read_export
 from pulsarkit import export as px
 from pulsarkit.scan import plan, read_partition
 
@@ -48,20 +48,8 @@ def _needs(to: str) -> None:
 
 def _read_back(to: str, out: Path) -> pa.Table:
     """The export as a reader of the format sees it, sorted by message id, ``date`` as a string."""
-    if to == "delta":
-        from deltalake import DeltaTable
-
-        t = DeltaTable(str(out)).to_pyarrow_table()
-    elif to == "iceberg":
-        from pyiceberg.catalog.sql import SqlCatalog
-
-        catalog = SqlCatalog("pulsarkit", uri=f"sqlite:///{out}/{px.ICEBERG_CATALOG}", warehouse=str(out))
-        try:
-            t = catalog.load_table(".".join(px.ICEBERG_TABLE)).scan().to_arrow()
-        finally:
-            catalog.engine.dispose()
-    else:
-        t = ds.dataset(str(out), format="parquet", partitioning="hive").to_table()
+    t = read_export(to, out)
+    if to == "parquet":  # hive partitioning reads the date back as a date
         t = t.set_column(t.schema.get_field_index("date"), "date", t.column("date").cast(pa.string()))
     cols = ["topic", "ledger_id", "entry_id", "batch_index", "payload", "publish_time", "date"]
     return t.select(cols).sort_by([(c, "ascending") for c in cols[:4]])
