@@ -90,3 +90,25 @@ def read_export(to: str, out: Path):
         finally:
             catalog.engine.dispose()
     return ds.dataset(str(out), format="parquet", partitioning="hive").to_table()
+
+
+def tree_digest(d: Path, inodes: bool = False) -> dict[str, str]:
+    """Every name under ``d`` (links not followed) with its kind and content (and, with ``inodes``, the
+    file's inode: a file replaced by an equal one differs): what a test says must not change."""
+    import hashlib
+    import stat
+
+    out = {}
+    for base, dirs, files in os.walk(d, followlinks=False):
+        for n in dirs + files:
+            p = Path(base) / n
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                out[str(p.relative_to(d))] = "link:" + os.readlink(p)
+            elif stat.S_ISREG(st.st_mode):
+                out[str(p.relative_to(d))] = hashlib.sha256(p.read_bytes()).hexdigest() + (
+                    f":{st.st_ino}" if inodes else ""
+                )
+            else:
+                out[str(p.relative_to(d))] = "dir"
+    return out

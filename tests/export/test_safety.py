@@ -5,7 +5,6 @@ concurrent run told the lock holder's pid, over-long topic names, private files,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -18,7 +17,7 @@ import pulsarkit as pk
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import read_export
+from helpers import read_export, tree_digest
 from pulsarkit import export as px
 from pulsarkit.cli import main
 from pulsarkit.export.paths import JOURNAL_FILE, NAME_MAX, UnsafePath
@@ -44,19 +43,7 @@ def _needs(to: str) -> None:
 
 
 def _digest(d: Path) -> dict[str, str]:
-    """Every name under ``d`` (links not followed) with its kind and content: what must not change."""
-    out = {}
-    for base, dirs, files in os.walk(d, followlinks=False):
-        for n in dirs + files:
-            p = Path(base) / n
-            st = os.lstat(p)
-            if stat.S_ISLNK(st.st_mode):
-                out[str(p.relative_to(d))] = "link:" + os.readlink(p)
-            elif stat.S_ISREG(st.st_mode):
-                out[str(p.relative_to(d))] = hashlib.sha256(p.read_bytes()).hexdigest() + f":{st.st_ino}"
-            else:
-                out[str(p.relative_to(d))] = "dir"
-    return out
+    return tree_digest(d, inodes=True)
 
 
 def _rows(to: str, out: Path) -> list[tuple]:

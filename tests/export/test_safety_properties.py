@@ -9,13 +9,13 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
 from pathlib import Path
 
 import pulsarkit as pk
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import tree_digest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pulsarkit import export as px
@@ -56,18 +56,7 @@ step = st.one_of(
 
 
 def _digest(d: Path) -> dict[str, str]:
-    out = {}
-    for base, dirs, files in os.walk(d, followlinks=False):
-        for n in dirs + files:
-            p = Path(base) / n
-            st_ = os.lstat(p)
-            if stat.S_ISLNK(st_.st_mode):
-                out[str(p.relative_to(d))] = "link:" + os.readlink(p)
-            elif stat.S_ISREG(st_.st_mode):
-                out[str(p.relative_to(d))] = hashlib.sha256(p.read_bytes()).hexdigest()
-            else:
-                out[str(p.relative_to(d))] = "dir"
-    return out
+    return tree_digest(d)
 
 
 def _append(root: Path, step: int) -> int:
