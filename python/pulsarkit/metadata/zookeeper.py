@@ -793,6 +793,30 @@ class DataTree:
         self._apply(txn.client_id, txn.zxid, txn.time, txn.type, txn.record)
 
 
+def _holds_effect(nodes: dict[str, ZNode], op: int, rec: Any, zxid: int, client_id: int) -> bool:
+    """Whether a tree already shows (part of) a logged, successful transaction: a fuzzy snapshot's end."""
+    if op in (OP_CREATE, OP_CREATE2, OP_CREATE_TTL, OP_CREATE_CONTAINER):
+        n = nodes.get(rec.path)
+        return n is not None and n.czxid == zxid
+    if op in (OP_DELETE, OP_DELETE_CONTAINER):
+        return rec.path not in nodes  # it existed when the delete was accepted
+    if op in (OP_SET_DATA, OP_RECONFIG):
+        n = nodes.get(rec.path)
+        return n is not None and n.mzxid == zxid
+    if op == OP_SET_ACL:
+        n = nodes.get(rec.path)
+        return n is not None and n.aversion == rec.version
+    if op == OP_CLOSE_SESSION:
+        if rec.paths is not None:
+            return any(p not in nodes for p in rec.paths)
+        return True  # which ephemerals it removed is not logged: cannot tell
+    if op == OP_MULTI:
+        if any(sub_op == OP_ERROR for sub_op, _ in rec.ops):
+            return False
+        return any(_holds_effect(nodes, sub_op, sub, zxid, client_id) for sub_op, sub in rec.ops)
+    return False  # createSession (sessions are written first), check, error
+
+
 # ------------------------------------------------------------------------------------ the store
 
 
@@ -856,7 +880,7 @@ class ZkSnapshotStore:
                 f"no snapshot.* file in {self.data_dir}"
                 + (" (there are transaction logs: the server refuses such a directory too)" if logs else "")
             )
-        snap = self._pick_snapshot(snaps)
+        snap = self._pick_snapshot(snaps, logs)
         self.snapshot = snap.file
         self.snapshot_zxid = snap.zxid
         self.dbid = snap.dbid
@@ -872,7 +896,7 @@ class ZkSnapshotStore:
 
     # -- restore ---------------------------------------------------------------------------------------
 
-    def _pick_snapshot(self, snaps: list[tuple[int, str]]) -> Snapshot:
+    def _pick_snapshot(self, snaps: list[tuple[int, str]], logs: list[tuple[int, str]]) -> Snapshot:
         as_of = self.as_of_zxid
         newest_first = list(reversed(snaps))[:MAX_SNAPSHOTS_TRIED]
         reasons = []
@@ -894,6 +918,12 @@ class ZkSnapshotStore:
                 if end is None or end > as_of:
                     reasons.append(f"{path} may hold transactions up to {end if end is not None else '?'}")
                     continue
+                # The server bumps lastProcessedZxid only after a transaction is applied, so a snapshot whose
+                # trailer says ``end`` may already hold part of transaction end + 1: usable at exactly
+                # ``end`` only when that transaction left no trace in it.
+                if end == as_of and snap.last_processed_zxid is not None and self._next_txn_leaked(snap, logs):
+                    reasons.append(f"{path} holds part of transaction {as_of + 1:#x}")
+                    continue
             return snap
         if as_of is not None:
             raise ZooKeeperDataError(
@@ -901,6 +931,23 @@ class ZkSnapshotStore:
                 + (f": {'; '.join(reasons)}" if reasons else " (every snapshot is newer)")
             )
         raise ZooKeeperDataError(f"no valid snapshot in {self.data_dir}: {'; '.join(reasons)}")
+
+    def _next_txn_leaked(self, snap: Snapshot, logs: list[tuple[int, str]]) -> bool:
+        """Whether ``snap`` holds any effect of the transaction that follows its trailer's zxid."""
+        want = snap.last_processed_zxid
+        assert want is not None
+        want += 1
+        for _, path in reversed([(z, p) for z, p in logs if z <= want]):
+            try:
+                log = _read_log(path)
+            except ZooKeeperDataError:
+                return True  # cannot tell: not usable at exactly this zxid
+            for t in log.txns if log is not None else ():
+                if t.zxid == want:
+                    return _holds_effect(snap.nodes, t.type, t.record, t.zxid, t.client_id)
+            if log is not None and log.txns and log.txns[0].zxid < want:
+                break
+        return False  # not logged: never applied
 
     def _replay(self, snap: Snapshot, logs: list[tuple[int, str]]) -> None:
         # FileTxnLog.getLogFiles: from the newest log starting at or before the snapshot's zxid, on.
