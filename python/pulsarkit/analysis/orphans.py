@@ -292,7 +292,8 @@ def cleanup_plan(dd: DataDir, include_review: bool = False, now_ms: int | None =
                 action = "none: the bookie's GC reclaims it (no metadata to delete)"
             else:
                 action = DELETE_METADATA
-            version, ctime = dd.node_versions.get(ledger_path(f.ledger_id), (-1, -1))
+            path = dd.ledger_paths.get(f.ledger_id, ledger_path(f.ledger_id))
+            version, ctime = dd.node_versions.get(path, (-1, -1))
             items.append(
                 OrphanCleanupItem(
                     **asdict(f),

@@ -287,6 +287,8 @@ class DataDir:
                 self.nodes[path] = data
                 self.node_versions[path] = (stat.version, stat.creation_timestamp)
         self.ledger_metadata: dict[int, Any] = {}
+        #: Where each ledger's metadata node is: the layout (hierarchical or long-hierarchical) is the cluster's.
+        self.ledger_paths: dict[int, str] = {}
         self.ml_infos: dict[str, Any] = {}
         self.cursor_infos: dict[str, dict[str, Any]] = {}
         self.partitioned: dict[str, int] = {}
@@ -298,6 +300,7 @@ class DataDir:
                 lid = ledger_id_from_path(path)
                 if lid is None:
                     continue
+                self.ledger_paths[lid] = path
                 try:
                     self.ledger_metadata[lid] = parse_ledger_metadata(data, lid)
                 except MetadataStoreError as e:
