@@ -77,6 +77,7 @@ from .bookie_dir import (
     find_layout,
     group_bookies,
     mapping_dirs,
+    read_cookie,
     read_rocksdb,
 )
 from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic, add_issue, held_pieces, missing_message
@@ -201,6 +202,7 @@ class DataDir:
         for i in metadata.issues if metadata is not None else ():
             self.report(i)
         self._load_metadata()
+        self._drop_unusable_dirs(journal_dirs is None)
         # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks read
         self._bookies = [
             BookieDir(
@@ -225,6 +227,52 @@ class DataDir:
         self._build_ledgers()
         if strict and self.issues:
             raise self.issues[0].error()
+
+    def _drop_unusable_dirs(self, journals_are_ledger_dirs: bool) -> None:
+        """A directory given twice is read once; one whose cookie names another cluster (its ``instanceId``
+        is not this metadata's ``/ledgers/INSTANCEID``) is not read, since its ledger ids are another
+        cluster's. Each is an issue naming the directory; everything else is read."""
+        raw = self.nodes.get("/ledgers/INSTANCEID")
+        instance = raw.decode("utf-8", "replace").strip() if raw else None
+
+        def usable(dirs: list[Path], what: str) -> list[bool]:
+            seen: dict[str, Path] = {}
+            keep = []
+            for d in dirs:
+                real = os.path.realpath(self._current(d))
+                if real in seen:
+                    self.report(
+                        Issue("directory_given_twice", str(d), None, f"{what} directory is also given as {seen[real]}")
+                    )
+                    keep.append(False)
+                    continue
+                seen[real] = d
+                try:
+                    cookie = read_cookie(d)
+                except DataDirError:
+                    cookie = None  # an unreadable cookie is reported where bookies are told apart
+                foreign = bool(instance) and cookie is not None and cookie.instance_id not in (None, instance)
+                if foreign and cookie is not None:
+                    self.report(
+                        Issue(
+                            "foreign_bookie",
+                            cookie.path,
+                            None,
+                            f"{what} directory of bookie {cookie.bookie_id} (cluster instance {cookie.instance_id}) "
+                            f"is not of this cluster ({instance}): not read",
+                        )
+                    )
+                keep.append(not foreign)
+            return keep
+
+        keep = usable(self.ledger_dirs, "ledger")
+        self.ledger_dirs = [d for d, k in zip(self.ledger_dirs, keep, strict=True) if k]
+        self.index_dirs = [d for d, k in zip(self.index_dirs, keep, strict=False) if k]
+        if journals_are_ledger_dirs:
+            self.journal_dirs = list(self.ledger_dirs)
+        else:
+            jkeep = usable(self.journal_dirs, "journal")
+            self.journal_dirs = [d for d, k in zip(self.journal_dirs, jkeep, strict=True) if k]
 
     @staticmethod
     def _current(d: Path) -> Path:
