@@ -270,6 +270,38 @@ def test_cli_backlog_from_a_zookeeper_dir(cluster, capsys):
     assert rc == 0 and out == want and "metadata: ZooKeeper" in err
 
 
+def test_cli_export_from_a_zookeeper_dir(cluster, capsys, tmp_path):
+    """``export`` of a cluster (ZooKeeper metadata + bookie directories): the same rows as the standalone's
+    export, its marks kept under the ZooKeeper directory's key; a rerun exports nothing new; an output inside
+    any input directory is refused."""
+    import pyarrow.compute as pc
+    from helpers import read_export
+
+    root, bookies, _, local, conf = cluster
+    zk_args = ["--zookeeper-dir", local, "--configuration-zookeeper-dir", conf, "--ledger-dir", bookies[0]]
+    rc, _, err = run(capsys, "export", root, "--to", "parquet", tmp_path / "a", "--engine", "local", "--no-progress")
+    assert rc == 0, err
+    argv = ["export", *zk_args, "--zxid", hex(SNAP_ZXID), "--to", "parquet", tmp_path / "b", "--json"]
+    rc, out, err = run(capsys, *argv, "--engine", "local", "--no-progress")
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["data_dir"] == "zookeeper:" + str(Path(local).resolve()) and summary["rows"] > 0
+    cols = ["topic", "ledger_id", "entry_id", "batch_index", "payload", "publish_time", "properties"]
+    a, b = read_export("parquet", tmp_path / "a"), read_export("parquet", tmp_path / "b")
+    order = [
+        ("topic", "ascending"),
+        ("ledger_id", "ascending"),
+        ("entry_id", "ascending"),
+        ("batch_index", "ascending"),
+    ]
+    assert a.select(cols).sort_by(order).equals(b.select(cols).sort_by(order))
+    assert pc.sum(pc.equal(b["topic"], LATE_TOPIC)).as_py() in (0, None)
+    rc, out, err = run(capsys, *argv, "--engine", "local", "--no-progress")  # incremental: nothing new
+    assert rc == 0 and json.loads(out)["rows"] == 0, err
+    rc, _, err = run(capsys, "export", *zk_args, "--to", "parquet", Path(bookies[0]) / "out", "--no-progress")
+    assert rc == 1 and "inside the data directory" in err and not (Path(bookies[0]) / "out").exists()
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
