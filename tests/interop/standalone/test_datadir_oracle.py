@@ -127,6 +127,13 @@ JAVA_PATCHES = {
 }
 
 
+def _retains_keyless(version: str) -> bool:
+    """``topicCompactionRetainNullKey``'s default: whether Pulsar's compactor keeps messages without a key in
+    the compacted ledger. True in 3.0.x (the setting came to 3.0 with the old behaviour as its default),
+    false since 3.2 and in 4.0."""
+    return version.startswith("3.0.")
+
+
 def _conf_extra(version: str) -> str:
     return "".join(v for prefix, v in CONF_EXTRA.items() if version.startswith(prefix))
 
@@ -503,6 +510,27 @@ def test_transaction_states_equal_what_the_coordinator_reported(recorded, kind):
     assert {k: states.get(k) for k in reported} == reported
 
 
+def test_which_entries_the_broker_stamped_with_entry_metadata(recorded, pulsar_version, kind):
+    """The transaction topic's entries as written, and read the same by the Java Reader and pulsarkit
+    (``test_every_message_equals_what_the_java_reader_received``): 4.0.7 gives every entry the PIP-70 broker
+    entry metadata; 3.0.7's transaction buffer appends transactional messages and the commit and abort
+    markers without it, and its index counts only the entries it stamped."""
+    with open_data_dir(recorded / kind / "data") as dd:
+        entries = {}
+        for r in iter_messages(dd, NS + "txn-topic", txn="all", markers=True):
+            mid = r["message_id"]
+            entries[(mid["ledger_id"], mid["entry_id"])] = (r["txn"] is not None, r["broker_entry_metadata"])
+    in_txn = [t for t, _ in entries.values()]
+    # plain, [c1 c2], a1, commit, abort, plain, open, plain
+    assert in_txn == [False, True, True, True, True, False, True, False]
+    stamped = [m for _, m in entries.values() if m is not None]
+    if pulsar_version.startswith("3.0."):
+        assert [m is not None for _, m in entries.values()] == [not t for t in in_txn]
+        assert [m["index"] for m in stamped] == [0, 1, 2]
+    else:
+        assert len(stamped) == len(entries)
+
+
 def test_transaction_inspector_reports_what_the_broker_did(recorded, kind):
     """The inspector, broker-less, on the directory a real standalone wrote with batched transaction
     logs and pending-ack stores: every transaction in the state the broker gave it; the open one is
@@ -568,10 +596,11 @@ def test_compacted_view_and_last_message_id_equal_what_a_read_compacted_reader_g
 
 
 def test_the_cpp_client_shows_placeholders_of_pulsars_own_compacted_ledger(recorded, kind):
-    """Pulsar 4.0.7's compacted ledger entries, served as they are to the real C++ client (pulsar-client)
+    """Pulsar's compacted ledger entries, served as they are to the real C++ client (pulsar-client)
     through the fake broker: the client returns each compacted_out placeholder as an empty, keyless
     message, where the Java reader (CompactedDump) skipped it. The C++ client's own behaviour, recorded
-    here so that pulsarkit's interop tests can expect it."""
+    here so that pulsarkit's interop tests can expect it (3.0.7's ledger also keeps keyless messages with
+    their data: those the client returns as they are)."""
     pulsar = pytest.importorskip("pulsar")
     from pulsarkit.testing.fake_broker import FakeBroker
 
@@ -597,29 +626,34 @@ def test_the_cpp_client_shows_placeholders_of_pulsars_own_compacted_ledger(recor
     placeholders = [(e, bi) for e, bi, k, v in got if k is None and v == b""]
     assert placeholders, "Pulsar's compacted batches hold compacted_out placeholders"
     assert len(got) == len(real) + len(placeholders)
-    assert sorted({bi for _, bi, k, _ in got if k is not None}) == sorted({bi for _, bi in real})
+    assert sorted({bi for _, bi, k, v in got if (k, v) != (None, b"")}) == sorted({bi for _, bi in real})
 
 
-def test_our_compactor_keeps_the_same_key_to_message_id_map(recorded, kind):
+def test_our_compactor_keeps_the_same_key_to_message_id_map(recorded, pulsar_version, kind):
     """pulsarkit's phase one over the topic's own entries, up to the broker's horizon, retains exactly the
-    messages the broker's compactor put in its compacted ledger; phase two rewrites them to the same ids."""
+    messages the broker's compactor put in its compacted ledger; phase two rewrites them to the same ids.
+    3.0.x's compactor also keeps every keyless message (``topicCompactionRetainNullKey`` defaults to true
+    there), which pulsarkit's phase two does with ``retain_null_key``."""
+    retain = _retains_keyless(pulsar_version)
     with open_data_dir(recorded / kind / "data") as dd:
         for topic in COMPACTED_TOPICS:
             view = compacted_topic(dd, topic)
-            theirs = {
-                m["key"]: (m["ledger_id"], m["entry_id"], m["batch_index"])
-                for m in compacted_messages(dd, topic)
-                if m["from_compacted_ledger"]
-            }
+            kept = [m for m in compacted_messages(dd, topic) if m["from_compacted_ledger"]]
+            theirs = {m["key"]: (m["ledger_id"], m["entry_id"], m["batch_index"]) for m in kept if m["key"] is not None}
             latest = phase_one(dd, topic, up_to=view.horizon)
             ours = {r["key"]: (r["ledger_id"], r["entry_id"], r["batch_index"]) for r in latest.retained().to_pylist()}
             assert ours == theirs, topic
+            keyless = [m for m in kept if m["key"] is None]
+            assert len(keyless) == (latest.keyless if retain else 0), topic
+            if topic == NS + "compact-batched":
+                assert latest.keyless == 2  # the workload's keyless messages
             t = dd.topic(topic)
             entries = [(p, d) for p, d in dd.ml_entries(t.managed_ledger) if p <= view.horizon]
             out = latest.compact_entries(
                 pa.array([d for _, d in entries], pa.binary()),
                 pa.array([p.ledger_id for p, _ in entries], pa.int64()),
                 pa.array([p.entry_id for p, _ in entries], pa.int64()),
+                retain_null_key=retain,
             )
             assert [Position(r["ledger_id"], r["entry_id"]) for r in out.to_pylist()] == [
                 p for p, _ in view.compacted_entries()
