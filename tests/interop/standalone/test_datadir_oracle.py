@@ -682,7 +682,7 @@ def test_orphans_and_disk_usage_of_the_real_directory(recorded, kind):
 def test_pulsarkit_gc_on_a_copy_then_real_pulsar_reads_every_live_message(recorded, pulsar_version, tmp_path):
     """The strongest check of bookie GC: on a copy of the real standalone's directory, pulsarkit's GC
     (Pulsar's own metadata store as the ledger manager, read-only) compacts the entry log holding the
-    deleted topic's and trimmed ledgers; then real Pulsar 4.0.7 is started on that directory and a
+    deleted topic's and trimmed ledgers; then the same real Pulsar release is started on that directory and a
     Reader gets every message it got before, with no BookKeeper error in the log."""
     lib = _lib(pulsar_version)
     work = tmp_path / "gc"
@@ -783,7 +783,8 @@ def test_damaged_real_directories_name_file_and_offset(recorded, tmp_path):
 @pytest.fixture(scope="module")
 def bookkeeper_shell(recorded, pulsar_version):
     """BookKeeper's own readlog/readjournal logic (ReadOnlyDefaultEntryLogger.scanEntryLog,
-    Journal.scanJournal), run against the very jars the standalone bundles (4.0.7: bookkeeper-server 4.17.2)."""
+    Journal.scanJournal), run against the very jars the standalone bundles (4.0.7: bookkeeper-server 4.17.2,
+    3.0.7: 4.16.6)."""
     repo_tests = Path(__file__).resolve().parents[2]
     lib = CACHE / f"lib-{pulsar_version}"
     with JavaOracle(
@@ -855,7 +856,7 @@ def test_orphans_made_on_purpose_are_found_cleaned_and_pulsar_still_reads_everyt
     metadata (owner gone), another topic's ledgers on disk without metadata, and a removed subscription's
     cursor ledger. pulsarkit finds exactly those and nothing live; the cleanup plan, executed with a
     backup, deletes exactly the metadata it should; pulsarkit's GC then drops them from the bookie; and
-    real Pulsar 4.0.7 restarted on the result gives every remaining topic's messages as before."""
+    the same real Pulsar release restarted on the result gives every remaining topic's messages as before."""
     lib = _lib(pulsar_version)
     work = tmp_path / "orphans"
     work.mkdir()
