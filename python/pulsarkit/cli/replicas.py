@@ -115,6 +115,12 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
                 f"{len(rep.bookies)} bookie(s) ({', '.join(rep.bookies)}), {len(rep.ledgers)} ledger(s), "
                 f"{len(rep.problems)} problem(s)"
             )
+            absent: dict[str, int] = {}
+            for r in rep.ledgers:
+                for b in r["bookies_absent"]:
+                    absent[b] = absent.get(b, 0) + 1
+            for b, n in sorted(absent.items()):  # a missing bookie is named: its copies were not checked
+                print(f"not given: bookie {b}, in the ensembles of {n} ledger(s); its copies were not checked")
         code = _finish(dd, args)
         return EXIT_DATA_PROBLEMS if args.strict and rep.problems else code
 
