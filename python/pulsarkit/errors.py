@@ -99,6 +99,10 @@ class PlanFormatError(PulsarkitError):
         self.field = field
 
 
+class SchemaStorageError(PulsarkitError):
+    """Bytes of the broker's schema storage (a ``/schemas`` locator, a schema ledger entry) that do not decode."""
+
+
 class TransactionError(PulsarkitError):
     """A transaction-coordinator or pending-ack operation was refused."""
 
@@ -140,6 +144,7 @@ __all__ = [
     "MetadataNotFoundError",
     "MetadataStoreError",
     "PulsarkitError",
+    "SchemaStorageError",
     "StalePlanError",
     "TransactionError",
     "TransactionNotFoundError",

@@ -2,6 +2,7 @@
 
     pulsarkit ledgers DATA_DIR       [--format table|json|parquet] [--kind KIND] [--ledger ID]
     pulsarkit topics DATA_DIR        [--format table|json] [--no-system]
+    pulsarkit schemas DATA_DIR       [--topic T]... [--format table|json|parquet]
     pulsarkit messages DATA_DIR      [--topic T]... [--format table|jsonl|parquet] [--txn committed|all]
                                      [--markers]
     pulsarkit backlog DATA_DIR TOPIC SUBSCRIPTION [--format table|jsonl|parquet]
@@ -34,6 +35,7 @@ import pyarrow.parquet as pq
 
 from ..analysis.backlog import backlog_batches
 from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
+from ..analysis.schemas import schemas_table
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.bookie_dir import bookie_parts
@@ -290,6 +292,42 @@ def _ledgers(p: argparse.ArgumentParser) -> Runner:
                 rows,
                 ["ledger_id", "kind", "state", "entries", "journal_only_entries", "bytes_on_bookie", "where"],
             )
+        return _finish(dd, args)
+
+    return _with_output(run)
+
+
+@command("schemas", help="every version of every topic's schema, from the metadata and the schema ledgers")
+def _schemas(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    p.add_argument(
+        "--topic", action="append", help="only this topic's schema (repeatable; a partition names its topic's)"
+    )
+    p.add_argument("--format", choices=_FORMATS_TABLE, default="table")
+    p.add_argument("-o", "--output", help="output file (parquet)")
+    overwrite_arg(p)
+
+    def run(args: argparse.Namespace) -> int:
+        dd = _open(args)
+        t = schemas_table(dd, args.topic)
+        if args.format == "parquet":
+            pq.write_table(t, _out_file(args))
+        elif args.format == "json":
+            for r in t.to_pylist():
+                definition = r["definition"]
+                try:  # Avro and JSON schemas are JSON text; a protobuf descriptor is binary
+                    r["definition"] = definition.decode("utf-8")
+                except UnicodeDecodeError:
+                    r["definition_b64"], r["definition"] = base64.b64encode(definition).decode("ascii"), None
+                r["properties"] = dict(r["properties"] or ())
+                print(json.dumps(r))
+        else:
+            rows = t.to_pylist()
+            for r in rows:
+                r["definition"] = f"{len(r['definition'])} bytes" if r["definition"] else ""
+                r["hash"] = "ok" if r["hash_matches"] else "MISMATCH"
+                r["deleted"] = "deleted" if r["deleted"] else ""
+            _table(rows, ["schema_id", "version", "type", "definition", "timestamp", "deleted", "hash", "ledger_id"])
         return _finish(dd, args)
 
     return _with_output(run)
