@@ -156,7 +156,9 @@ def _open(args: argparse.Namespace) -> Any:
     if zk is not None and not args.ledger_dir:
         raise DataDirError(f"{flag} holds the metadata only: give the bookies with --ledger-dir (repeatable)")
     if zk is None and args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
-        raise DataDirError("give DATA_DIR, or --metadata-dir (or --zookeeper-dir, --metadata-store) and --ledger-dir")
+        raise DataDirError(
+            "give DATA_DIR, or --metadata-dir (or --zookeeper-dir) and --ledger-dir (or --metadata-store URL with them)"
+        )
     dd = open_data_dir(
         args.data_dir,
         metadata_dir=args.metadata_dir,

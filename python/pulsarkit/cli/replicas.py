@@ -67,7 +67,7 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
         zk_kw = _zookeeper(args)
         given = [args.metadata_dir, zk_kw["zookeeper_dir"], zk_kw["metadata_store"]]
         if sum(x is not None for x in given) != 1:
-            raise DataDirError("give the metadata: --metadata-dir, --zookeeper-dir or --metadata-store (one of them)")
+            raise DataDirError("give the metadata: --metadata-dir or --zookeeper-dir or --metadata-store (one of them)")
         md = None
         if args.metadata_dir is not None:
             md = Path(args.metadata_dir)
