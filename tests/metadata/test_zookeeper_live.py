@@ -557,7 +557,7 @@ def test_a_huge_frame_length_is_refused_before_allocating() -> None:
             _store(srv.url(), max_attempts=1, max_frame=1 << 20)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(at=st.integers(0, 12), seed=st.integers(0, 2**32 - 1), cut=st.booleans())
 def test_mangled_server_replies_raise_only_the_typed_error(at: int, seed: int, cut: bool) -> None:
     """One reply of a conversation changed (bytes flipped, or cut short), the connection then closed."""
