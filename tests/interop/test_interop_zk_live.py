@@ -258,6 +258,8 @@ def test_a_concurrent_writer_makes_the_read_retry_and_it_stays_consistent(
     assert live.attempts >= 2 and writes[0] > 0
     assert live.get("/many/9/n099")[0] == b"changed under the walk"
     zk_server.stop()
+    # Every attempt in one session: created and closed once.
+    assert [t.op for t in _txns(zk_server) if t.client_id == live.session_id] == ["createSession", "closeSession"]
     at = _offline(zk_server, as_of_zxid=live.zxid)
     assert at.zxid == live.zxid
     assert sorted(live.keys()) == sorted(p for p in at.keys() if not _protected(p))

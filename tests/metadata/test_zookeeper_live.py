@@ -100,9 +100,14 @@ class FakeServer:
         on_request: Callable[[FakeServer, int], None] | None = None,
         mangle: Callable[[int, bytes], bytes | None] | None = None,
         silent: bool = False,
+        drop_at: int | None = None,
+        expire_resumed: bool = False,
     ) -> None:
         self.tree, self.noauth, self.on_request, self.mangle, self.silent = tree, noauth, on_request, mangle, silent
+        self.drop_at, self.expire_resumed = drop_at, expire_resumed
         self.requests: list[tuple[int, str | None, int | None]] = []
+        #: (session id, last zxid seen) of every ConnectRequest: 0 is a new session
+        self.connects: list[tuple[int, int]] = []
         self.sessions = 0
         self.closed_sessions = 0
         self.lsock = socket.create_server(("127.0.0.1", 0))
@@ -158,16 +163,25 @@ class FakeServer:
         return True
 
     def _session(self, conn: socket.socket) -> None:
-        self._frame(conn)  # ConnectRequest
+        _, last_zxid, _, sid = struct.unpack_from(">iqiq", self._frame(conn))  # ConnectRequest
+        self.connects.append((sid, last_zxid))
         if self.silent:
             self._read(conn, 1)  # never answers
-        self.sessions += 1
-        if not self._send(conn, 0, struct.pack(">iiq", 0, 30000, 0x1234 + self.sessions) + _I.pack(16) + bytes(16)):
+        timeout = 30000
+        if sid == 0:
+            self.sessions += 1
+            sid = 0x1234 + self.sessions
+        elif self.expire_resumed:
+            timeout = sid = 0
+        if not self._send(conn, 0, struct.pack(">iiq", 0, timeout, sid) + _I.pack(16) + bytes(16)) or not timeout:
             return
         n = 0
         while True:
             req = self._frame(conn)
             n += 1
+            if n == self.drop_at:
+                self.drop_at = None
+                return  # the connection is lost
             xid, op = struct.unpack_from(">ii", req)
             path = watch = None
             if len(req) > 8:
@@ -506,7 +520,7 @@ def test_a_change_during_the_read_makes_it_start_again(change: Callable[[Tree], 
     tree = Tree(PULSAR)
     with FakeServer(tree, on_request=_writer({5: change})) as srv:
         store = _store(srv.url(), subtrees=None)
-    assert store.attempts == 2 and srv.sessions == srv.closed_sessions == 2
+    assert store.attempts == 2 and srv.sessions == srv.closed_sessions == 1  # the attempts share one session
     assert store.zxid == tree.zxid
     assert sorted(store.keys()) == sorted(tree.nodes)
     assert all(store.get(p)[0] == tree.nodes[p][0] and store.stat(p) == tree.stat(p) for p in tree.nodes)
@@ -525,10 +539,15 @@ def test_a_change_to_a_node_already_read_whole_is_after_the_state_read() -> None
 
 def test_a_tree_that_keeps_changing_is_a_clear_error() -> None:
     tree = Tree(PULSAR)
-    with FakeServer(tree, on_request=lambda s, n: n == 3 and s.tree.change("/ledgers/00", b"x")) as srv:
+
+    def on_request(srv: FakeServer, n: int) -> None:
+        if srv.requests[-1][:2] == (zl.OP_GET_CHILDREN2, "/"):  # each attempt, after its first reply
+            srv.tree.change("/ledgers/00", b"x")
+
+    with FakeServer(tree, on_request=on_request) as srv:
         with pytest.raises(ZooKeeperServerError, match=r"no consistent read in 3 attempt\(s\).*/ledgers/00"):
             _store(srv.url(), max_attempts=3)
-        assert srv.sessions == srv.closed_sessions == 3
+        assert srv.sessions == srv.closed_sessions == 1
 
 
 def test_refused_hosts_then_a_good_one() -> None:
@@ -540,6 +559,23 @@ def test_refused_hosts_then_a_good_one() -> None:
         assert store.server == f"127.0.0.1:{srv.port}" and len(store) > 5
     with pytest.raises(ZooKeeperConnectionError, match=rf"no ZooKeeper server could be read: 127.0.0.1:{port}: "):
         _store(f"zk:127.0.0.1:{port}")
+
+
+def test_a_lost_connection_resumes_the_session_on_the_next_server() -> None:
+    tree = Tree(PULSAR)
+    with FakeServer(tree, drop_at=6) as a, FakeServer(tree) as b:
+        store = _store(f"zk:127.0.0.1:{a.port},127.0.0.1:{b.port}", subtrees=None)
+    assert store.attempts == 2 and store.server == f"127.0.0.1:{b.port}" and len(store) == len(PULSAR)
+    sid = 0x1235  # a's first (and only) session
+    assert a.connects == [(0, 0)] and b.connects == [(sid, tree.zxid)] and store.session_id == sid
+    assert (a.sessions, a.closed_sessions, b.sessions, b.closed_sessions) == (1, 0, 0, 1)  # closed once, on b
+
+
+def test_an_expired_session_is_replaced() -> None:
+    tree = Tree(PULSAR)
+    with FakeServer(tree, drop_at=6) as a, FakeServer(tree, expire_resumed=True) as b:
+        store = _store(f"zk:127.0.0.1:{a.port},127.0.0.1:{b.port}")
+    assert store.attempts == 2 and b.connects == [(0x1235, tree.zxid), (0, 0)] and b.closed_sessions == 1
 
 
 def test_a_server_that_never_answers_times_out() -> None:

@@ -321,8 +321,17 @@ def decode_get_children2(inp: _WireIn) -> tuple[list[str], ZkStat]:
 # ------------------------------------------------------------------------------------ the connection
 
 
+class Resume(NamedTuple):
+    """An open session to take over on another connection, as ZooKeeper's clients do after a lost one."""
+
+    session_id: int
+    passwd: bytes
+    last_zxid: int
+
+
 class _Connection:
-    """One server, one session; requests are pipelined and answered in order, as ZooKeeper answers a session."""
+    """One server, one session (new, or ``resume``d); requests are pipelined and answered in order, as ZooKeeper
+    answers a session."""
 
     def __init__(
         self,
@@ -334,12 +343,13 @@ class _Connection:
         connect_timeout: float,
         request_timeout: float,
         max_frame: int,
+        resume: Resume | None = None,
     ) -> None:
         self.where = f"{host}:{port}"
         self.chroot = chroot
         self.max_frame = max_frame
         self.xid = 0
-        self.last_zxid = 0
+        self.last_zxid = resume.last_zxid if resume is not None else 0
         try:
             self.sock = socket.create_connection((host, port), timeout=connect_timeout)
         except OSError as e:
@@ -347,10 +357,15 @@ class _Connection:
         try:
             self.sock.settimeout(request_timeout)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._send(encode_connect(session_timeout_ms))
+            if resume is None:
+                self._send(encode_connect(session_timeout_ms))
+            else:  # a server behind the zxid already seen refuses it: the read never goes back in time
+                self._send(encode_connect(session_timeout_ms, resume.session_id, resume.passwd, resume.last_zxid))
             self.session = decode_connect_response(self._frame(), self.where)
             if self.session.timeout_ms <= 0:
-                raise _error(f"{self.where}: the server refused the session", SESSION_EXPIRED)
+                raise _error(f"{self.where}: the server refused the session (expired)", SESSION_EXPIRED)
+            if resume is not None and self.session.session_id != resume.session_id:
+                raise _error(f"{self.where}: resumed session {resume.session_id:#x}, got {self.session.session_id:#x}")
         except BaseException:
             self.sock.close()
             raise
@@ -510,38 +525,57 @@ class ZkLiveStore:
 
     # -- the read ------------------------------------------------------------------------------------
 
-    def _connect(self, start: int) -> tuple[_Connection, int]:
+    def _connect(self, start: int, resume: Resume | None) -> tuple[_Connection, int]:
+        """The first server from ``start`` on (round) that answers; an expired ``resume`` gets a new session."""
         reasons = []
         hosts = self.connect.hosts
         for k in range(len(hosts)):
             i = (start + k) % len(hosts)
             host, port = hosts[i]
             try:
-                return _Connection(host, port, **self._opts), i  # type: ignore[arg-type]
+                return _Connection(host, port, resume=resume, **self._opts), i  # type: ignore[arg-type]
             except ZooKeeperServerError as e:
+                if resume is not None and e.code == SESSION_EXPIRED:
+                    resume = None
+                    try:
+                        return _Connection(host, port, **self._opts), i  # type: ignore[arg-type]
+                    except ZooKeeperServerError as e2:
+                        e = e2
                 reasons.append(str(e))
         raise _error(
             f"{self.url}: no ZooKeeper server could be read: {'; '.join(reasons)}", None, ZooKeeperConnectionError
         )
 
     def _read(self) -> int:
+        """Attempts share one session (its only transactions: one createSession, one closeSession); a lost
+        connection takes the session over on the next server and starts the walk again."""
         host = 0
         changed: list[str] = []
         lost: list[str] = []
-        while self.attempts < self.max_attempts:
-            if self.attempts:
-                time.sleep(min(0.05 * 2 ** (self.attempts - 1), 2.0))  # let a burst of writes pass
-            self.attempts += 1
-            conn, host = self._connect(host)
-            self.server, self.session_id, self.read_only = conn.where, conn.session.session_id, conn.session.read_only
-            try:
-                return self._walk(conn)
-            except _Changed as e:
-                changed = list(e.args[0])
-            except ZooKeeperConnectionError as e:
-                lost.append(str(e))
-                host += 1  # the next server, a new session
-            finally:
+        conn: _Connection | None = None
+        resume: Resume | None = None
+        try:
+            while self.attempts < self.max_attempts:
+                if self.attempts:
+                    time.sleep(min(0.05 * 2 ** (self.attempts - 1), 2.0))  # let a burst of writes pass
+                self.attempts += 1
+                if conn is None:
+                    conn, host = self._connect(host, resume)
+                    self.server, self.session_id = conn.where, conn.session.session_id
+                    self.read_only = conn.session.read_only
+                try:
+                    return self._walk(conn)
+                except _Changed as e:
+                    changed = list(e.args[0])
+                except ZooKeeperConnectionError as e:
+                    lost.append(str(e))
+                    changed = []
+                    resume = Resume(conn.session.session_id, conn.session.passwd, conn.last_zxid)
+                    conn.sock.close()
+                    conn = None
+                    host += 1
+        finally:
+            if conn is not None:
                 conn.close()
         if changed:
             shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
