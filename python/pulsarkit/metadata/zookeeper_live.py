@@ -96,11 +96,13 @@ DEFAULT_PORT = 2181
 DEFAULT_MAX_FRAME = 64 << 20
 DEFAULT_MAX_NODES = 10_000_000
 DEFAULT_MAX_BYTES = 8 << 30
-#: Requests in flight at once: enough to hide the round trips, few enough for the server's throttle.
+#: Requests in flight at once: enough to hide the round trips, far below the server's globalOutstandingLimit
+#: (1000), past which it stops reading from every client, the brokers included.
 WINDOW = 256
 _STAT = struct.Struct(">qqqqiiiqiiq")  # Stat: 68 bytes
 _I = struct.Struct(">i")
 _REPLY_HEADER = struct.Struct(">iqi")
+_RECV_SIZE = 1 << 16
 _PASSWD_LEN = 16
 
 
@@ -350,6 +352,8 @@ class _Connection:
         self.max_frame = max_frame
         self.xid = 0
         self.last_zxid = resume.last_zxid if resume is not None else 0
+        self._in = bytearray()  # bytes received, not yet taken from ``_at`` on
+        self._at = 0
         try:
             self.sock = socket.create_connection((host, port), timeout=connect_timeout)
         except OSError as e:
@@ -379,22 +383,25 @@ class _Connection:
         self.last_sent = time.monotonic()
 
     def _recv(self, n: int) -> bytes:
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
+        """``n`` bytes; the socket is read in large pieces (a pipelined batch's replies arrive together)."""
+        while len(self._in) - self._at < n:
+            if self._at:
+                del self._in[: self._at]
+                self._at = 0
             try:
-                k = self.sock.recv_into(view[got:])
+                chunk = self.sock.recv(max(_RECV_SIZE, n - len(self._in)))
             except TimeoutError:
                 raise _error(f"{self.where}: no reply in time", CONNECTION_LOSS, ZooKeeperConnectionError) from None
             except OSError as e:
                 raise _error(f"{self.where}: connection lost: {e}", CONNECTION_LOSS, ZooKeeperConnectionError) from None
-            if k == 0:
+            if not chunk:
                 raise _error(
                     f"{self.where}: the server closed the connection", CONNECTION_LOSS, ZooKeeperConnectionError
                 )
-            got += k
-        return bytes(buf)
+            self._in += chunk
+        out = bytes(self._in[self._at : self._at + n])
+        self._at += n
+        return out
 
     def _frame(self) -> bytes:
         n = _I.unpack(self._recv(4))[0]

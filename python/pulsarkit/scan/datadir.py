@@ -71,7 +71,7 @@ from ..metadata.store import (
     parse_managed_ledger_info,
 )
 from ..metadata.zookeeper import ZkSnapshotStore
-from ..metadata.zookeeper_live import ZkLiveStore, split_metadata_store_url
+from ..metadata.zookeeper_live import ZkLiveStore, parse_connect_string, split_metadata_store_url
 from ..proto import PositionInfo
 from .bookie_dir import (
     BookieDir,
@@ -920,7 +920,7 @@ def open_data_dir(
         else:
             src = metadata_store_metadata(metadata_store, configuration_metadata_store)
             return DataDir(
-                metadata_store,
+                rest if scheme == "rocksdb" else str(parse_connect_string(rest)),  # Path() would fold zk://
                 ledger_dirs or (),
                 journal_dirs=journal_dirs,
                 index_dirs=index_dirs,
