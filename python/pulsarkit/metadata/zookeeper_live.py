@@ -19,8 +19,12 @@ server answers every read with the zxid of its last applied transaction; the wal
 ``zxid``. A node whose ``czxid``, ``mzxid`` or ``pzxid`` is above it, a node whose two stats (``getData``'s,
 ``getChildren2``'s) differ, or a listed child that is gone, changed while the tree was read: the walk starts
 again (``max_attempts`` in all, then :class:`ZooKeeperServerError` naming the nodes that changed). When none
-did, every node read is as it was at ``zxid``: its data and child list last changed at or before it. A node
-the session may not read (``NoAuth``) is left out with an issue naming it.
+did, every node read is as it was at ``zxid``: its data and child list last changed at or before it (a stat
+records no zxid for an ACL change, so ``aversion`` alone may be newer). All attempts use one session, so the
+server logs one ``createSession`` and one ``closeSession`` however many there are; a lost connection takes the
+session over on the next server (with the last zxid seen: a server behind it refuses, so the read never goes
+back in time) and starts the walk again. A node the session may not read (``NoAuth``) is left out with an
+issue naming it; pulsarkit sends no credentials.
 
 By default only the subtrees pulsarkit reads are walked (:data:`PULSAR_SUBTREES`; their ancestors' data and
 the children on the way to them too), so that a busy ``/loadbalance`` or ``/namespace`` neither costs the
