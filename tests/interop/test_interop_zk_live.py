@@ -268,6 +268,28 @@ def test_a_concurrent_writer_makes_the_read_retry_and_it_stays_consistent(
     print(f"concurrent writer: {writes[0]} writes, the read took {live.attempts} attempts, zxid {live.zxid:#x}")
 
 
+def test_a_lost_connection_resumes_the_same_session(zk_server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connection drops mid-walk: the session is taken over on a new connection (the server accepts its id and
+    password), the walk starts again, and the server still logs one createSession and one closeSession."""
+    calls = [0]
+    real_calls = zl._Connection.calls
+
+    def calls_then_drop(self: Any, requests: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        return real_calls(self, requests)
+
+    monkeypatch.setattr(zl._Connection, "calls", calls_then_drop)
+    live = zl.ZkLiveStore(f"zk:127.0.0.1:{zk_server.port}", subtrees=None)
+    assert live.attempts == 2 and len(live) > 150
+    zk_server.stop()
+    assert [t.op for t in _txns(zk_server) if t.client_id == live.session_id] == ["createSession", "closeSession"]
+    at = _offline(zk_server, as_of_zxid=live.zxid)
+    for p in live.keys():
+        assert (live.get(p)[0], live.stat(p)) == (at.get(p)[0], at.stat(p)), p
+
+
 # ------------------------------------------------------------------------------- a real Pulsar's metadata
 
 
