@@ -9,12 +9,13 @@ import json
 
 import pytest
 from datadir_fixtures import file_hashes
+from helpers import read_export
 from pulsarkit.analysis.messages import read_messages
 from pulsarkit.analysis.orphans import find_orphans
 from pulsarkit.cli import main
 from pulsarkit.metadata.store import MetadataStore, StoreItems
 from pulsarkit.scan.bookie_dir import find_layout
-from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.datadir import DataDirSpec, open_data_dir
 from pulsarkit.scan.records import topic_dict
 from zk_fake import FakeServer, Tree
 
@@ -151,3 +152,24 @@ def test_nothing_in_the_directory_changes(served):
     before = file_hashes(root)
     open_data_dir(metadata_store=whole.url(), ledger_dirs=bookies)
     assert file_hashes(root) == before
+
+
+def test_the_spec_and_the_export_take_the_live_store(served, tmp_path):
+    """``DataDirSpec`` carries the URLs (its key is the normalised URL, chroot included; a rocksdb: URL's path
+    is one of its inputs), and ``pulsarkit export --metadata-store`` writes what the standalone's export does."""
+    root, md, bookies, (whole, local, conf) = served
+    spec = DataDirSpec.of(metadata_store=f"zk://127.0.0.1:{whole.port}/", ledger_dirs=bookies)
+    assert spec.key == f"zk:127.0.0.1:{whole.port}" and spec.inputs() == [str(b) for b in bookies]
+    assert DataDirSpec.from_options(None, spec.options()) == spec
+    assert DataDirSpec.of(metadata_store=f"rocksdb:{md}", ledger_dirs=bookies).key == f"metadata:{md.resolve()}"
+    assert str(md) in DataDirSpec.of(metadata_store=f"rocksdb:{md}", ledger_dirs=bookies).inputs()
+    split = DataDirSpec.of(metadata_store=local.url(), configuration_metadata_store=conf.url(), ledger_dirs=bookies)
+    assert [topic_dict(t) for t in split.open().topics()] == [topic_dict(t) for t in open_data_dir(root).topics()]
+
+    want, got = tmp_path / "want", tmp_path / "got"
+    assert main(["export", str(root), "--to", "parquet", str(want)]) == 0
+    args = ["--metadata-store", local.url(), "--configuration-metadata-store", conf.url(), "--ledger-dir", bookies[0]]
+    assert main(["export", *map(str, args), "--to", "parquet", str(got)]) == 0
+    order = [(c, "ascending") for c in ("topic", "ledger_id", "entry_id", "batch_index")]
+    a, b = (read_export("parquet", d).sort_by(order) for d in (want, got))
+    assert a.num_rows > 10 and a.equals(b)
