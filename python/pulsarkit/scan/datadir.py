@@ -985,7 +985,8 @@ class DataDirSpec:
     @property
     def key(self) -> str:
         """The data's identity, what an export's marks are kept under: a standalone's directory by its real
-        path; otherwise the metadata's (``zookeeper:``/``metadata:`` + real path), since which bookie
+        path; otherwise the metadata's (``zookeeper:``/``metadata:`` + real path, a live ZooKeeper's normalised
+        ``zk:`` URL), since which bookie
         directories are given, or as of which zxid, does not make it other data."""
         if self.zookeeper_dir is not None:
             return "zookeeper:" + os.path.realpath(self.zookeeper_dir)
