@@ -392,6 +392,14 @@ def test_an_expired_session_is_replaced() -> None:
     assert store.attempts == 2 and b.connects == [(0x1235, tree.zxid), (0, 0)] and b.closed_sessions == 1
 
 
+@pytest.mark.parametrize("limit", [{"max_nodes": 5}, {"max_bytes": 3}])
+def test_the_read_is_bounded(limit: dict[str, int]) -> None:
+    with FakeServer(Tree(PULSAR)) as srv:
+        with pytest.raises(ZooKeeperServerError, match="not read"):
+            _store(srv.url(), **limit)
+        assert srv.closed_sessions == 1
+
+
 def test_a_server_that_never_answers_times_out() -> None:
     with FakeServer(Tree(PULSAR), silent=True) as srv:
         with pytest.raises(ZooKeeperConnectionError, match="no reply in time"):

@@ -626,10 +626,7 @@ class ZkLiveStore:
                 nodes[path] = (data, st)
                 total += len(data)
             if len(nodes) > self.max_nodes or total > self.max_bytes:
-                raise _error(
-                    f"{self.url}: more than {self.max_nodes} nodes or {self.max_bytes} bytes: not read (max_nodes, "
-                    "max_bytes; subtrees limits the read)"
-                )
+                raise self._too_big()
             parents = [p for p in level if p in nodes and nodes[p][1].num_children > 0]
             nxt = []
             for (what, r), path in zip(conn.calls([(OP_GET_CHILDREN2, p) for p in parents]), parents, strict=True):
@@ -646,11 +643,19 @@ class ZkLiveStore:
                         kids.append(name)
                         nxt.append(child)
                 children[path] = kids
+                if len(nodes) + len(nxt) > self.max_nodes:  # before asking for them
+                    raise self._too_big()
             level = nxt
         if changed:
             raise _Changed(changed)
         self._nodes, self._children, self.issues = nodes, children, issues
         return zxid
+
+    def _too_big(self) -> Exception:
+        return _error(
+            f"{self.url}: more than {self.max_nodes} nodes or {self.max_bytes} bytes of data: not read (max_nodes, "
+            "max_bytes; subtrees limits the read)"
+        )
 
     def _usable(self, r: Reply, what: str, path: str, issues: list[Issue], changed: list[str]) -> bool:
         if r.err == OK:
