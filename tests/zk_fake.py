@@ -27,13 +27,23 @@ def stat_bytes(st: ZkStat) -> bytes:
 
 
 class Tree:
-    """Nodes as a server keeps them, with its zxid; ``change`` is a write by another client."""
+    """Nodes as a server keeps them, with its zxid; ``change``, ``create``, ``delete`` are writes by another
+    client. ``history`` keeps the whole state (data and stat per node) as of every zxid since the tree was built."""
 
     def __init__(self, paths: dict[str, bytes]) -> None:
         self.zxid = 1
         self.nodes: dict[str, list[Any]] = {}
+        self.history: dict[int, dict[str, tuple[bytes, ZkStat]]] = {}
         for p in sorted(paths, key=lambda p: (p.count("/"), p)):
             self.create(p, paths[p])
+        self.history = {self.zxid: self.state()}
+
+    def state(self) -> dict[str, tuple[bytes, ZkStat]]:
+        return {p: (d, self.stat(p)) for p, (d, _) in self.nodes.items()}
+
+    def _written(self) -> None:
+        if self.history:
+            self.history[self.zxid] = self.state()
 
     def create(self, path: str, data: bytes) -> None:
         self.zxid += 1
@@ -43,11 +53,13 @@ class Tree:
             parent = self.nodes[path.rsplit("/", 1)[0] or "/"][1]
             parent["cversion"] += 1
             parent["pzxid"] = z
+        self._written()
 
     def change(self, path: str, data: bytes) -> None:
         self.zxid += 1
         d, s = self.nodes[path]
         self.nodes[path] = [data, dict(s, mzxid=self.zxid, mtime=self.zxid * 10, version=s["version"] + 1)]
+        self._written()
 
     def delete(self, path: str) -> None:
         self.zxid += 1
@@ -55,6 +67,7 @@ class Tree:
         parent = self.nodes[path.rsplit("/", 1)[0] or "/"][1]
         parent["cversion"] += 1
         parent["pzxid"] = self.zxid
+        self._written()
 
     def kids(self, path: str) -> list[str]:
         pre = "/" if path == "/" else path + "/"

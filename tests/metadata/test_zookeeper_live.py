@@ -340,6 +340,58 @@ def test_a_change_during_the_read_makes_it_start_again(change: Callable[[Tree], 
     assert all(store.get(p)[0] == tree.nodes[p][0] and store.stat(p) == tree.stat(p) for p in tree.nodes)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=st.lists(st.tuples(st.integers(0, 30), st.binary(max_size=8)), min_size=1, max_size=25),
+    writes=st.lists(st.tuples(st.integers(1, 30), st.sampled_from("scd"), st.integers(0, 10**6)), max_size=6),
+)
+def test_whatever_changes_the_read_is_the_state_at_its_zxid(
+    shape: list[tuple[int, bytes]], writes: list[tuple[int, str, int]]
+) -> None:
+    """The consistency rule against a model: random trees, random writes (set, create, delete a leaf) made between
+    any two requests of the whole run; the result is exactly the server's state as of the zxid it reports."""
+    paths = {"/": b""}
+    for i, (parent, data) in enumerate(shape):
+        ps = sorted(paths)
+        paths[_join_path(ps[parent % len(ps)], f"n{i}")] = data
+    tree = Tree(paths)
+    schedule = {}
+    for at, kind, pick in writes:
+        schedule.setdefault(at, []).append((kind, pick))
+    count = [0]
+    new = [0]
+
+    def on_request(srv: FakeServer, n: int) -> None:
+        count[0] += 1
+        for kind, pick in schedule.get(count[0], ()):
+            t = srv.tree
+            ps = sorted(t.nodes)
+            p = ps[pick % len(ps)]
+            if kind == "s":
+                t.change(p, b"w%d" % pick)
+            elif kind == "c":
+                new[0] += 1
+                t.create(_join_path(p, f"w{new[0]}"), b"new")
+            elif p != "/" and not t.kids(p):
+                t.delete(p)
+
+    with FakeServer(tree, on_request=on_request) as srv:
+        store = _store(srv.url(), subtrees=None, max_attempts=10)
+    assert {p: (store.get(p)[0], store.stat(p)) for p in store.keys()} == tree.history[store.zxid]
+    state = tree.history[store.zxid]
+    assert all(store.children(p) == sorted(_kids(state, p)) for p in store.keys())
+    assert srv.sessions == srv.closed_sessions == 1
+
+
+def _join_path(parent: str, name: str) -> str:
+    return ("" if parent == "/" else parent) + "/" + name
+
+
+def _kids(state: dict[str, Any], p: str) -> list[str]:
+    pre = "/" if p == "/" else p + "/"
+    return [q[len(pre) :] for q in state if q != p and q.startswith(pre) and "/" not in q[len(pre) :]]
+
+
 def test_a_change_to_a_node_already_read_whole_is_after_the_state_read() -> None:
     """The root was read (data and children) before it changed: the state at the first reply's zxid is still
     what was read, and nothing read later shows a newer zxid. No retry."""
