@@ -173,3 +173,21 @@ def test_the_spec_and_the_export_take_the_live_store(served, tmp_path):
     order = [(c, "ascending") for c in ("topic", "ledger_id", "entry_id", "batch_index")]
     a, b = (read_export("parquet", d).sort_by(order) for d in (want, got))
     assert a.num_rows > 10 and a.equals(b)
+
+
+def test_gc_plans_from_the_live_store_and_refuses_to_execute(served, capsys):
+    """A GC plan from the live ZooKeeper is the RocksDB store's (made at its zxid); executing against a tree that
+    moves on after it was read is refused."""
+    root, md, bookies, (whole, _, _) = served
+    rc, want, _ = run(capsys, "gc", "--metadata-dir", md, "--ledger-dir", bookies[0], "--json")
+    rc2, got, _ = run(capsys, "gc", "--metadata-store", whole.url(), "--ledger-dir", bookies[0], "--json")
+    assert rc == rc2 == 0
+    a, b = json.loads(want), json.loads(got)
+    assert b["state"].pop("metadata_zxid") == whole.tree.zxid and "metadata_zxid" not in a["state"]
+    for plan in (a, b):
+        plan.pop("created_ms")
+        for bk in plan["bookies"]:
+            bk.pop("created_ms")
+    assert a == b and a["bookies"]
+    rc, out, err = run(capsys, "gc", "--metadata-store", whole.url(), "--ledger-dir", bookies[0], "--execute")
+    assert rc == 1 and out == "" and "refusing --execute with --metadata-store" in err
