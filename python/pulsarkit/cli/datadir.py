@@ -38,6 +38,7 @@ from ..analysis.backlog import backlog_batches
 from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
+from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
 from ..scan.records import DataDirError, topic_dict
 from ..scan.schema import arrow_schema, json_record, message_fields
@@ -67,6 +68,13 @@ def _dir_args(p: argparse.ArgumentParser, positional: bool = True, strict: bool 
     p.add_argument("--ledger-dir", action="append", help="a bookie ledger directory (repeatable)")
     p.add_argument("--journal-dir", action="append", help="a bookie journal directory (repeatable)")
     p.add_argument("--index-dir", action="append", help="a bookie index directory (repeatable)")
+    p.add_argument(
+        "--bookie",
+        action="append",
+        metavar="DIR",
+        help="a bookie whose directories sit under DIR (journal/, ledgers/...; repeatable): its ledger and journal "
+        "directories, each told by what it holds",
+    )
     _zookeeper_args(p, "DATA_DIR/--metadata-dir; the bookies come with --ledger-dir")
     if strict:
         p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
@@ -150,6 +158,17 @@ def _said_zxid(dd: Any, args: argparse.Namespace) -> Any:
 
 def data_dir_spec(args: argparse.Namespace) -> DataDirSpec:
     """The parts of the data the directory arguments (:func:`_dir_args`) name, checked for sense."""
+    bookies = getattr(args, "bookie", None) or []
+    if bookies:
+        if args.journal_dir and not args.ledger_dir:
+            raise DataDirError("--journal-dir goes with --ledger-dir; --bookie finds a bookie's journal itself")
+        args.ledger_dir = list(args.ledger_dir or [])
+        journals = list(args.journal_dir or args.ledger_dir)  # --ledger-dir alone: its journal is within
+        for b in bookies:
+            led, jrn = bookie_parts(Path(b))
+            args.ledger_dir += [str(d) for d in led]
+            journals += [str(d) for d in jrn]
+        args.journal_dir, args.bookie = journals, None
     zk_kw = _zookeeper(args)
     zk = zk_kw["zookeeper_dir"] or zk_kw["metadata_store"]
     flag = "--zookeeper-dir" if zk_kw["zookeeper_dir"] is not None else "--metadata-store"
