@@ -179,8 +179,9 @@ def test_gc_plans_from_the_live_store_and_refuses_to_execute(served, capsys):
     """A GC plan from the live ZooKeeper is the RocksDB store's (made at its zxid); executing against a tree that
     moves on after it was read is refused."""
     root, md, bookies, (whole, _, _) = served
-    rc, want, _ = run(capsys, "gc", "--metadata-dir", md, "--ledger-dir", bookies[0], "--json")
-    rc2, got, _ = run(capsys, "gc", "--metadata-store", whole.url(), "--ledger-dir", bookies[0], "--json")
+    same = ["--ledger-dir", bookies[0], "--disk-usage", "0.5", "--json"]  # not the shared disk's, which moves
+    rc, want, _ = run(capsys, "gc", "--metadata-dir", md, *same)
+    rc2, got, _ = run(capsys, "gc", "--metadata-store", whole.url(), *same)
     assert rc == rc2 == 0
     a, b = json.loads(want), json.loads(got)
     assert b["state"].pop("metadata_zxid") == whole.tree.zxid and "metadata_zxid" not in a["state"]
