@@ -45,6 +45,20 @@ class ZooKeeperDataError(MetadataStoreError):
     offset: int = -1
 
 
+class ZooKeeperServerError(MetadataStoreError):
+    """A live ZooKeeper could not be read (pulsarkit only reads it): a reply that is not ZooKeeper's protocol, an
+    error code the read cannot go on after (``code``, ZooKeeper's, None when the server gave none), a chroot that
+    does not exist, or a tree that kept changing through every attempt at one consistent read."""
+
+    code: int | None = None
+    offset: int = -1
+
+
+class ZooKeeperConnectionError(ZooKeeperServerError):
+    """No server of a ZooKeeper connect string could be reached (each one's reason in the message), or the
+    connection was lost or timed out mid-read."""
+
+
 class BookieError(PulsarkitError):
     """A bookie (ledger storage) operation failed."""
 
@@ -149,5 +163,7 @@ __all__ = [
     "TransactionError",
     "TransactionNotFoundError",
     "UnsupportedCompressionError",
+    "ZooKeeperConnectionError",
     "ZooKeeperDataError",
+    "ZooKeeperServerError",
 ]
