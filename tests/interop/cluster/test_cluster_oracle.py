@@ -1,0 +1,386 @@
+"""pulsarkit against a real Pulsar cluster: ZooKeeper, three bookies and a broker, from the Maven jars on 127.0.0.1.
+
+The cluster: a ZooKeeper server (``test_interop_zookeeper.Server`` on the jars of ``pulsar-broker:<PULSAR_VERSION>``,
+a small ``snapCount`` so its data holds several snapshots and transaction logs, the logs in a separate
+``dataLogDir``), cluster metadata written by Pulsar's own ``PulsarClusterMetadataSetup`` (``pulsar
+initialize-cluster-metadata``), three bookies (``org.apache.bookkeeper.server.Main``, what ``pulsar bookie`` runs;
+each in its own directory with ``journal/`` and ``ledgers/``, DbLedgerStorage) and one broker
+(``PulsarBrokerStarter``: ensemble 3, write quorum 2, ack quorum 2, the PIP-70 interceptors, dedup, transactions
+with PIP-160 batching, batch-index acks; ``cluster_oracle/``). The standalone oracle's workload
+(``../standalone/datadir_oracle/Workload.java``: every codec batched and not, chunks, a partitioned topic, a schema,
+dedup, compaction, a deleted topic, transactions) runs on it; everything is stopped with SIGTERM; then a cluster
+restarted on a *copy* gives the oracle (Dump, CompactedDump, Reattach: what real Java clients read).
+
+pulsarkit reads the untouched data offline, the ZooKeeper data dir plus the three bookies' directories, and must
+agree with the real clients on every field, with nothing more; no file may change. Everything is cached under
+``~/.cache/pulsarkit-tests/cluster-oracle/<hash of the harness files + PULSAR_VERSION>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/interop: the standalone and ZooKeeper harnesses
+from helpers import free_port  # noqa: E402
+from pulsarkit.analysis.backlog import iter_backlog  # noqa: E402
+from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id  # noqa: E402
+from pulsarkit.analysis.messages import iter_messages, read_messages  # noqa: E402
+from pulsarkit.analysis.transactions import transactions  # noqa: E402
+from pulsarkit.managed_ledger.position import Position  # noqa: E402
+from pulsarkit.scan.datadir import DataDir, open_data_dir  # noqa: E402
+from standalone.test_datadir_oracle import (  # noqa: E402
+    COMPACTED_TOPICS,
+    JVM,
+    NS,
+    PULSAR_VERSION,
+    SUBSCRIPTIONS,
+    USER_TOPICS,
+    Standalone,
+    _java_id,
+    _lib,
+    _ours,
+    _read_compacted,
+    _sha256_tree,
+    _theirs,
+    _tool,
+)
+from standalone.test_datadir_oracle import HERE as PROGRAMS  # noqa: E402
+from test_interop_zookeeper import Server  # noqa: E402
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+
+HERE = Path(__file__).resolve().parent / "cluster_oracle"
+CACHE = (
+    Path(os.environ.get("PULSARKIT_TEST_CACHE") or Path.home() / ".cache" / "pulsarkit-tests").resolve()
+    / "cluster-oracle"
+)
+CLUSTER = "cluster-a"
+BOOKIES = 3
+#: ZooKeeper snapshots after 100..200 transactions: a workload of a few thousand leaves several snapshots and logs.
+SNAP_COUNT = 200
+#: The bookies' JVM: small heaps (2 cores, four bookie/broker JVMs at once).
+BOOKIE_JVM = ["-Xmx256m", "-XX:MaxDirectMemorySize=256m", *JVM[2:]]
+
+
+def _harness_hash() -> str:
+    h = hashlib.sha256(PULSAR_VERSION.encode())
+    for d in (HERE, PROGRAMS):
+        for p in sorted(d.iterdir()):
+            h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _wait(what: str, ready, procs: list[subprocess.Popen], log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        dead = [p for p in procs if p.poll() is not None]
+        if dead or time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+            raise RuntimeError(f"{what} did not start (see {log}): {tail}")
+        time.sleep(0.5)
+
+
+class Cluster:
+    """ZooKeeper, three bookies and a broker over ``data`` (``zookeeper/``, ``bookie-N/``, ``ports.json``: the
+    bookie ids are in the ledgers' ensembles and cookies, so a restart keeps every port); configuration files
+    and logs go to ``work``. The first start initialises the cluster metadata."""
+
+    java = Standalone.java  # a program of the standalone oracle against this cluster (uses .lib and .work)
+
+    def __init__(self, lib: Path, work: Path, data: Path) -> None:
+        self.lib, self.work, self.data = lib, work, data
+        work.mkdir(parents=True, exist_ok=True)
+        data.mkdir(parents=True, exist_ok=True)
+        ports_file = data / "ports.json"
+        first = not ports_file.exists()
+        if first:
+            ports = {"broker": free_port(), "web": free_port(), "bookies": [free_port() for _ in range(BOOKIES)]}
+            ports_file.write_text(json.dumps(ports))
+        self.ports = json.loads(ports_file.read_text())
+        self.bookies: list[subprocess.Popen] = []
+        self.broker: subprocess.Popen | None = None
+        self.logs: list = []
+        self.zk = Server(lib, data / "zookeeper", 60_000, f"-Dzookeeper.snapCount={SNAP_COUNT}")
+        try:
+            self._start(first)
+        except BaseException:
+            self.stop(signal.SIGKILL)
+            raise
+
+    @property
+    def zk_url(self) -> str:
+        return f"zk:127.0.0.1:{self.zk.port}"
+
+    @property
+    def url(self) -> str:
+        return f"pulsar://127.0.0.1:{self.ports['broker']}"
+
+    @property
+    def web(self) -> str:
+        return f"http://127.0.0.1:{self.ports['web']}"
+
+    @property
+    def bookie_ids(self) -> list[str]:
+        return [f"127.0.0.1:{p}" for p in self.ports["bookies"]]
+
+    def _popen(self, name: str, args: list[str], cwd: Path, jvm: list[str]) -> subprocess.Popen:
+        log = open(self.work / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
+        self.logs.append(log)
+        return subprocess.Popen(
+            [_tool("java"), *jvm, "-Dpulsar.log.dir=logs", "-cp", f"{self.lib}/*", *args],
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def _start(self, first: bool) -> None:
+        if first:
+            r = subprocess.run(
+                [_tool("java"), "-Xmx256m", "-cp", f"{self.lib}/*", "org.apache.pulsar.PulsarClusterMetadataSetup"]
+                + ["--cluster", CLUSTER, "--metadata-store", self.zk_url]
+                + ["--configuration-metadata-store", self.zk_url, "--web-service-url", self.web]
+                + ["--broker-service-url", self.url, "--initial-num-transaction-coordinators", "1"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            (self.work / "setup.log").write_text(r.stdout + r.stderr)
+            if r.returncode != 0:
+                raise RuntimeError(f"PulsarClusterMetadataSetup failed: {(r.stdout + r.stderr)[-3000:]}")
+        for i, port in enumerate(self.ports["bookies"], 1):
+            d = self.data / f"bookie-{i}"
+            (d / "journal").mkdir(parents=True, exist_ok=True)
+            (d / "ledgers").mkdir(parents=True, exist_ok=True)
+            conf = self.work / f"bookie-{i}.conf"
+            conf.write_text(
+                (HERE / "bookie.conf").read_text()
+                + f"bookiePort={port}\nmetadataServiceUri=zk+hierarchical://127.0.0.1:{self.zk.port}/ledgers\n"
+            )
+            self.bookies.append(
+                self._popen(f"bookie-{i}", ["org.apache.bookkeeper.server.Main", "--conf", str(conf)], d, BOOKIE_JVM)
+            )
+        c = self.zk.client()
+        try:
+
+            def registered() -> bool:
+                return set(self.bookie_ids) <= set(c.get_children("/ledgers/available") or [])
+
+            _wait("the bookies", registered, self.bookies, self.work / "bookie-1.log")
+        finally:
+            c.stop()
+            c.close()
+        conf = self.work / "broker.conf"
+        conf.write_text(
+            (HERE / "broker.conf").read_text()
+            + f"metadataStoreUrl={self.zk_url}\nconfigurationMetadataStoreUrl={self.zk_url}\n"
+            + f"brokerServicePort={self.ports['broker']}\nwebServicePort={self.ports['web']}\n"
+        )
+        (self.work / "broker").mkdir(exist_ok=True)
+        self.broker = self._popen(
+            "broker", ["org.apache.pulsar.PulsarBrokerStarter", "-c", str(conf)], self.work / "broker", JVM
+        )
+
+        def serving() -> bool:
+            try:
+                with urllib.request.urlopen(f"{self.web}/admin/v2/namespaces/public", timeout=2) as r:
+                    return b"public/default" in r.read()
+            except OSError:
+                return False
+
+        _wait("the broker", serving, [self.broker], self.work / "broker.log", timeout=180)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """The broker, then the bookies, then ZooKeeper (each closes its sessions: no ephemeral node stays)."""
+        for p in [self.broker, *self.bookies]:
+            if p is not None and p.poll() is None:
+                p.send_signal(sig)
+                try:
+                    p.wait(90)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        self.zk.stop(sig)
+        for log in self.logs:
+            log.close()
+
+
+def _copy(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(dst.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp, symlinks=True)
+    tmp.rename(dst)
+
+
+def _run_workload(lib: Path, root: Path) -> None:
+    run = root / "run"
+    shutil.rmtree(run, ignore_errors=True)
+    c = Cluster(lib, run, run / "data")
+    try:
+        c.java("Workload", c.url, c.web, str(root / "txns.txt"))
+    finally:
+        c.stop()
+    _copy(run / "data", root / "clean" / "data")
+    shutil.rmtree(run, ignore_errors=True)
+
+
+def _observe(lib: Path, data: Path, out: Path, topics: list[str], subs: list[tuple[str, str]]) -> None:
+    """The oracle for one cluster's data: the cluster restarted on a copy, a Reader over every topic, a
+    readCompacted Reader over the compacted topics, then a consumer re-attaching to every subscription."""
+    if (out / "reattach.txt").exists():
+        return
+    work = out / "observe"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    _copy(data, work / "data")
+    c = Cluster(lib, work, work / "data")
+    try:
+        dump = c.java("Dump", c.url, *topics)
+        (out / "reader.jsonl").write_text(
+            "".join(line[4:] + "\n" for line in dump.splitlines() if line.startswith("REC "))
+        )
+        got = c.java("CompactedDump", c.url, *COMPACTED_TOPICS)
+        (out / "compacted.jsonl").write_text(
+            "".join(line + "\n" for line in got.splitlines() if line.startswith(("CMPLAST ", "CMPMSG ")))
+        )
+        got = c.java("Reattach", c.url, *[x for pair in subs for x in pair])
+        (out / "reattach.txt").write_text(
+            "".join(line[4:] + "\n" for line in got.splitlines() if line.startswith("GOT "))
+        )
+    finally:
+        c.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Path:
+    """``clean/data`` (the cluster's data) with the oracle's observations, built once and cached."""
+    root = CACHE / _harness_hash()
+    if (root / ".complete").exists():
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f"{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; a second session waits, then reuses it
+        if (root / ".complete").exists():
+            return root
+        lib = _lib()
+        started = time.monotonic()
+        if not (root / "clean" / "data").exists():  # each step is kept, so an interrupted build resumes
+            _run_workload(lib, root)
+        _observe(lib, root / "clean" / "data", root / "clean", USER_TOPICS, SUBSCRIPTIONS)
+        (root / "build-seconds.txt").write_text(f"{time.monotonic() - started:.0f}\n")
+        (root / ".complete").write_text("ok")
+    return root
+
+
+def _dirs(data: Path) -> dict:
+    """open_data_dir's arguments for a cluster's data: the ZooKeeper data dir and every bookie's directories."""
+    return {
+        "zookeeper_dir": data / "zookeeper" / "data",
+        "zookeeper_log_dir": data / "zookeeper" / "txlog",
+        "ledger_dirs": sorted(data.glob("bookie-*/ledgers")),
+        "journal_dirs": sorted(data.glob("bookie-*/journal")),
+    }
+
+
+def _open(data: Path) -> DataDir:
+    return open_data_dir(**_dirs(data))
+
+
+@pytest.fixture(params=["clean"])
+def kind(request) -> str:
+    return request.param
+
+
+def test_every_message_equals_what_the_java_reader_received(oracle, kind):
+    data = oracle / kind / "data"
+    expected = [json.loads(line) for line in (oracle / kind / "reader.jsonl").read_text().splitlines()]
+    by_topic = collections.defaultdict(list)
+    for e in expected:
+        by_topic[e["topic"]].append(_theirs(e))
+    with _open(data) as dd:
+        compared = 0
+        for topic, want in by_topic.items():
+            got = [_ours(r) for r in iter_messages(dd, topic)]
+            assert got == want, topic
+            compared += len(got)
+        assert dd.issues == []
+    assert compared == len(expected) and compared > 100
+
+
+def test_nothing_else_comes_out(oracle, kind):
+    expected = collections.Counter(
+        json.loads(x)["topic"] for x in (oracle / kind / "reader.jsonl").read_text().splitlines()
+    )
+    with _open(oracle / kind / "data") as dd:
+        got = collections.Counter(r["topic"] for r in read_messages(dd))
+        listed = {t.name for t in dd.topics(include_system=False)}
+    assert got == expected
+    assert NS + "to-delete" not in listed and NS + "dedup" in listed
+
+
+def test_backlog_equals_what_a_reattached_consumer_received(oracle, kind):
+    want = collections.defaultdict(list)
+    for line in (oracle / kind / "reattach.txt").read_text().splitlines():
+        topic, sub, mid = line.split()
+        want[(topic, sub)].append(mid.split(";")[-1])
+    with _open(oracle / kind / "data") as dd:
+        for topic, sub in SUBSCRIPTIONS:
+            names = dd.expand(topic)
+            got = [_java_id(r["message_id"]) for ml in names for r in iter_backlog(dd, ml, sub)]
+            if len(names) > 1:  # a partitioned consumer interleaves partitions: compare per partition
+                assert sorted(got) == sorted(want[(topic, sub)]), (topic, sub)
+            else:
+                assert got == want[(topic, sub)], (topic, sub)
+
+
+def test_transaction_states_equal_what_the_coordinator_reported(oracle, kind):
+    reported = {}
+    for line in (oracle / "txns.txt").read_text().splitlines():
+        txn, state = line.split()
+        most, least = txn.strip("()").split(",")
+        reported[(int(most), int(least))] = state
+    with _open(oracle / kind / "data") as dd:
+        states = {k: t.state for k, t in transactions(dd).items()}
+    assert {k: states.get(k) for k in reported} == reported
+
+
+def test_compacted_view_and_last_message_id_equal_what_a_read_compacted_reader_got(oracle, kind):
+    real = _read_compacted(oracle, kind)
+    with _open(oracle / kind / "data") as dd:
+        for topic in COMPACTED_TOPICS:
+            ours = [
+                (
+                    f"{m['ledger_id']}:{m['entry_id']}:{m['batch_index']}",
+                    m["key"],
+                    base64.b64decode(m["payload_b64"]).hex(),
+                )
+                for m in compacted_messages(dd, topic)
+            ]
+            assert ours == real[topic]["messages"], topic
+            last = last_message_id(dd, topic)
+            assert [f"{last.ledger_id}:{last.entry_id}:{last.batch_index}"] == real[topic]["last"], topic
+            view = compacted_topic(dd, topic)
+            assert view.has_message_available(Position(-1, -1)) == real[topic]["available"], topic
+
+
+def test_not_one_byte_written(oracle, kind):
+    data = oracle / kind / "data"
+    before = _sha256_tree(data)
+    with _open(data) as dd:
+        list(read_messages(dd, txn="all", markers=True, include_system=True))
+    assert _sha256_tree(data) == before
