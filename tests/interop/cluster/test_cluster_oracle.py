@@ -39,9 +39,12 @@ from helpers import free_port  # noqa: E402
 from pulsarkit.analysis.backlog import iter_backlog  # noqa: E402
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id  # noqa: E402
 from pulsarkit.analysis.messages import iter_messages, read_messages  # noqa: E402
-from pulsarkit.analysis.transactions import transactions  # noqa: E402
+from pulsarkit.analysis.transactions import transaction_log_table, transactions, transactions_table  # noqa: E402
+from pulsarkit.cli import main  # noqa: E402
 from pulsarkit.managed_ledger.position import Position  # noqa: E402
+from pulsarkit.metadata.zookeeper import ZkSnapshotStore  # noqa: E402
 from pulsarkit.scan.datadir import DataDir, open_data_dir  # noqa: E402
+from pulsarkit.scan.replicas import replica_report  # noqa: E402
 from standalone.test_datadir_oracle import (  # noqa: E402
     COMPACTED_TOPICS,
     JVM,
@@ -59,7 +62,7 @@ from standalone.test_datadir_oracle import (  # noqa: E402
     _tool,
 )
 from standalone.test_datadir_oracle import HERE as PROGRAMS  # noqa: E402
-from test_interop_zookeeper import Server  # noqa: E402
+from test_interop_zookeeper import Server, _assert_same, _served  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -384,3 +387,62 @@ def test_not_one_byte_written(oracle, kind):
     with _open(data) as dd:
         list(read_messages(dd, txn="all", markers=True, include_system=True))
     assert _sha256_tree(data) == before
+
+
+def test_transaction_inspector_reports_what_the_coordinator_did(oracle, kind):
+    """The one transaction coordinator's log (PIP-160 batches, on three bookies) gives every transaction the
+    state the client saw; the open one is the only one with live log records."""
+    reported = dict(line.split() for line in (oracle / "txns.txt").read_text().splitlines())
+    with _open(oracle / kind / "data") as dd:
+        rows = {r["txn"]: r for r in transactions_table(dd).to_pylist()}
+        (log,) = transaction_log_table(dd).to_pylist()
+    assert {t: rows[t]["state"] for t in reported} == reported
+    (open_txn,) = [t for t, s in reported.items() if s == "OPEN"]
+    assert {t for t, r in rows.items() if r["live_log_records"]} == {open_txn}
+    assert log["entries"] == log["batched_entries"] > 0
+
+
+def test_every_entry_has_write_quorum_copies_on_its_write_set(oracle, kind, capsys):
+    """Each entry of each ledger with metadata is on exactly the two bookies of its write set (ensemble 3,
+    write quorum 2), every copy verifies; ``pulsarkit replicas`` says the same as a command."""
+    data = oracle / kind / "data"
+    with _open(data) as dd:
+        rep = replica_report(dd)
+        ids = sorted({b for b in dd.bookie_ids if b})
+    assert rep.problems == [] and rep.bookies == ids and len(ids) == BOOKIES
+    live = [r for r in rep.ledgers if r["ensemble_size"] is not None]
+    assert len(live) > 15 and sum(r["entries"] for r in live) > 100
+    for r in live:
+        assert (r["ensemble_size"], r["write_quorum"], r["ack_quorum"]) == (3, 2, 2), r
+        assert r["copies"] == 2 * r["entries"] and r["under_replicated"] == 0 and r["unexpected_replica"] == 0, r
+        assert sum(r["read_from"].values()) == r["entries"], r
+    # every bookie serves reads: the ensembles spread the ledgers over all three
+    assert {b for r in live for b in r["read_from"]} == set(ids)
+    d = _dirs(data)
+    args = ["replicas", "--zookeeper-dir", str(d["zookeeper_dir"]), "--zookeeper-log-dir", str(d["zookeeper_log_dir"])]
+    args += [x for b in d["ledger_dirs"] for x in ("--bookie", str(b))]
+    assert main([*args, "--view", "ledgers", "--json", "--strict"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["ledger_id"], r["copies"], r["entries"]) for r in rows] == [
+        (r["ledger_id"], r["copies"], r["entries"]) for r in rep.ledgers
+    ]
+
+
+def test_a_zookeeper_server_on_a_copy_serves_every_node_pulsarkit_reads(oracle, kind, tmp_path):
+    """ZooKeeper itself (the cluster's own jars) restarted on a copy of the cluster's ZooKeeper data serves
+    every node pulsarkit restores offline: path, data, the whole stat, ACL, children."""
+    zk_root = oracle / kind / "data" / "zookeeper"
+    store = ZkSnapshotStore(zk_root / "data", log_dir=zk_root / "txlog")
+    served, zxid = _served(_lib(), zk_root, tmp_path / "zk")
+    n = _assert_same(store, served, zxid)
+    assert store.issues == [] and n > 100
+    snaps = list((zk_root / "data" / "version-2").glob("snapshot.*"))
+    logs = list((zk_root / "txlog" / "version-2").glob("log.*"))
+    assert len(snaps) >= 3 and len(logs) >= 3, (snaps, logs)
+    with _open(oracle / kind / "data") as dd:
+        n_ledgers = sum(1 for lid in dd.ledgers if dd.ledgers[lid].state != "DELETED")
+        n_messages = sum(1 for _ in read_messages(dd))
+    print(
+        f"cluster oracle ({PULSAR_VERSION}): {n} znodes, zxid {zxid:#x}, {len(snaps)} snapshots, {len(logs)} logs,"
+        f" {n_ledgers} ledgers with metadata, {n_messages} messages"
+    )
