@@ -71,6 +71,17 @@ def bookie_ledger_dir(path: Path) -> Path:
     return found[0]
 
 
+def bookie_dirs(path: Path) -> tuple[Path, Path]:
+    """(ledger directory, journal directory) of the one bookie ``path`` names: a bookie directory holding
+    ``ledgers/`` and ``journal/`` (Pulsar's ``data/bookkeeper`` layout, a production bookie's journal kept
+    apart: a bookie killed before it flushed holds acknowledged entries there alone), else
+    :func:`bookie_ledger_dir`'s directory, which holds its journal too."""
+    if (path / "ledgers" / "current").is_dir() and (path / "journal" / "current").is_dir():
+        return path / "ledgers", path / "journal"
+    d = bookie_ledger_dir(path)
+    return d, d
+
+
 # ---------------------------------------------------------------------------------- the cookie
 
 
@@ -414,6 +425,7 @@ __all__ = [
     "BookieMapping",
     "Cookie",
     "LogRead",
+    "bookie_dirs",
     "bookie_ids",
     "bookie_ledger_dir",
     "entry_payload",
