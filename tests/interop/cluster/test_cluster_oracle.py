@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -40,6 +41,7 @@ from pulsarkit.analysis.backlog import iter_backlog  # noqa: E402
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id  # noqa: E402
 from pulsarkit.analysis.messages import iter_messages, read_messages  # noqa: E402
 from pulsarkit.analysis.transactions import transaction_log_table, transactions, transactions_table  # noqa: E402
+from pulsarkit.bookkeeper.journal import scan_journal  # noqa: E402
 from pulsarkit.cli import main  # noqa: E402
 from pulsarkit.managed_ledger.position import Position  # noqa: E402
 from pulsarkit.metadata.zookeeper import ZkSnapshotStore  # noqa: E402
@@ -73,6 +75,13 @@ CACHE = (
 )
 CLUSTER = "cluster-a"
 BOOKIES = 3
+#: The runs: ``clean`` on three bookies; ``killed`` on four, the second SIGKILLed while the workload writes (once
+#: the broker lists ``kill_after``'s topic), so that the ledgers it was in change ensemble and its journal keeps
+#: entries no entry log has; it stays down, and the oracle's cluster restarts without it. Part of the cache key.
+RUNS = {
+    "clean": {"bookies": BOOKIES},
+    "killed": {"bookies": BOOKIES + 1, "kill": 2, "kill_after": "codec-zlib"},
+}
 #: ZooKeeper snapshots after 100..200 transactions: a workload of a few thousand leaves several snapshots and logs.
 SNAP_COUNT = 200
 #: The bookies' JVM: small heaps (2 cores, four bookie/broker JVMs at once).
@@ -80,7 +89,7 @@ BOOKIE_JVM = ["-Xmx256m", "-XX:MaxDirectMemorySize=256m", *JVM[2:]]
 
 
 def _harness_hash() -> str:
-    h = hashlib.sha256(PULSAR_VERSION.encode())
+    h = hashlib.sha256((PULSAR_VERSION + json.dumps(RUNS, sort_keys=True)).encode())
     for d in (HERE, PROGRAMS):
         for p in sorted(d.iterdir()):
             h.update(p.name.encode() + p.read_bytes())
@@ -98,23 +107,25 @@ def _wait(what: str, ready, procs: list[subprocess.Popen], log: Path, timeout: f
 
 
 class Cluster:
-    """ZooKeeper, three bookies and a broker over ``data`` (``zookeeper/``, ``bookie-N/``, ``ports.json``: the
-    bookie ids are in the ledgers' ensembles and cookies, so a restart keeps every port); configuration files
-    and logs go to ``work``. The first start initialises the cluster metadata."""
+    """ZooKeeper, ``bookies`` bookies and a broker over ``data`` (``zookeeper/``, ``bookie-N/``, ``ports.json``:
+    the bookie ids are in the ledgers' ensembles and cookies, so a restart keeps every port); configuration files
+    and logs go to ``work``. The first start initialises the cluster metadata; ``down`` are bookies (numbered
+    from 1) a restart leaves stopped."""
 
     java = Standalone.java  # a program of the standalone oracle against this cluster (uses .lib and .work)
 
-    def __init__(self, lib: Path, work: Path, data: Path) -> None:
+    def __init__(self, lib: Path, work: Path, data: Path, bookies: int = BOOKIES, down: tuple[int, ...] = ()) -> None:
         self.lib, self.work, self.data = lib, work, data
         work.mkdir(parents=True, exist_ok=True)
         data.mkdir(parents=True, exist_ok=True)
         ports_file = data / "ports.json"
         first = not ports_file.exists()
         if first:
-            ports = {"broker": free_port(), "web": free_port(), "bookies": [free_port() for _ in range(BOOKIES)]}
+            ports = {"broker": free_port(), "web": free_port(), "bookies": [free_port() for _ in range(bookies)]}
             ports_file.write_text(json.dumps(ports))
         self.ports = json.loads(ports_file.read_text())
-        self.bookies: list[subprocess.Popen] = []
+        self.down = down
+        self.bookies: dict[int, subprocess.Popen] = {}
         self.broker: subprocess.Popen | None = None
         self.logs: list = []
         self.zk = Server(lib, data / "zookeeper", 60_000, f"-Dzookeeper.snapCount={SNAP_COUNT}")
@@ -136,9 +147,8 @@ class Cluster:
     def web(self) -> str:
         return f"http://127.0.0.1:{self.ports['web']}"
 
-    @property
-    def bookie_ids(self) -> list[str]:
-        return [f"127.0.0.1:{p}" for p in self.ports["bookies"]]
+    def bookie_id(self, i: int) -> str:
+        return f"127.0.0.1:{self.ports['bookies'][i - 1]}"
 
     def _popen(self, name: str, args: list[str], cwd: Path, jvm: list[str]) -> subprocess.Popen:
         log = open(self.work / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
@@ -166,6 +176,8 @@ class Cluster:
             if r.returncode != 0:
                 raise RuntimeError(f"PulsarClusterMetadataSetup failed: {(r.stdout + r.stderr)[-3000:]}")
         for i, port in enumerate(self.ports["bookies"], 1):
+            if i in self.down:
+                continue
             d = self.data / f"bookie-{i}"
             (d / "journal").mkdir(parents=True, exist_ok=True)
             (d / "ledgers").mkdir(parents=True, exist_ok=True)
@@ -174,16 +186,16 @@ class Cluster:
                 (HERE / "bookie.conf").read_text()
                 + f"bookiePort={port}\nmetadataServiceUri=zk+hierarchical://127.0.0.1:{self.zk.port}/ledgers\n"
             )
-            self.bookies.append(
-                self._popen(f"bookie-{i}", ["org.apache.bookkeeper.server.Main", "--conf", str(conf)], d, BOOKIE_JVM)
-            )
+            main = ["org.apache.bookkeeper.server.Main", "--conf", str(conf)]
+            self.bookies[i] = self._popen(f"bookie-{i}", main, d, BOOKIE_JVM)
         c = self.zk.client()
         try:
 
             def registered() -> bool:
-                return set(self.bookie_ids) <= set(c.get_children("/ledgers/available") or [])
+                want = {self.bookie_id(i) for i in self.bookies}
+                return want <= set(c.get_children("/ledgers/available") or [])
 
-            _wait("the bookies", registered, self.bookies, self.work / "bookie-1.log")
+            _wait("the bookies", registered, list(self.bookies.values()), self.work / "bookie-1.log")
         finally:
             c.stop()
             c.close()
@@ -207,9 +219,20 @@ class Cluster:
 
         _wait("the broker", serving, [self.broker], self.work / "broker.log", timeout=180)
 
+    def kill_bookie(self, i: int) -> None:
+        self.bookies[i].send_signal(signal.SIGKILL)
+        self.bookies[i].wait()
+
+    def topics(self) -> list[str]:
+        try:
+            with urllib.request.urlopen(f"{self.web}/admin/v2/persistent/public/default", timeout=10) as r:
+                return json.loads(r.read())
+        except OSError:
+            return []
+
     def stop(self, sig: int = signal.SIGTERM) -> None:
         """The broker, then the bookies, then ZooKeeper (each closes its sessions: no ephemeral node stays)."""
-        for p in [self.broker, *self.bookies]:
+        for p in [self.broker, *self.bookies.values()]:
             if p is not None and p.poll() is None:
                 p.send_signal(sig)
                 try:
@@ -229,28 +252,46 @@ def _copy(src: Path, dst: Path) -> None:
     tmp.rename(dst)
 
 
-def _run_workload(lib: Path, root: Path) -> None:
-    run = root / "run"
+def _run_workload(lib: Path, root: Path, kind: str) -> None:
+    spec = RUNS[kind]
+    run = root / f"run-{kind}"
     shutil.rmtree(run, ignore_errors=True)
-    c = Cluster(lib, run, run / "data")
+    c = Cluster(lib, run, run / "data", spec["bookies"])
+    txns = str(root / kind / "txns.txt")
+    (root / kind).mkdir(parents=True, exist_ok=True)
     try:
-        c.java("Workload", c.url, c.web, str(root / "txns.txt"))
+        if "kill" not in spec:
+            c.java("Workload", c.url, c.web, txns)
+        else:
+            w = c.java("Workload", c.url, c.web, txns, wait=False)
+            # its client logs to stdout: a pipe nobody reads fills up and blocks the client's I/O thread
+            threading.Thread(target=w.stdout.read, daemon=True).start()
+            try:
+                _wait("the topic to kill after", lambda: NS + spec["kill_after"] in c.topics(), [w], run / "broker.log")
+                c.kill_bookie(spec["kill"])
+                assert w.wait(600) == 0, (run / "Workload.stderr").read_text(errors="replace")[-3000:]
+            finally:
+                w.kill()
+                w.wait()
     finally:
         c.stop()
-    _copy(run / "data", root / "clean" / "data")
+    _copy(run / "data", root / kind / "data")
     shutil.rmtree(run, ignore_errors=True)
 
 
-def _observe(lib: Path, data: Path, out: Path, topics: list[str], subs: list[tuple[str, str]]) -> None:
-    """The oracle for one cluster's data: the cluster restarted on a copy, a Reader over every topic, a
-    readCompacted Reader over the compacted topics, then a consumer re-attaching to every subscription."""
+def _observe(lib: Path, root: Path, kind: str) -> None:
+    """The oracle for one cluster's data: the cluster restarted on a copy (a killed bookie left down), a Reader
+    over every topic, a readCompacted Reader over the compacted topics, then a consumer re-attaching to every
+    subscription."""
+    data, out, spec = root / kind / "data", root / kind, RUNS[kind]
+    topics, subs = USER_TOPICS, SUBSCRIPTIONS
     if (out / "reattach.txt").exists():
         return
     work = out / "observe"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     _copy(data, work / "data")
-    c = Cluster(lib, work, work / "data")
+    c = Cluster(lib, work, work / "data", spec["bookies"], down=(spec["kill"],) if "kill" in spec else ())
     try:
         dump = c.java("Dump", c.url, *topics)
         (out / "reader.jsonl").write_text(
@@ -271,23 +312,29 @@ def _observe(lib: Path, data: Path, out: Path, topics: list[str], subs: list[tup
 
 @pytest.fixture(scope="module")
 def oracle() -> Path:
-    """``clean/data`` (the cluster's data) with the oracle's observations, built once and cached."""
-    root = CACHE / _harness_hash()
-    if (root / ".complete").exists():
-        return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / f"{root.name}.lock", "w") as lock:
+    """Where the runs are cached: ``<kind>/data`` (a cluster's data) with the oracle's observations."""
+    return CACHE / _harness_hash()
+
+
+@pytest.fixture(scope="module", params=list(RUNS))
+def kind(request, oracle) -> str:
+    """A run, built once and cached (``<kind>/build-seconds.txt``: how long the run and its observation took);
+    each is built by the first test that needs it, inside that test's time budget."""
+    kind, done = request.param, oracle / request.param / ".complete"
+    if done.exists():
+        return kind
+    oracle.parent.mkdir(parents=True, exist_ok=True)
+    with open(oracle.parent / f"{oracle.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; a second session waits, then reuses it
-        if (root / ".complete").exists():
-            return root
-        lib = _lib()
-        started = time.monotonic()
-        if not (root / "clean" / "data").exists():  # each step is kept, so an interrupted build resumes
-            _run_workload(lib, root)
-        _observe(lib, root / "clean" / "data", root / "clean", USER_TOPICS, SUBSCRIPTIONS)
-        (root / "build-seconds.txt").write_text(f"{time.monotonic() - started:.0f}\n")
-        (root / ".complete").write_text("ok")
-    return root
+        if not done.exists():
+            lib = _lib()
+            started = time.monotonic()
+            if not (oracle / kind / "data").exists():  # each step is kept, so an interrupted build resumes
+                _run_workload(lib, oracle, kind)
+            _observe(lib, oracle, kind)
+            (oracle / kind / "build-seconds.txt").write_text(f"{time.monotonic() - started:.0f}\n")
+            done.write_text("ok")
+    return kind
 
 
 def _dirs(data: Path) -> dict:
@@ -302,11 +349,6 @@ def _dirs(data: Path) -> dict:
 
 def _open(data: Path) -> DataDir:
     return open_data_dir(**_dirs(data))
-
-
-@pytest.fixture(params=["clean"])
-def kind(request) -> str:
-    return request.param
 
 
 def test_every_message_equals_what_the_java_reader_received(oracle, kind):
@@ -353,7 +395,7 @@ def test_backlog_equals_what_a_reattached_consumer_received(oracle, kind):
 
 def test_transaction_states_equal_what_the_coordinator_reported(oracle, kind):
     reported = {}
-    for line in (oracle / "txns.txt").read_text().splitlines():
+    for line in (oracle / kind / "txns.txt").read_text().splitlines():
         txn, state = line.split()
         most, least = txn.strip("()").split(",")
         reported[(int(most), int(least))] = state
@@ -392,7 +434,7 @@ def test_not_one_byte_written(oracle, kind):
 def test_transaction_inspector_reports_what_the_coordinator_did(oracle, kind):
     """The one transaction coordinator's log (PIP-160 batches, on three bookies) gives every transaction the
     state the client saw; the open one is the only one with live log records."""
-    reported = dict(line.split() for line in (oracle / "txns.txt").read_text().splitlines())
+    reported = dict(line.split() for line in (oracle / kind / "txns.txt").read_text().splitlines())
     with _open(oracle / kind / "data") as dd:
         rows = {r["txn"]: r for r in transactions_table(dd).to_pylist()}
         (log,) = transaction_log_table(dd).to_pylist()
@@ -404,28 +446,62 @@ def test_transaction_inspector_reports_what_the_coordinator_did(oracle, kind):
 
 def test_every_entry_has_write_quorum_copies_on_its_write_set(oracle, kind, capsys):
     """Each entry of each ledger with metadata is on exactly the two bookies of its write set (ensemble 3,
-    write quorum 2), every copy verifies; ``pulsarkit replicas`` says the same as a command."""
+    write quorum 2), every copy verifies, also on the killed bookie (its copies there in its journal alone);
+    the killed run's ledgers changed ensemble; ``pulsarkit replicas --bookie DIR`` says the same as a command."""
     data = oracle / kind / "data"
     with _open(data) as dd:
         rep = replica_report(dd)
         ids = sorted({b for b in dd.bookie_ids if b})
-    assert rep.problems == [] and rep.bookies == ids and len(ids) == BOOKIES
+    assert rep.problems == [] and sorted(rep.bookies) == ids and len(ids) == RUNS[kind]["bookies"]
     live = [r for r in rep.ledgers if r["ensemble_size"] is not None]
     assert len(live) > 15 and sum(r["entries"] for r in live) > 100
     for r in live:
         assert (r["ensemble_size"], r["write_quorum"], r["ack_quorum"]) == (3, 2, 2), r
         assert r["copies"] == 2 * r["entries"] and r["under_replicated"] == 0 and r["unexpected_replica"] == 0, r
         assert sum(r["read_from"].values()) == r["entries"], r
-    # every bookie serves reads: the ensembles spread the ledgers over all three
-    assert {b for r in live for b in r["read_from"]} == set(ids)
+    changed = [r for r in live if len(r["ensembles"]) > 1]
+    if "kill" in RUNS[kind]:
+        killed = json.loads((data / "ports.json").read_text())["bookies"][RUNS[kind]["kill"] - 1]
+        assert changed and all(f"127.0.0.1:{killed}" in r["ensembles"][0] for r in changed), changed
+        assert all(f"127.0.0.1:{killed}" not in r["ensembles"][-1] for r in changed), changed
+    else:
+        assert changed == []
+        assert {b for r in live for b in r["read_from"]} == set(ids)  # the ensembles spread reads over all
     d = _dirs(data)
     args = ["replicas", "--zookeeper-dir", str(d["zookeeper_dir"]), "--zookeeper-log-dir", str(d["zookeeper_log_dir"])]
-    args += [x for b in d["ledger_dirs"] for x in ("--bookie", str(b))]
+    args += [x for b in sorted(data.glob("bookie-*")) for x in ("--bookie", str(b))]
     assert main([*args, "--view", "ledgers", "--json", "--strict"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["ledger_id"], r["copies"], r["entries"]) for r in rows] == [
         (r["ledger_id"], r["copies"], r["entries"]) for r in rep.ledgers
     ]
+
+
+@pytest.mark.parametrize("kind", ["killed"], indirect=True)
+def test_the_killed_bookie_missing_every_message_comes_from_the_other_replicas(oracle, kind):
+    """The SIGKILLed bookie's directories left out (a lost disk): every message the real reader got (on the
+    cluster restarted without that bookie) still comes out, nothing else; the replica report names it absent
+    for its ledgers and finds nothing else wrong. Its journal holds entries its ledger storage never got."""
+    data = oracle / kind / "data"
+    gone = data / f"bookie-{RUNS[kind]['kill']}"
+    journal = [r for j in (gone / "journal" / "current").glob("*.txn") for r in scan_journal(j).records]
+    assert [r for r in journal if r.entry_id >= 0] and not list((gone / "ledgers" / "current").glob("*.log"))
+    d = _dirs(data)
+    d["ledger_dirs"] = [p for p in d["ledger_dirs"] if gone not in p.parents]
+    d["journal_dirs"] = [p for p in d["journal_dirs"] if gone not in p.parents]
+    expected = [json.loads(line) for line in (oracle / kind / "reader.jsonl").read_text().splitlines()]
+    by_topic = collections.defaultdict(list)
+    for e in expected:
+        by_topic[e["topic"]].append(_theirs(e))
+    with open_data_dir(**d) as dd:
+        for topic, want in by_topic.items():
+            assert [_ours(r) for r in iter_messages(dd, topic)] == want, topic
+        assert collections.Counter(r["topic"] for r in read_messages(dd)) == {t: len(w) for t, w in by_topic.items()}
+        rep = replica_report(dd)
+        killed = json.loads((data / "ports.json").read_text())["bookies"][RUNS[kind]["kill"] - 1]
+        absent = [r for r in rep.ledgers if r["bookies_absent"]]
+        assert dd.issues == [] and rep.problems == []
+    assert absent and all(r["bookies_absent"] == [f"127.0.0.1:{killed}"] for r in absent)
 
 
 def test_a_zookeeper_server_on_a_copy_serves_every_node_pulsarkit_reads(oracle, kind, tmp_path):
