@@ -423,12 +423,36 @@ def test_compacted_view_and_last_message_id_equal_what_a_read_compacted_reader_g
             assert view.has_message_available(Position(-1, -1)) == real[topic]["available"], topic
 
 
-def test_not_one_byte_written(oracle, kind):
+def test_not_one_byte_written_also_read_only(oracle, kind, tmp_path):
     data = oracle / kind / "data"
     before = _sha256_tree(data)
     with _open(data) as dd:
         list(read_messages(dd, txn="all", markers=True, include_system=True))
     assert _sha256_tree(data) == before
+    ro = tmp_path / "ro"
+    shutil.copytree(data, ro)
+    subprocess.run(["chmod", "-R", "a-w", str(ro)], check=True)
+    try:
+        with _open(ro) as dd:
+            n = len(list(read_messages(dd)))
+        assert n > 100 and _sha256_tree(ro) == before
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(ro)], check=True)
+
+
+def test_no_absolute_path_in_the_cluster_data(oracle, kind):
+    """Every process ran in its own directory with relative paths: no file of ZooKeeper's data or of a bookie
+    names where it was (the harness's own zoo.cfg and server.log beside ZooKeeper's data aside)."""
+    data = oracle / kind / "data"
+    named = [
+        p
+        for p in data.rglob("*")
+        if p.is_file() and p.name not in ("zoo.cfg", "server.log") and str(CACHE).encode() in p.read_bytes()
+    ]
+    assert named == []
+    cookies = [p.read_text() for p in data.glob("bookie-*/*/current/VERSION")]
+    assert len(cookies) == 2 * RUNS[kind]["bookies"]
+    assert all('journalDir: "journal"' in c and 'ledgerDirs: "1\\tledgers"' in c for c in cookies), cookies
 
 
 def test_transaction_inspector_reports_what_the_coordinator_did(oracle, kind):
