@@ -605,3 +605,24 @@ def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(
         if " ERROR " in line and "org.apache.bookkeeper" in line and "BookieIdNotResolvedException" not in line
     ]
     assert errors == [], errors[:5]
+
+
+def test_the_messages_command_on_the_cluster(oracle, kind):
+    """``pulsarkit messages`` run as a command on the cluster's directories (``--zookeeper-dir``, each bookie's
+    ``--ledger-dir`` and ``--journal-dir``) prints what the library reads, naming the ZooKeeper state it used."""
+    d = _dirs(oracle / kind / "data")
+    args = ["--zookeeper-dir", d["zookeeper_dir"], "--zookeeper-log-dir", d["zookeeper_log_dir"]]
+    for ledgers, journal in zip(d["ledger_dirs"], d["journal_dirs"], strict=True):
+        args += ["--ledger-dir", ledgers, "--journal-dir", journal]
+    got = subprocess.run(
+        [sys.executable, "-m", "pulsarkit", "messages", *map(str, args), "--format", "jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert got.returncode == 0, got.stderr
+    with _open(oracle / kind / "data") as dd:
+        want = [json.loads(json.dumps(r)) for r in read_messages(dd)]
+        source = dd.metadata_source
+    assert [json.loads(line) for line in got.stdout.splitlines()] == want and len(want) > 100
+    assert got.stderr == f"pulsarkit messages: metadata: {source}\n" and "zxid 0x" in source
