@@ -119,6 +119,7 @@ class Cluster:
 
     def __init__(self, lib: Path, work: Path, data: Path, bookies: int = BOOKIES, down: tuple[int, ...] = ()) -> None:
         self.lib, self.work, self.data = lib, work, data
+        self.version = PULSAR_VERSION  # the release whose client programs run (Standalone.java)
         work.mkdir(parents=True, exist_ok=True)
         data.mkdir(parents=True, exist_ok=True)
         ports_file = data / "ports.json"
