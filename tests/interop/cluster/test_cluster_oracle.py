@@ -39,7 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/interop: t
 from helpers import free_port  # noqa: E402
 from pulsarkit.analysis.backlog import iter_backlog  # noqa: E402
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id  # noqa: E402
+from pulsarkit.analysis.fsck import fsck  # noqa: E402
 from pulsarkit.analysis.messages import iter_messages, read_messages  # noqa: E402
+from pulsarkit.analysis.orphans import disk_usage_rows, find_orphans  # noqa: E402
 from pulsarkit.analysis.transactions import transaction_log_table, transactions, transactions_table  # noqa: E402
 from pulsarkit.bookkeeper.gc import GcConfig  # noqa: E402
 from pulsarkit.bookkeeper.gc_cluster import execute_bookies, open_bookies, plan_bookies  # noqa: E402
@@ -627,3 +629,25 @@ def test_the_messages_command_on_the_cluster(oracle, kind):
         source = dd.metadata_source
     assert [json.loads(line) for line in got.stdout.splitlines()] == want and len(want) > 100
     assert got.stderr == f"pulsarkit messages: metadata: {source}\n" and "zxid 0x" in source
+
+
+def test_orphans_disk_usage_and_fsck_of_the_real_cluster(oracle, kind):
+    """Over the three (four) bookies: every ledger some bookie holds without metadata is found (the deleted
+    topic's and trimmed ledgers), nothing a topic, cursor, schema or compaction uses is called an orphan, the
+    per-ledger attribution adds up to BookKeeper's remaining size of each bookie's each log, and fsck finds
+    nothing wrong."""
+    with _open(oracle / kind / "data") as dd:
+        found = {f.ledger_id: f for f in find_orphans(dd)}
+        used = {led.ledger_id for led in dd.ledgers.values() if led.referenced}
+        assert used and not used & set(found)
+        on_disk_only = {lid for lid, led in dd.ledgers.items() if led.state == "DELETED" and led.entries_on_bookie}
+        assert on_disk_only and {lid for lid, f in found.items() if f.category == "on_disk_only"} == on_disk_only
+        assert {f.category for f in found.values()} <= {"on_disk_only", "schema_unreferenced"}
+        rows = list(disk_usage_rows(dd))
+        logs = dd.entry_logs()
+        assert len({path.rsplit("/current/", 1)[0] for path, _, _ in logs}) == RUNS[kind]["bookies"] - (
+            1 if "kill" in RUNS[kind] else 0  # the killed bookie never wrote an entry log
+        )
+        for path, _, md in logs:
+            assert sum(r["bytes"] for r in rows if r["entry_log"] == path) == md.remaining_size, path
+        assert [f for f in fsck(dd) if f["severity"] != "info"] == []
