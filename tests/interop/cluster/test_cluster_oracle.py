@@ -49,7 +49,8 @@ from pulsarkit.bookkeeper.journal import scan_journal  # noqa: E402
 from pulsarkit.cli import main  # noqa: E402
 from pulsarkit.errors import LedgerNotFoundError  # noqa: E402
 from pulsarkit.managed_ledger.position import Position  # noqa: E402
-from pulsarkit.metadata.zookeeper import ZkSnapshotStore  # noqa: E402
+from pulsarkit.metadata.store import ledger_path  # noqa: E402
+from pulsarkit.metadata.zookeeper import Delete, Multi, ZkSnapshotStore, parse_txn_log, zxid_from_name  # noqa: E402
 from pulsarkit.scan.datadir import DataDir, open_data_dir  # noqa: E402
 from pulsarkit.scan.replicas import replica_report  # noqa: E402
 from standalone.test_datadir_oracle import (  # noqa: E402
@@ -651,3 +652,36 @@ def test_orphans_disk_usage_and_fsck_of_the_real_cluster(oracle, kind):
         for path, _, md in logs:
             assert sum(r["bytes"] for r in rows if r["entry_log"] == path) == md.remaining_size, path
         assert [f for f in fsck(dd) if f["severity"] != "info"] == []
+
+
+def _deletes(zk_log_dir: Path) -> dict[str, int]:
+    """Every path a logged transaction deleted, with that transaction's zxid (the first one)."""
+    out: dict[str, int] = {}
+    for log in sorted((zk_log_dir / "version-2").glob("log.*"), key=lambda p: zxid_from_name(p.name, "log")):
+        for t in parse_txn_log(log.read_bytes(), str(log)).txns:
+            ops = [r for _, r in t.record.ops] if isinstance(t.record, Multi) else [t.record]
+            for r in ops:
+                if isinstance(r, Delete):
+                    out.setdefault(r.path, t.zxid)
+    return out
+
+
+def test_the_deleted_topic_as_of_a_zxid_before_its_deletion(oracle, kind):
+    """``zxid=`` on the real cluster: as of the transaction before the broker began deleting ``to-delete`` (its
+    ledgers' metadata, then its managed ledger), the topic is there and its one message is read from the
+    bookies, which still hold it; at the newest state it is gone."""
+    d = _dirs(oracle / kind / "data")
+    deletes = _deletes(d["zookeeper_log_dir"])
+    ml = "public/default/persistent/to-delete"
+    before = deletes["/managed-ledgers/" + ml] - 1
+    with open_data_dir(**d, zxid=before) as dd:
+        ledgers = dd.ml_ledgers(ml)
+    assert ledgers and all(ledger_path(lid) in deletes for lid in ledgers)  # the broker deleted them first
+    first = min([before + 1, *(deletes[ledger_path(lid)] for lid in ledgers if ledger_path(lid) in deletes)])
+    with open_data_dir(**d, zxid=first - 1) as dd:
+        assert dd.metadata_zxid == first - 1 and dd.ml_ledgers(ml) == ledgers
+        got = [base64.b64decode(r["payload_b64"]) for r in iter_messages(dd, NS + "to-delete")]
+        assert got == [b"bye"] and dd.issues == []
+    with _open(oracle / kind / "data") as dd:
+        assert NS + "to-delete" not in {t.name for t in dd.topics()}
+        assert all(lid not in dd.ledger_metadata for lid in ledgers)
