@@ -270,6 +270,38 @@ def test_cli_backlog_from_a_zookeeper_dir(cluster, capsys):
     assert rc == 0 and out == want and "metadata: ZooKeeper" in err
 
 
+def test_cli_export_from_a_zookeeper_dir(cluster, capsys, tmp_path):
+    """``export`` of a cluster (ZooKeeper metadata + bookie directories): the same rows as the standalone's
+    export, its marks kept under the ZooKeeper directory's key; a rerun exports nothing new; an output inside
+    any input directory is refused."""
+    import pyarrow.compute as pc
+    from helpers import read_export
+
+    root, bookies, _, local, conf = cluster
+    zk_args = ["--zookeeper-dir", local, "--configuration-zookeeper-dir", conf, "--ledger-dir", bookies[0]]
+    rc, _, err = run(capsys, "export", root, "--to", "parquet", tmp_path / "a", "--engine", "local", "--no-progress")
+    assert rc == 0, err
+    argv = ["export", *zk_args, "--zxid", hex(SNAP_ZXID), "--to", "parquet", tmp_path / "b", "--json"]
+    rc, out, err = run(capsys, *argv, "--engine", "local", "--no-progress")
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["data_dir"] == "zookeeper:" + str(Path(local).resolve()) and summary["rows"] > 0
+    cols = ["topic", "ledger_id", "entry_id", "batch_index", "payload", "publish_time", "properties"]
+    a, b = read_export("parquet", tmp_path / "a"), read_export("parquet", tmp_path / "b")
+    order = [
+        ("topic", "ascending"),
+        ("ledger_id", "ascending"),
+        ("entry_id", "ascending"),
+        ("batch_index", "ascending"),
+    ]
+    assert a.select(cols).sort_by(order).equals(b.select(cols).sort_by(order))
+    assert pc.sum(pc.equal(b["topic"], LATE_TOPIC)).as_py() in (0, None)
+    rc, out, err = run(capsys, *argv, "--engine", "local", "--no-progress")  # incremental: nothing new
+    assert rc == 0 and json.loads(out)["rows"] == 0, err
+    rc, _, err = run(capsys, "export", *zk_args, "--to", "parquet", Path(bookies[0]) / "out", "--no-progress")
+    assert rc == 1 and "inside the data directory" in err and not (Path(bookies[0]) / "out").exists()
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -334,3 +366,45 @@ def test_cli_replicas_of_three_bookies_from_a_zookeeper_dir(tmp_path_factory, ca
     assert rc == 1 and "--metadata-dir or --zookeeper-dir" in err
     rc, _, err = run(capsys, "replicas", "--metadata-dir", md, "--zookeeper-dir", zkd, *bookie_args)
     assert rc == 1 and "--metadata-dir or --zookeeper-dir" in err
+
+
+def test_cli_gc_against_a_zookeeper_dir(cluster, capsys, tmp_path):
+    """Bookie GC of a cluster whose metadata is a ZooKeeper data directory (a stopped cluster): the same plan as
+    against the RocksDB store, the plan names the zxid it was made at; --execute applies a reviewed plan only
+    to that same state, and refuses --zxid (an older state would make newer ledgers look deleted)."""
+    root, bookies, whole, _, _ = cluster
+    same = ["--json", "--force", "--disk-usage", "0.5"]  # the measured fill level moves between two runs
+    rc, want, err = run(capsys, "gc", root, *same)
+    assert rc == 0, err
+    rc, out, err = run(capsys, "gc", "--zookeeper-dir", whole, "--ledger-dir", bookies[0], *same)
+    assert rc == 0, err
+    theirs, ours = json.loads(want), json.loads(out)
+    zxid = SNAP_ZXID + 1
+    assert ours.pop("state") == {**theirs.pop("state"), "metadata_zxid": zxid}
+    for doc in (ours, theirs, *ours["bookies"], *theirs["bookies"]):
+        doc.pop("created_ms")
+    assert ours == theirs and any(b["ledgers_to_delete"] for b in ours["bookies"])
+    # executed on a copy of the bookie, from a reviewed plan
+    copy = shutil.copytree(root, tmp_path / "copy")
+    _, (bk,) = find_layout(copy)
+    zk_args = ["--zookeeper-dir", whole, "--ledger-dir", bk]
+    plan = tmp_path / "plan.json"
+    assert run(capsys, "gc", *zk_args, "--force", "--plan", plan)[0] == 0
+    assert json.loads(plan.read_text())["state"]["metadata_zxid"] == zxid
+    stale = tmp_path / "stale.json"
+    doc = json.loads(plan.read_text())
+    doc["state"]["metadata_zxid"] = SNAP_ZXID
+    stale.write_text(json.dumps(doc))
+    before = file_hashes(copy)
+    rc, _, err = run(capsys, "gc", *zk_args, "--execute", "--from-plan", stale)
+    assert rc == 1 and "plan again" in err and file_hashes(copy) == before
+    rc, _, err = run(capsys, "gc", *zk_args, "--zxid", str(SNAP_ZXID), "--execute")
+    assert rc == 1 and "--zxid" in err and file_hashes(copy) == before
+    rc, out, err = run(capsys, "gc", *zk_args, "--execute", "--from-plan", plan, "--json")
+    assert rc == 0, err
+    done = json.loads(out)["bookies"][0]["result"]
+    assert sorted(done["deleted_ledgers"]) == sorted(d["ledger_id"] for d in doc["bookies"][0]["ledgers_to_delete"])
+    # what is left reads as before: every message of every live topic
+    assert list(read_messages(open_data_dir(zookeeper_dir=whole, ledger_dirs=[bk], zxid=SNAP_ZXID))) == list(
+        read_messages(open_data_dir(root))
+    )

@@ -36,7 +36,7 @@ from ..analysis.backlog import backlog_batches
 from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
-from ..scan.datadir import open_data_dir
+from ..scan.datadir import DataDirSpec
 from ..scan.records import DataDirError, topic_dict
 from ..scan.schema import arrow_schema, json_record, message_fields
 from .command import (
@@ -54,7 +54,7 @@ _FORMATS_TABLE = ("table", "json", "parquet")
 _FORMATS_MSG = ("table", "jsonl", "parquet")
 
 
-def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
+def _dir_args(p: argparse.ArgumentParser, positional: bool = True, strict: bool = True) -> None:
     p.add_argument(
         "data_dir",
         metavar="DATA_DIR",
@@ -66,7 +66,8 @@ def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     p.add_argument("--journal-dir", action="append", help="a bookie journal directory (repeatable)")
     p.add_argument("--index-dir", action="append", help="a bookie index directory (repeatable)")
     _zookeeper_args(p, "DATA_DIR/--metadata-dir; the bookies come with --ledger-dir")
-    p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
+    if strict:
+        p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
 
 
 def _zookeeper_args(p: argparse.ArgumentParser, instead_of: str) -> None:
@@ -127,7 +128,8 @@ def _said_zxid(dd: Any, args: argparse.Namespace) -> Any:
     return dd
 
 
-def _open(args: argparse.Namespace) -> Any:
+def data_dir_spec(args: argparse.Namespace) -> DataDirSpec:
+    """The parts of the data the directory arguments (:func:`_dir_args`) name, checked for sense."""
     zk_kw = _zookeeper(args)
     zk = zk_kw["zookeeper_dir"]
     if zk is not None and (args.data_dir or args.metadata_dir):
@@ -136,7 +138,7 @@ def _open(args: argparse.Namespace) -> Any:
         raise DataDirError("--zookeeper-dir holds the metadata only: give the bookies with --ledger-dir (repeatable)")
     if zk is None and args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
         raise DataDirError("give DATA_DIR, or --metadata-dir (or --zookeeper-dir) and --ledger-dir")
-    dd = open_data_dir(
+    return DataDirSpec.of(
         args.data_dir,
         metadata_dir=args.metadata_dir,
         ledger_dirs=args.ledger_dir,
@@ -144,7 +146,10 @@ def _open(args: argparse.Namespace) -> Any:
         index_dirs=args.index_dir,
         **zk_kw,
     )
-    return _said_zxid(dd, args)
+
+
+def _open(args: argparse.Namespace) -> Any:
+    return _said_zxid(data_dir_spec(args).open(), args)
 
 
 def _finish(dd: Any, args: argparse.Namespace) -> int:
