@@ -36,22 +36,20 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/interop: the standalone and ZooKeeper harnesses
-from helpers import free_port  # noqa: E402
+from helpers import free_port, read_export  # noqa: E402
 from pulsarkit.analysis.backlog import iter_backlog  # noqa: E402
 from pulsarkit.analysis.compaction import compacted_messages, compacted_topic, last_message_id  # noqa: E402
 from pulsarkit.analysis.fsck import fsck  # noqa: E402
 from pulsarkit.analysis.messages import iter_messages, read_messages  # noqa: E402
 from pulsarkit.analysis.orphans import disk_usage_rows, find_orphans  # noqa: E402
 from pulsarkit.analysis.transactions import transaction_log_table, transactions, transactions_table  # noqa: E402
-from pulsarkit.bookkeeper.gc import GcConfig  # noqa: E402
-from pulsarkit.bookkeeper.gc_cluster import execute_bookies, open_bookies, plan_bookies  # noqa: E402
 from pulsarkit.bookkeeper.journal import scan_journal  # noqa: E402
 from pulsarkit.cli import main  # noqa: E402
-from pulsarkit.errors import LedgerNotFoundError  # noqa: E402
+from pulsarkit.export.run import export  # noqa: E402
 from pulsarkit.managed_ledger.position import Position  # noqa: E402
 from pulsarkit.metadata.store import ledger_path  # noqa: E402
 from pulsarkit.metadata.zookeeper import Delete, Multi, ZkSnapshotStore, parse_txn_log, zxid_from_name  # noqa: E402
-from pulsarkit.scan.datadir import DataDir, open_data_dir  # noqa: E402
+from pulsarkit.scan.datadir import DataDir, DataDirSpec, open_data_dir  # noqa: E402
 from pulsarkit.scan.replicas import replica_report  # noqa: E402
 from standalone.test_datadir_oracle import (  # noqa: E402
     COMPACTED_TOPICS,
@@ -61,6 +59,7 @@ from standalone.test_datadir_oracle import (  # noqa: E402
     SUBSCRIPTIONS,
     USER_TOPICS,
     Standalone,
+    _exported,
     _java_id,
     _lib,
     _ours,
@@ -555,44 +554,27 @@ def test_a_zookeeper_server_on_a_copy_serves_every_node_pulsarkit_reads(oracle, 
     )
 
 
-class _Ledgers:
-    """GC's ledger manager over the cluster's ledger metadata as pulsarkit read it from the stopped cluster's
-    ZooKeeper data (offline: nothing writes to it while GC runs)."""
-
-    def __init__(self, dd: DataDir) -> None:
-        self.md, self.paths, self.versions = dict(dd.ledger_metadata), dict(dd.ledger_paths), dict(dd.node_versions)
-
-    def ledger_ids(self) -> list[int]:
-        return sorted(self.md)
-
-    def ledger_metadata(self, ledger_id: int) -> tuple:
-        if ledger_id not in self.md:
-            raise LedgerNotFoundError(f"ledger {ledger_id} has no metadata")
-        return self.md[ledger_id], self.versions[self.paths[ledger_id]]
-
-
 @pytest.mark.parametrize("kind", ["clean"], indirect=True)
-def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(oracle, kind, tmp_path):
-    """On a copy of the clean cluster: pulsarkit's bookie GC (against the ledger metadata read offline from
-    ZooKeeper's data) deletes the trimmed and deleted topics' ledgers from all three bookies and compacts
-    their entry logs; then the real cluster restarted on the result gives a Reader every message it gave
-    before, with no BookKeeper error in any log."""
+def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(oracle, kind, tmp_path, capsys):
+    """On a copy of the clean cluster: ``pulsarkit gc --execute`` over ZooKeeper's data and all three bookies
+    deletes the trimmed and deleted topics' ledgers from every bookie and compacts their entry logs; then the
+    real cluster restarted on the result gives a Reader every message it gave before, with no BookKeeper
+    error in any log."""
     work = tmp_path / "gc"
     _copy(oracle / kind / "data", work / "data")
     with _open(work / "data") as dd:
-        ledgers = _Ledgers(dd)
         dead = {lid for lid, led in dd.ledgers.items() if led.state == "DELETED" and led.entries_on_bookie}
     assert dead
-    dirs = sorted((work / "data").glob("bookie-*/ledgers"))
-    size = lambda: sum(p.stat().st_size for d in dirs for p in (d / "current").glob("*.log"))  # noqa: E731
+    d = _dirs(work / "data")
+    size = lambda: sum(p.stat().st_size for b in d["ledger_dirs"] for p in (b / "current").glob("*.log"))  # noqa: E731
     before = size()
-    config = GcConfig(major_compaction_threshold=0.99, compaction_rate_by_entries=0)
-    with open_bookies(dirs, read_only=False) as storages:
-        plans = plan_bookies(storages, ledgers, config, force=True)
-        runs = execute_bookies(storages, ledgers, plans, config)
-    deleted = {lid for r in runs for lid in r.result.deleted_ledgers}
-    assert deleted == dead and all(not r.result.skipped for r in runs)
-    assert sum(r.result.reclaimed_bytes for r in runs) > 0 and size() < before
+    args = ["gc", "--zookeeper-dir", str(d["zookeeper_dir"]), "--zookeeper-log-dir", str(d["zookeeper_log_dir"])]
+    args += [x for b in d["ledger_dirs"] for x in ("--ledger-dir", str(b))]
+    assert main([*args, "--force", "--major-threshold", "0.99", "--execute", "--json"]) == 0
+    runs = [b["result"] for b in json.loads(capsys.readouterr().out)["bookies"]]
+    assert len(runs) == BOOKIES and all(not r["skipped"] for r in runs)
+    assert {lid for r in runs for lid in r["deleted_ledgers"]} == dead
+    assert sum(r["reclaimed_bytes"] for r in runs) > 0 and size() < before
     c = Cluster(_lib(), work, work / "data")
     try:
         dump = c.java("Dump", c.url, *USER_TOPICS)
@@ -609,6 +591,20 @@ def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(
         if " ERROR " in line and "org.apache.bookkeeper" in line and "BookieIdNotResolvedException" not in line
     ]
     assert errors == [], errors[:5]
+
+
+def test_the_export_holds_what_the_java_reader_received(oracle, kind, tmp_path):
+    """A Parquet export of the cluster (its ZooKeeper data and bookies as a DataDirSpec), read back by pyarrow:
+    every message the Java Reader got, every field the same, and nothing else."""
+    out = tmp_path / "export"
+    export(DataDirSpec.of(**_dirs(oracle / kind / "data")), "parquet", str(out), log=lambda m: None)
+    got = [_exported(r) for r in read_export("parquet", out).to_pylist()]
+    want = [
+        _theirs(e) | {"topic": e["topic"]}
+        for e in map(json.loads, (oracle / kind / "reader.jsonl").read_text().splitlines())
+    ]
+    key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
+    assert sorted(map(key, got)) == sorted(map(key, want)) and len(got) > 100
 
 
 def test_the_messages_command_on_the_cluster(oracle, kind):
