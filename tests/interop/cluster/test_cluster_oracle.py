@@ -1,7 +1,7 @@
 """pulsarkit against a real Pulsar cluster: ZooKeeper, three bookies and a broker, from the Maven jars on 127.0.0.1.
 
-The cluster: a ZooKeeper server (``test_interop_zookeeper.Server`` on the jars of ``pulsar-broker:<PULSAR_VERSION>``,
-a small ``snapCount`` so its data holds several snapshots and transaction logs, the logs in a separate
+The cluster: a ZooKeeper server (``test_interop_zookeeper.Server`` on the jars of ``pulsar-broker:<release>``, a
+small ``snapCount`` so its data holds several snapshots and transaction logs, the logs in a separate
 ``dataLogDir``), cluster metadata written by Pulsar's own ``PulsarClusterMetadataSetup`` (``pulsar
 initialize-cluster-metadata``), three bookies (``org.apache.bookkeeper.server.Main``, what ``pulsar bookie`` runs;
 each in its own directory with ``journal/`` and ``ledgers/``, DbLedgerStorage) and one broker
@@ -9,11 +9,18 @@ each in its own directory with ``journal/`` and ``ledgers/``, DbLedgerStorage) a
 with PIP-160 batching, batch-index acks; ``cluster_oracle/``). The standalone oracle's workload
 (``../standalone/datadir_oracle/Workload.java``: every codec batched and not, chunks, a partitioned topic, a schema,
 dedup, compaction, a deleted topic, transactions) runs on it; everything is stopped with SIGTERM; then a cluster
-restarted on a *copy* gives the oracle (Dump, CompactedDump, Reattach: what real Java clients read).
+restarted on a *copy* gives the oracle (Dump, CompactedDump, Reattach: what real Java clients read). The runs
+(``RUNS``): ``clean``, and ``killed``: four bookies, one SIGKILLed in the middle of the workload (its ledgers change
+ensemble; its acknowledged entries stay in its journal alone) and left down when the oracle's cluster restarts.
+Releases: 4.0.7 both runs, the 3.0 LTS line (3.0.7) the clean run (``PULSAR_VERSIONS`` of the standalone oracle).
 
-pulsarkit reads the untouched data offline, the ZooKeeper data dir plus the three bookies' directories, and must
-agree with the real clients on every field, with nothing more; no file may change. Everything is cached under
-``~/.cache/pulsarkit-tests/cluster-oracle/<hash of the harness files + PULSAR_VERSION>``.
+pulsarkit reads the untouched data offline, the ZooKeeper data dir plus the bookies' directories, and must agree
+with the real clients on every field, with nothing more (also as commands, through an export, with a bookie's
+directories missing, as of an older zxid); no file may change; a ZooKeeper server restarted on a copy serves
+exactly the nodes pulsarkit restores; every entry is on its write set; pulsarkit's GC leaves a cluster the real
+one still reads. Everything is cached under ``~/.cache/pulsarkit-tests/cluster-oracle/<hash of the harness files,
+the runs and the release>/<run>``; on 2 shared cores a run takes 4-5 minutes to build (cluster start, workload,
+stop, restart on a copy, the readers), the whole module about 70 s once they are cached.
 """
 
 from __future__ import annotations
@@ -56,11 +63,13 @@ from standalone.test_datadir_oracle import (  # noqa: E402
     JVM,
     NS,
     PULSAR_VERSION,
+    PULSAR_VERSIONS,
     SUBSCRIPTIONS,
     USER_TOPICS,
     Standalone,
     _exported,
     _java_id,
+    _java_source,
     _lib,
     _ours,
     _read_compacted,
@@ -93,11 +102,16 @@ SNAP_COUNT = 200
 BOOKIE_JVM = ["-Xmx256m", "-XX:MaxDirectMemorySize=256m", *JVM[2:]]
 
 
-def _harness_hash() -> str:
-    h = hashlib.sha256((PULSAR_VERSION + json.dumps(RUNS, sort_keys=True)).encode())
-    for d in (HERE, PROGRAMS):
-        for p in sorted(d.iterdir()):
-            h.update(p.name.encode() + p.read_bytes())
+#: Each release's runs: the default release (4.0.7) all of ``RUNS``, the 3.0 LTS line the clean run (CI time).
+RELEASE_RUNS = [(v, k) for v in PULSAR_VERSIONS for k in RUNS if v == PULSAR_VERSION or k == "clean"]
+
+
+def _harness_hash(version: str) -> str:
+    h = hashlib.sha256((version + json.dumps(RUNS, sort_keys=True)).encode())
+    for p in sorted(HERE.iterdir()):
+        h.update(p.name.encode() + p.read_bytes())
+    for p in sorted(PROGRAMS.iterdir()):  # the oracle programs as they run against this release
+        h.update(p.name.encode() + (_java_source(p.stem, version).encode() if p.suffix == ".java" else p.read_bytes()))
     return h.hexdigest()[:16]
 
 
@@ -119,9 +133,17 @@ class Cluster:
 
     java = Standalone.java  # a program of the standalone oracle against this cluster (uses .lib and .work)
 
-    def __init__(self, lib: Path, work: Path, data: Path, bookies: int = BOOKIES, down: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self,
+        lib: Path,
+        work: Path,
+        data: Path,
+        bookies: int = BOOKIES,
+        down: tuple[int, ...] = (),
+        version: str = PULSAR_VERSION,
+    ) -> None:
         self.lib, self.work, self.data = lib, work, data
-        self.version = PULSAR_VERSION  # the release whose client programs run (Standalone.java)
+        self.version = version  # the release whose client programs run (Standalone.java)
         work.mkdir(parents=True, exist_ok=True)
         data.mkdir(parents=True, exist_ok=True)
         ports_file = data / "ports.json"
@@ -258,11 +280,11 @@ def _copy(src: Path, dst: Path) -> None:
     tmp.rename(dst)
 
 
-def _run_workload(lib: Path, root: Path, kind: str) -> None:
+def _run_workload(lib: Path, root: Path, kind: str, version: str) -> None:
     spec = RUNS[kind]
     run = root / f"run-{kind}"
     shutil.rmtree(run, ignore_errors=True)
-    c = Cluster(lib, run, run / "data", spec["bookies"])
+    c = Cluster(lib, run, run / "data", spec["bookies"], version=version)
     txns = str(root / kind / "txns.txt")
     (root / kind).mkdir(parents=True, exist_ok=True)
     try:
@@ -285,7 +307,7 @@ def _run_workload(lib: Path, root: Path, kind: str) -> None:
     shutil.rmtree(run, ignore_errors=True)
 
 
-def _observe(lib: Path, root: Path, kind: str) -> None:
+def _observe(lib: Path, root: Path, kind: str, version: str) -> None:
     """The oracle for one cluster's data: the cluster restarted on a copy (a killed bookie left down), a Reader
     over every topic, a readCompacted Reader over the compacted topics, then a consumer re-attaching to every
     subscription."""
@@ -297,7 +319,8 @@ def _observe(lib: Path, root: Path, kind: str) -> None:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     _copy(data, work / "data")
-    c = Cluster(lib, work, work / "data", spec["bookies"], down=(spec["kill"],) if "kill" in spec else ())
+    down = (spec["kill"],) if "kill" in spec else ()
+    c = Cluster(lib, work, work / "data", spec["bookies"], down=down, version=version)
     try:
         dump = c.java("Dump", c.url, *topics)
         (out / "reader.jsonl").write_text(
@@ -316,31 +339,43 @@ def _observe(lib: Path, root: Path, kind: str) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def oracle() -> Path:
-    """Where the runs are cached: ``<kind>/data`` (a cluster's data) with the oracle's observations."""
-    return CACHE / _harness_hash()
-
-
-@pytest.fixture(scope="module", params=list(RUNS))
-def kind(request, oracle) -> str:
-    """A run, built once and cached (``<kind>/build-seconds.txt``: how long the run and its observation took);
-    each is built by the first test that needs it, inside that test's time budget."""
-    kind, done = request.param, oracle / request.param / ".complete"
+@pytest.fixture(scope="module", params=RELEASE_RUNS, ids=lambda r: f"{r[0]}-{r[1]}")
+def run(request) -> tuple[str, str]:
+    """(release, kind): a run, built once and cached (``<kind>/build-seconds.txt``: how long the run and its
+    observation took); each is built by the first test that needs it, inside that test's time budget."""
+    version, kind = request.param
+    root = CACHE / _harness_hash(version)
+    done = root / kind / ".complete"
     if done.exists():
-        return kind
-    oracle.parent.mkdir(parents=True, exist_ok=True)
-    with open(oracle.parent / f"{oracle.name}.lock", "w") as lock:
+        return version, kind
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f"{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; a second session waits, then reuses it
         if not done.exists():
-            lib = _lib()
+            lib = _lib(version)
             started = time.monotonic()
-            if not (oracle / kind / "data").exists():  # each step is kept, so an interrupted build resumes
-                _run_workload(lib, oracle, kind)
-            _observe(lib, oracle, kind)
-            (oracle / kind / "build-seconds.txt").write_text(f"{time.monotonic() - started:.0f}\n")
+            if not (root / kind / "data").exists():  # each step is kept, so an interrupted build resumes
+                _run_workload(lib, root, kind, version)
+            _observe(lib, root, kind, version)
+            (root / kind / "build-seconds.txt").write_text(f"{time.monotonic() - started:.0f}\n")
             done.write_text("ok")
-    return kind
+    return version, kind
+
+
+@pytest.fixture(scope="module")
+def version(run) -> str:
+    return run[0]
+
+
+@pytest.fixture(scope="module")
+def oracle(run) -> Path:
+    """Where a release's runs are cached: ``<kind>/data`` (a cluster's data) with the oracle's observations."""
+    return CACHE / _harness_hash(run[0])
+
+
+@pytest.fixture(scope="module")
+def kind(run) -> str:
+    return run[1]
 
 
 def _dirs(data: Path) -> dict:
@@ -507,7 +542,7 @@ def test_every_entry_has_write_quorum_copies_on_its_write_set(oracle, kind, caps
     ]
 
 
-@pytest.mark.parametrize("kind", ["killed"], indirect=True)
+@pytest.mark.parametrize("run", [(PULSAR_VERSION, "killed")], indirect=True, ids=lambda r: f"{r[0]}-{r[1]}")
 def test_the_killed_bookie_missing_every_message_comes_from_the_other_replicas(oracle, kind):
     """The SIGKILLed bookie's directories left out (a lost disk): every message the real reader got (on the
     cluster restarted without that bookie) still comes out, nothing else; the replica report names it absent
@@ -534,12 +569,12 @@ def test_the_killed_bookie_missing_every_message_comes_from_the_other_replicas(o
     assert absent and all(r["bookies_absent"] == [f"127.0.0.1:{killed}"] for r in absent)
 
 
-def test_a_zookeeper_server_on_a_copy_serves_every_node_pulsarkit_reads(oracle, kind, tmp_path):
+def test_a_zookeeper_server_on_a_copy_serves_every_node_pulsarkit_reads(oracle, version, kind, tmp_path):
     """ZooKeeper itself (the cluster's own jars) restarted on a copy of the cluster's ZooKeeper data serves
     every node pulsarkit restores offline: path, data, the whole stat, ACL, children."""
     zk_root = oracle / kind / "data" / "zookeeper"
     store = ZkSnapshotStore(zk_root / "data", log_dir=zk_root / "txlog")
-    served, zxid = _served(_lib(), zk_root, tmp_path / "zk")
+    served, zxid = _served(_lib(version), zk_root, tmp_path / "zk")
     n = _assert_same(store, served, zxid)
     assert store.issues == [] and n > 100
     snaps = list((zk_root / "data" / "version-2").glob("snapshot.*"))
@@ -549,13 +584,15 @@ def test_a_zookeeper_server_on_a_copy_serves_every_node_pulsarkit_reads(oracle, 
         n_ledgers = sum(1 for lid in dd.ledgers if dd.ledgers[lid].state != "DELETED")
         n_messages = sum(1 for _ in read_messages(dd))
     print(
-        f"cluster oracle ({PULSAR_VERSION}): {n} znodes, zxid {zxid:#x}, {len(snaps)} snapshots, {len(logs)} logs,"
+        f"cluster oracle ({version} {kind}): {n} znodes, zxid {zxid:#x}, {len(snaps)} snapshots, {len(logs)} logs,"
         f" {n_ledgers} ledgers with metadata, {n_messages} messages"
     )
 
 
-@pytest.mark.parametrize("kind", ["clean"], indirect=True)
-def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(oracle, kind, tmp_path, capsys):
+@pytest.mark.parametrize("run", [(PULSAR_VERSION, "clean")], indirect=True, ids=lambda r: f"{r[0]}-{r[1]}")
+def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(
+    oracle, version, kind, tmp_path, capsys
+):
     """On a copy of the clean cluster: ``pulsarkit gc --execute`` over ZooKeeper's data and all three bookies
     deletes the trimmed and deleted topics' ledgers from every bookie and compacts their entry logs; then the
     real cluster restarted on the result gives a Reader every message it gave before, with no BookKeeper
@@ -575,7 +612,7 @@ def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(
     assert len(runs) == BOOKIES and all(not r["skipped"] for r in runs)
     assert {lid for r in runs for lid in r["deleted_ledgers"]} == dead
     assert sum(r["reclaimed_bytes"] for r in runs) > 0 and size() < before
-    c = Cluster(_lib(), work, work / "data")
+    c = Cluster(_lib(version), work, work / "data", version=version)
     try:
         dump = c.java("Dump", c.url, *USER_TOPICS)
     finally:
