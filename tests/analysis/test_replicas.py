@@ -354,3 +354,43 @@ def test_a_bookie_of_another_cluster_is_named_and_not_read(source, tmp_path):
     assert [b.bookie_id for b in dd.replicas.bookies] == [A, B]
     with pytest.raises(DataDirError, match="foreign_bookie"):
         opened(strict=True)
+
+
+def test_bookie_roots_with_journal_and_ledgers_subdirectories(source, tmp_path, capsys):
+    """``--bookie DIR``: a production bookie's directory with ``journal/`` and ``ledgers/`` under it (the
+    default layout of ``data/bookkeeper``); each part told by what it holds, or by its name when empty."""
+    from pulsarkit.scan.bookie_dir import bookie_parts
+
+    dirs, _ = build_bookies(source, tmp_path / "flat")
+    roots = []
+    for bid, d in zip(IDS, dirs, strict=True):
+        root = tmp_path / "bookies" / d.name
+        shutil.copytree(d, root / "ledgers")
+        (root / "journal" / "current").mkdir(parents=True)
+        write_cookie(root / "journal", bid)
+        roots.append(root)
+    assert bookie_parts(roots[0]) == ([roots[0] / "ledgers"], [roots[0] / "journal"])
+    (roots[0] / "journal" / "current" / "19a0b1c2d3e.txn").write_bytes(b"")
+    shutil.move(roots[0] / "journal", roots[0] / "j0")  # told by its *.txn, whatever its name
+    assert bookie_parts(roots[0]) == ([roots[0] / "ledgers"], [roots[0] / "j0"])
+    assert bookie_parts(dirs[0]) == ([dirs[0]], [dirs[0]])
+    with pytest.raises(DataDirError, match="no bookie ledger directory under it"):
+        bookie_parts(tmp_path)
+    md = str(source["root"] / "src" / "metadata")
+    assert main(["messages", "--metadata-dir", md, *(x for d in dirs for x in ("--ledger-dir", str(d)))]) == 0
+    want = capsys.readouterr().out
+    assert main(["messages", "--metadata-dir", md, *(x for r in roots for x in ("--bookie", str(r)))]) == 0
+    assert capsys.readouterr().out == want and want.count("\n") > len(source["sent"])
+    assert main(["replicas", "--metadata-dir", md, *(x for r in roots for x in ("--bookie", str(r)))]) == 0
+    assert "3 bookie(s)" in capsys.readouterr().out
+
+
+def test_cli_names_a_bookie_that_was_not_given(source, tmp_path, capsys):
+    dirs, _ = build_bookies(source, tmp_path)
+    md = str(source["root"] / "src" / "metadata")
+    assert main(["replicas", "--metadata-dir", md, "--bookie", str(dirs[0]), "--bookie", str(dirs[1])]) == 0
+    out = capsys.readouterr().out
+    n = len(source["ledgers"])
+    assert f"not given: bookie {C}, in the ensembles of {n} ledger(s); its copies were not checked" in out
+    assert main(["replicas", "--metadata-dir", md, *(x for d in dirs for x in ("--bookie", str(d)))]) == 0
+    assert "not given" not in capsys.readouterr().out

@@ -41,6 +41,41 @@ def _bookie_candidates(root: Path) -> list[Path]:
     return [c for c in (root.joinpath(*sub) for sub in _BOOKIE_SUBDIRS) if (c / "current").is_dir()]
 
 
+def bookie_parts(root: Path) -> tuple[list[Path], list[Path]]:
+    """(ledger directories, journal directories) of one bookie whose directories sit under ``root`` (a
+    bookie's ``data/bookkeeper`` with ``journal/`` and ``ledgers/``, or several ``ledgers*``). A directory
+    holding ``current/``, or a standalone's data directory, is one directory that is both. Each is told by what
+    its ``current/`` holds: ``*.txn`` journal files, or entry logs and indexes; by its name when still empty."""
+    root = Path(root)
+    if (root / "current").is_dir() or root.name == "current" or _bookie_candidates(root):
+        d = bookie_ledger_dir(root)
+        return [d], [d]
+    ledgers: list[Path] = []
+    journals: list[Path] = []
+    try:
+        children = sorted(c for c in root.iterdir() if (c / "current").is_dir())
+    except OSError as e:
+        raise DataDirError(f"{root}: cannot list the bookie's directories: {e}", str(root)) from None
+    for c in children:
+        names = {n.name for n in (c / "current").iterdir()}
+        journal = any(n.endswith(".txn") for n in names)
+        ledger = any(n.endswith(".log") for n in names) or bool(names & {"ledgers", "locations", "lastId"})
+        if not (journal or ledger):
+            journal = c.name.startswith("journal")
+            ledger = not journal
+        if ledger:
+            ledgers.append(c)
+        if journal:
+            journals.append(c)
+    if not ledgers:
+        raise DataDirError(
+            f"{root}: no bookie ledger directory under it (a directory with current/ holding entry logs or "
+            "the ledgers/locations index)",
+            str(root),
+        )
+    return ledgers, journals
+
+
 def find_layout(root: Path) -> tuple[Path, list[Path]]:
     """(metadata dir, bookie dirs holding ``current/``) of a standalone or pulsarkit directory."""
     md = next((c for c in (root / "metadata", root) if is_rocksdb(c)), None)
@@ -69,17 +104,6 @@ def bookie_ledger_dir(path: Path) -> Path:
             f"{path}: no bookie ledger directory (no current/ in it or in a standalone layout)", str(path)
         )
     return found[0]
-
-
-def bookie_dirs(path: Path) -> tuple[Path, Path]:
-    """(ledger directory, journal directory) of the one bookie ``path`` names: a bookie directory holding
-    ``ledgers/`` and ``journal/`` (Pulsar's ``data/bookkeeper`` layout, a production bookie's journal kept
-    apart: a bookie killed before it flushed holds acknowledged entries there alone), else
-    :func:`bookie_ledger_dir`'s directory, which holds its journal too."""
-    if (path / "ledgers" / "current").is_dir() and (path / "journal" / "current").is_dir():
-        return path / "ledgers", path / "journal"
-    d = bookie_ledger_dir(path)
-    return d, d
 
 
 # ---------------------------------------------------------------------------------- the cookie
@@ -425,7 +449,6 @@ __all__ = [
     "BookieMapping",
     "Cookie",
     "LogRead",
-    "bookie_dirs",
     "bookie_ids",
     "bookie_ledger_dir",
     "entry_payload",
