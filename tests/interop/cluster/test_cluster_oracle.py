@@ -718,3 +718,51 @@ def test_the_deleted_topic_as_of_a_zxid_before_its_deletion(oracle, kind):
     with _open(oracle / kind / "data") as dd:
         assert NS + "to-delete" not in {t.name for t in dd.topics()}
         assert all(lid not in dd.ledger_metadata for lid in ledgers)
+
+
+def _tree(server: Server) -> dict[str, tuple]:
+    """Every node a live server serves: data, version, child version, mzxid (kazoo, one walk)."""
+    c = server.client()
+    try:
+        out, todo = {}, ["/"]
+        while todo:
+            p = todo.pop()
+            data, st = c.get(p)
+            out[p] = (data or b"", st.version, st.cversion, st.mzxid)
+            todo.extend(("" if p == "/" else p) + "/" + ch for ch in c.get_children(p))
+        return out
+    finally:
+        c.stop()
+        c.close()
+
+
+def test_the_live_zookeeper_reads_as_its_data_dir_and_is_left_unchanged(oracle, version, kind, tmp_path):
+    """The cluster's ZooKeeper restarted on a copy of its data and read live (``metadata_store="zk:..."``): the
+    same topics, ledgers and messages as its data dir read offline, and the server's every node afterwards as
+    before (data, version, child version, mzxid: pulsarkit wrote nothing)."""
+    zk_root = tmp_path / "zk"
+    for sub in ("data", "txlog"):
+        shutil.copytree(oracle / kind / "data" / "zookeeper" / sub, zk_root / sub)
+    d = _dirs(oracle / kind / "data")
+    bookies = {"ledger_dirs": d["ledger_dirs"], "journal_dirs": d["journal_dirs"]}
+    started = time.monotonic()
+    with _open(oracle / kind / "data") as dd:
+        offline = (dd.ledgers_table(), [t.name for t in dd.topics()], list(read_messages(dd)))
+    offline_seconds = time.monotonic() - started
+    server = Server(_lib(version), zk_root, 3_600_000)
+    try:
+        before = _tree(server)
+        started = time.monotonic()
+        with open_data_dir(metadata_store=f"zk:127.0.0.1:{server.port}", **bookies) as dd:
+            live = (dd.ledgers_table(), [t.name for t in dd.topics()], list(read_messages(dd)))
+            assert dd.issues == []
+        seconds = time.monotonic() - started
+        after = _tree(server)
+    finally:
+        server.stop()
+    assert live[0].equals(offline[0]) and live[1:] == offline[1:] and len(live[2]) > 100
+    assert after == before
+    print(
+        f"cluster oracle ({version} {kind}): metadata and every message in {offline_seconds:.2f} s from the data"
+        f" dir, {seconds:.2f} s through the live ZooKeeper"
+    )
