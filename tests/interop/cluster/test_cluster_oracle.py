@@ -644,6 +644,23 @@ def test_the_export_holds_what_the_java_reader_received(oracle, kind, tmp_path):
     assert sorted(map(key, got)) == sorted(map(key, want)) and len(got) > 100
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("run", [(PULSAR_VERSION, "killed")], indirect=True, ids=lambda r: f"{r[0]}-{r[1]}")
+def test_the_spark_source_reads_what_the_java_reader_received(spark, oracle, kind):
+    """``spark.read.format("pulsarkit")`` with the cluster's parts as options (ZooKeeper data, four bookies'
+    ledger and journal directories, one of them killed mid-workload): every message the Java Reader got."""
+    r = spark.read.format("pulsarkit")
+    for k, v in DataDirSpec.of(**_dirs(oracle / kind / "data")).options().items():
+        r = r.option(k, v)
+    got = [_exported(row.asDict()) for row in r.load().collect()]
+    want = [
+        _theirs(e) | {"topic": e["topic"]}
+        for e in map(json.loads, (oracle / kind / "reader.jsonl").read_text().splitlines())
+    ]
+    key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
+    assert sorted(map(key, got)) == sorted(map(key, want)) and len(got) > 100
+
+
 def test_the_messages_command_on_the_cluster(oracle, kind):
     """``pulsarkit messages`` run as a command on the cluster's directories (``--zookeeper-dir``, each bookie's
     ``--ledger-dir`` and ``--journal-dir``) prints what the library reads, naming the ZooKeeper state it used."""
