@@ -394,3 +394,72 @@ def test_messages_through_the_live_zookeeper_equal_the_standalones(pulsar_zk) ->
         f"offline read of its data dir {len(offline)} nodes {(t4 - t3) * 1000:.0f} ms "
         f"({offline.txns_applied} transactions replayed)"
     )
+
+
+# ------------------------------------------------------------------------------- an orphan cleanup, live
+
+
+def _versions(server: Server) -> dict[str, tuple[bytes, int]]:
+    c = _client(server, "/cluster")
+    try:
+        return {p: (d, st.version) for p, (d, st) in _everything(c).items()}
+    finally:
+        c.stop()
+        c.close()
+
+
+def test_orphan_cleanup_against_the_live_zookeeper(oracle, tmp_path, capsys) -> None:  # noqa: F811
+    """A cluster's orphan cleanup executed against the live ZooKeeper: the standalone's metadata without two
+    topics' managed ledgers (their ledgers are orphans, ``owner_gone``); the plan re-checked by one live read; a
+    node changed after the plan is left alone; the others are backed up, then compare-and-deleted, and nothing
+    else changes; the backup puts them back where they were."""
+    from pulsarkit.analysis.orphan_cleanup import restore_backup
+    from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan
+    from pulsarkit.cli import main
+
+    _tool("java")
+    standalone = oracle / "clean" / "data"
+    _, bookies = find_layout(standalone)
+    with MetadataStore(standalone / "metadata", read_only=True) as store:
+        items = StoreItems(store.raw_items())
+    gone = (
+        "/managed-ledgers/public/default/persistent/codec-none",
+        "/managed-ledgers/public/default/persistent/codec-lz4",
+    )
+    paths = [p for p in items.keys() if p != "/" and not any(p == g or p.startswith(g + "/") for g in gone)]
+    server = Server(_lib(), tmp_path / "zk", 3_600_000)
+    try:
+        c = _client(server)
+        c.create("/cluster", b"")
+        _load(_Chrooted(server, "/cluster"), items, paths)
+        url = f"zk:127.0.0.1:{server.port}/cluster"
+        with open_data_dir(metadata_store=url, ledger_dirs=bookies) as dd:
+            plan = cleanup_plan(dd)
+            paths_of = {i.ledger_id: dd.ledger_paths[i.ledger_id] for i in plan.to_delete}
+        planned = sorted(paths_of)
+        assert len(planned) >= 2 and {i.category for i in plan.to_delete} == {"owner_gone"}
+        plan_file = tmp_path / "plan.json"
+        plan.write(str(plan_file))
+        moved = planned[0]
+        c.set("/cluster" + paths_of[moved], c.get("/cluster" + paths_of[moved])[0])  # its version moves on
+        before = _versions(server)
+        rc = main(
+            ["orphans-cleanup", str(plan_file), "--execute", "--metadata-store", url, "--backup", str(tmp_path / "b")]
+            + ["--json"]
+        )
+        res = json.loads(capsys.readouterr().out)
+        assert rc == 0 and sorted(res["deleted"]) == planned[1:]
+        assert res["skipped"] == [{"ledger_id": moved, "why": "its metadata changed since the plan"}]
+        after = _versions(server)
+        assert {p: v for p, v in before.items() if p not in after} == {
+            paths_of[lid]: before[paths_of[lid]] for lid in planned[1:]
+        }
+        assert all(after[p] == v for p, v in before.items() if p in after) and set(after) <= set(before)
+        assert sorted(restore_backup(tmp_path / "b", metadata_store=url)) == planned[1:]
+        restored = _versions(server)
+        assert all(restored[paths_of[lid]][0] == before[paths_of[lid]][0] for lid in planned[1:])
+        assert OrphanCleanupPlan.read(str(plan_file)) == plan
+        c.stop()
+        c.close()
+    finally:
+        server.stop()

@@ -19,6 +19,13 @@ on. The order is the point:
 
 Only metadata is deleted: the bookies reclaim the entries at their next garbage collection (or run
 ``pulsarkit gc``). Ledgers without metadata (``on_disk_only``) need nothing here.
+
+A cluster's plan (made from a ZooKeeper data directory or a live ZooKeeper) is executed against the live
+ZooKeeper (``metadata_store="zk:..."``), never against a snapshot: there is no lock to take, so the re-check is
+one consistent read of the live tree (:class:`~pulsarkit.metadata.zookeeper_live.ZkLiveStore`), and each delete is
+ZooKeeper's own compare-and-delete on the version the plan pinned
+(:class:`~pulsarkit.metadata.zookeeper_write.ZkNodeWriter`): a node changed after the read is not deleted. The
+backup keeps each node's data and path; :func:`restore_backup` re-creates them there.
 """
 
 from __future__ import annotations
@@ -34,8 +41,10 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ..durable import fsync_dir, write_durably
-from ..errors import BadVersionError, MetadataNotFoundError, PulsarkitError
+from ..errors import BadVersionError, MetadataNotFoundError, MetadataStoreError, PulsarkitError
 from ..metadata.store import MetadataStore, StoreItems, ledger_path
+from ..metadata.zookeeper_live import ZkLiveStore
+from ..metadata.zookeeper_write import ZkNodeWriter
 from ..plan import to_data
 from ..scan.bookie_dir import is_rocksdb
 from ..scan.datadir import DataDir, MetadataSource
@@ -90,7 +99,9 @@ def _raw_node(store: MetadataStore, lid: int) -> bytes:
     return raw
 
 
-def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupItem, root: Path) -> None:
+def _backup_ledger(
+    dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupItem, root: Path, extra: dict[str, Any] | None = None
+) -> None:
     d = root / f"ledger-{lid}"
     d.mkdir()
     write_durably(d / "metadata.node", raw_node)
@@ -106,16 +117,25 @@ def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupIt
     with ipc.new_file(sink, _ENTRIES_SCHEMA) as w:
         w.write_table(pa.table({"entry_id": pa.array(ids, pa.int64()), "data": pa.array(datas, pa.binary())}))
     write_durably(d / "entries.arrow", sink.getvalue().to_pybytes())
-    write_durably(d / "item.json", json.dumps({**to_data(item), "entries_backed_up": len(ids)}, indent=1).encode())
+    doc = {**to_data(item), "entries_backed_up": len(ids), **(extra or {})}
+    write_durably(d / "item.json", json.dumps(doc, indent=1).encode())
     fsync_dir(d)
     fsync_dir(root)
 
 
-def execute(plan: OrphanCleanupPlan, *, backup_dir: str | os.PathLike[str] | None = None) -> CleanupResult:
+def execute(
+    plan: OrphanCleanupPlan,
+    *,
+    backup_dir: str | os.PathLike[str] | None = None,
+    metadata_store: str | None = None,
+) -> CleanupResult:
     """Applies an orphan cleanup plan: re-checked, backed up, compare-and-deleted (the module
-    docstring). A dry run is the plan alone (:attr:`OrphanCleanupPlan.to_delete`)."""
+    docstring). A dry run is the plan alone (:attr:`OrphanCleanupPlan.to_delete`). ``metadata_store``
+    (``zk:host:port[/chroot]``) executes it against a live ZooKeeper instead of the plan's RocksDB store."""
     if not isinstance(plan, OrphanCleanupPlan):
         raise OrphanCleanupError(f"not an orphan cleanup plan: {type(plan).__name__}; write one with --plan")
+    if metadata_store is not None:
+        return _execute_live(plan, _backup_root(backup_dir), metadata_store)
     if not is_rocksdb(Path(plan.metadata_dir)):
         # never let the writable open below create a store: e.g. a plan made from a ZooKeeper data directory,
         # which is a copy of a cluster's state, not something to delete from
@@ -123,42 +143,11 @@ def execute(plan: OrphanCleanupPlan, *, backup_dir: str | os.PathLike[str] | Non
             f"{plan.metadata_dir} is not a RocksDB metadata store: a cleanup is executed only on one "
             "(a ZooKeeper data directory is a snapshot; its plan is for review)"
         )
-    backup = Path(backup_dir) if backup_dir is not None else None
-    if backup is not None:
-        if backup.exists() and any(backup.iterdir()):
-            raise OrphanCleanupError(f"{backup}: backup directory exists and is not empty; give a new one")
-        backup.mkdir(parents=True, exist_ok=True)
+    backup = _backup_root(backup_dir)
     res = CleanupResult()
     # the writer's lock is taken before looking, so nothing moves between the re-check and the deletes
     with MetadataStore(plan.metadata_dir) as store, _open_snapshot(plan, store) as dd:
-        bad = [i for i in dd.issues if i.kind in ("bad_metadata_value", "bad_ledger_metadata")]
-        if bad:
-            raise OrphanCleanupError(f"refusing: the metadata store has unreadable nodes ({bad[0].message})")
-        now = {f.ledger_id: f for f in find_orphans(dd)}
-        missing = sorted(lid for lid, f in now.items() if f.verdict == "inconsistent")
-        if missing:
-            raise OrphanCleanupError(
-                f"refusing: ledgers {missing[:10]} are referenced but their data is missing "
-                f"({', '.join(sorted({now[lid].category for lid in missing}))}); "
-                "the inputs are inconsistent (see pulsarkit orphans)"
-            )
-        todo = []
-        for item in plan.to_delete:
-            lid = item.ledger_id
-            path = ledger_path(lid)
-            f = now.get(lid)
-            if path not in dd.node_versions:
-                res.skipped.append(CleanupSkip(lid, "already deleted"))
-            elif f is None:
-                res.skipped.append(CleanupSkip(lid, "no longer an orphan: something refers to it now"))
-            elif f.category != item.category:
-                res.skipped.append(CleanupSkip(lid, f"now classed {f.category!r}, planned as {item.category!r}"))
-            elif tuple(dd.node_versions[path]) != (item.metadata_version, item.metadata_ctime):
-                res.skipped.append(CleanupSkip(lid, "its metadata changed since the plan"))
-            else:
-                todo.append(item)
-        res.to_delete = todo
-        res.bytes = sum(i.bytes_on_bookie for i in todo)
+        todo = _recheck(plan, dd, res)
         for item in todo:
             lid = item.ledger_id
             if store.get(ledger_path(lid)) is None:
@@ -179,11 +168,111 @@ def execute(plan: OrphanCleanupPlan, *, backup_dir: str | os.PathLike[str] | Non
     return res
 
 
-def restore_backup(backup_dir: str | os.PathLike[str], metadata_dir: str | os.PathLike[str]) -> list[int]:
-    """Puts the backed-up ledger metadata nodes back (never over an existing node). The entries are
-    still on the bookies unless their garbage collection ran since; ``entries.arrow`` keeps them."""
+def _backup_root(backup_dir: str | os.PathLike[str] | None) -> Path | None:
+    backup = Path(backup_dir) if backup_dir is not None else None
+    if backup is not None:
+        if backup.exists() and any(backup.iterdir()):
+            raise OrphanCleanupError(f"{backup}: backup directory exists and is not empty; give a new one")
+        backup.mkdir(parents=True, exist_ok=True)
+    return backup
+
+
+def _recheck(plan: OrphanCleanupPlan, dd: DataDir, res: CleanupResult) -> list[OrphanCleanupItem]:
+    """The items still to delete by a fresh snapshot ``dd`` (the others into ``res.skipped``); refuses a
+    snapshot whose metadata is unreadable or inconsistent."""
+    bad = [i for i in dd.issues if i.kind in ("bad_metadata_value", "bad_ledger_metadata")]
+    if bad:
+        raise OrphanCleanupError(f"refusing: the metadata store has unreadable nodes ({bad[0].message})")
+    now = {f.ledger_id: f for f in find_orphans(dd)}
+    missing = sorted(lid for lid, f in now.items() if f.verdict == "inconsistent")
+    if missing:
+        raise OrphanCleanupError(
+            f"refusing: ledgers {missing[:10]} are referenced but their data is missing "
+            f"({', '.join(sorted({now[lid].category for lid in missing}))}); "
+            "the inputs are inconsistent (see pulsarkit orphans)"
+        )
+    todo = []
+    for item in plan.to_delete:
+        lid = item.ledger_id
+        path = dd.ledger_paths.get(lid, ledger_path(lid))
+        f = now.get(lid)
+        if path not in dd.node_versions:
+            res.skipped.append(CleanupSkip(lid, "already deleted"))
+        elif f is None:
+            res.skipped.append(CleanupSkip(lid, "no longer an orphan: something refers to it now"))
+        elif f.category != item.category:
+            res.skipped.append(CleanupSkip(lid, f"now classed {f.category!r}, planned as {item.category!r}"))
+        elif tuple(dd.node_versions[path]) != (item.metadata_version, item.metadata_ctime):
+            res.skipped.append(CleanupSkip(lid, "its metadata changed since the plan"))
+        else:
+            todo.append(item)
+    res.to_delete = todo
+    res.bytes = sum(i.bytes_on_bookie for i in todo)
+    return todo
+
+
+def _execute_live(plan: OrphanCleanupPlan, backup: Path | None, url: str) -> CleanupResult:
+    """The plan against a live ZooKeeper: one consistent read re-checks it (no lock exists there, so each
+    delete is ZooKeeper's own compare-and-delete on the version the re-check saw, which is the plan's);
+    each node is backed up (its data and path) before it is deleted."""
+    res = CleanupResult()
+    live = ZkLiveStore(url)
+    dd = DataDir(
+        url,
+        plan.ledger_dirs,
+        journal_dirs=plan.journal_dirs,
+        index_dirs=plan.index_dirs,
+        metadata=MetadataSource(live, [], live.zxid, live.describe()),
+    )
+    with dd, ZkNodeWriter(url) as writer:
+        todo = _recheck(plan, dd, res)
+        for item in todo:
+            lid = item.ledger_id
+            path = dd.ledger_paths[lid]
+            if backup is not None:
+                got = live.get(path)
+                assert got is not None  # the re-check saw it
+                _backup_ledger(dd, lid, got[0], item, backup, {"zookeeper_path": path})
+                res.backed_up.append(lid)
+            try:
+                writer.delete(path, item.metadata_version)
+            except BadVersionError:
+                res.skipped.append(CleanupSkip(lid, "its metadata changed while cleaning"))
+                continue
+            except MetadataNotFoundError:
+                res.skipped.append(CleanupSkip(lid, "already deleted"))
+                continue
+            res.deleted.append(lid)
+    return res
+
+
+def restore_backup(
+    backup_dir: str | os.PathLike[str],
+    metadata_dir: str | os.PathLike[str] | None = None,
+    *,
+    metadata_store: str | None = None,
+) -> list[int]:
+    """Puts the backed-up ledger metadata nodes back (never over an existing node), into the RocksDB store
+    ``metadata_dir`` or, for a cleanup executed against a live ZooKeeper, into ``metadata_store`` (``zk:...``)
+    where each node was. The entries are still on the bookies unless their garbage collection ran since;
+    ``entries.arrow`` keeps them."""
     root = Path(backup_dir)
     restored = []
+    if metadata_store is not None:
+        with ZkNodeWriter(metadata_store) as writer:
+            for d in sorted(root.glob("ledger-*")):
+                lid = int(d.name.split("-", 1)[1])
+                path = json.loads((d / "item.json").read_text()).get("zookeeper_path")
+                if not path:
+                    raise OrphanCleanupError(f"{d}: not a backup of a ZooKeeper cleanup (no zookeeper_path)")
+                try:
+                    writer.create(path, (d / "metadata.node").read_bytes())
+                except MetadataStoreError as e:
+                    raise OrphanCleanupError(f"ledger {lid}: {e}") from None
+                restored.append(lid)
+        return restored
+    if metadata_dir is None:
+        raise OrphanCleanupError("restore into what: give the metadata_dir or the metadata_store")
     with MetadataStore(metadata_dir) as store:
         for d in sorted(root.glob("ledger-*")):
             lid = int(d.name.split("-", 1)[1])

@@ -188,6 +188,12 @@ def _orphans_cleanup(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("plan", help="the plan written by 'pulsarkit orphans DATA_DIR --plan FILE'")
     p.add_argument("--execute", action="store_true", help="delete; without it nothing is written")
     p.add_argument("--backup", metavar="DIR", help="first save each ledger's metadata and entries here (a new dir)")
+    p.add_argument(
+        "--metadata-store",
+        metavar="URL",
+        help="execute against this live ZooKeeper (zk:host:port[,host:port][/chroot]) instead of the plan's RocksDB "
+        "store: re-checked by one consistent read, each node compare-and-deleted on the version the plan pinned",
+    )
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     def run(args: argparse.Namespace) -> int:
@@ -196,7 +202,7 @@ def _orphans_cleanup(p: argparse.ArgumentParser) -> Runner:
             todo, skipped, deleted, nbytes = plan.to_delete, [], [], sum(i.bytes_on_bookie for i in plan.to_delete)
             res = {"dry_run": True, "to_delete": to_data(todo), "skipped": [], "deleted": [], "bytes": nbytes}
         else:
-            r = execute(plan, backup_dir=args.backup)
+            r = execute(plan, backup_dir=args.backup, metadata_store=args.metadata_store)
             todo, skipped, deleted, nbytes = r.to_delete, r.skipped, r.deleted, r.bytes
             res = {"dry_run": False, **r.to_dict()}
         if args.json:
