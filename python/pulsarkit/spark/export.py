@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..export import Engine, ExportJob, ExportSummary, LocalEngine, Reporter, StagingWriter, Target
+from ..export import Engine, ExportJob, ExportSummary, LocalEngine, ReadIssues, Reporter, StagingWriter, Target
 from ..export import export as export_locally
-from ..export.run import log_to_stderr
+from ..export.run import log_to_stderr, read_part
 from ..export.staging import DAY_MS, PARTITION_COLUMNS
-from ..scan import ScanPartition, read_partition
+from ..scan import ScanPartition
 from ..scan.records import DataDirError
 from .messages_source import register
 from .session import local_session
@@ -81,16 +81,17 @@ class _TaskWriter:
     def __init__(self, staging: str, on_error: str) -> None:
         self.staging, self.on_error = staging, on_error
 
-    def __call__(self, items: Iterator[tuple[int, list[ScanPartition]]]) -> Iterator[int]:
+    def __call__(self, items: Iterator[tuple[int, list[ScanPartition]]]) -> Iterator[ReadIssues]:
         for i, task in items:
             writer = StagingWriter(Path(self.staging) / f"task-{i:05d}")
+            found = ReadIssues([])
             try:
                 for part in task:
-                    for b in read_partition(part, on_error=self.on_error):
+                    for b in read_part(part, self.on_error, found):
                         writer.write(b)
             finally:
                 writer.close()
-            yield i
+            yield found  # to the driver, which reports them as the local engine's
 
 
 class SparkTasks:
@@ -102,12 +103,15 @@ class SparkTasks:
     def __init__(self, session: Any, master: str | None = None) -> None:
         self.session, self.master = session, master
 
-    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues:
         tasks = list(enumerate(job.plan.tasks()))
+        found = ReadIssues([])
         if tasks:
             session = self.session or spark_session(self.master)
             rdd = session.sparkContext.parallelize(tasks, len(tasks))
-            rdd.mapPartitions(_TaskWriter(str(target.staging), job.on_error)).collect()
+            for task_found in rdd.mapPartitions(_TaskWriter(str(target.staging), job.on_error)).collect():
+                found.add(task_found)
+        return found
 
 
 class SparkSql:
@@ -120,6 +124,8 @@ class SparkSql:
         self.session, self.master = session, master
 
     def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
+        """Returns None: the data source's reads run in Spark's own tasks, whose logs name what they
+        could not read (``on_error=fail``, the default, stops the run at an unreadable entry)."""
         from pyspark.sql import functions as F
 
         session = self.session or spark_session(self.master)
