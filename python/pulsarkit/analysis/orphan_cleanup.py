@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ..durable import fsync_dir, write_durably
+from ..durable import fsync_dir, make_private_dir, write_durably
 from ..errors import BadVersionError, MetadataNotFoundError, PulsarkitError
 from ..metadata.store import MetadataStore, StoreItems, ledger_path
 from ..plan import to_data
@@ -92,7 +92,7 @@ def _raw_node(store: MetadataStore, lid: int) -> bytes:
 
 def _backup_ledger(dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupItem, root: Path) -> None:
     d = root / f"ledger-{lid}"
-    d.mkdir()
+    d.mkdir(mode=0o700)
     write_durably(d / "metadata.node", raw_node)
     led = dd.ledgers.get(lid)
     last = max(led.last_entry_id if led else -1, -1)
@@ -125,9 +125,14 @@ def execute(plan: OrphanCleanupPlan, *, backup_dir: str | os.PathLike[str] | Non
         )
     backup = Path(backup_dir) if backup_dir is not None else None
     if backup is not None:
-        if backup.exists() and any(backup.iterdir()):
-            raise OrphanCleanupError(f"{backup}: backup directory exists and is not empty; give a new one")
-        backup.mkdir(parents=True, exist_ok=True)
+        if backup.is_symlink():
+            raise OrphanCleanupError(f"{backup}: a symbolic link; give the backup directory itself (a new one)")
+        if backup.exists() and (not backup.is_dir() or any(backup.iterdir())):
+            raise OrphanCleanupError(f"{backup}: exists and is not empty (or not a directory); give a new one")
+        try:
+            make_private_dir(backup)  # the backup holds the entries: private
+        except OSError as e:
+            raise OrphanCleanupError(f"{backup}: cannot make the backup directory: {e}") from None
     res = CleanupResult()
     # the writer's lock is taken before looking, so nothing moves between the re-check and the deletes
     with MetadataStore(plan.metadata_dir) as store, _open_snapshot(plan, store) as dd:
