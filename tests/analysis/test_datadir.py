@@ -560,7 +560,7 @@ def test_a_damaged_transactional_entry_decides_nothing_in_either_metadata_pass(s
     rows = [
         r
         for part in scan.partitions
-        for b in read_partition(part, on_issue=lambda *a: issues.append(a[:3]))
+        for b in read_partition(part, on_issue=lambda i: issues.append((i.kind, i.ledger_id, i.entry_id)))
         for r in b.to_pylist()
     ]
     assert ("unreadable_entry", lid, eid) in issues

@@ -8,6 +8,7 @@ partitions' rows; this process's engine (:class:`LocalEngine`) is the default, a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import sys
@@ -91,18 +92,8 @@ def read_part(part: ScanPartition, on_error: str, found: ReadIssues) -> Iterator
 
 
 def _collector(issues: list[str], part: ScanPartition) -> OnIssue:
-    def issue(
-        kind: str,
-        lid: int | None,
-        eid: int | None,
-        message: str,
-        path: str | None,
-        offset: int | None,
-        /,
-        *,
-        count: int = 1,
-    ) -> None:
-        issues.append(str(Issue(kind, path or part.topic or "?", offset, message, lid, eid, count)))
+    def issue(found: Issue, /) -> None:
+        issues.append(str(dataclasses.replace(found, path=found.path or part.topic or "?")))
 
     return issue
 
