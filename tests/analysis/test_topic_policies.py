@@ -150,7 +150,9 @@ def test_whatif_gives_topic_policies_precedence_and_names_them(tmp_path, capsys)
     assert pol("c") == pol("e") == (60, 5, 120) and topics[ML + "c"]["retention_source"] == ns
     assert pol("d") == (-1, -1, 120)
     assert pol("p-partition-0") == (-1, -1, 120)  # a partitioned topic's policy governs its partitions
-    assert out["settings"]["topic_policies"]["persistent://t/pol/b"]["global"] is False  # local shown last
+    b = out["settings"]["topic_policies"]["persistent://t/pol/b"]
+    assert b["local"]["message_ttl_in_seconds"] == 3600 and b["local"]["retention_policies"] is None
+    assert b["global"]["retention_policies"] == {"retentionSizeInMB": -1, "retentionTimeInMinutes": 10080}
     # a: kept forever, whatever it consumed; topics under the namespace's 60 minutes lose consumed ledgers
     deleted = {r["topic"].rsplit("/", 1)[1] for r in out["timeline"] if r["event"] == "ledger_deleted"}
     assert "a" not in deleted and "d" not in deleted and {"c", "e"} <= deleted
@@ -176,9 +178,29 @@ def test_events_that_cannot_be_read_are_a_note_not_a_guess(tmp_path):
         store.metadata.delete("/schemas/t/pol/__change_events")
     with open_data_dir(tmp_path / "d") as dd:
         out = simulate(dd, WhatIf(gc=GC, horizon_hours=1, config_files=()))
+        (issue,) = [i for i in dd.issues if i.kind == "topic_policies"]
     (note,) = [n for n in out["settings"]["notes"] if "__change_events" in n]
     assert note.startswith("topic policies of namespace t/pol not read (no schema registered")
+    assert issue.path == "persistent://t/pol/__change_events" and "no schema registered" in issue.message
     assert out["topics"][ML + "a"]["retention_source"] == "namespace policy /admin/policies/t/pol"
+    from pulsarkit.cli import main
+
+    assert main(["whatif", str(tmp_path / "d"), "--no-conf", "--horizon-hours", "1"]) == 0
+    assert main(["whatif", str(tmp_path / "d"), "--no-conf", "--horizon-hours", "1", "--strict"]) == 3
+
+
+def test_an_unreadable_event_is_damage_not_a_guess(tmp_path):
+    """An event whose entry is gone from the bookie (its ledger's data deleted) is reported, not skipped."""
+    build_with_topic_policies(tmp_path / "d")
+    with open_data_dir(tmp_path / "d") as dd:
+        tail = dd.ml_ledgers(ML + "__change_events")[-1]
+    bk = pk.bookkeeper.DbLedgerStorage(tmp_path / "d" / "bookie")
+    bk.delete_ledger(tail)
+    bk.close()
+    with open_data_dir(tmp_path / "d") as dd:
+        tp = read_topic_policies(dd)
+        assert tp.local == {} and tp.global_ == {}  # nothing half-replayed
+        assert any(i.kind == "topic_policies" for i in dd.issues)
 
 
 CACHE = Path(os.environ.get("PULSARKIT_TEST_CACHE") or Path.home() / ".cache" / "pulsarkit-tests") / "datadir-oracle"

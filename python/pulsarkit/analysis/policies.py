@@ -185,15 +185,18 @@ class Settings:
                 ns: {k: p.get(k) for k in ("retention_policies", "message_ttl_in_seconds")}
                 for ns, p in sorted(self.namespaces.items())
             },
+            # per topic, each level it has a policy at, as the event set it
             "topic_policies": {
-                ev.topic: {
-                    "global": ev.is_global,
-                    "retention_policies": ev.policies.get("retentionPolicies"),
-                    "message_ttl_in_seconds": ev.policies.get("messageTTLInSeconds"),
-                    "event": ev.position,
+                topic: {
+                    level: {
+                        "retention_policies": lv[topic].policies.get("retentionPolicies"),
+                        "message_ttl_in_seconds": lv[topic].policies.get("messageTTLInSeconds"),
+                        "event": lv[topic].position,
+                    }
+                    for level, lv in (("local", self.topic_levels.local), ("global", self.topic_levels.global_))
+                    if topic in lv
                 }
-                for level in (self.topic_levels.global_, self.topic_levels.local)
-                for ev in level.values()
+                for topic in sorted({*self.topic_levels.local, *self.topic_levels.global_})
             },
             "notes": list(self.notes),
         }

@@ -14,7 +14,8 @@ what a ``readCompacted`` reader gets) is read, each value decoded with the schem
 registered (``/schemas/<tenant>/<namespace>/__change_events`` -> the schema ledger's entry for the
 message's ``schema_version``: field order and all come from the data, not from a class), and replayed.
 A namespace whose events cannot be read or decoded gets a note naming why and is left out (its topics
-then follow the namespace's or the broker's policy, which the note says)."""
+then follow the namespace's or the broker's policy, which the note says), and a ``topic_policies``
+issue in ``dd.issues`` (a warning; ``--strict`` exits 3)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from ..codec.entry import Entry
 from ..codec.protobuf_wire import fields
 from ..errors import PulsarkitError
 from ..scan.datadir import DataDir
+from ..scan.records import Issue
 from .compaction import compacted_topic
 
 CHANGE_EVENTS = "__change_events"
@@ -184,6 +186,8 @@ def read_topic_policies(dd: DataDir, namespaces: Iterable[str] | None = None) ->
                 f"topic policies of namespace {tenant_ns} not read ({e}); its topics are simulated with "
                 "the namespace's or the broker's policy"
             )
+            # damage, not a setting: a warning, and --strict's exit 3
+            dd.report(Issue("topic_policies", ml_to_topic(ml), None, f"topic policies not read: {e}"))
     return out
 
 
