@@ -96,6 +96,12 @@ def test_spark_tasks_report_what_they_skipped(synthetic, tmp_path):
     )
     assert spark.unreadable_entries == local.unreadable_entries > 0
     assert sorted(spark.issues) == sorted(local.issues)
+    # spark-sql: the data source's tasks count theirs (local master), one line for them
+    sql = spark_export(
+        str(copy), "parquet", str(tmp_path / "c"), engine="spark-sql", skip_unreadable=True, log=lambda m: None
+    )
+    assert sql.unreadable_entries == local.unreadable_entries
+    assert len([i for i in sql.issues if "issue(s) in the Spark tasks" in i]) == 1 and sql.rows == local.rows
 
 
 ORACLE = Path.home() / ".cache" / "pulsarkit-tests" / "datadir-oracle"

@@ -17,6 +17,7 @@ through deltalake or pyiceberg)."""
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from ..export.run import log_to_stderr, read_part
 from ..export.staging import DAY_MS, PARTITION_COLUMNS
 from ..scan import ScanPartition
 from ..scan.records import DataDirError
-from .messages_source import register
+from .messages_source import read_stats, register
 from .session import local_session
 
 ENGINES = ("auto", "local", "spark", "spark-sql")
@@ -123,12 +124,28 @@ class SparkSql:
     def __init__(self, session: Any, master: str | None = None) -> None:
         self.session, self.master = session, master
 
-    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
-        """Returns None: the data source's reads run in Spark's own tasks, whose logs name what they
-        could not read (``on_error=fail``, the default, stops the run at an unreadable entry)."""
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues | None:
+        """The data source's reads run in Spark's own tasks, whose logs name what they could not read
+        (``on_error=fail``, the default, stops the run at an unreadable entry). On a local master their
+        counts come back through the source's ``stats_dir`` (one line, the count of entries); on a
+        cluster, whose executors write elsewhere, None (the run says so)."""
+        session = self.session or spark_session(self.master)
+        if not str(session.sparkContext.master).startswith("local"):
+            self._write(session, job, target, None)
+            return None
+        with tempfile.TemporaryDirectory(prefix="pulsarkit-export-stats-") as stats_dir:
+            self._write(session, job, target, stats_dir)
+            stats = read_stats(stats_dir)["tasks"]
+        if not stats.issues:
+            return ReadIssues([])
+        return ReadIssues(
+            [f"{stats.issues} issue(s) in the Spark tasks (their logs name each one)"], stats.unreadable_entries
+        )
+
+    @staticmethod
+    def _write(session: Any, job: ExportJob, target: Target, stats_dir: str | None) -> None:
         from pyspark.sql import functions as F
 
-        session = self.session or spark_session(self.master)
         source = job.source
         after = {t: list(v) for t, v in job.after.items()}
         until = {t: list(v) for t, v in job.until.items()}
@@ -138,6 +155,8 @@ class SparkSql:
         options: dict[str, object] = {"max_partition_bytes": job.max_partition_bytes, "min_partitions": 2}
         if job.ledger_dirs:
             options["ledger_dirs"] = ",".join(job.ledger_dirs)
+        if stats_dir is not None:
+            options["stats_dir"] = stats_dir
         for k, v in options.items():
             r = r.option(k, str(v))
         df = r.load(source)
