@@ -117,3 +117,31 @@ def test_metadata_claiming_what_no_bookie_holds(synthetic, tmp_path, capsys):
         (f,) = [f for f in fsck(dd) if "missing" in f["check"]]
     assert (f["check"], f["ledger_id"], f["severity"]) == ("ledger_entries_missing", lid, "error")
     assert f"{4_000_000_000 - last} missing" in f["message"]
+
+
+def test_a_real_standalone_whose_bookie_lost_a_topic_ledger(tmp_path):
+    """The datadir oracle's real Pulsar 4.0.7 data (when cached), one topic ledger deleted from its
+    bookie: fsck names it as messages does."""
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    stores = sorted((Path.home() / ".cache" / "pulsarkit-tests" / "datadir-oracle").glob("*/clean/data"))
+    if not stores:
+        pytest.skip("the datadir oracle (tests/interop/standalone) has not run on this machine")
+    copy = tmp_path / "data"
+    shutil.copytree(stores[0], copy)
+    with open_data_dir(copy) as dd:
+        assert not [f for f in fsck(dd) if "missing" in f["check"]]
+        lid = dd.ml_ledgers(dd.resolve("persistent://public/default/codec-zstd"))[0]
+    bk = pk.bookkeeper.DbLedgerStorage(copy / "bookkeeper")
+    bk.delete_ledger(lid)
+    bk.close()
+    for p in copy.rglob("LOCK"):
+        p.unlink()
+    with open_data_dir(copy) as dd:
+        (f,) = [f for f in fsck(dd) if "missing" in f["check"]]
+        assert any(i.kind == "ledger_data_missing" and i.ledger_id == lid for i in dd.issues)
+    assert (f["check"], f["ledger_id"], f["severity"]) == ("ledger_data_missing", lid, "error")
+    assert main(["fsck", str(copy)]) == 3
