@@ -81,11 +81,11 @@ if TYPE_CHECKING:
         Position,
         Store,
     )
-    from .scan.datadir import DataDir, DataDirError, open_data_dir
+    from .scan.datadir import DataDir, DataDirError, DataDirSpec, open_data_dir
 
 #: Re-exported name -> the module that defines it, imported on first access.
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("DataDir", "DataDirError", "open_data_dir"), ".scan.datadir"),
+    **dict.fromkeys(("DataDir", "DataDirError", "DataDirSpec", "open_data_dir"), ".scan.datadir"),
     **dict.fromkeys(("MessageId", "PersistentTopic", "PublishResult"), ".broker.topic"),
     **dict.fromkeys(("FrameDecoder", "command", "encode_command"), ".codec.commands"),
     **dict.fromkeys(
@@ -158,6 +158,7 @@ __all__ = [
     "CursorNotFoundError",
     "DataDir",
     "DataDirError",
+    "DataDirSpec",
     "DecompressionError",
     "DigestMismatchError",
     "Entry",

@@ -21,7 +21,13 @@ from pulsarkit.errors import ZooKeeperDataError
 from pulsarkit.managed_ledger.position import Position
 from pulsarkit.metadata import zookeeper as zk
 from pulsarkit.metadata.reader import MergedReader, MetadataReader
-from pulsarkit.metadata.store import MetadataStore, StoreItems, ledger_path, serialize_ledger_metadata
+from pulsarkit.metadata.store import (
+    MetadataStore,
+    StoreItems,
+    ledger_id_from_path,
+    ledger_path,
+    serialize_ledger_metadata,
+)
 from pulsarkit.proto import LedgerMetadataFormat, ManagedLedgerInfo
 from pulsarkit.scan.bookie_dir import find_layout
 from pulsarkit.scan.datadir import open_data_dir
@@ -191,6 +197,45 @@ def test_bookkeepers_own_nodes_in_zookeeper(synthetic, tmp_path):
     assert not [i for i in dd.issues if i.kind in ("bad_ledger_metadata", "bad_metadata_value")]
 
 
+def _long_path(path: str) -> str:
+    """A ledger's node as LongHierarchicalLedgerManager lays it out for every id (3-4-4-4-4 digits)."""
+    s = f"{ledger_id_from_path(path):019d}"
+    return f"/ledgers/{s[0:3]}/{s[3:7]}/{s[7:11]}/{s[11:15]}/L{s[15:19]}"
+
+
+def test_long_hierarchical_layout_and_text_format_values_read_the_same(synthetic, cluster, tmp_path):
+    """An older or differently configured cluster: every ledger under the long-hierarchical layout, managed
+    ledgers and cursors in protobuf text format. Everything reads as the binary, hierarchical original, and an
+    orphan plan takes each ledger node's version from where the node really is."""
+    from google.protobuf import text_format
+    from pulsarkit.metadata.store import parse_managed_cursor_info, parse_managed_ledger_info
+
+    root, bookies, _, _, _ = cluster
+    md, _ = find_layout(root)
+    with MetadataStore(md, read_only=True) as store:
+        items = StoreItems(store.raw_items())
+    nodes = {}
+    for p in items.keys():
+        data = items.get(p)[0]  # type: ignore[index]
+        parts = p.split("/")
+        if ledger_id_from_path(p) is not None:
+            p = _long_path(p)
+        elif p.startswith("/managed-ledgers/") and len(parts) in (6, 7) and parts[4] == "persistent":
+            parse = parse_managed_ledger_info if len(parts) == 6 else parse_managed_cursor_info
+            data = text_format.MessageToString(parse(data, p)).encode()
+        nodes[p] = data
+    assert any(ledger_id_from_path(p) is not None and p.count("/") == 6 for p in nodes)
+    zkd = _write_zk(tmp_path / "zk", nodes, late=False)
+    dd = open_data_dir(zookeeper_dir=zkd, ledger_dirs=bookies)
+    rocks = open_data_dir(root)
+    _same(dd, rocks)
+    assert {lid: p.count("/") for lid, p in dd.ledger_paths.items()} == {lid: 6 for lid in rocks.ledger_metadata}
+    ours, theirs = cleanup_plan(dd, include_review=True), cleanup_plan(rocks, include_review=True)
+    assert [i.ledger_id for i in ours.items] == [i.ledger_id for i in theirs.items]
+    deletable = [i for i in ours.items if i.category != "on_disk_only"]
+    assert deletable and all(i.metadata_version >= 0 for i in deletable), ours.items
+
+
 # ------------------------------------------------------------------------------------------------ the CLI
 
 
@@ -223,6 +268,38 @@ def test_cli_backlog_from_a_zookeeper_dir(cluster, capsys):
     zk_args = ["--zookeeper-dir", local, "--configuration-zookeeper-dir", conf, "--ledger-dir", bookies[0]]
     rc, out, err = run(capsys, "backlog", orders, sub, *zk_args, "--zxid", str(SNAP_ZXID), "--format", "jsonl")
     assert rc == 0 and out == want and "metadata: ZooKeeper" in err
+
+
+def test_cli_export_from_a_zookeeper_dir(cluster, capsys, tmp_path):
+    """``export`` of a cluster (ZooKeeper metadata + bookie directories): the same rows as the standalone's
+    export, its marks kept under the ZooKeeper directory's key; a rerun exports nothing new; an output inside
+    any input directory is refused."""
+    import pyarrow.compute as pc
+    from helpers import read_export
+
+    root, bookies, _, local, conf = cluster
+    zk_args = ["--zookeeper-dir", local, "--configuration-zookeeper-dir", conf, "--ledger-dir", bookies[0]]
+    rc, _, err = run(capsys, "export", root, "--to", "parquet", tmp_path / "a", "--engine", "local", "--no-progress")
+    assert rc == 0, err
+    argv = ["export", *zk_args, "--zxid", hex(SNAP_ZXID), "--to", "parquet", tmp_path / "b", "--json"]
+    rc, out, err = run(capsys, *argv, "--engine", "local", "--no-progress")
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["data_dir"] == "zookeeper:" + str(Path(local).resolve()) and summary["rows"] > 0
+    cols = ["topic", "ledger_id", "entry_id", "batch_index", "payload", "publish_time", "properties"]
+    a, b = read_export("parquet", tmp_path / "a"), read_export("parquet", tmp_path / "b")
+    order = [
+        ("topic", "ascending"),
+        ("ledger_id", "ascending"),
+        ("entry_id", "ascending"),
+        ("batch_index", "ascending"),
+    ]
+    assert a.select(cols).sort_by(order).equals(b.select(cols).sort_by(order))
+    assert pc.sum(pc.equal(b["topic"], LATE_TOPIC)).as_py() in (0, None)
+    rc, out, err = run(capsys, *argv, "--engine", "local", "--no-progress")  # incremental: nothing new
+    assert rc == 0 and json.loads(out)["rows"] == 0, err
+    rc, _, err = run(capsys, "export", *zk_args, "--to", "parquet", Path(bookies[0]) / "out", "--no-progress")
+    assert rc == 1 and "inside the data directory" in err and not (Path(bookies[0]) / "out").exists()
 
 
 @pytest.mark.parametrize(
@@ -289,3 +366,45 @@ def test_cli_replicas_of_three_bookies_from_a_zookeeper_dir(tmp_path_factory, ca
     assert rc == 1 and "--metadata-dir or --zookeeper-dir" in err
     rc, _, err = run(capsys, "replicas", "--metadata-dir", md, "--zookeeper-dir", zkd, *bookie_args)
     assert rc == 1 and "--metadata-dir or --zookeeper-dir" in err
+
+
+def test_cli_gc_against_a_zookeeper_dir(cluster, capsys, tmp_path):
+    """Bookie GC of a cluster whose metadata is a ZooKeeper data directory (a stopped cluster): the same plan as
+    against the RocksDB store, the plan names the zxid it was made at; --execute applies a reviewed plan only
+    to that same state, and refuses --zxid (an older state would make newer ledgers look deleted)."""
+    root, bookies, whole, _, _ = cluster
+    same = ["--json", "--force", "--disk-usage", "0.5"]  # the measured fill level moves between two runs
+    rc, want, err = run(capsys, "gc", root, *same)
+    assert rc == 0, err
+    rc, out, err = run(capsys, "gc", "--zookeeper-dir", whole, "--ledger-dir", bookies[0], *same)
+    assert rc == 0, err
+    theirs, ours = json.loads(want), json.loads(out)
+    zxid = SNAP_ZXID + 1
+    assert ours.pop("state") == {**theirs.pop("state"), "metadata_zxid": zxid}
+    for doc in (ours, theirs, *ours["bookies"], *theirs["bookies"]):
+        doc.pop("created_ms")
+    assert ours == theirs and any(b["ledgers_to_delete"] for b in ours["bookies"])
+    # executed on a copy of the bookie, from a reviewed plan
+    copy = shutil.copytree(root, tmp_path / "copy")
+    _, (bk,) = find_layout(copy)
+    zk_args = ["--zookeeper-dir", whole, "--ledger-dir", bk]
+    plan = tmp_path / "plan.json"
+    assert run(capsys, "gc", *zk_args, "--force", "--plan", plan)[0] == 0
+    assert json.loads(plan.read_text())["state"]["metadata_zxid"] == zxid
+    stale = tmp_path / "stale.json"
+    doc = json.loads(plan.read_text())
+    doc["state"]["metadata_zxid"] = SNAP_ZXID
+    stale.write_text(json.dumps(doc))
+    before = file_hashes(copy)
+    rc, _, err = run(capsys, "gc", *zk_args, "--execute", "--from-plan", stale)
+    assert rc == 1 and "plan again" in err and file_hashes(copy) == before
+    rc, _, err = run(capsys, "gc", *zk_args, "--zxid", str(SNAP_ZXID), "--execute")
+    assert rc == 1 and "--zxid" in err and file_hashes(copy) == before
+    rc, out, err = run(capsys, "gc", *zk_args, "--execute", "--from-plan", plan, "--json")
+    assert rc == 0, err
+    done = json.loads(out)["bookies"][0]["result"]
+    assert sorted(done["deleted_ledgers"]) == sorted(d["ledger_id"] for d in doc["bookies"][0]["ledgers_to_delete"])
+    # what is left reads as before: every message of every live topic
+    assert list(read_messages(open_data_dir(zookeeper_dir=whole, ledger_dirs=[bk], zxid=SNAP_ZXID))) == list(
+        read_messages(open_data_dir(root))
+    )

@@ -18,6 +18,9 @@ import pulsarkit as pk
 import pytest
 from datadir_fixtures import ORDERS, TC_LOG, forge_last_entry
 from pulsarkit.analysis.messages import messages_table
+from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError
+from pulsarkit.analysis.orphan_cleanup import execute as execute_cleanup
+from pulsarkit.analysis.orphans import cleanup_plan, find_orphans
 from pulsarkit.cli import main
 
 FORGED = 4_000_000_000
@@ -175,6 +178,17 @@ def test_strict_exits_3_when_metadata_and_bookies_disagree(synthetic, tmp_path, 
         assert f"ledger {second} of {ORDERS} has no metadata" in capsys.readouterr().err
         assert main([command, str(no_data)]) == 0  # without --strict: warned, not failed
         capsys.readouterr()
+    # The seed's "missing ledgers": orphans names the ledger whose data is gone, and no cleanup runs on it.
+    with pk.open_data_dir(no_data) as dd:
+        found = {f.ledger_id: f for f in find_orphans(dd)}
+        plan = cleanup_plan(dd, include_review=True)
+    assert (found[first].category, found[first].verdict) == ("data_missing", "inconsistent")
+    assert found[first].owner == ORDERS and "no given bookie holds any" in found[first].evidence
+    assert first not in [i.ledger_id for i in plan.items]
+    with pytest.raises(OrphanCleanupError, match=rf"refusing: ledgers \[{first}\].*data_missing"):
+        execute_cleanup(plan, backup_dir=tmp_path / "backup")
+    with pk.open_data_dir(root) as dd:
+        assert not [f for f in find_orphans(dd) if f.category == "data_missing"]
 
 
 def test_a_lost_entry_log_is_one_issue_per_run_of_entries(synthetic, tmp_path):

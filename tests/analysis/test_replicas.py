@@ -288,3 +288,66 @@ def test_forged_last_entry_is_one_unreadable_row_not_one_per_claimed_id(source, 
     assert f"entries {held + 1}..4000000000" in rep.problems[0]["evidence"]
     row = next(r for r in rep.ledgers if r["ledger_id"] == lid)
     assert row["unreadable"] == row["below_ack_quorum"] == 4_000_000_000 - held
+
+
+def test_a_directory_given_twice_is_read_once_and_named(source, tmp_path):
+    dirs, _ = build_bookies(source, tmp_path)
+    dd = _open(source, [*dirs, dirs[1] / "current"])
+    assert _payloads(dd) == source["sent"]
+    assert [(i.kind, i.path) for i in dd.issues] == [("directory_given_twice", str(dirs[1] / "current"))]
+    assert str(dirs[1]) in dd.issues[0].message
+    assert [b.bookie_id for b in dd.replicas.bookies] == list(IDS)
+    with pytest.raises(DataDirError, match="directory_given_twice"):
+        _open(source, [*dirs, dirs[1]], strict=True)
+
+
+def test_a_bookie_of_another_cluster_is_named_and_not_read(source, tmp_path):
+    """Cookies carry the cluster's instanceId (``/ledgers/INSTANCEID``): a bookie directory from an unrelated
+    cluster is not read (its ledger ids are another cluster's); the replicas of the others still give all."""
+    dirs, _ = build_bookies(source, tmp_path)
+    md = shutil.copytree(source["root"] / "src" / "metadata", tmp_path / "metadata")
+    with pk.metadata.MetadataStore(md) as store:
+        store.put("/ledgers/INSTANCEID", b"817f8adb-dbf6-414f-a6df-a08796f47e30")
+
+    def opened(**kw):
+        return open_data_dir(metadata_dir=md, ledger_dirs=dirs, **kw)
+
+    assert opened().issues == []  # write_cookie's instanceId is this cluster's
+    cookie = dirs[2] / "current" / "VERSION"
+    cookie.write_text(cookie.read_text().replace("817f8adb", "00000000"))
+    dd = opened()
+    assert [(i.kind, i.path) for i in dd.issues if i.kind == "foreign_bookie"] == [("foreign_bookie", str(cookie))]
+    assert C in dd.issues[0].message and "00000000-dbf6" in dd.issues[0].message
+    assert _payloads(dd) == source["sent"]  # write quorum 2: every entry has a copy on A or B
+    assert [b.bookie_id for b in dd.replicas.bookies] == [A, B]
+    with pytest.raises(DataDirError, match="foreign_bookie"):
+        opened(strict=True)
+
+
+def test_bookie_roots_with_journal_and_ledgers_subdirectories(source, tmp_path, capsys):
+    """``--bookie DIR``: a production bookie's directory with ``journal/`` and ``ledgers/`` under it (the
+    default layout of ``data/bookkeeper``); each part told by what it holds, or by its name when empty."""
+    from pulsarkit.scan.bookie_dir import bookie_parts
+
+    dirs, _ = build_bookies(source, tmp_path / "flat")
+    roots = []
+    for bid, d in zip(IDS, dirs, strict=True):
+        root = tmp_path / "bookies" / d.name
+        shutil.copytree(d, root / "ledgers")
+        (root / "journal" / "current").mkdir(parents=True)
+        write_cookie(root / "journal", bid)
+        roots.append(root)
+    assert bookie_parts(roots[0]) == ([roots[0] / "ledgers"], [roots[0] / "journal"])
+    (roots[0] / "journal" / "current" / "19a0b1c2d3e.txn").write_bytes(b"")
+    shutil.move(roots[0] / "journal", roots[0] / "j0")  # told by its *.txn, whatever its name
+    assert bookie_parts(roots[0]) == ([roots[0] / "ledgers"], [roots[0] / "j0"])
+    assert bookie_parts(dirs[0]) == ([dirs[0]], [dirs[0]])
+    with pytest.raises(DataDirError, match="no bookie ledger directory under it"):
+        bookie_parts(tmp_path)
+    md = str(source["root"] / "src" / "metadata")
+    assert main(["messages", "--metadata-dir", md, *(x for d in dirs for x in ("--ledger-dir", str(d)))]) == 0
+    want = capsys.readouterr().out
+    assert main(["messages", "--metadata-dir", md, *(x for r in roots for x in ("--bookie", str(r)))]) == 0
+    assert capsys.readouterr().out == want and want.count("\n") > len(source["sent"])
+    assert main(["replicas", "--metadata-dir", md, *(x for r in roots for x in ("--bookie", str(r)))]) == 0
+    assert "3 bookie(s)" in capsys.readouterr().out

@@ -532,6 +532,37 @@ def test_compressed_managed_ledger_info_is_read() -> None:
         mdmod.parse_managed_cursor_info(b"\x08")  # required cursorsLedgerId cut short
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    ledgers=st.lists(
+        st.tuples(st.integers(0, 2**63 - 1), st.integers(-1, 2**40), st.integers(0, 2**40), st.booleans()),
+        max_size=6,
+    ),
+    mark=st.tuples(st.integers(-1, 2**40), st.integers(-1, 2**40)),
+    props=st.lists(st.tuples(st.text(max_size=8), st.integers(-(2**63), 2**63 - 1)), max_size=3),
+)
+def test_text_format_values_of_older_brokers_read_like_binary(ledgers, mark, props) -> None:
+    """Older brokers wrote managed-ledger and cursor values in protobuf text format; Pulsar reads binary
+    first and falls back to text. Both forms of one value read the same; garbage names both failures."""
+    from google.protobuf import text_format
+
+    info = ManagedLedgerInfo()
+    for lid, entries, size, offloaded in ledgers:
+        li = info.ledgerInfo.add(ledgerId=lid, entries=entries, size=size)
+        if offloaded:
+            li.offloadContext.complete = True
+    cursor = ManagedCursorInfo(cursorsLedgerId=-1, markDeleteLedgerId=mark[0], markDeleteEntryId=mark[1])
+    for name, value in props:
+        cursor.properties.add(name=name, value=value)
+    for msg, parse in ((info, mdmod.parse_managed_ledger_info), (cursor, mdmod.parse_managed_cursor_info)):
+        text = text_format.MessageToString(msg).encode()
+        assert parse(text) == msg == parse(msg.SerializeToString())
+    with pytest.raises(pk.MetadataStoreError, match="not binary .* not text format"):
+        mdmod.parse_managed_ledger_info(b"ledgerInfo { ledgerId: x }")
+    with pytest.raises(pk.MetadataStoreError, match="required fields missing"):
+        mdmod.parse_managed_cursor_info(b"markDeleteLedgerId: 5")  # cursorsLedgerId is required
+
+
 def test_metadata_store_nodes_versions_and_framing(tmp_path, clock) -> None:
     with pk.metadata.MetadataStore(tmp_path / "m", clock=clock) as m:
         st = m.put("/a/b", b"one", expected_version=-1)

@@ -150,3 +150,28 @@ def test_export_reads_each_message_once_from_the_bookies(source, tmp_path):
     got = sorted(zip(t.column("ledger_id").to_pylist(), t.column("entry_id").to_pylist(), strict=True))
     assert len(got) == len(set(got)) == len(source["sent"])
     assert sorted(bytes(p) for p in t.column("payload").to_pylist()) == sorted(source["sent"])
+
+
+@pytest.mark.spark
+def test_spark_source_and_export_of_a_zookeeper_cluster(spark, source, tmp_path):
+    """A cluster whose metadata is a ZooKeeper data directory: the Spark source takes its parts as options
+    (``zookeeper_dir``, ``ledger_dirs``; no path), and the ``spark-sql`` export engine passes them on."""
+    import pyarrow.dataset as ds
+    import zk_files
+    from pulsarkit.metadata.store import MetadataStore, StoreItems
+    from pulsarkit.scan import DataDirSpec
+    from pulsarkit.spark.export import export
+
+    dirs, _ = build_bookies(source, tmp_path)
+    with MetadataStore(source["root"] / "src" / "metadata", read_only=True) as store:
+        items = StoreItems(store.raw_items())
+    zkd = zk_files.data_dir(tmp_path / "zk", {p: items.get(p)[0] for p in items.keys()}, 0x100000001)
+    bookies = ",".join(str(d) for d in dirs)
+    df = spark.read.format("pulsarkit").option("zookeeper_dir", str(zkd)).option("ledger_dirs", bookies).load()
+    want = _norm(_single(source, dirs))
+    assert _norm([r.asDict() for r in df.collect()]) == want
+    spec = DataDirSpec.of(zookeeper_dir=zkd, ledger_dirs=dirs)
+    summary = export(spec, "parquet", str(tmp_path / "out"), engine="spark-sql", spark=spark, log=lambda _: None)
+    assert summary.data_dir == spec.key == f"zookeeper:{zkd.resolve()}" and summary.rows == len(want)
+    t = ds.dataset(tmp_path / "out", format="parquet", partitioning="hive").to_table()
+    assert _norm(t.to_pylist()) == want

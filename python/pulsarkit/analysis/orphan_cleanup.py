@@ -140,10 +140,11 @@ def execute(plan: OrphanCleanupPlan, *, backup_dir: str | os.PathLike[str] | Non
         if bad:
             raise OrphanCleanupError(f"refusing: the metadata store has unreadable nodes ({bad[0].message})")
         now = {f.ledger_id: f for f in find_orphans(dd)}
-        missing = sorted(lid for lid, f in now.items() if f.category == "missing")
+        missing = sorted(lid for lid, f in now.items() if f.verdict == "inconsistent")
         if missing:
             raise OrphanCleanupError(
-                f"refusing: ledgers {missing[:10]} are referenced but have neither metadata nor data; "
+                f"refusing: ledgers {missing[:10]} are referenced but their data is missing "
+                f"({', '.join(sorted({now[lid].category for lid in missing}))}); "
                 "the inputs are inconsistent (see pulsarkit orphans)"
             )
         todo = []

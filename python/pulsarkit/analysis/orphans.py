@@ -21,6 +21,9 @@ class                     meaning                                               
                           its index entries and reclaims the bytes by compaction)
 ``missing``               referenced, but neither metadata nor data (data loss, not     inconsistent
                           an orphan; nothing to clean)
+``data_missing``          metadata says it holds entries, but no given bookie holds     inconsistent
+                          any (data loss, or bookies of its ensembles not given: the
+                          evidence names them; never cleaned)
 ========================= ============================================================ ===========
 
 ``safe`` means nothing in this snapshot refers to the ledger; ``review`` means a person should look
@@ -101,7 +104,7 @@ def find_orphans(dd: DataDir) -> list[OrphanFinding]:
     refs = _References.of(dd)
     out: list[OrphanFinding] = []
     for _, led in sorted(dd.ledgers.items()):
-        found = _classify(dd, refs, led)
+        found = _classify(dd, refs, led) or _data_missing(dd, led)
         if found is not None:
             category, verdict, owner, evidence = found
             out.append(
@@ -147,6 +150,20 @@ class _References:
                 ml: max((li.ledgerId for li in info.ledgerInfo), default=-1) for ml, info in dd.ml_infos.items()
             },
         )
+
+
+def _data_missing(dd: DataDir, led: Ledger) -> tuple[str, str, str | None, str] | None:
+    """The seed's "missing ledgers": metadata claiming entries that no copy holds on any bookie given."""
+    md = dd.ledger_metadata.get(led.ledger_id)
+    if md is None or led.last_entry_id < 0 or led.entries_on_bookie > 0:
+        return None
+    ensemble = sorted({b for seg in md.segment for b in seg.ensembleMember})
+    given = {b for b in dd.bookie_ids if b}
+    absent = [b for b in ensemble if b not in given] if given else []
+    why = f"metadata claims {led.entries} entries on {', '.join(ensemble) or 'no bookie'}; no given bookie holds any"
+    if absent:
+        why += f" (not given: {', '.join(absent)})"
+    return "data_missing", "inconsistent", led.managed_ledger or led.topic, why
 
 
 def _classify(dd: DataDir, refs: _References, led: Ledger) -> tuple[str, str, str | None, str] | None:
@@ -292,7 +309,8 @@ def cleanup_plan(dd: DataDir, include_review: bool = False, now_ms: int | None =
                 action = "none: the bookie's GC reclaims it (no metadata to delete)"
             else:
                 action = DELETE_METADATA
-            version, ctime = dd.node_versions.get(ledger_path(f.ledger_id), (-1, -1))
+            path = dd.ledger_paths.get(f.ledger_id, ledger_path(f.ledger_id))
+            version, ctime = dd.node_versions.get(path, (-1, -1))
             items.append(
                 OrphanCleanupItem(
                     **asdict(f),

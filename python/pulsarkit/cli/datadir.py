@@ -36,7 +36,8 @@ from ..analysis.backlog import backlog_batches
 from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
-from ..scan.datadir import open_data_dir
+from ..scan.bookie_dir import bookie_parts
+from ..scan.datadir import DataDirSpec
 from ..scan.records import DataDirError, topic_dict
 from ..scan.schema import arrow_schema, json_record, message_fields
 from .command import (
@@ -54,7 +55,7 @@ _FORMATS_TABLE = ("table", "json", "parquet")
 _FORMATS_MSG = ("table", "jsonl", "parquet")
 
 
-def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
+def _dir_args(p: argparse.ArgumentParser, positional: bool = True, strict: bool = True) -> None:
     p.add_argument(
         "data_dir",
         metavar="DATA_DIR",
@@ -65,8 +66,16 @@ def _dir_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     p.add_argument("--ledger-dir", action="append", help="a bookie ledger directory (repeatable)")
     p.add_argument("--journal-dir", action="append", help="a bookie journal directory (repeatable)")
     p.add_argument("--index-dir", action="append", help="a bookie index directory (repeatable)")
+    p.add_argument(
+        "--bookie",
+        action="append",
+        metavar="DIR",
+        help="a bookie whose directories sit under DIR (journal/, ledgers/...; repeatable): its ledger and journal "
+        "directories, each told by what it holds",
+    )
     _zookeeper_args(p, "DATA_DIR/--metadata-dir; the bookies come with --ledger-dir")
-    p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
+    if strict:
+        p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
 
 
 def _zookeeper_args(p: argparse.ArgumentParser, instead_of: str) -> None:
@@ -127,7 +136,19 @@ def _said_zxid(dd: Any, args: argparse.Namespace) -> Any:
     return dd
 
 
-def _open(args: argparse.Namespace) -> Any:
+def data_dir_spec(args: argparse.Namespace) -> DataDirSpec:
+    """The parts of the data the directory arguments (:func:`_dir_args`) name, checked for sense."""
+    bookies = getattr(args, "bookie", None) or []
+    if bookies:
+        if args.journal_dir and not args.ledger_dir:
+            raise DataDirError("--journal-dir goes with --ledger-dir; --bookie finds a bookie's journal itself")
+        args.ledger_dir = list(args.ledger_dir or [])
+        journals = list(args.journal_dir or args.ledger_dir)  # --ledger-dir alone: its journal is within
+        for b in bookies:
+            led, jrn = bookie_parts(Path(b))
+            args.ledger_dir += [str(d) for d in led]
+            journals += [str(d) for d in jrn]
+        args.journal_dir, args.bookie = journals, None
     zk_kw = _zookeeper(args)
     zk = zk_kw["zookeeper_dir"]
     if zk is not None and (args.data_dir or args.metadata_dir):
@@ -136,7 +157,7 @@ def _open(args: argparse.Namespace) -> Any:
         raise DataDirError("--zookeeper-dir holds the metadata only: give the bookies with --ledger-dir (repeatable)")
     if zk is None and args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
         raise DataDirError("give DATA_DIR, or --metadata-dir (or --zookeeper-dir) and --ledger-dir")
-    dd = open_data_dir(
+    return DataDirSpec.of(
         args.data_dir,
         metadata_dir=args.metadata_dir,
         ledger_dirs=args.ledger_dir,
@@ -144,7 +165,10 @@ def _open(args: argparse.Namespace) -> Any:
         index_dirs=args.index_dir,
         **zk_kw,
     )
-    return _said_zxid(dd, args)
+
+
+def _open(args: argparse.Namespace) -> Any:
+    return _said_zxid(data_dir_spec(args).open(), args)
 
 
 def _finish(dd: Any, args: argparse.Namespace) -> int:

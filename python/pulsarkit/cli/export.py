@@ -3,6 +3,7 @@ Iceberg table, incrementally::
 
     pulsarkit export DATA_DIR --to parquet OUT [--engine auto|local|spark|spark-sql] [--master URL] [--topic T]...
                               [--json] [--force] [--skip-unreadable] [--progress | --no-progress]
+    pulsarkit export --zookeeper-dir ZK --ledger-dir BK1 --ledger-dir BK2 ... --to parquet OUT   (a cluster)
     pulsarkit export DATA_DIR --to delta OUT ...          (needs the deltalake package: pip install pulsarkit[delta])
     pulsarkit export DATA_DIR --to iceberg OUT ...        (needs pyiceberg: pip install pulsarkit[iceberg])
 
@@ -22,6 +23,7 @@ import sys
 
 from ..spark.export import ENGINES, SPARK_THRESHOLD, export
 from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, progress_arg
+from .datadir import _dir_args, data_dir_spec
 
 
 @command(
@@ -30,7 +32,7 @@ from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, pro
     "partitioned by topic and date, incrementally (a rerun exports only what was added since)",
 )
 def _export(p: argparse.ArgumentParser) -> Runner:
-    p.add_argument("data_dir", metavar="DATA_DIR", help="a standalone's data directory (metadata/ + bookkeeper/)")
+    _dir_args(p)  # --strict: exit 3 when part of the data could not be read
     p.add_argument(
         "--to",
         nargs=2,
@@ -62,22 +64,13 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     )
     p.add_argument("--other-source", action="store_true", help="continue an export made from another path")
     p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
-    p.add_argument("--strict", action="store_true", help="exit 3 when part of the data could not be read")
     p.add_argument("--max-partition-bytes", type=int, default=64 << 20, help="size of a read task (bytes)")
-    p.add_argument(
-        "--ledger-dir",
-        action="append",
-        dest="ledger_dirs",
-        metavar="DIR",
-        help="a bookie directory of a cluster whose metadata store is DATA_DIR's (repeat for each bookie): "
-        "each entry is read once, from the first copy of its write set that verifies",
-    )
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
         fmt, path = args.to
         summary = export(
-            args.data_dir,
+            data_dir_spec(args),
             fmt,
             path,
             engine=args.engine,
@@ -88,7 +81,6 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             skip_unreadable=args.skip_unreadable,
             progress=lambda total: Progress(total, "exporting", enabled=args.progress),
             max_partition_bytes=args.max_partition_bytes,
-            ledger_dirs=args.ledger_dirs,
             spark_threshold=args.spark_threshold,
         )
         if args.json:

@@ -23,7 +23,9 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -39,16 +41,18 @@ from ..analysis.orphans import (
     disk_usage_table,
     orphans_table,
 )
-from ..bookkeeper.gc import GcConfig, reclaiming_level
+from ..bookkeeper.gc import GcConfig, LedgerManager, reclaiming_level
 from ..bookkeeper.gc_cluster import BookieGcRun, GcPlans, execute_bookies, open_bookies, plan_bookies
 from ..bookkeeper.key_value_storage import holding_lock
 from ..errors import BookieError
+from ..metadata.reader import LedgerIndex
 from ..metadata.store import MetadataStore
 from ..plan import to_data
-from ..scan.bookie_dir import find_layout
+from ..scan.bookie_dir import bookie_ledger_dir, find_layout
+from ..scan.datadir import DataDirSpec, zookeeper_metadata
 from ..scan.records import DataDirError
 from .command import EXIT_DATA_PROBLEMS, Runner, command, output_file, overwrite_arg
-from .datadir import _dir_args, _finish, _inputs, _open, _table
+from .datadir import _dir_args, _finish, _inputs, _open, _table, data_dir_spec
 
 
 def _parquet_or_json(p: argparse.ArgumentParser) -> None:
@@ -216,7 +220,7 @@ def _orphans_cleanup(p: argparse.ArgumentParser) -> Runner:
 
 @command("gc", help="the bookie's garbage collection and compaction, offline: a plan (dry run) unless --execute")
 def _gc(p: argparse.ArgumentParser) -> Runner:
-    p.add_argument("data_dir", help="a Pulsar standalone or pulsarkit data directory (metadata store + bookie)")
+    _dir_args(p, strict=False)
     p.add_argument("--force", action="store_true", help="the manual trigger (forceGC): ignore compaction intervals")
     p.add_argument("--suspend-major", action="store_true", help="no major compaction in this run")
     p.add_argument("--suspend-minor", action="store_true", help="no minor compaction in this run")
@@ -237,10 +241,11 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
     overwrite_arg(p)
 
     def run(args: argparse.Namespace) -> int:
-        root = Path(args.data_dir)
-        if not root.is_dir():
-            raise DataDirError(f"{root}: no such directory", str(root))
-        md_dir, bookies = find_layout(root)
+        spec = data_dir_spec(args)
+        if spec.journal_dirs or spec.index_dirs:
+            raise DataDirError(
+                "gc works on ledger directories (their index within): --journal-dir and --index-dir are not used by it"
+            )
         config = GcConfig(
             minor_compaction_threshold=args.minor_threshold,
             major_compaction_threshold=args.major_threshold,
@@ -253,12 +258,8 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
             if not args.execute:
                 raise DataDirError("--from-plan applies a plan: give --execute too")
             reviewed = GcPlans.read(args.from_plan)
-        # --execute deletes what the metadata says is dead: the store's lock is held throughout, so no
-        # broker is running on it (it would refuse to start), and one that is running is a clear refusal
-        held = holding_lock(md_dir, error=DataDirError, what="metadata store") if args.execute else nullcontext()
         with (
-            held,
-            MetadataStore(md_dir, read_only=True) as metadata,
+            _gc_metadata(spec, args.execute, reviewed) as (metadata, bookies, zxid),
             open_bookies(bookies, read_only=not args.execute) as dirs,
         ):
             plans = reviewed or plan_bookies(
@@ -270,6 +271,8 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
                 suspend_minor=args.suspend_minor,
                 disk_usage=args.disk_usage,
             )
+            if zxid is not None and not reviewed:
+                plans = replace(plans, state={**plans.state, "metadata_zxid": zxid})
             if args.execute:
                 try:
                     runs = execute_bookies(dirs, metadata, plans, config)
@@ -278,7 +281,7 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
             else:
                 runs = [BookieGcRun(p.ledger_dir, p, None) for p in plans.bookies]
         if args.plan and not args.execute:
-            with output_file(args.plan, overwrite=args.overwrite, inputs=[str(root)]) as dest:
+            with output_file(args.plan, overwrite=args.overwrite, inputs=spec.inputs()) as dest:
                 plans.write(dest)
         if args.json:
             doc = {"kind": "bookie-gc-run", "bookies": to_data(runs)} if args.execute else plans.to_dict()
@@ -306,3 +309,48 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
         return 0
 
     return run
+
+
+@contextmanager
+def _gc_metadata(
+    spec: DataDirSpec, execute: bool, reviewed: GcPlans | None
+) -> Iterator[tuple[LedgerManager, list[Path], int | None]]:
+    """What GC compares the bookies with: the ledger manager, the ledger directories, and the ZooKeeper
+    transaction the metadata is at (None for a RocksDB store)."""
+    if spec.zookeeper_dir is not None:
+        if spec.zxid is not None:
+            raise DataDirError(
+                "gc plans against the metadata as it is now: with --zxid (an older state) ledgers created since "
+                "would look deleted"
+            )
+        source = zookeeper_metadata(
+            spec.zookeeper_dir,
+            spec.zookeeper_log_dir,
+            spec.configuration_zookeeper_dir,
+            None,
+            spec.configuration_zookeeper_log_dir,
+        )
+        if execute and source.issues:
+            raise DataDirError(f"refusing --execute: the ZooKeeper data has problems ({source.issues[0]})")
+        # No lock guards a ZooKeeper data directory: the plan names the transaction it was made at, and a
+        # reviewed plan runs only on that same state (anything written since would have to be planned again).
+        if reviewed is not None and reviewed.state.get("metadata_zxid") != source.zxid:
+            raise DataDirError(
+                f"refusing: the plan was made at ZooKeeper zxid {reviewed.state.get('metadata_zxid')}, the metadata "
+                f"is now at {source.zxid:#x}; plan again"
+            )
+        yield LedgerIndex(source.reader), [bookie_ledger_dir(Path(d)) for d in spec.ledger_dirs], source.zxid
+        return
+    md_dir, bookies = find_layout(Path(spec.path)) if spec.path is not None else (None, [])
+    md_dir = Path(spec.metadata_dir) if spec.metadata_dir is not None else md_dir
+    if spec.ledger_dirs:
+        bookies = [bookie_ledger_dir(Path(d)) for d in spec.ledger_dirs]
+    if md_dir is None:
+        raise DataDirError("give DATA_DIR, or --metadata-dir (or --zookeeper-dir) and --ledger-dir")
+    if reviewed is not None and "metadata_zxid" in reviewed.state:
+        raise DataDirError("refusing: the plan was made from a ZooKeeper data directory, not this metadata store")
+    # --execute deletes what the metadata says is dead: the store's lock is held throughout, so no
+    # broker is running on it (it would refuse to start), and one that is running is a clear refusal
+    held = holding_lock(md_dir, error=DataDirError, what="metadata store") if execute else nullcontext()
+    with held, MetadataStore(md_dir, read_only=True) as metadata:
+        yield metadata, bookies, None

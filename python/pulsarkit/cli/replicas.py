@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..scan.bookie_dir import bookie_ledger_dir, find_layout, is_rocksdb
+from ..scan.bookie_dir import bookie_parts, find_layout, is_rocksdb
 from ..scan.datadir import open_data_dir
 from ..scan.records import DataDirError
 from ..scan.replicas import replica_report
@@ -52,7 +52,8 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
         action="append",
         required=True,
         metavar="[ID=]DIR",
-        help="a bookie's ledger directory or a standalone's data dir (repeatable); ID= names a bookie without a cookie",
+        help="a bookie: its ledger directory, the directory its journal/ and ledgers/ sit under, or a standalone's "
+        "data dir (repeatable); ID= names a bookie without a cookie",
     )
     p.add_argument("--ledger", type=int, action="append", help="only this ledger (repeatable)")
     p.add_argument(
@@ -70,14 +71,18 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
             md = Path(args.metadata_dir)
             if not is_rocksdb(md):
                 md = find_layout(md)[0]
-        dirs, named = [], {}
+        dirs, journals, named = [], [], {}
         for value in args.bookie:
             bid, d = _bookie_arg(value)
-            d = bookie_ledger_dir(d)
-            dirs.append(d)
+            led, jrn = bookie_parts(d)
+            dirs += led
+            journals += jrn
             if bid is not None:
-                named.setdefault(bid, []).append(d)
-        dd = _said_zxid(open_data_dir(metadata_dir=md, ledger_dirs=dirs, bookies=named or None, **zk_kw), args)
+                named.setdefault(bid, []).extend(dict.fromkeys([*led, *jrn]))
+        dd = _said_zxid(
+            open_data_dir(metadata_dir=md, ledger_dirs=dirs, journal_dirs=journals, bookies=named or None, **zk_kw),
+            args,
+        )
         if args.ledger:
             missing = [lid for lid in args.ledger if lid not in dd.ledgers]
             if missing:

@@ -87,13 +87,16 @@ def locked(out: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def check_output(data_dir: str, source: str, out: str, root: Path) -> None:
-    """Refuses an output pulsarkit must not write: inside the data directory, a symbolic link, a file."""
-    if not Path(source).is_dir():
-        raise DataDirError(f"{data_dir}: no such directory", data_dir)
+def check_output(inputs: list[str], out: str, root: Path) -> None:
+    """Refuses an output pulsarkit must not write: inside one of the directories read (``inputs``: the data
+    directory, or a cluster's metadata and bookie directories), a symbolic link, a file."""
     real_out = os.path.realpath(root)
-    if real_out == source or os.path.commonpath([real_out, source]) == source:
-        raise ExportRefused(f"{out} is inside the data directory {data_dir}; export elsewhere")
+    for given in inputs:
+        source = os.path.realpath(given)
+        if not Path(source).is_dir():
+            raise DataDirError(f"{given}: no such directory", given)
+        if real_out == source or os.path.commonpath([real_out, source]) == source:
+            raise ExportRefused(f"{out} is inside the data directory {given}; export elsewhere")
     if root.is_symlink():
         raise ExportRefused(f"{out} is a symbolic link; pulsarkit never writes through one")
     if root.exists() and not root.is_dir():

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from ..broker.topic_name import ml_to_topic
 from ..scan import ScanPartition, ScanPlan, plan, read_partition
-from ..scan.datadir import open_data_dir
+from ..scan.datadir import DataDirSpec
 from ..scan.messages import OnIssue
 from ..scan.partition import ReadStats
 from ..scan.records import DataDirError, Issue
@@ -63,7 +63,8 @@ class ExportJob:
     #: what an unreadable entry does: ``fail`` the run, or ``skip`` it
     on_error: str
     max_partition_bytes: int
-    ledger_dirs: list[str] | None
+    #: the data's parts, as the engines open or name them (``source`` is its key)
+    spec: DataDirSpec
 
     @property
     def planned_bytes(self) -> int:
@@ -183,10 +184,10 @@ class ExportSummary:
         }
 
 
-def _resolve(source: str, topics: list[str]) -> list[str]:
+def _resolve(spec: DataDirSpec, topics: list[str]) -> list[str]:
     """Full topic names (``orders`` -> ``persistent://public/default/orders``, a partitioned topic -> its
     partitions); an unknown topic is an error before anything is written."""
-    with open_data_dir(source) as dd:
+    with spec.open() as dd:
         return sorted({ml_to_topic(ml) for t in topics for ml in dd.expand(t)})
 
 
@@ -196,7 +197,7 @@ def log_to_stderr(msg: str) -> None:
 
 
 def export(
-    data_dir: str,
+    data_dir: str | DataDirSpec,
     to: str,
     out: str,
     *,
@@ -212,6 +213,8 @@ def export(
 ) -> ExportSummary:
     """Exports the messages of ``data_dir`` added since the last run into ``out``, a ``to`` export
     (``parquet``, ``delta``, ``iceberg``: see :mod:`pulsarkit.export`); returns the run's summary.
+    ``data_dir`` is a standalone's directory or a :class:`~pulsarkit.scan.DataDirSpec` (a cluster: its
+    ZooKeeper or RocksDB metadata and bookie directories); the export's marks are kept under its key.
 
     ``topics``: only these (short names and partitioned topics expand), each keeping its own mark.
     ``force``: write into an existing directory that is not an export; ``other_source``: continue an
@@ -227,17 +230,22 @@ def export(
     if target_class is None:
         raise DataDirError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
     log = log or log_to_stderr
-    source = os.path.realpath(data_dir)
+    if isinstance(data_dir, DataDirSpec):
+        if ledger_dirs:
+            raise DataDirError("ledger_dirs go into the DataDirSpec")
+        spec = data_dir
+    else:
+        spec = DataDirSpec.of(data_dir, ledger_dirs=ledger_dirs)
     root = Path(out).absolute()
-    check_output(data_dir, source, out, root)
+    check_output(spec.inputs(), out, root)
     # an export is private as the other outputs are: 0700 directories, 0600 files, whoever writes them
     # in this process (pyarrow, delta-rs, pyiceberg); the umask is the process's, restored at the end
     umask = os.umask(0o077)
     try:
         with _writable(out):
             return _export(
-                data_dir, source, to, root, target_class, topics, force, other_source, skip_unreadable,
-                max_partition_bytes, ledger_dirs, engine, progress, log, t0,
+                spec, to, root, target_class, topics, force, other_source, skip_unreadable,
+                max_partition_bytes, engine, progress, log, t0,
             )  # fmt: skip
     finally:
         os.umask(umask)
@@ -259,8 +267,7 @@ def _writable(out: str) -> Iterator[None]:
 
 
 def _export(
-    data_dir: str,
-    source: str,
+    spec: DataDirSpec,
     to: str,
     root: Path,
     target_class: type[Target],
@@ -269,12 +276,12 @@ def _export(
     other_source: bool,
     skip_unreadable: bool,
     max_partition_bytes: int,
-    ledger_dirs: list[str] | None,
     engine: Callable[[ExportJob], Engine],
     progress: Callable[[int], Reporter] | None,
     log: Callable[[str], None],
     t0: float,
 ) -> ExportSummary:
+    source = spec.key
     target = target_class(root, source, force=force, other_source=other_source)
     with contextlib.closing(target):
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -283,14 +290,8 @@ def _export(
             if removed:
                 log(f"removed {len(removed)} file(s) of a run that did not commit")
             before = target.marks()
-            filters = [("topic", "in", frozenset(_resolve(source, topics)))] if topics else []
-            p = plan(
-                [source],
-                after={source: dict(before)},
-                filters=filters,
-                max_partition_bytes=max_partition_bytes,
-                ledger_dirs=ledger_dirs,
-            )
+            filters = [("topic", "in", frozenset(_resolve(spec, topics)))] if topics else []
+            p = plan([spec], after={source: dict(before)}, filters=filters, max_partition_bytes=max_partition_bytes)
             for issue in p.issues:
                 log(f"warning: {issue}")
             until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
@@ -298,9 +299,7 @@ def _export(
             for w in warnings:
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}
-            job = ExportJob(
-                source, p, before, until, "skip" if skip_unreadable else "fail", max_partition_bytes, ledger_dirs
-            )
+            job = ExportJob(source, p, before, until, "skip" if skip_unreadable else "fail", max_partition_bytes, spec)
             chosen = engine(job)
             log(
                 f"{len(p.partitions)} partition(s), about {job.planned_bytes} bytes, {len(advanced)} topic(s) with "

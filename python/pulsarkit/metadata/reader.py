@@ -1,16 +1,18 @@
 """The read side every metadata source offers: Pulsar's RocksDB store (``store.MetadataStore``, or its pairs
 already read, ``store.StoreItems``) and a ZooKeeper data directory read offline (``zookeeper.ZkSnapshotStore``)
 all satisfy :class:`MetadataReader`, so code that only reads metadata takes any. :class:`MergedReader` shows a
-cluster's metadata store and its separate configuration store as one tree.
+cluster's metadata store and its separate configuration store as one tree; :class:`LedgerIndex` is BookKeeper's
+ledger manager (the ledger ids and their metadata) over any of them.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from .store import Stat
+from ..errors import LedgerNotFoundError
+from .store import Stat, ledger_id_from_path, parse_ledger_metadata
 
 
 @runtime_checkable
@@ -61,3 +63,29 @@ class MergedReader:
             if p != last:
                 yield p
             last = p
+
+
+class LedgerIndex:
+    """BookKeeper's ledger manager over any metadata reader: the ledgers under ``/ledgers`` in whichever
+    layout the cluster uses (hierarchical or long-hierarchical) and each one's metadata, which is what bookie
+    GC asks (:class:`pulsarkit.bookkeeper.gc.LedgerManager`). Read once, when first asked."""
+
+    def __init__(self, reader: MetadataReader) -> None:
+        self.reader = reader
+        self._paths: dict[int, str] | None = None
+
+    def _index(self) -> dict[int, str]:
+        if self._paths is None:
+            self._paths = {lid: p for p in self.reader.keys("/ledgers/") if (lid := ledger_id_from_path(p)) is not None}
+        return self._paths
+
+    def ledger_ids(self) -> list[int]:
+        return sorted(self._index())
+
+    def ledger_metadata(self, ledger_id: int) -> tuple[Any, Stat]:
+        """``(LedgerMetadataFormat, stat)``; :class:`LedgerNotFoundError` (a ``KeyError``) if absent."""
+        path = self._index().get(ledger_id)
+        got = self.reader.get(path) if path is not None else None
+        if got is None:
+            raise LedgerNotFoundError(f"ledger {ledger_id} has no metadata")
+        return parse_ledger_metadata(got[0], ledger_id), got[1]

@@ -200,14 +200,14 @@ def _read_varint(raw: bytes, pos: int, where: str) -> tuple[int, int]:
 
 
 def parse_managed_ledger_info(raw: bytes, name: str = "?") -> Any:
-    """``ManagedLedgerInfo``, plain or behind the compression magic 0x4778."""
+    """``ManagedLedgerInfo``, plain or behind the compression magic 0x4778, or in protobuf text format."""
     return _parse_maybe_compressed(
         raw, ManagedLedgerInfo, ManagedLedgerInfoMetadata, _MAGIC_ML_INFO, f"managed ledger {name}"
     )
 
 
 def parse_managed_cursor_info(raw: bytes, name: str = "?") -> Any:
-    """``ManagedCursorInfo``, plain or behind the compression magic 0x4779."""
+    """``ManagedCursorInfo``, plain or behind the compression magic 0x4779, or in protobuf text format."""
     return _parse_maybe_compressed(
         raw, ManagedCursorInfo, ManagedCursorInfoMetadata, _MAGIC_CURSOR_INFO, f"cursor {name}"
     )
@@ -232,8 +232,22 @@ def _parse_maybe_compressed(raw: bytes, cls: Any, meta_cls: Any, magic: int, whe
     msg = cls()
     try:
         msg.ParseFromString(body)
+        if msg.IsInitialized():
+            return msg
+        binary_error = f"required fields missing: {msg.FindInitializationErrors()}"
     except DecodeError as e:
-        raise MetadataStoreError(f"{where}: bad {cls.DESCRIPTOR.name}: {e}") from None
+        binary_error = str(e)
+    if body is not raw:
+        raise MetadataStoreError(f"{where}: bad {cls.DESCRIPTOR.name}: {binary_error}")
+    # Older brokers stored the protobuf text format; Pulsar's meta store reads binary first and falls back
+    # to text, and so does this.
+    msg = cls()
+    try:
+        text_format.Parse(raw.decode("utf-8"), msg)
+    except (text_format.ParseError, UnicodeDecodeError) as e:
+        raise MetadataStoreError(
+            f"{where}: bad {cls.DESCRIPTOR.name}: not binary ({binary_error}), not text format ({e})"
+        ) from None
     if not msg.IsInitialized():
         raise MetadataStoreError(f"{where}: required fields missing: {msg.FindInitializationErrors()}")
     return msg

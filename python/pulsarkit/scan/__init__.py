@@ -4,7 +4,7 @@ and verified and turned into rows of the one message schema (:func:`read_partiti
 :data:`MESSAGE_FIELDS`). ``pulsarkit messages``, ``backlog``, the analysis, the Spark sources and the
 export all read messages through it."""
 
-from .datadir import DataDir, open_data_dir
+from .datadir import DataDir, DataDirSpec, open_data_dir
 from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
 from .plan import ScanPlan, plan, plan_data_dir
 from .read import BATCH_BYTES, UnreadableEntry, iter_entries, read_all, read_partition
@@ -16,6 +16,7 @@ __all__ = [
     "BATCH_BYTES",
     "DataDir",
     "DataDirError",
+    "DataDirSpec",
     "ENTRY_FIELDS",
     "Filter",
     "MESSAGE_FIELDS",

@@ -41,6 +41,41 @@ def _bookie_candidates(root: Path) -> list[Path]:
     return [c for c in (root.joinpath(*sub) for sub in _BOOKIE_SUBDIRS) if (c / "current").is_dir()]
 
 
+def bookie_parts(root: Path) -> tuple[list[Path], list[Path]]:
+    """(ledger directories, journal directories) of one bookie whose directories sit under ``root`` (a
+    bookie's ``data/bookkeeper`` with ``journal/`` and ``ledgers/``, or several ``ledgers*``). A directory
+    holding ``current/``, or a standalone's data directory, is one directory that is both. Each is told by what
+    its ``current/`` holds: ``*.txn`` journal files, or entry logs and indexes; by its name when still empty."""
+    root = Path(root)
+    if (root / "current").is_dir() or root.name == "current" or _bookie_candidates(root):
+        d = bookie_ledger_dir(root)
+        return [d], [d]
+    ledgers: list[Path] = []
+    journals: list[Path] = []
+    try:
+        children = sorted(c for c in root.iterdir() if (c / "current").is_dir())
+    except OSError as e:
+        raise DataDirError(f"{root}: cannot list the bookie's directories: {e}", str(root)) from None
+    for c in children:
+        names = {n.name for n in (c / "current").iterdir()}
+        journal = any(n.endswith(".txn") for n in names)
+        ledger = any(n.endswith(".log") for n in names) or bool(names & {"ledgers", "locations", "lastId"})
+        if not (journal or ledger):
+            journal = c.name.startswith("journal")
+            ledger = not journal
+        if ledger:
+            ledgers.append(c)
+        if journal:
+            journals.append(c)
+    if not ledgers:
+        raise DataDirError(
+            f"{root}: no bookie ledger directory under it (a directory with current/ holding entry logs or "
+            "the ledgers/locations index)",
+            str(root),
+        )
+    return ledgers, journals
+
+
 def find_layout(root: Path) -> tuple[Path, list[Path]]:
     """(metadata dir, bookie dirs holding ``current/``) of a standalone or pulsarkit directory."""
     md = next((c for c in (root / "metadata", root) if is_rocksdb(c)), None)

@@ -77,6 +77,7 @@ from .bookie_dir import (
     find_layout,
     group_bookies,
     mapping_dirs,
+    read_cookie,
     read_rocksdb,
 )
 from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic, add_issue, held_pieces, missing_message
@@ -201,6 +202,7 @@ class DataDir:
         for i in metadata.issues if metadata is not None else ():
             self.report(i)
         self._load_metadata()
+        self._drop_unusable_dirs(journal_dirs is None)
         # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks read
         self._bookies = [
             BookieDir(
@@ -225,6 +227,52 @@ class DataDir:
         self._build_ledgers()
         if strict and self.issues:
             raise self.issues[0].error()
+
+    def _drop_unusable_dirs(self, journals_are_ledger_dirs: bool) -> None:
+        """A directory given twice is read once; one whose cookie names another cluster (its ``instanceId``
+        is not this metadata's ``/ledgers/INSTANCEID``) is not read, since its ledger ids are another
+        cluster's. Each is an issue naming the directory; everything else is read."""
+        raw = self.nodes.get("/ledgers/INSTANCEID")
+        instance = raw.decode("utf-8", "replace").strip() if raw else None
+
+        def usable(dirs: list[Path], what: str) -> list[bool]:
+            seen: dict[str, Path] = {}
+            keep = []
+            for d in dirs:
+                real = os.path.realpath(self._current(d))
+                if real in seen:
+                    self.report(
+                        Issue("directory_given_twice", str(d), None, f"{what} directory is also given as {seen[real]}")
+                    )
+                    keep.append(False)
+                    continue
+                seen[real] = d
+                try:
+                    cookie = read_cookie(d)
+                except DataDirError:
+                    cookie = None  # an unreadable cookie is reported where bookies are told apart
+                foreign = bool(instance) and cookie is not None and cookie.instance_id not in (None, instance)
+                if foreign and cookie is not None:
+                    self.report(
+                        Issue(
+                            "foreign_bookie",
+                            cookie.path,
+                            None,
+                            f"{what} directory of bookie {cookie.bookie_id} (cluster instance {cookie.instance_id}) "
+                            f"is not of this cluster ({instance}): not read",
+                        )
+                    )
+                keep.append(not foreign)
+            return keep
+
+        keep = usable(self.ledger_dirs, "ledger")
+        self.ledger_dirs = [d for d, k in zip(self.ledger_dirs, keep, strict=True) if k]
+        self.index_dirs = [d for d, k in zip(self.index_dirs, keep, strict=False) if k]
+        if journals_are_ledger_dirs:
+            self.journal_dirs = list(self.ledger_dirs)
+        else:
+            jkeep = usable(self.journal_dirs, "journal")
+            self.journal_dirs = [d for d, k in zip(self.journal_dirs, jkeep, strict=True) if k]
 
     @staticmethod
     def _current(d: Path) -> Path:
@@ -287,6 +335,8 @@ class DataDir:
                 self.nodes[path] = data
                 self.node_versions[path] = (stat.version, stat.creation_timestamp)
         self.ledger_metadata: dict[int, Any] = {}
+        #: Where each ledger's metadata node is: the layout (hierarchical or long-hierarchical) is the cluster's.
+        self.ledger_paths: dict[int, str] = {}
         self.ml_infos: dict[str, Any] = {}
         self.cursor_infos: dict[str, dict[str, Any]] = {}
         self.partitioned: dict[str, int] = {}
@@ -298,6 +348,7 @@ class DataDir:
                 lid = ledger_id_from_path(path)
                 if lid is None:
                     continue
+                self.ledger_paths[lid] = path
                 try:
                     self.ledger_metadata[lid] = parse_ledger_metadata(data, lid)
                 except MetadataStoreError as e:
@@ -839,6 +890,108 @@ class DataDir:
 
     def __repr__(self) -> str:
         return f"DataDir({str(self.metadata_dir)!r}, ledger_dirs={[str(d) for d in self.ledger_dirs]})"
+
+
+#: The directory-valued fields of a :class:`DataDirSpec` that hold several directories.
+_SPEC_LISTS = ("ledger_dirs", "journal_dirs", "index_dirs")
+_SPEC_PATHS = (
+    "path",
+    "metadata_dir",
+    "zookeeper_dir",
+    "zookeeper_log_dir",
+    "configuration_zookeeper_dir",
+    "configuration_zookeeper_log_dir",
+)
+
+
+@dataclass(frozen=True)
+class DataDirSpec:
+    """Where a data directory's parts are, as one value: what :func:`open_data_dir` takes, carried by a
+    plan, an export and a Spark source (whose options spell it out, :meth:`options`), so that a cluster
+    (ZooKeeper metadata, several bookies) is read by every path the way a standalone's directory is."""
+
+    path: str | None = None
+    metadata_dir: str | None = None
+    ledger_dirs: tuple[str, ...] = ()
+    journal_dirs: tuple[str, ...] = ()
+    index_dirs: tuple[str, ...] = ()
+    zookeeper_dir: str | None = None
+    zookeeper_log_dir: str | None = None
+    configuration_zookeeper_dir: str | None = None
+    configuration_zookeeper_log_dir: str | None = None
+    zxid: int | None = None
+
+    @classmethod
+    def of(cls, path: PathLike | None = None, **kw: Any) -> DataDirSpec:
+        """From :func:`open_data_dir`'s arguments (None and empty lists mean not given)."""
+        args: dict[str, Any] = {"path": os.fspath(path) if path is not None else None}
+        for k, v in kw.items():
+            if k in _SPEC_LISTS:
+                args[k] = tuple(os.fspath(d) for d in v or ())
+            elif k in _SPEC_PATHS:
+                args[k] = os.fspath(v) if v is not None else None
+            elif k == "zxid":
+                args[k] = v
+            else:
+                raise TypeError(f"DataDirSpec has no field {k!r}")
+        return cls(**args)
+
+    def kwargs(self) -> dict[str, Any]:
+        """The given fields as :func:`open_data_dir`'s keyword arguments (``path`` included)."""
+        out: dict[str, Any] = {}
+        for k in (*_SPEC_PATHS, *_SPEC_LISTS, "zxid"):
+            v = getattr(self, k)
+            if v is not None and v != ():
+                out[k] = list(v) if k in _SPEC_LISTS else v
+        return out
+
+    def open(self, **kw: Any) -> DataDir:
+        """:func:`open_data_dir` of these parts (``kw``: ``strict``, ``log_reads``...)."""
+        args = self.kwargs()
+        return open_data_dir(args.pop("path", None), **args, **kw)
+
+    @property
+    def key(self) -> str:
+        """The data's identity, what an export's marks are kept under: a standalone's directory by its real
+        path; otherwise the metadata's (``zookeeper:``/``metadata:`` + real path), since which bookie
+        directories are given, or as of which zxid, does not make it other data."""
+        if self.zookeeper_dir is not None:
+            return "zookeeper:" + os.path.realpath(self.zookeeper_dir)
+        if self.metadata_dir is not None:
+            return "metadata:" + os.path.realpath(self.metadata_dir)
+        if self.path is None:
+            raise DataDirError("no data directory: give a path, a metadata_dir or a zookeeper_dir")
+        return os.path.realpath(self.path)
+
+    def inputs(self) -> list[str]:
+        """Every directory it reads (an output must be in none of them)."""
+        return [v for k in _SPEC_PATHS if (v := getattr(self, k)) is not None] + [
+            d for k in _SPEC_LISTS for d in getattr(self, k)
+        ]
+
+    def options(self) -> dict[str, str]:
+        """The Spark data source's options for these parts (lists comma-separated), ``path`` apart."""
+        out = {}
+        for k, v in self.kwargs().items():
+            if k != "path":
+                out[k] = ",".join(v) if k in _SPEC_LISTS else str(v)
+        return out
+
+    @classmethod
+    def from_options(cls, path: str | None, options: Mapping[str, str]) -> DataDirSpec | None:
+        """What :meth:`options` wrote, or None when the options name no part besides ``path``."""
+        kw: dict[str, Any] = {}
+        for k in (*_SPEC_PATHS[1:], *_SPEC_LISTS, "zxid"):
+            v = options.get(k)
+            if not v:
+                continue
+            if k in _SPEC_LISTS:
+                kw[k] = [d for d in v.split(",") if d]
+            elif k == "zxid":
+                kw[k] = int(v, 0)
+            else:
+                kw[k] = v
+        return cls.of(path, **kw) if kw else None
 
 
 def open_data_dir(

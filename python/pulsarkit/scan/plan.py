@@ -76,7 +76,7 @@ from typing import Any
 
 from ..broker.topic_name import is_system_topic, ml_kind, ml_to_topic, partition_of
 from ..errors import PulsarkitError
-from .datadir import DataDir, open_data_dir
+from .datadir import DataDir, DataDirSpec
 from .facts import TopicFacts, location_index, topic_facts
 from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
 from .records import DataDirError, held_pieces
@@ -322,7 +322,7 @@ def _cut(
 
 
 def plan(
-    paths: Sequence[str],
+    paths: Sequence[str | DataDirSpec],
     *,
     kind: str = "messages",
     txn: str = "committed",
@@ -336,7 +336,8 @@ def plan(
     metadata_pass: str = "auto",
     ledger_dirs: Sequence[str] | None = None,
 ) -> ScanPlan:
-    """Plans a read of ``paths`` (data directories). ``kind`` is ``messages`` or ``entries``;
+    """Plans a read of ``paths`` (data directories, or :class:`DataDirSpec` values: a cluster's parts, named in
+    the plan by their :attr:`DataDirSpec.key`). ``kind`` is ``messages`` or ``entries``;
     ``after``/``until`` (data dir -> topic -> position) bound each topic (exclusive/inclusive), the
     incremental export's high-water marks; ``filters`` prune topics, ledgers and (on publish_time and
     broker_timestamp) entries, and are applied again to the rows by :func:`read_partition`.
@@ -347,8 +348,14 @@ def plan(
     if ledger_dirs and len(paths) != 1:
         raise PulsarkitError(f"ledger_dirs needs exactly one data directory (its metadata store), not {len(paths)}")
     out = ScanPlan(partitions=[], marks={}, issues=[], stats={}, target_bytes=1.0)
-    for path in paths:
-        with open_data_dir(path, ledger_dirs=list(ledger_dirs) if ledger_dirs else None) as dd:
+    for source in paths:
+        if isinstance(source, DataDirSpec):
+            if ledger_dirs:
+                raise PulsarkitError("ledger_dirs go into the DataDirSpec")
+            spec, path = source, source.key
+        else:
+            spec, path = DataDirSpec.of(source, ledger_dirs=ledger_dirs), source
+        with spec.open() as dd:
             p = plan_data_dir(
                 dd,
                 path,

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from ..bookkeeper import digest as bookie_digest
 from ..errors import PulsarkitError
+from .datadir import DataDirSpec
 from .messages import AckFilter, MessageState, OnIssue
 from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment
 from .plan import plan
@@ -396,7 +397,7 @@ def _emit(t: pa.Table, part: ScanPartition, filters: Sequence[Filter]) -> pa.Tab
 
 
 def read_all(
-    paths: Sequence[str] | str,
+    paths: Sequence[str | DataDirSpec] | str | DataDirSpec,
     *,
     kind: str = "messages",
     columns: Sequence[str] | None = None,
@@ -406,8 +407,14 @@ def read_all(
     **plan_kw: Any,
 ) -> pa.Table:
     """Plans and reads everything in this process: the data source's rows as one Arrow table."""
-    paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    p = plan([os.fspath(x) for x in paths], kind=kind, txn=txn, filters=filters, **plan_kw)
+    paths = [paths] if isinstance(paths, str | os.PathLike | DataDirSpec) else list(paths)
+    p = plan(
+        [x if isinstance(x, DataDirSpec) else os.fspath(x) for x in paths],
+        kind=kind,
+        txn=txn,
+        filters=filters,
+        **plan_kw,
+    )
     fields = message_fields(markers) if kind == "messages" else ENTRY_FIELDS
     names = list(columns) if columns is not None else [n for n, _ in fields]
     schema = arrow_schema([(n, dict(fields)[n]) for n in names])

@@ -26,7 +26,7 @@ from ..export import Engine, ExportJob, ExportSummary, LocalEngine, ReadIssues, 
 from ..export import export as export_locally
 from ..export.run import log_to_stderr, read_part
 from ..export.staging import DAY_MS, PARTITION_COLUMNS
-from ..scan import ScanPartition
+from ..scan import DataDirSpec, ScanPartition
 from ..scan.records import DataDirError
 from .messages_source import read_stats, register
 from .session import local_session
@@ -153,13 +153,14 @@ class SparkSql:
         r = r.option("topics", json.dumps(sorted(until)))
         r = r.option("after", json.dumps({source: after})).option("until", json.dumps({source: until}))
         options: dict[str, object] = {"max_partition_bytes": job.max_partition_bytes, "min_partitions": 2}
-        if job.ledger_dirs:
-            options["ledger_dirs"] = ",".join(job.ledger_dirs)
+        options.update(job.spec.options())
         if stats_dir is not None:
             options["stats_dir"] = stats_dir
         for k, v in options.items():
             r = r.option(k, str(v))
-        df = r.load(source)
+        # a directory alone is named by its real path (the marks' key); a cluster's parts by the options
+        only_path = job.spec.path is not None and not job.spec.options()
+        df = r.load(source) if only_path else (r.load(job.spec.path) if job.spec.path else r.load())
         day = F.floor(F.col("publish_time") / F.lit(DAY_MS)).cast("int")
         df = df.withColumn("date", F.date_from_unix_date(day).cast("string"))
         df.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(target.staging))
@@ -170,7 +171,7 @@ SPARK_ENGINES: dict[str, type[SparkTasks] | type[SparkSql]] = {e.name: e for e i
 
 
 def export(
-    data_dir: str,
+    data_dir: str | DataDirSpec,
     to: str,
     out: str,
     *,

@@ -37,7 +37,11 @@ memory follows it, and so do the Arrow batches handed to the JVM), ``metadata_pa
 ``heads`` or ``scan``: how the driver reads the entries' metadata), ``ledger_dirs`` (comma-separated
 bookie directories of a cluster whose metadata store is the one ``path``: each entry is read once, from
 the first copy of its write set whose digest verifies, as ``pulsarkit replicas`` reads it; copies passed
-over are counted in the read statistics and listed by ``pulsarkit replicas``), ``stats_dir`` (a directory the
+over are counted in the read statistics and listed by ``pulsarkit replicas``), ``metadata_dir``,
+``zookeeper_dir``, ``zookeeper_log_dir``, ``configuration_zookeeper_dir``, ``configuration_zookeeper_log_dir``,
+``zxid``, ``journal_dirs``, ``index_dirs`` (a cluster's parts as :class:`~pulsarkit.scan.DataDirSpec` names
+them, lists comma-separated: a ZooKeeper data directory read offline with the bookies' ``ledger_dirs``, and
+no ``path``), ``stats_dir`` (a directory the
 plan and each task write their :class:`~pulsarkit.scan.ReadStats` to as JSON, for
 benchmarks and tests; :func:`read_stats` sums them).
 
@@ -88,6 +92,7 @@ from ..scan import (
     BATCH_BYTES,
     ENTRY_FIELDS,
     PUSHABLE,
+    DataDirSpec,
     Filter,
     ReadStats,
     message_fields,
@@ -178,9 +183,17 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
     class _Reader(DataSourceReader):
         def __init__(self, kind: str, options: Any, schema: Any) -> None:
             self.kind = kind
-            self.paths = _paths(options)
+            paths = _paths(options)
+            # a cluster's parts (ZooKeeper or RocksDB metadata, bookie directories) come as options
+            spec = DataDirSpec.from_options(paths[0] if len(paths) == 1 else None, options)
+            if spec is not None and len(paths) > 1:
+                raise ValueError(f"{FORMAT_NAME}: metadata and bookie directory options go with one path or none")
+            self.paths: list[str | DataDirSpec] = [spec] if spec is not None else list(paths)
             if not self.paths:
-                raise ValueError(f"{FORMAT_NAME} needs a path: .load(DATA_DIR) or option('path', 'dir1,dir2')")
+                raise ValueError(
+                    f"{FORMAT_NAME} needs a path: .load(DATA_DIR) or option('path', 'dir1,dir2'), or a cluster's "
+                    "option('zookeeper_dir', DIR) (or 'metadata_dir') with option('ledger_dirs', 'dir1,dir2')"
+                )
             self.txn = options.get("txn", "committed")
             self.markers = _bool(options.get("markers", "false"))
             self.system = _bool(options.get("system", "false"))
@@ -199,7 +212,6 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             self.until = _marks(options.get("until"))
             self.stats_dir = options.get("stats_dir") or None
             self.metadata_pass = options.get("metadata_pass", "auto")
-            self.ledger_dirs = [d for d in (options.get("ledger_dirs") or "").split(",") if d] or None
             # entries already carry their error; messages get error rows only when asked for
             self.error_rows = kind == "messages" and _bool(options.get("error_rows", "false"))
             fields = _fields(kind, self.markers, self.error_rows)
@@ -224,7 +236,6 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
                 max_partition_bytes=self.max_partition_bytes,
                 min_partitions=self.min_partitions,
                 metadata_pass=self.metadata_pass,
-                ledger_dirs=self.ledger_dirs,
             )
             _write_stats(self.stats_dir, "plan", p.read_stats)
             gaps = [g for q in p.partitions for g in q.gaps]
