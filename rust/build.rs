@@ -12,6 +12,7 @@ fn main() {
         "BookKeeperFormats.proto",
         "PulsarTransactionMetadata.proto",
         "TransactionPendingAck.proto",
+        "SchemaStorageFormat.proto",
     ]
     .iter()
     .map(|f| proto_dir.join(f))

@@ -45,6 +45,20 @@ class ZooKeeperDataError(MetadataStoreError):
     offset: int = -1
 
 
+class ZooKeeperServerError(MetadataStoreError):
+    """A live ZooKeeper could not be read (pulsarkit only reads it): a reply that is not ZooKeeper's protocol, an
+    error code the read cannot go on after (``code``, ZooKeeper's, None when the server gave none), a chroot that
+    does not exist, or a tree that kept changing through every attempt at one consistent read."""
+
+    code: int | None = None
+    offset: int = -1
+
+
+class ZooKeeperConnectionError(ZooKeeperServerError):
+    """No server of a ZooKeeper connect string could be reached (each one's reason in the message), or the
+    connection was lost or timed out mid-read."""
+
+
 class BookieError(PulsarkitError):
     """A bookie (ledger storage) operation failed."""
 
@@ -99,6 +113,10 @@ class PlanFormatError(PulsarkitError):
         self.field = field
 
 
+class SchemaStorageError(PulsarkitError):
+    """Bytes of the broker's schema storage (a ``/schemas`` locator, a schema ledger entry) that do not decode."""
+
+
 class TransactionError(PulsarkitError):
     """A transaction-coordinator or pending-ack operation was refused."""
 
@@ -140,9 +158,12 @@ __all__ = [
     "MetadataNotFoundError",
     "MetadataStoreError",
     "PulsarkitError",
+    "SchemaStorageError",
     "StalePlanError",
     "TransactionError",
     "TransactionNotFoundError",
     "UnsupportedCompressionError",
+    "ZooKeeperConnectionError",
     "ZooKeeperDataError",
+    "ZooKeeperServerError",
 ]

@@ -72,6 +72,12 @@ ManagedCursorInfoMetadata = _ml("ManagedCursorInfoMetadata")
 LedgerMetadataFormat = message_class("LedgerMetadataFormat", "pulsarkit.bookkeeper")
 LedgerData = message_class("LedgerData", "pulsarkit.bookkeeper")
 
+# How a broker stores topic schemas (proto/SchemaStorageFormat.proto).
+StoredSchemaInfo = message_class("SchemaInfo", "pulsarkit.schema")
+SchemaEntry = message_class("SchemaEntry", "pulsarkit.schema")
+SchemaIndexEntry = message_class("IndexEntry", "pulsarkit.schema")
+SchemaLocator = message_class("SchemaLocator", "pulsarkit.schema")
+
 _enum = pool.FindEnumTypeByName
 CompressionType = {v.name: v.number for v in _enum("pulsar.proto.CompressionType").values}
 ServerError = {v.name: v.number for v in _enum("pulsar.proto.ServerError").values}
@@ -114,8 +120,12 @@ __all__ = [
     "PositionInfo",
     "ProtocolVersion",
     "Schema",
+    "SchemaEntry",
+    "SchemaIndexEntry",
+    "SchemaLocator",
     "ServerError",
     "SingleMessageMetadata",
+    "StoredSchemaInfo",
     "StringProperty",
     "message_class",
     "pool",

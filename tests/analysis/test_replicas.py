@@ -351,3 +351,14 @@ def test_bookie_roots_with_journal_and_ledgers_subdirectories(source, tmp_path, 
     assert capsys.readouterr().out == want and want.count("\n") > len(source["sent"])
     assert main(["replicas", "--metadata-dir", md, *(x for r in roots for x in ("--bookie", str(r)))]) == 0
     assert "3 bookie(s)" in capsys.readouterr().out
+
+
+def test_cli_names_a_bookie_that_was_not_given(source, tmp_path, capsys):
+    dirs, _ = build_bookies(source, tmp_path)
+    md = str(source["root"] / "src" / "metadata")
+    assert main(["replicas", "--metadata-dir", md, "--bookie", str(dirs[0]), "--bookie", str(dirs[1])]) == 0
+    out = capsys.readouterr().out
+    n = len(source["ledgers"])
+    assert f"not given: bookie {C}, in the ensembles of {n} ledger(s); its copies were not checked" in out
+    assert main(["replicas", "--metadata-dir", md, *(x for d in dirs for x in ("--bookie", str(d)))]) == 0
+    assert "not given" not in capsys.readouterr().out

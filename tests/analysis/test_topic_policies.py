@@ -8,6 +8,7 @@ standalone registers that same schema for its ``__change_events`` topics)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.analysis.topic_policies import _schema_at, _schema_versions, read_topic_policies
+from pulsarkit.analysis.schemas import schema_history
+from pulsarkit.analysis.topic_policies import read_topic_policies
 from pulsarkit.analysis.whatif import WhatIf, simulate
 from pulsarkit.broker.compaction import Compactor
 from pulsarkit.codec.avro import AvroError, Schema
@@ -48,11 +50,13 @@ def register_schema(store, ns: str, schema: dict) -> None:
     SchemaInfo{schema_id 1, user 2, type 3 = AVRO, schema 4, timestamp 5, deleted 6}), and the locator
     node naming version 0 at that entry (info 1 and index 2: IndexEntry{version 1, position 2})."""
     h = LedgerHandle.create(store, {"application": b"pulsar", "component": b"schema"}, "CRC32C")
+    definition = json.dumps(schema).encode()
     info = _field(1, f"{ns}/__change_events") + _field(2, "") + _field(3, 5)
-    info += _field(4, json.dumps(schema)) + _field(5, 1) + _field(6, 0)
+    info += _field(4, definition) + _field(5, 1) + _field(6, 0)
     eid = h.add_entry(_field(2, info))
     h.close()
-    index = _field(1, 0) + _field(2, _field(1, h.ledger_id) + _field(2, eid)) + _field(3, b"\x00" * 32)
+    digest = hashlib.sha256(definition).digest()
+    index = _field(1, 0) + _field(2, _field(1, h.ledger_id) + _field(2, eid)) + _field(3, digest)
     store.metadata.put(f"/schemas/{ns}/__change_events", _field(1, index) + _field(2, index))
 
 
@@ -224,6 +228,6 @@ def test_fixture_is_what_pulsar_writes_and_a_standalone_registers(tmp_path):
         pytest.skip("the datadir oracle has not run yet")
     with open_data_dir(stores[0]) as dd:
         for ns in ("public/default", "pulsar/system"):
-            versions, latest = _schema_versions(dd, ns)
-            assert latest is not None and versions
-            assert _schema_at(dd, latest, {}).root == Schema(json.dumps(FIXTURE["schema"])).root
+            (stored,) = schema_history(dd, [f"persistent://{ns}/__change_events"])
+            assert stored.type == "AVRO" and stored.hash_matches
+            assert Schema(stored.definition).root == Schema(json.dumps(FIXTURE["schema"])).root

@@ -11,31 +11,30 @@ from local ones: a local topic value wins over a global one, which wins over the
 
 Here the same: the compacted view of the topic (:func:`pulsarkit.analysis.compaction.compacted_topic`,
 what a ``readCompacted`` reader gets) is read, each value decoded with the schema its producer
-registered (``/schemas/<tenant>/<namespace>/__change_events`` -> the schema ledger's entry for the
-message's ``schema_version``: field order and all come from the data, not from a class), and replayed.
+registered (:func:`pulsarkit.analysis.schemas.schema_history` of the topic: the version the message's
+``schema_version`` names, its SHA-256 checked; field order and all come from the data, not from a
+class), and replayed.
 A namespace whose events cannot be read or decoded gets a note naming why and is left out (its topics
 then follow the namespace's or the broker's policy, which the note says), and a ``topic_policies``
 issue in ``dd.issues`` (a warning; ``--strict`` exits 3)."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..broker.schema_registry import StoredSchema, schema_version_number
 from ..broker.topic_name import ml_to_topic, partition_of
 from ..codec.avro import AvroError, Schema
 from ..codec.entry import Entry
-from ..codec.protobuf_wire import fields
 from ..errors import PulsarkitError
 from ..scan.datadir import DataDir
 from ..scan.records import Issue
 from .compaction import compacted_topic
+from .schemas import schema_history
 
 CHANGE_EVENTS = "__change_events"
-#: SchemaInfo.SchemaType of an Avro schema in the schema registry's entries
-_AVRO = 5
 
 
 @dataclass(frozen=True)
@@ -70,43 +69,21 @@ class TopicPolicies:
         return [lv[name] for lv in (self.local, self.global_) if name in lv]
 
 
-def _schema_versions(dd: DataDir, tenant_ns: str) -> tuple[dict[int, tuple[int, int]], tuple[int, int] | None]:
-    """The registered schema versions of the namespace's ``__change_events`` (version -> (ledger, entry))
-    and the latest, from its ``SchemaLocator``: ``info`` (1) and ``index`` (2) are IndexEntry
-    {version 1, position 2 {ledgerId 1, entryId 2}}."""
-    raw = dd.nodes.get(f"/schemas/{tenant_ns}/{CHANGE_EVENTS}")
-    if raw is None:
-        raise PulsarkitError(f"no schema registered for {tenant_ns}/{CHANGE_EVENTS}")
-    versions: dict[int, tuple[int, int]] = {}
-    latest = None
-    for f, entry in fields(raw):
-        if f not in (1, 2) or not isinstance(entry, bytes):
-            continue
-        version, pos = None, (-1, -1)
-        for f2, v in fields(entry):
-            if f2 == 1 and isinstance(v, int):
-                version = v
-            elif f2 == 2 and isinstance(v, bytes):
-                pf = dict(fields(v))
-                pos = (int(pf.get(1, -1)), int(pf.get(2, -1)))
-        if version is not None and pos[0] >= 0:
-            versions[version] = pos
-            if f == 1:
-                latest = pos
-    return versions, latest
-
-
-def _schema_at(dd: DataDir, pos: tuple[int, int], cache: dict[tuple[int, int], Schema]) -> Schema:
-    """The Avro schema stored in a schema ledger's entry: SchemaEntry {info 2: SchemaInfo {type 3, schema 4}}."""
-    if pos not in cache:
-        info = dict(fields(dd.read_entry(*pos))).get(2)
-        if not isinstance(info, bytes):
-            raise PulsarkitError(f"schema ledger {pos[0]} entry {pos[1]}: no schema info")
-        si = dict(fields(info))
-        if si.get(3) != _AVRO or not isinstance(si.get(4), bytes):
-            raise PulsarkitError(f"schema ledger {pos[0]} entry {pos[1]}: not an Avro schema (type {si.get(3)})")
-        cache[pos] = Schema(si[4])
-    return cache[pos]
+def _schema(dd: DataDir, topic: str, version: int | None, registry: dict[int, StoredSchema]) -> StoredSchema:
+    """The stored schema a message names by its version (none named: the newest), from the topic's
+    schema history (:func:`.schemas.schema_history`, read at the first value): Avro, and its definition
+    the one the locator's hash names."""
+    if not registry:
+        registry.update((s.version, s) for s in schema_history(dd, [topic]))
+        if not registry:
+            raise PulsarkitError(f"no schema registered for {topic}")
+    stored = registry.get(version if version is not None else max(registry))
+    if stored is None:
+        raise PulsarkitError(f"no schema version {version} registered for {topic}")
+    if stored.type != "AVRO" or not stored.hash_matches:
+        why = f"a {stored.type} schema" if stored.type != "AVRO" else "its definition does not match its hash"
+        raise PulsarkitError(f"schema version {stored.version} of {topic}: {why}")
+    return stored
 
 
 def _topic_of(ev: dict[str, Any]) -> str | None:
@@ -117,17 +94,16 @@ def _topic_of(ev: dict[str, Any]) -> str | None:
 
 
 def _replay(dd: DataDir, ml: str, out: TopicPolicies) -> None:
-    tenant_ns = "/".join(ml.split("/")[:2])
-    registry: list[tuple[dict[int, tuple[int, int]], tuple[int, int] | None]] = []  # read at the first value
-    cache: dict[tuple[int, int], Schema] = {}
+    topic_name = ml_to_topic(ml)
+    registry: dict[int, StoredSchema] = {}
+    parsed: dict[int, Schema] = {}
     levels = {False: out.local, True: out.global_}
     by_key: dict[str, tuple[str, bool]] = {}
-    for pos, data in compacted_topic(dd, ml_to_topic(ml)).read_entries():
+    for pos, data in compacted_topic(dd, topic_name).read_entries():
         e = Entry.parse(data, verify_checksum=False)  # as the compacted view reads it: the bookie's digest verified it
         if e.metadata.HasField("marker_type"):
             continue
-        sv = e.metadata.schema_version
-        version = struct.unpack(">q", sv)[0] if len(sv) == 8 else None
+        version = schema_version_number(e.metadata.schema_version)
         for m in e.messages():
             if m.null_value:  # a deletion: the key's policies go
                 ident = by_key.pop(m.key or "", None)
@@ -137,14 +113,11 @@ def _replay(dd: DataDir, ml: str, out: TopicPolicies) -> None:
                 if ident is not None:
                     levels[ident[1]].pop(ident[0], None)
                 continue
-            if not registry:
-                registry.append(_schema_versions(dd, tenant_ns))
-            versions, latest = registry[0]
-            where = versions.get(version, latest) if version is not None else latest
-            if where is None:
-                raise PulsarkitError(f"no schema version {version} registered for {tenant_ns}/{CHANGE_EVENTS}")
+            stored = _schema(dd, topic_name, version, registry)
+            if stored.version not in parsed:
+                parsed[stored.version] = Schema(stored.definition)
             try:
-                ev = _schema_at(dd, where, cache).decode(m.payload)
+                ev = parsed[stored.version].decode(m.payload)
             except AvroError as err:
                 raise PulsarkitError(f"event at {pos}: {err}") from None
             topic = _topic_of(ev) if isinstance(ev, dict) else None

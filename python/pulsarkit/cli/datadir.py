@@ -2,6 +2,7 @@
 
     pulsarkit ledgers DATA_DIR       [--format table|json|parquet] [--kind KIND] [--ledger ID]
     pulsarkit topics DATA_DIR        [--format table|json] [--no-system]
+    pulsarkit schemas DATA_DIR       [--topic T]... [--format table|json|parquet]
     pulsarkit messages DATA_DIR      [--topic T]... [--format table|jsonl|parquet] [--txn committed|all]
                                      [--markers]
     pulsarkit backlog DATA_DIR TOPIC SUBSCRIPTION [--format table|jsonl|parquet]
@@ -13,7 +14,9 @@ DATA_DIR is a Pulsar standalone's data directory (``metadata/`` + ``bookkeeper/`
 separate directories takes ``--metadata-dir``, ``--ledger-dir``, ``--journal-dir``, ``--index-dir``. A
 cluster whose metadata is in ZooKeeper takes ``--zookeeper-dir`` (the ZooKeeper server's dataDir, read
 offline: newest valid snapshot + transaction logs) instead of DATA_DIR/--metadata-dir, with
-``--zookeeper-log-dir``, ``--configuration-zookeeper-dir``, ``--zxid`` and the bookies' ``--ledger-dir``.
+``--zookeeper-log-dir``, ``--configuration-zookeeper-dir``, ``--zxid`` and the bookies' ``--ledger-dir``; or
+``--metadata-store zk:host:port[,host:port][/chroot]`` (Pulsar's URL: the live ZooKeeper, read once,
+consistently and read-only; ``rocksdb:PATH`` too), with ``--configuration-metadata-store URL``.
 Nothing is ever written into it. Unreadable parts are reported on stderr (file and offset) after
 everything readable was printed; ``--strict`` turns them into exit code 3.
 """
@@ -34,6 +37,7 @@ import pyarrow.parquet as pq
 
 from ..analysis.backlog import backlog_batches
 from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
+from ..analysis.schemas import schemas_table
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.bookie_dir import bookie_parts
@@ -99,6 +103,17 @@ def _zookeeper_args(p: argparse.ArgumentParser, instead_of: str) -> None:
         help="the configuration store's ZooKeeper transaction logs, when kept apart (dataLogDir)",
     )
     p.add_argument(
+        "--metadata-store",
+        metavar="URL",
+        help="metadata from Pulsar's metadata-store URL: zk:host:port[,host:port][/chroot] (a live ZooKeeper, read "
+        f"once, consistently and read-only) or rocksdb:PATH, instead of {instead_of}",
+    )
+    p.add_argument(
+        "--configuration-metadata-store",
+        metavar="URL",
+        help="the configuration store's URL (zk:... or rocksdb:PATH), when it is a separate store",
+    )
+    p.add_argument(
         "--zxid",
         type=_zxid,
         metavar="N",
@@ -127,6 +142,13 @@ def _zookeeper(args: argparse.Namespace) -> dict[str, Any]:
     }
     if kw["zookeeper_dir"] is None and any(v is not None for v in kw.values()):
         raise DataDirError("--zookeeper-log-dir, --configuration-zookeeper-*-dir and --zxid go with --zookeeper-dir")
+    store = getattr(args, "metadata_store", None)
+    conf = getattr(args, "configuration_metadata_store", None)
+    if conf is not None and store is None:
+        raise DataDirError("--configuration-metadata-store goes with --metadata-store")
+    if store is not None and kw["zookeeper_dir"] is not None:
+        raise DataDirError("give the metadata once: --metadata-store or --zookeeper-dir")
+    kw.update(metadata_store=store, configuration_metadata_store=conf)
     return kw
 
 
@@ -150,13 +172,16 @@ def data_dir_spec(args: argparse.Namespace) -> DataDirSpec:
             journals += [str(d) for d in jrn]
         args.journal_dir, args.bookie = journals, None
     zk_kw = _zookeeper(args)
-    zk = zk_kw["zookeeper_dir"]
+    zk = zk_kw["zookeeper_dir"] or zk_kw["metadata_store"]
+    flag = "--zookeeper-dir" if zk_kw["zookeeper_dir"] is not None else "--metadata-store"
     if zk is not None and (args.data_dir or args.metadata_dir):
-        raise DataDirError("--zookeeper-dir replaces DATA_DIR and --metadata-dir: give the bookies with --ledger-dir")
+        raise DataDirError(f"{flag} replaces DATA_DIR and --metadata-dir: give the bookies with --ledger-dir")
     if zk is not None and not args.ledger_dir:
-        raise DataDirError("--zookeeper-dir holds the metadata only: give the bookies with --ledger-dir (repeatable)")
+        raise DataDirError(f"{flag} holds the metadata only: give the bookies with --ledger-dir (repeatable)")
     if zk is None and args.data_dir is None and not (args.metadata_dir and args.ledger_dir):
-        raise DataDirError("give DATA_DIR, or --metadata-dir (or --zookeeper-dir) and --ledger-dir")
+        raise DataDirError(
+            "give DATA_DIR, or --metadata-dir (or --zookeeper-dir) and --ledger-dir (or --metadata-store URL with them)"
+        )
     return DataDirSpec.of(
         args.data_dir,
         metadata_dir=args.metadata_dir,
@@ -290,6 +315,42 @@ def _ledgers(p: argparse.ArgumentParser) -> Runner:
                 rows,
                 ["ledger_id", "kind", "state", "entries", "journal_only_entries", "bytes_on_bookie", "where"],
             )
+        return _finish(dd, args)
+
+    return _with_output(run)
+
+
+@command("schemas", help="every version of every topic's schema, from the metadata and the schema ledgers")
+def _schemas(p: argparse.ArgumentParser) -> Runner:
+    _dir_args(p)
+    p.add_argument(
+        "--topic", action="append", help="only this topic's schema (repeatable; a partition names its topic's)"
+    )
+    p.add_argument("--format", choices=_FORMATS_TABLE, default="table")
+    p.add_argument("-o", "--output", help="output file (parquet)")
+    overwrite_arg(p)
+
+    def run(args: argparse.Namespace) -> int:
+        dd = _open(args)
+        t = schemas_table(dd, args.topic)
+        if args.format == "parquet":
+            pq.write_table(t, _out_file(args))
+        elif args.format == "json":
+            for r in t.to_pylist():
+                definition = r["definition"]
+                try:  # Avro and JSON schemas are JSON text; a protobuf descriptor is binary
+                    r["definition"] = definition.decode("utf-8")
+                except UnicodeDecodeError:
+                    r["definition_b64"], r["definition"] = base64.b64encode(definition).decode("ascii"), None
+                r["properties"] = dict(r["properties"] or ())
+                print(json.dumps(r))
+        else:
+            rows = t.to_pylist()
+            for r in rows:
+                r["definition"] = f"{len(r['definition'])} bytes" if r["definition"] else ""
+                r["hash"] = "ok" if r["hash_matches"] else "MISMATCH"
+                r["deleted"] = "deleted" if r["deleted"] else ""
+            _table(rows, ["schema_id", "version", "type", "definition", "timestamp", "deleted", "hash", "ledger_id"])
         return _finish(dd, args)
 
     return _with_output(run)
@@ -460,11 +521,11 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
-        if args.data_dir is None and not (args.metadata_dir or args.zookeeper_dir):
+        if args.data_dir is None and not (args.metadata_dir or args.zookeeper_dir or args.metadata_store):
             # argparse gave the two words it got to TOPIC and SUBSCRIPTION
             raise DataDirError(
                 f"backlog takes DATA_DIR TOPIC SUBSCRIPTION (got {args.topic!r} {args.subscription!r}), "
-                "or TOPIC SUBSCRIPTION with --zookeeper-dir or --metadata-dir and --ledger-dir"
+                "or TOPIC SUBSCRIPTION with --zookeeper-dir, --metadata-store or --metadata-dir and --ledger-dir"
             )
         dd = _open(args)
         c = dd.cursor(args.topic, args.subscription)

@@ -47,9 +47,10 @@ from ..bookkeeper.key_value_storage import holding_lock
 from ..errors import BookieError
 from ..metadata.reader import LedgerIndex
 from ..metadata.store import MetadataStore
+from ..metadata.zookeeper_live import split_metadata_store_url
 from ..plan import to_data
 from ..scan.bookie_dir import bookie_ledger_dir, find_layout
-from ..scan.datadir import DataDirSpec, zookeeper_metadata
+from ..scan.datadir import DataDirSpec, metadata_store_metadata, zookeeper_metadata
 from ..scan.records import DataDirError
 from .command import EXIT_DATA_PROBLEMS, Runner, command, output_file, overwrite_arg
 from .datadir import _dir_args, _finish, _inputs, _open, _table, data_dir_spec
@@ -317,6 +318,20 @@ def _gc_metadata(
 ) -> Iterator[tuple[LedgerManager, list[Path], int | None]]:
     """What GC compares the bookies with: the ledger manager, the ledger directories, and the ZooKeeper
     transaction the metadata is at (None for a RocksDB store)."""
+    if spec.metadata_store is not None:
+        scheme, rest = split_metadata_store_url(spec.metadata_store)
+        if scheme == "rocksdb" and spec.configuration_metadata_store is None:
+            spec = replace(spec, metadata_dir=rest, metadata_store=None)  # rocksdb:PATH is --metadata-dir
+        else:
+            if execute:
+                # The live tree moves on after it was read: a ledger created since would look deleted.
+                raise DataDirError(
+                    "refusing --execute with --metadata-store: a live ZooKeeper changes after it is read; plan from "
+                    "it, and execute on a copy of its data directory (--zookeeper-dir) with the bookies stopped"
+                )
+            source = metadata_store_metadata(spec.metadata_store, spec.configuration_metadata_store)
+            yield LedgerIndex(source.reader), [bookie_ledger_dir(Path(d)) for d in spec.ledger_dirs], source.zxid
+            return
     if spec.zookeeper_dir is not None:
         if spec.zxid is not None:
             raise DataDirError(

@@ -2,6 +2,7 @@
 
     pulsarkit replicas --metadata-dir M --bookie [ID=]DIR [--bookie [ID=]DIR ...]
     pulsarkit replicas --zookeeper-dir ZK [--zookeeper-log-dir L] [--zxid N] --bookie [ID=]DIR ...
+    pulsarkit replicas --metadata-store zk:HOST:PORT[/chroot] --bookie [ID=]DIR ...
                        [--ledger ID]... [--view problems|ledgers] [--json | --parquet FILE] [--strict]
 
 Each ``--bookie`` is a bookie's ledger directory (the one holding ``current/``) or a standalone's data
@@ -9,9 +10,10 @@ directory; its bookie id comes from its cookie (``current/VERSION``), or from ``
 without one (``--bookie 127.0.0.1:3181=/data/bk1``; a directory of several ledger directories is
 named once per directory). ``--metadata-dir`` is the RocksDB metadata store or a standalone's data
 directory holding one; a cluster whose metadata is in ZooKeeper gives ``--zookeeper-dir`` instead (the
-ZooKeeper server's data directory, read offline). The table shows one line per ledger, then one per
-problem (under-replicated, unexpected replica, divergent, unreadable); ``--json``/``--parquet`` give the
-``--view`` table. Read only; ``--strict`` exits 3 when there is a problem or an unreadable part.
+ZooKeeper server's data directory, read offline) or ``--metadata-store`` (the live ZooKeeper, read-only).
+The table shows one line per ledger, then one per problem (under-replicated, unexpected replica, divergent,
+unreadable); ``--json``/``--parquet`` give the ``--view`` table. Read only; ``--strict`` exits 3 when there is
+a problem or an unreadable part.
 """
 
 from __future__ import annotations
@@ -64,8 +66,9 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
 
     def run(args: argparse.Namespace) -> int:
         zk_kw = _zookeeper(args)
-        if (args.metadata_dir is None) == (zk_kw["zookeeper_dir"] is None):
-            raise DataDirError("give the metadata: --metadata-dir or --zookeeper-dir (one of them)")
+        given = [args.metadata_dir, zk_kw["zookeeper_dir"], zk_kw["metadata_store"]]
+        if sum(x is not None for x in given) != 1:
+            raise DataDirError("give the metadata: --metadata-dir or --zookeeper-dir or --metadata-store (one of them)")
         md = None
         if args.metadata_dir is not None:
             md = Path(args.metadata_dir)
@@ -115,6 +118,12 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
                 f"{len(rep.bookies)} bookie(s) ({', '.join(rep.bookies)}), {len(rep.ledgers)} ledger(s), "
                 f"{len(rep.problems)} problem(s)"
             )
+            absent: dict[str, int] = {}
+            for r in rep.ledgers:
+                for b in r["bookies_absent"]:
+                    absent[b] = absent.get(b, 0) + 1
+            for b, n in sorted(absent.items()):  # a missing bookie is named: its copies were not checked
+                print(f"not given: bookie {b}, in the ensembles of {n} ledger(s); its copies were not checked")
         code = _finish(dd, args)
         return EXIT_DATA_PROBLEMS if args.strict and rep.problems else code
 

@@ -1,5 +1,5 @@
 """Pulsar's metadata: the RocksDB store (Pulsar's paths and protobuf values), a ZooKeeper data directory read
-offline, and the read interface both satisfy (``MetadataReader``)."""
+offline or a live ZooKeeper read read-only, and the read interface they satisfy (``MetadataReader``)."""
 
 from .reader import MetadataReader
 from .store import (
@@ -19,6 +19,7 @@ from .store import (
     serialize_ledger_metadata,
 )
 from .zookeeper import ZkSnapshotStore
+from .zookeeper_live import ZkLiveStore
 
 __all__ = [
     "LEDGERS_ROOT",
@@ -26,6 +27,7 @@ __all__ = [
     "MetadataReader",
     "MetadataStore",
     "Stat",
+    "ZkLiveStore",
     "ZkSnapshotStore",
     "cursor_path",
     "decode_meta_value",

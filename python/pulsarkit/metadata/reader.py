@@ -1,8 +1,9 @@
 """The read side every metadata source offers: Pulsar's RocksDB store (``store.MetadataStore``, or its pairs
-already read, ``store.StoreItems``) and a ZooKeeper data directory read offline (``zookeeper.ZkSnapshotStore``)
-all satisfy :class:`MetadataReader`, so code that only reads metadata takes any. :class:`MergedReader` shows a
-cluster's metadata store and its separate configuration store as one tree; :class:`LedgerIndex` is BookKeeper's
-ledger manager (the ledger ids and their metadata) over any of them.
+already read, ``store.StoreItems``), a ZooKeeper data directory read offline (``zookeeper.ZkSnapshotStore``) and a
+live ZooKeeper read once, read-only (``zookeeper_live.ZkLiveStore``) all satisfy :class:`MetadataReader`, so code
+that only reads metadata takes any. :class:`MergedReader` shows a cluster's metadata store and its separate
+configuration store as one tree; :class:`LedgerIndex` is BookKeeper's ledger manager (the ledger ids and their
+metadata) over any of them.
 """
 
 from __future__ import annotations

@@ -208,6 +208,8 @@ class _In:
     """A bounds-checked jute reader over ``buf[pos:end]``; offsets reported relative to the file (``base``)."""
 
     __slots__ = ("buf", "pos", "end", "file", "base")
+    #: what malformed bytes raise: a data directory's error here, a live server's in ``zookeeper_live``
+    error: type[PulsarkitError] = ZooKeeperDataError
 
     def __init__(self, buf: bytes, file: str, pos: int = 0, end: int | None = None, base: int = 0) -> None:
         self.buf, self.pos, self.file, self.base = buf, pos, file, base
@@ -223,9 +225,9 @@ class _In:
             raise self.fail(f"bad magic {found:#x}, expected {magic.to_bytes(4, 'big').decode()!r}", 0)
         return self.int("file header version"), self.long("file header dbid")
 
-    def fail(self, msg: str, at: int | None = None) -> ZooKeeperDataError:
+    def fail(self, msg: str, at: int | None = None) -> PulsarkitError:
         off = self.base + (self.pos if at is None else at)
-        e = ZooKeeperDataError(f"{self.file}: {msg} at offset {off}")
+        e = self.error(f"{self.file}: {msg} at offset {off}")
         e.offset = off  # type: ignore[attr-defined]
         return e
 

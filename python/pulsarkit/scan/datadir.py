@@ -13,7 +13,11 @@
   ZooKeeper server's data directory read offline (:class:`~pulsarkit.metadata.zookeeper.ZkSnapshotStore`:
   the newest valid snapshot, the transaction logs replayed on it; ``zookeeper_log_dir`` when the logs are
   in a separate ``dataLogDir``, ``zxid`` for the state as of an older transaction), and
-  ``configuration_zookeeper_dir`` when the configuration store is a separate ZooKeeper.
+  ``configuration_zookeeper_dir`` when the configuration store is a separate ZooKeeper;
+* a cluster's live ZooKeeper: ``open_data_dir(metadata_store="zk:host:port[,host:port][/chroot]",
+  ledger_dirs=[...])``, Pulsar's metadata-store URL, read once, consistently and read-only
+  (:class:`~pulsarkit.metadata.zookeeper_live.ZkLiveStore`), with ``configuration_metadata_store`` for a separate
+  configuration store; ``rocksdb:PATH`` is ``metadata_dir=PATH``.
 
 Whatever the source, the metadata is read through one interface
 (:class:`~pulsarkit.metadata.reader.MetadataReader`) by one code path.
@@ -67,6 +71,7 @@ from ..metadata.store import (
     parse_managed_ledger_info,
 )
 from ..metadata.zookeeper import ZkSnapshotStore
+from ..metadata.zookeeper_live import ZkLiveStore, parse_connect_string, split_metadata_store_url
 from ..proto import PositionInfo
 from .bookie_dir import (
     BookieDir,
@@ -162,6 +167,30 @@ def zookeeper_metadata(
         line += f"; configuration store {_zk_line(conf)}"
         reader = MergedReader(local, conf)
     return MetadataSource(reader, issues, local.zxid, line)
+
+
+def _url_source(url: str, what: str) -> tuple[MetadataReader, list[Issue], int | None, str]:
+    scheme, rest = split_metadata_store_url(url)
+    if scheme == "rocksdb":
+        if not os.path.isdir(rest):
+            raise DataDirError(f"{rest}: no such directory", rest)
+        return StoreItems(read_rocksdb(Path(rest), what)), [], None, f"RocksDB {rest}"
+    store = ZkLiveStore(url)
+    issues = [Issue("zookeeper_live", i.file, None, i.message) for i in store.issues]
+    return store, issues, store.zxid, store.describe()
+
+
+def metadata_store_metadata(metadata_store: str, configuration_metadata_store: str | None = None) -> MetadataSource:
+    """A cluster's metadata from Pulsar metadata-store URLs: ``zk:host:port[,host:port][/chroot]`` read live,
+    once and read-only (:class:`ZkLiveStore`: the zxid read is the source's), or ``rocksdb:PATH``; a separate
+    configuration store by its own URL. etcd and Oxia are refused."""
+    reader, issues, zxid, line = _url_source(metadata_store, "metadata store")
+    if configuration_metadata_store is not None:
+        conf, more, _, conf_line = _url_source(configuration_metadata_store, "configuration store")
+        issues += more
+        line += f"; configuration store {conf_line}"
+        reader = MergedReader(reader, conf)
+    return MetadataSource(reader, issues, zxid, line)
 
 
 # -------------------------------------------------------------------------------- data dir
@@ -902,6 +931,7 @@ _SPEC_PATHS = (
     "configuration_zookeeper_dir",
     "configuration_zookeeper_log_dir",
 )
+_SPEC_URLS = ("metadata_store", "configuration_metadata_store")
 
 
 @dataclass(frozen=True)
@@ -920,6 +950,8 @@ class DataDirSpec:
     configuration_zookeeper_dir: str | None = None
     configuration_zookeeper_log_dir: str | None = None
     zxid: int | None = None
+    metadata_store: str | None = None
+    configuration_metadata_store: str | None = None
 
     @classmethod
     def of(cls, path: PathLike | None = None, **kw: Any) -> DataDirSpec:
@@ -930,7 +962,7 @@ class DataDirSpec:
                 args[k] = tuple(os.fspath(d) for d in v or ())
             elif k in _SPEC_PATHS:
                 args[k] = os.fspath(v) if v is not None else None
-            elif k == "zxid":
+            elif k in ("zxid", *_SPEC_URLS):
                 args[k] = v
             else:
                 raise TypeError(f"DataDirSpec has no field {k!r}")
@@ -939,7 +971,7 @@ class DataDirSpec:
     def kwargs(self) -> dict[str, Any]:
         """The given fields as :func:`open_data_dir`'s keyword arguments (``path`` included)."""
         out: dict[str, Any] = {}
-        for k in (*_SPEC_PATHS, *_SPEC_LISTS, "zxid"):
+        for k in (*_SPEC_PATHS, *_SPEC_LISTS, "zxid", *_SPEC_URLS):
             v = getattr(self, k)
             if v is not None and v != ():
                 out[k] = list(v) if k in _SPEC_LISTS else v
@@ -953,10 +985,16 @@ class DataDirSpec:
     @property
     def key(self) -> str:
         """The data's identity, what an export's marks are kept under: a standalone's directory by its real
-        path; otherwise the metadata's (``zookeeper:``/``metadata:`` + real path), since which bookie
+        path; otherwise the metadata's (``zookeeper:``/``metadata:`` + real path, a live ZooKeeper's normalised
+        ``zk:`` URL), since which bookie
         directories are given, or as of which zxid, does not make it other data."""
         if self.zookeeper_dir is not None:
             return "zookeeper:" + os.path.realpath(self.zookeeper_dir)
+        if self.metadata_store is not None:  # the live ZooKeeper by its normalised URL, chroot included
+            scheme, rest = split_metadata_store_url(self.metadata_store)
+            if scheme == "rocksdb":
+                return "metadata:" + os.path.realpath(rest)
+            return str(parse_connect_string(rest))
         if self.metadata_dir is not None:
             return "metadata:" + os.path.realpath(self.metadata_dir)
         if self.path is None:
@@ -965,9 +1003,18 @@ class DataDirSpec:
 
     def inputs(self) -> list[str]:
         """Every directory it reads (an output must be in none of them)."""
-        return [v for k in _SPEC_PATHS if (v := getattr(self, k)) is not None] + [
-            d for k in _SPEC_LISTS for d in getattr(self, k)
+        rocksdb = [
+            rest
+            for k in _SPEC_URLS
+            if (v := getattr(self, k)) is not None
+            for scheme, rest in [split_metadata_store_url(v)]
+            if scheme == "rocksdb"
         ]
+        return (
+            [v for k in _SPEC_PATHS if (v := getattr(self, k)) is not None]
+            + rocksdb
+            + [d for k in _SPEC_LISTS for d in getattr(self, k)]
+        )
 
     def options(self) -> dict[str, str]:
         """The Spark data source's options for these parts (lists comma-separated), ``path`` apart."""
@@ -981,7 +1028,7 @@ class DataDirSpec:
     def from_options(cls, path: str | None, options: Mapping[str, str]) -> DataDirSpec | None:
         """What :meth:`options` wrote, or None when the options name no part besides ``path``."""
         kw: dict[str, Any] = {}
-        for k in (*_SPEC_PATHS[1:], *_SPEC_LISTS, "zxid"):
+        for k in (*_SPEC_PATHS[1:], *_SPEC_LISTS, "zxid", *_SPEC_URLS):
             v = options.get(k)
             if not v:
                 continue
@@ -1010,11 +1057,15 @@ def open_data_dir(
     configuration_zookeeper_dir: PathLike | None = None,
     zxid: int | None = None,
     configuration_zookeeper_log_dir: PathLike | None = None,
+    metadata_store: str | None = None,
+    configuration_metadata_store: str | None = None,
 ) -> DataDir:
     """Opens a Pulsar data directory read-only (the only mode: a directory pulsarkit did not create is
     never written). Either ``path`` (a standalone's data dir), or ``metadata_dir`` (a RocksDB metadata
     store) or ``zookeeper_dir`` (a ZooKeeper server's data directory, :func:`zookeeper_metadata`: with
     ``zookeeper_log_dir``, ``configuration_zookeeper_dir``, ``configuration_zookeeper_log_dir`` and ``zxid``),
+    or ``metadata_store`` (a Pulsar metadata-store URL, :func:`metadata_store_metadata`: ``zk:...`` read live
+    and read-only, ``rocksdb:PATH``; with ``configuration_metadata_store``),
     with ``ledger_dirs`` (+ ``journal_dirs``, ``index_dirs`` for a bookie with separate directories).
     ``bookies`` names the bookie of directories without a cookie (``{"host:3181": [dir, ...]}``) and,
     without ``ledger_dirs``, gives them (a standalone's data dir is accepted for its bookie directory).
@@ -1022,6 +1073,33 @@ def open_data_dir(
     tasks), by the real path of their ``current/`` and log id; the others are read here."""
     if not read_only:
         raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
+    if metadata_store is None:
+        if configuration_metadata_store is not None:
+            raise DataDirError("configuration_metadata_store without metadata_store")
+    else:
+        others = [n for n, v in (("path", path), ("metadata_dir", metadata_dir), ("zookeeper_dir", zookeeper_dir)) if v]
+        if others or zxid is not None:
+            raise DataDirError(
+                f"metadata_store is the metadata: give it without {', '.join(others) or 'zxid'}"
+                + (" (a live ZooKeeper serves only its current state)" if zxid is not None else "")
+            )
+        if not (ledger_dirs or bookies):
+            raise DataDirError("metadata_store holds the metadata only: give the bookies' ledger_dirs (or bookies)")
+        scheme, rest = split_metadata_store_url(metadata_store)
+        if scheme == "rocksdb" and configuration_metadata_store is None:
+            metadata_dir = rest  # today's RocksDB store
+        else:
+            src = metadata_store_metadata(metadata_store, configuration_metadata_store)
+            return DataDir(
+                rest if scheme == "rocksdb" else str(parse_connect_string(rest)),  # Path() would fold zk://
+                ledger_dirs or (),
+                journal_dirs=journal_dirs,
+                index_dirs=index_dirs,
+                strict=strict,
+                bookies=bookies,
+                metadata=src,
+                log_reads=log_reads,
+            )
     if zookeeper_dir is None:
         given = [
             n
