@@ -144,6 +144,7 @@ def _output_commands(data: Path, out: Path) -> list[tuple[list[str], Path]]:
         (["backlog", str(d), TOPIC, "sub", "--format", "jsonl", "-o", str(out)], d),
         (["compacted", str(d), TOPIC, "--format", "parquet", "-o", str(out)], d),
         (["transactions", str(d), "--parquet", str(out)], d),
+        (["schemas", str(d), "--format", "parquet", "-o", str(out)], d),
         (["orphans", str(d), "--parquet", str(out)], d),
         (["orphans", str(d), "--plan", str(out)], d),
         (["du", str(d), "--parquet", str(out)], d),
