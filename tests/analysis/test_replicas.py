@@ -17,6 +17,7 @@ import pytest
 from datadir_fixtures import (
     BOOKIE_IDS,
     ORDERS,
+    _journal,
     build_bookies,
     build_cluster_source,
     direct_write_set,
@@ -25,6 +26,7 @@ from datadir_fixtures import (
 from hypothesis import given
 from hypothesis import strategies as st
 from pulsarkit.analysis.messages import read_messages
+from pulsarkit.bookkeeper.ledger_storage import DbLedgerStorage
 from pulsarkit.cli import main
 from pulsarkit.proto import LedgerMetadataFormat
 from pulsarkit.scan.bookie_dir import read_cookie
@@ -224,6 +226,36 @@ def test_cli(source, tmp_path, capsys):
     ]
     capsys.readouterr()
     assert main(named) == 0 and "1 problem(s)" in capsys.readouterr().out
+
+
+def test_cli_bookie_dir_with_its_journal_apart(source, tmp_path, capsys):
+    """A production bookie keeps ``journal/`` beside ``ledgers/`` (Pulsar's ``data/bookkeeper``); one killed
+    before it flushed holds its acknowledged copies in that journal alone (seen on the real cluster of
+    tests/interop/cluster). ``--bookie DIR`` reads both: nothing is under-replicated; given its ledger
+    directory alone, the journal's copies are missed and reported under-replicated."""
+    lid = source["ledgers"][0]
+    dirs, _ = build_bookies(source, tmp_path / "b", skip={(B, lid, None)})
+    src = DbLedgerStorage([source["root"] / "src" / "bookie"], read_only=True)
+    seg = source["segments"][lid]
+    held = [e for e in src.entry_ids(lid) if B in direct_write_set(seg, 2, e)]
+    records = [src.read_entry(lid, e) for e in held]
+    src.close()
+    bk = tmp_path / "bookie-b"
+    bk.mkdir()
+    shutil.move(dirs[1], bk / "ledgers")
+    (bk / "journal" / "current").mkdir(parents=True)
+    shutil.copy(bk / "ledgers" / "current" / "VERSION", bk / "journal" / "current" / "VERSION")
+    _journal(bk / "journal" / "current" / "1a0.txn", records)
+    md = str(source["root"] / "src" / "metadata")
+
+    def problems(b_dir: Path) -> list[tuple]:
+        args = ["replicas", "--metadata-dir", md, "--json"]
+        assert main([*args, *(x for d in (dirs[0], b_dir, dirs[2]) for x in ("--bookie", str(d)))]) == 0
+        rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        return [(r["ledger_id"], r["entry_id"], r["kind"], r["bookies"]) for r in rows]
+
+    assert held and problems(bk) == []
+    assert problems(bk / "ledgers") == [(lid, e, "under_replicated", [B]) for e in held]
 
 
 # ------------------------------------------------------------------------------ write sets

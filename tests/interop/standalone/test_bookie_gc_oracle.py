@@ -334,8 +334,7 @@ def test_bookkeeper_gc_and_pulsarkit_gc_reclaim_the_same_ledgers(oracle, tmp_pat
             "removed_logs": [_name(x) for x in res_a.removed_logs],
             "usage_buckets_of_candidates": buckets_a,
             "compacted_logs": [
-                {**asdict(c), "log_id": _name(c.log_id), "into": c.into and _name(c.into)}
-                for c in res_a.compacted_logs
+                {**asdict(c), "log_id": _name(c.log_id), "into": c.into and _name(c.into)} for c in res_a.compacted_logs
             ],
             "empty_logs_removed": [_name(x) for x in sorted(empty_before)],
             "new_logs": {_name(x): after_a["logs"][x] for x in new_a},

@@ -476,27 +476,29 @@ def test_every_message_equals_what_the_java_reader_received(recorded, kind):
         assert len(burst) == 30  # acknowledged to the producer, then only in the journal
 
 
+def _exported(r: dict) -> dict:
+    """An exported row in the oracle's terms (``_theirs`` plus the topic)."""
+    return {
+        "id": _java_id(r),
+        "key": r["key"],
+        "props": dict(r["properties"]),
+        "data": None if r["payload"] is None else r["payload"].hex(),
+        "publish_time": r["publish_time"],
+        "event_time": r["event_time"],
+        "seq": r["sequence_id"],
+        "producer": r["producer_name"],
+        "index": r["broker_index"],
+        "broker_time": r["broker_timestamp"],
+        "topic": r["topic"],
+    }
+
+
 def test_the_export_holds_what_the_java_reader_received(recorded, kind, tmp_path):
     """A Parquet export of the untouched directory, read back by pyarrow: every message the Java Reader got,
     every field the same, and nothing else."""
     out = tmp_path / "export"
     export(str(recorded / kind / "data"), "parquet", str(out), log=lambda m: None)
-    got = [
-        {
-            "id": _java_id(r),
-            "key": r["key"],
-            "props": dict(r["properties"]),
-            "data": None if r["payload"] is None else r["payload"].hex(),
-            "publish_time": r["publish_time"],
-            "event_time": r["event_time"],
-            "seq": r["sequence_id"],
-            "producer": r["producer_name"],
-            "index": r["broker_index"],
-            "broker_time": r["broker_timestamp"],
-            "topic": r["topic"],
-        }
-        for r in read_export("parquet", out).to_pylist()
-    ]
+    got = [_exported(r) for r in read_export("parquet", out).to_pylist()]
     want = [
         _theirs(e) | {"topic": e["topic"]}
         for e in map(json.loads, (recorded / kind / "reader.jsonl").read_text().splitlines())
