@@ -114,3 +114,29 @@ def test_demo_without_data_leaves_no_directory(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["all_match"]
     assert list(env_tmp.iterdir()) == []
+
+
+def test_demo_overwrite_deletes_nothing_outside_its_directory_and_its_data_is_private(tmp_path):
+    """Issue 21 (the same output rules for the demo): a marker whose file list names paths outside the
+    directory (``..``, absolute), or a listed file replaced by a link to a file elsewhere, is refused and
+    nothing outside changes; every file the demo writes is private (0600, directories 0700)."""
+    d = tmp_path / "d"
+    assert _demo("--data", str(d), "--json").returncode == 0
+    modes = {p.relative_to(d): p.stat().st_mode & 0o777 for p in d.rglob("*")}
+    assert all(m & 0o077 == 0 for m in modes.values()), {str(p): oct(m) for p, m in modes.items() if m & 0o077}
+    outside = tmp_path / "outside.txt"
+    marker = d / ".pulsarkit-demo"
+    good = marker.read_text()
+    for planted in ("../outside.txt", str(outside)):
+        outside.write_text("outside")
+        marker.write_text(good + planted + "\n")
+        r = _demo("--data", str(d), "--overwrite", "--json")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "error:" in r.stderr, r.stderr
+        assert outside.read_text() == "outside"
+    marker.write_text(good)
+    listed = d / "metadata" / "CURRENT"
+    listed.unlink()
+    listed.symlink_to(outside)
+    r = _demo("--data", str(d), "--overwrite", "--json")
+    assert r.returncode == 2 and ("symbolic link" in r.stderr or "not a regular file" in r.stderr), r.stderr
+    assert outside.read_text() == "outside" and listed.is_symlink()

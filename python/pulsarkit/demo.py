@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -38,6 +39,7 @@ from .broker.expiry import apply_ttl
 from .broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from .broker.topic import PersistentTopic
 from .codec.entry import Entry, encode_batch, encode_entry, message_metadata
+from .export.paths import UnsafePath, check_below, remove_own_empty_dir, remove_own_file
 from .managed_ledger import ManagedLedgerConfig, Store
 from .managed_ledger.trim import apply_retention
 from .spark import audit as saudit
@@ -294,29 +296,42 @@ def prepare_data_dir(data: str, overwrite: bool) -> None:
                 )
             _remove_demo_files(data, ours)
     os.makedirs(data, mode=0o700, exist_ok=True)
-    with open(os.path.join(data, DEMO_MARKER), "w") as f:
+    # a new file, never through a link planted meanwhile
+    with _open_marker(data, os.O_CREAT | os.O_EXCL) as f:
         f.write("made by python -m pulsarkit.demo; --overwrite may replace this directory\n")
 
 
+def _open_marker(data: str, flags: int) -> Any:
+    try:
+        fd = os.open(os.path.join(data, DEMO_MARKER), os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | flags, 0o600)
+    except OSError as e:
+        raise _Refused(f"{os.path.join(data, DEMO_MARKER)}: cannot write the demo's marker: {e.strerror}") from None
+    return os.fdopen(fd, "a")
+
+
 def _remove_demo_files(data: str, ours: set[str]) -> None:
-    """Removes the listed files, then the directories left empty (deepest first); the marker last,
-    so an interruption leaves a directory that is still recognisably the demo's."""
-    for rel in sorted(ours - {DEMO_MARKER}):
-        path = os.path.join(data, rel)
-        if os.path.lexists(path):
-            os.unlink(path)
-    for root, dirs, _files in os.walk(data, topdown=False):
-        for d in dirs:
-            path = os.path.join(root, d)
-            if not os.path.islink(path) and not os.listdir(path):
-                os.rmdir(path)
-    os.unlink(os.path.join(data, DEMO_MARKER))
+    """Removes the listed files (each a regular file reached through real directories below ``data``:
+    a listed path that leaves it, or a link on the way, is refused), then the directories left empty
+    (deepest first); the marker last, so an interruption leaves a directory that is still recognisably
+    the demo's."""
+    root = Path(data)
+    try:
+        for rel in ours:  # every listed path checked before anything is removed
+            check_below(root, rel)
+        for rel in sorted(ours - {DEMO_MARKER}):
+            remove_own_file(root, rel)
+        for top, dirs, _files in os.walk(data, topdown=False):
+            for d in dirs:
+                remove_own_empty_dir(root, os.path.relpath(os.path.join(top, d), data))
+        remove_own_file(root, DEMO_MARKER)
+    except UnsafePath as e:
+        raise _Refused(str(e)) from None
 
 
 def finish_manifest(data: str) -> None:
     """Lists in the marker every file this run wrote, so a later ``--overwrite`` removes those only."""
     files = [f for f in _demo_files(data) if f != DEMO_MARKER]
-    with open(os.path.join(data, DEMO_MARKER), "a") as f:
+    with _open_marker(data, 0) as f:
         f.write("files:\n" + "".join(x + "\n" for x in files))
 
 
@@ -366,7 +381,11 @@ def _run(args: argparse.Namespace, data: str) -> int:
     progress = None if args.json else sys.stderr
     if progress:
         print(f"building the embedded data directory in {data}", file=progress)
-    built = build(data, entries_per_topic=args.entries, log=progress)
+    umask = os.umask(0o077)  # the demo's data is private, as every output of pulsarkit's is
+    try:
+        built = build(data, entries_per_topic=args.entries, log=progress)
+    finally:
+        os.umask(umask)
     if os.path.isfile(os.path.join(data, DEMO_MARKER)):
         finish_manifest(data)
     current = os.path.join(data, "bookie", "current")

@@ -10,11 +10,23 @@ from pathlib import Path
 
 
 def write_durably(path: Path, data: bytes) -> None:
-    """``data`` as ``path``, fsynced (its directory still needs :func:`fsync_dir` for the name to last)."""
-    with open(path, "wb") as f:
+    """``data`` as the new file ``path``, private (0600) and fsynced (its directory still needs
+    :func:`fsync_dir` for the name to last). A file or link already there is an error, never
+    overwritten or written through."""
+    with os.fdopen(
+        os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), "wb"
+    ) as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+
+
+def make_private_dir(path: Path) -> None:
+    """Creates the directory ``path`` (0700) and its missing parents; an existing ``path`` must be a
+    real directory (not a link to one: what is written there would land elsewhere)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.is_symlink() or not path.is_dir():
+        raise FileExistsError(f"{path} is not a directory (a symbolic link or a file)")
 
 
 def fsync_dir(path: Path) -> None:

@@ -184,7 +184,7 @@ def test_txn_log_entry_codec_batched_and_single():
     ]
     assert [(r.batched, r.batch_size, r.batch_index) for r in recs] == [(True, 2, 0), (True, 2, 1)]
     (one,) = decode_txn_log_entry(txn_record(1, 1, 2, partitions=["t"]))
-    assert one.partitions == ["t"]
+    assert one.partitions == ("t",)
     with pytest.raises(pk.PulsarkitError):
         decode_txn_log_entry(b"\x0e\x01\x00\x01\x0a\xff")
 
@@ -560,7 +560,7 @@ def test_a_damaged_transactional_entry_decides_nothing_in_either_metadata_pass(s
     rows = [
         r
         for part in scan.partitions
-        for b in read_partition(part, on_issue=lambda *a: issues.append(a[:3]))
+        for b in read_partition(part, on_issue=lambda i: issues.append((i.kind, i.ledger_id, i.entry_id)))
         for r in b.to_pylist()
     ]
     assert ("unreadable_entry", lid, eid) in issues

@@ -129,7 +129,8 @@ def test_scan_plan_and_read_as_the_spark_source_and_export_use_them(forged):
             rows = []
             for task in p.tasks():
                 for b in read_partition(task, columns=["ledger_id", "entry_id", "batch_index"],
-                                        on_issue=lambda *a, **kw: issues.append([*a, kw.get("count", 1)])):
+                                        on_issue=lambda i: issues.append([i.kind, i.ledger_id, i.entry_id, i.message,
+                                                                                    i.path, i.offset, i.count])):
                     rows += zip(*(c.to_pylist() for c in b.columns))
             result[name] = sorted(rows)
             result[name + "_issues"] = issues

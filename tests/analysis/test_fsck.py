@@ -79,3 +79,69 @@ def test_a_damaged_entry_only_the_journal_holds_is_an_error(tmp_path_factory, ca
     assert (f["check"], f["severity"], f["path"], f["offset"]) == ("journal_digest", "error", rec.path, rec.offset)
     assert (f["ledger_id"], f["entry_id"]) == (lid, eid)
     assert main(["fsck", str(root), "--json"]) == 3
+
+
+def test_metadata_claiming_what_no_bookie_holds(synthetic, tmp_path, capsys):
+    """Issue 21 item 4: a topic's ledger whose entries are on no given bookie, one whose metadata claims
+    4·10^9 entries (one finding with the count, in bounded time), and a listed ledger without metadata
+    are errors, as messages reports them; the clean directory has none."""
+    import shutil
+
+    from datadir_fixtures import ORDERS, forge_last_entry
+
+    root, _ = synthetic
+    with open_data_dir(root) as dd:
+        first, second = dd.ml_ledgers(ORDERS)[:2]
+        assert not [f for f in fsck(dd) if "missing" in f["check"]]
+    no_data = tmp_path / "no-data"
+    shutil.copytree(root, no_data)
+    bk = pk.bookkeeper.DbLedgerStorage(no_data / "bookie")
+    bk.delete_ledger(first)
+    bk.close()
+    md = pk.metadata.MetadataStore(no_data / "metadata")
+    md.delete_ledger_metadata(second)
+    md.close()
+    for p in no_data.rglob("LOCK"):
+        p.unlink()
+    with open_data_dir(no_data) as dd:
+        found = {f["check"]: f for f in fsck(dd) if "missing" in f["check"]}
+    assert found["ledger_data_missing"]["ledger_id"] == first and found["ledger_data_missing"]["severity"] == "error"
+    assert found["missing_ledger"]["ledger_id"] == second
+    assert main(["fsck", str(no_data), "--json"]) == 3
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert {"ledger_data_missing", "missing_ledger"} <= {r["check"] for r in rows}
+
+    held = forge_last_entry(root, tmp_path / "forged", {"orders": ORDERS}, 4_000_000_000)
+    lid, last = held["orders"]
+    with open_data_dir(tmp_path / "forged") as dd:
+        (f,) = [f for f in fsck(dd) if "missing" in f["check"]]
+    assert (f["check"], f["ledger_id"], f["severity"]) == ("ledger_entries_missing", lid, "error")
+    assert f"{4_000_000_000 - last} missing" in f["message"]
+
+
+def test_a_real_standalone_whose_bookie_lost_a_topic_ledger(tmp_path):
+    """The datadir oracle's real Pulsar 4.0.7 data (when cached), one topic ledger deleted from its
+    bookie: fsck names it as messages does."""
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    stores = sorted((Path.home() / ".cache" / "pulsarkit-tests" / "datadir-oracle").glob("*/clean/data"))
+    if not stores:
+        pytest.skip("the datadir oracle (tests/interop/standalone) has not run on this machine")
+    copy = tmp_path / "data"
+    shutil.copytree(stores[0], copy)
+    with open_data_dir(copy) as dd:
+        assert not [f for f in fsck(dd) if "missing" in f["check"]]
+        lid = dd.ml_ledgers(dd.resolve("persistent://public/default/codec-zstd"))[0]
+    bk = pk.bookkeeper.DbLedgerStorage(copy / "bookkeeper")
+    bk.delete_ledger(lid)
+    bk.close()
+    for p in copy.rglob("LOCK"):
+        p.unlink()
+    with open_data_dir(copy) as dd:
+        (f,) = [f for f in fsck(dd) if "missing" in f["check"]]
+        assert any(i.kind == "ledger_data_missing" and i.ledger_id == lid for i in dd.issues)
+    assert (f["check"], f["ledger_id"], f["severity"]) == ("ledger_data_missing", lid, "error")
+    assert main(["fsck", str(copy)]) == 3

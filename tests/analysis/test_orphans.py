@@ -140,6 +140,11 @@ def test_cleanup_dry_run_is_the_plan_then_execute_deletes_exactly_the_plan(tmp_p
     # running the same plan again is harmless (a crash mid-way is recovered by rerunning it)
     again = execute(plan)
     assert again.deleted == [] and {s.why for s in again.skipped} == {"already deleted"}
+    # the backup holds the entries: private, and written only into the directory given
+    assert all(
+        (p.stat().st_mode & 0o777) == (0o700 if p.is_dir() else 0o600)
+        for p in [tmp_path / "bak", *(tmp_path / "bak").rglob("*")]
+    )
     # and the backup restores the metadata
     assert sorted(restore_backup(tmp_path / "bak", tmp_path / "d" / "metadata")) == sorted(planned)
     assert _metadata_ids(tmp_path / "d") == before
@@ -187,6 +192,12 @@ def test_cleanup_refuses_inconsistent_inputs_and_foreign_plans(tmp_path):
     (tmp_path / "full" / "x").write_text("mine")
     with pytest.raises(OrphanCleanupError, match="not empty"):
         execute(plan, backup_dir=tmp_path / "full")
+    # a backup directory that is a link to (an empty) one elsewhere is refused: nothing is written there
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "bak-link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OrphanCleanupError, match="symbolic link"):
+        execute(plan, backup_dir=tmp_path / "bak-link")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
 def test_cli_orphans_cleanup_dry_run_then_execute(tmp_path, capsys):

@@ -142,14 +142,39 @@ def _output_commands(data: Path, out: Path) -> list[tuple[list[str], Path]]:
         (["messages", str(d), "--topic", TOPIC, "--format", "jsonl", "-o", str(out)], d),
         (["messages", str(d), "--topic", TOPIC, "--format", "parquet", "-o", str(out)], d),
         (["backlog", str(d), TOPIC, "sub", "--format", "jsonl", "-o", str(out)], d),
+        (["compacted", str(d), TOPIC, "--format", "parquet", "-o", str(out)], d),
+        (["transactions", str(d), "--parquet", str(out)], d),
+        (["schemas", str(d), "--format", "parquet", "-o", str(out)], d),
+        (["orphans", str(d), "--parquet", str(out)], d),
+        (["orphans", str(d), "--plan", str(out)], d),
+        (["du", str(d), "--parquet", str(out)], d),
+        (["fsck", str(d), "--parquet", str(out)], d),
+        (["report", str(d), "-o", str(out)], d),
+        (["gc", str(d), "--plan", str(out)], d),
+        (
+            [
+                "replicas",
+                "--metadata-dir",
+                str(d / "metadata"),
+                "--bookie",
+                f"127.0.0.1:3181={d / 'bookie'}",
+                "--parquet",
+                str(out),
+            ],
+            d,
+        ),
     ]
+
+
+#: every command that writes a file, as :func:`_output_commands` lists them
+OUTPUTS = len(_output_commands(Path("data"), Path("out")))
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
-@pytest.mark.parametrize("index", range(6))
+@pytest.mark.parametrize("index", range(OUTPUTS))
 def test_outputs_never_overwrite_user_files_inputs_or_through_links(data, tmp_path, index) -> None:
     user = tmp_path / "user.txt"
     outside = tmp_path / "outside.txt"
@@ -178,6 +203,22 @@ def test_outputs_never_overwrite_user_files_inputs_or_through_links(data, tmp_pa
         assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temporary left behind
 
 
+@pytest.mark.parametrize("index", range(OUTPUTS))
+def test_outputs_are_private_new_files(data, tmp_path, index) -> None:
+    """Issue 21 item 10: an output holds the data, so it is 0600 whatever the umask; nothing else is
+    left beside it."""
+    out = tmp_path / "out"
+    argv, _ = _output_commands(data, out)[index]
+    old = os.umask(0o022)
+    try:
+        r = cli(*argv)
+    finally:
+        os.umask(old)
+    assert r.returncode in (0, 3), r.stderr  # 3: a data problem found (the entry logs' fsck), still written
+    assert oct(out.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
 def test_a_failed_run_leaves_no_output_and_no_temporary(data, tmp_path) -> None:
     out = tmp_path / "out.parquet"
     r = cli("backlog", str(data / "d"), TOPIC, "no-such-subscription", "--format", "parquet", "-o", str(out))
@@ -196,3 +237,29 @@ def test_fifos_are_skipped_with_a_warning_and_never_read(tmp_path) -> None:
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 1
     assert r.stderr.strip() == f"pulsarkit readlog: warning: {d / '7.log'}: not a regular file, skipped"
     assert_one_line_error(cli("readlog", str(d / "7.log")), "readlog")
+
+
+def test_an_output_that_appears_while_the_command_runs_is_never_replaced(tmp_path) -> None:
+    """Without --overwrite the output is put in place by a hard link, which cannot replace a file (or a
+    link) another process put there after the check; the temporary is written in a private directory."""
+    from pulsarkit.cli.command import OutputRefused, output_file
+
+    out = tmp_path / "out.json"
+    outside = tmp_path / "outside"
+    outside.write_text("theirs")
+    for planted in ("file", "link"):
+        with pytest.raises(OutputRefused, match="appeared while the command ran"):
+            with output_file(str(out)) as dest:
+                assert oct(os.stat(os.path.dirname(dest)).st_mode & 0o777) == "0o700"
+                assert oct(os.stat(dest).st_mode & 0o777) == "0o600"
+                Path(dest).write_text("ours")
+                if planted == "file":
+                    out.write_text("theirs")
+                else:
+                    out.symlink_to(outside)
+        assert (out.read_text() if planted == "file" else outside.read_text()) == "theirs"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "outside"]
+        out.unlink()
+    with output_file(str(out)) as dest:
+        Path(dest).write_text("ours")
+    assert out.read_text() == "ours" and not out.is_symlink()

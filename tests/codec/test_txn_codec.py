@@ -60,12 +60,13 @@ def test_records_round_trip_batched_or_single(recs, batched):
         assert (g.op, (g.txnid_most_bits, g.txnid_least_bits)) == (r["op"], r["txnid"])
         assert (g.new_status, g.partitions, g.timeout_ms, g.owner) == (
             r["new_status"],
-            r["partitions"],
+            tuple(r["partitions"]),
             r["timeout_ms"],
             r["owner"],
         )
         assert [(s.topic, s.subscription) for s in g.subscriptions] == r["subscriptions"]
         assert g.batched == batched
+        assert {g: 1}[g] == 1  # a frozen record holding tuples hashes
 
 
 @settings(max_examples=100, deadline=None)
@@ -86,7 +87,11 @@ def test_pending_ack_records_round_trip(positions, op, ack_type):
     )
     (g,) = decode_pending_ack_entry(pack_batched_entry([rec]))
     assert (g.op, g.ack_type) == (op, ack_type)
-    assert [(p.ledger_id, p.entry_id, p.ack_set) for p in g.positions] == positions
+    assert [(p.ledger_id, p.entry_id, p.ack_set) for p in g.positions] == [
+        (lid, eid, None if acks is None else tuple(acks)) for lid, eid, acks in positions
+    ]
+    # the records are values: hashable, equal when decoded twice
+    assert hash(g) == hash(decode_pending_ack_entry(pack_batched_entry([rec]))[0])
 
 
 def test_errors_name_the_offset():

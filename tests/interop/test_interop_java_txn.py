@@ -171,8 +171,20 @@ def as_read(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def records_of(rows: list[txn.RecordPlace], drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """pulsarkit's decoded records as dicts, without the per-entry fields."""
-    return [{k: v for k, v in dataclasses.asdict(r).items() if k not in ENTRY_KEYS + drop} for r in rows]
+    """pulsarkit's decoded records as dicts (their tuples as the oracle's JSON lists), without the
+    per-entry fields."""
+    return [
+        {k: v for k, v in dataclasses.asdict(r, dict_factory=_plain).items() if k not in ENTRY_KEYS + drop}
+        for r in rows
+    ]
+
+
+def _plain(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {k: _lists(v) for k, v in items}
+
+
+def _lists(v: Any) -> Any:
+    return [_lists(x) for x in v] if isinstance(v, (list, tuple)) else v
 
 
 def check_entry_columns(rows: list[txn.RecordPlace], batched: bool, data: bytes, records: list[bytes]) -> None:

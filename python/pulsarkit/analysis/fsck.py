@@ -1,5 +1,8 @@
 """``pulsarkit fsck``: every entry log of a data directory checked — header, ledgers map, record
-framing, each entry's digest — and cross-checked against the bookie's location index and the journal.
+framing, each entry's digest — and cross-checked against the bookie's location index and the journal;
+then the metadata against the bookies: a closed ledger whose metadata claims entries no given bookie
+holds (``ledger_data_missing``: none of them; ``ledger_entries_missing``: some, counted), and a ledger
+a managed ledger lists that has no metadata (``missing_ledger``), as ``messages`` reports them.
 Read-only; one finding per problem, machine-readable.
 
 Severities: ``error`` is data a reader can trip on (a corrupt or torn record, a digest mismatch, an
@@ -128,6 +131,32 @@ def fsck(dd: DataDir) -> Iterator[dict[str, Any]]:
                     ledger_id=lid,
                     entry_id=eid,
                 )
+
+    yield from _metadata_against_bookies(dd)
+
+
+def _metadata_against_bookies(dd: DataDir) -> Iterator[dict[str, Any]]:
+    """What the metadata claims that the bookies do not hold (one finding per ledger, however many
+    entries it claims: a forged ``lastEntryId`` is one finding with its count)."""
+    for lid, led in sorted(dd.ledgers.items()):
+        if led.state != "CLOSED" or led.metadata_last_entry_id is None:
+            continue  # an open ledger is recovered up to what the bookies hold; a deleted one claims nothing
+        claimed, held = led.entries, min(led.entries_on_bookie, led.entries)
+        if held >= claimed:
+            continue
+        owner = led.managed_ledger or "no managed ledger"
+        what = f"{owner}, {led.kind}" if led.managed_ledger else owner
+        yield _finding(
+            "ledger_data_missing" if held == 0 else "ledger_entries_missing",
+            "error" if led.managed_ledger else "warning",  # an unowned ledger's loss costs no reader anything
+            f"ledger {lid} ({what}) has metadata claiming {claimed} entries (0..{led.last_entry_id}) but the "
+            f"given bookies hold {held} of them: {claimed - held} missing",
+            path=str(dd.metadata_dir),
+            ledger_id=lid,
+        )
+    for issue in dd.issues:
+        if issue.kind == "missing_ledger":
+            yield _finding(issue.kind, "error", issue.message, path=issue.path, ledger_id=issue.ledger_id)
 
 
 FSCK_SCHEMA = pa.schema(

@@ -109,20 +109,11 @@ def message_batches(
 def _recorder(dd: DataDir, topic: str | None) -> OnIssue:
     """Issues of a read into ``dd.issues``, at the file and offset of the entry when known."""
 
-    def issue(
-        kind: str,
-        lid: int | None,
-        eid: int | None,
-        message: str,
-        path: str | None,
-        offset: int | None,
-        /,
-        *,
-        count: int = 1,
-    ) -> None:
-        if path is None and lid is not None and eid is not None and kind != "bad_chunk" and count == 1:
+    def issue(found: Issue, /) -> None:
+        path, offset, lid, eid = found.path, found.offset, found.ledger_id, found.entry_id
+        if path is None and lid is not None and eid is not None and found.kind != "bad_chunk" and found.count == 1:
             path, offset = dd.where(lid, eid)
-        dd.report(Issue(kind, path or topic or "?", offset, message, lid, eid, count))
+        dd.report(dataclasses.replace(found, path=path or topic or "?", offset=offset))
 
     return issue
 

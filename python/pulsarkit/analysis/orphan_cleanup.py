@@ -40,7 +40,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ..durable import fsync_dir, write_durably
+from ..durable import fsync_dir, make_private_dir, write_durably
 from ..errors import BadVersionError, MetadataNotFoundError, MetadataStoreError, PulsarkitError
 from ..metadata.store import MetadataStore, StoreItems, ledger_path
 from ..metadata.zookeeper_live import ZkLiveStore
@@ -103,7 +103,7 @@ def _backup_ledger(
     dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupItem, root: Path, extra: dict[str, Any] | None = None
 ) -> None:
     d = root / f"ledger-{lid}"
-    d.mkdir()
+    d.mkdir(mode=0o700)
     write_durably(d / "metadata.node", raw_node)
     led = dd.ledgers.get(lid)
     last = max(led.last_entry_id if led else -1, -1)
@@ -169,11 +169,17 @@ def execute(
 
 
 def _backup_root(backup_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The backup directory, new or empty, private (it holds the entries); a link is refused."""
     backup = Path(backup_dir) if backup_dir is not None else None
     if backup is not None:
-        if backup.exists() and any(backup.iterdir()):
-            raise OrphanCleanupError(f"{backup}: backup directory exists and is not empty; give a new one")
-        backup.mkdir(parents=True, exist_ok=True)
+        if backup.is_symlink():
+            raise OrphanCleanupError(f"{backup}: a symbolic link; give the backup directory itself (a new one)")
+        if backup.exists() and (not backup.is_dir() or any(backup.iterdir())):
+            raise OrphanCleanupError(f"{backup}: exists and is not empty (or not a directory); give a new one")
+        try:
+            make_private_dir(backup)
+        except OSError as e:
+            raise OrphanCleanupError(f"{backup}: cannot make the backup directory: {e}") from None
     return backup
 
 

@@ -3,12 +3,12 @@
 Three sources, resolved as the broker and the bookie resolve them, each value tagged with its source:
 
 * **flags**: what the caller asks to simulate (``WhatIf`` fields that are not None) win over everything;
-* **policies stored in the data**: a namespace's ``/admin/policies/<tenant>/<namespace>`` JSON in the
-  configuration store (``retention_policies`` and ``message_ttl_in_seconds``). As in the broker, a
-  namespace's retention policy replaces the broker default as a whole (time and size together) and a
-  missing one (null) falls back to it; ``-1`` is unlimited. Topic-level policies live as messages in the
-  namespace's ``__change_events`` system topic; they are not decoded here, and a namespace holding such a
-  topic gets a note saying its topics may be governed by a topic policy this did not read;
+* **policies stored in the data**: a topic's own policies (:mod:`.topic_policies`: the events of its
+  namespace's ``__change_events`` topic, replayed; a local topic value before a global one), else its
+  namespace's ``/admin/policies/<tenant>/<namespace>`` JSON in the configuration store
+  (``retention_policies`` and ``message_ttl_in_seconds``). As in the broker, each level's retention
+  policy replaces the one below as a whole (time and size together), the TTL on its own, and a missing
+  one (null) falls back to the next level; ``-1`` is unlimited;
 * **configuration files beside the data**: found in the data directory or a ``conf/`` directory in it
   or up to two levels above it (a standalone's ``pulsar/conf/standalone.conf`` for ``pulsar/data``).
   A standalone reads ``standalone.conf`` (or the file given) as the broker's and the bookie's whole
@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ..bookkeeper.gc import GcConfig
+from ..broker.topic_name import ml_to_topic
 from ..errors import PulsarkitError
+from .topic_policies import TopicPolicies
 
 #: (broker.conf key, default): Pulsar's shipped values
 BROKER_KEYS: dict[str, tuple[str, int]] = {
@@ -138,24 +140,34 @@ class Settings:
     notes: list[str] = field(default_factory=list)
     #: flag overrides of the per-topic values (retention_time_minutes, retention_size_mb, ttl_seconds)
     overrides: dict[str, int] = field(default_factory=dict)
+    #: the topic-level policies replayed from the namespaces' ``__change_events`` topics
+    topic_levels: TopicPolicies = field(default_factory=TopicPolicies)
 
     def topic(self, ml: str) -> TopicPolicy:
-        """The policy of one managed ledger (``tenant/namespace/persistent/topic``): flag, else namespace
-        policy, else the broker's default (from its configuration file or Pulsar's)."""
+        """The policy of one managed ledger (``tenant/namespace/persistent/topic``): flag, else the topic's
+        own policy (local, then global), else its namespace's, else the broker's default (from its
+        configuration file or Pulsar's); retention and TTL each on their own."""
         ns = "/".join(ml.split("/")[:2])
         pol = self.namespaces.get(ns, {})
         where = f"namespace policy /admin/policies/{ns}"
-        rp = pol.get("retention_policies")
-        if isinstance(rp, dict):
-            time_m, size_mb = int(rp.get("retentionTimeInMinutes", 0)), int(rp.get("retentionSizeInMB", 0))
-            r_src = where
-        else:
-            time_m, size_mb = self.broker["retention_time_minutes"], self.broker["retention_size_mb"]
-            r_src = self.sources["retention_time_minutes"]
-        ttl = pol.get("message_ttl_in_seconds")
-        t_src = where
-        if not isinstance(ttl, int):
-            ttl, t_src = self.broker["ttl_seconds"], self.sources["ttl_seconds"]
+        # (retention policy, ttl, source) of each level, highest first
+        levels: list[tuple[Any, Any, str]] = [
+            (ev.policies.get("retentionPolicies"), ev.policies.get("messageTTLInSeconds"), ev.where)
+            for ev in self.topic_levels.of(ml_to_topic(ml))
+        ]
+        levels.append((pol.get("retention_policies"), pol.get("message_ttl_in_seconds"), where))
+        time_m, size_mb = self.broker["retention_time_minutes"], self.broker["retention_size_mb"]
+        r_src = self.sources["retention_time_minutes"]
+        for rp, _, src in levels:
+            if isinstance(rp, dict):
+                time_m, size_mb = int(rp.get("retentionTimeInMinutes") or 0), int(rp.get("retentionSizeInMB") or 0)
+                r_src = src
+                break
+        ttl, t_src = self.broker["ttl_seconds"], self.sources["ttl_seconds"]
+        for _, level_ttl, src in levels:
+            if isinstance(level_ttl, int) and not isinstance(level_ttl, bool):
+                ttl, t_src = level_ttl, src
+                break
         o = self.overrides
         if "retention_time_minutes" in o or "retention_size_mb" in o:
             time_m = o.get("retention_time_minutes", time_m)
@@ -172,6 +184,19 @@ class Settings:
             "namespace_policies": {
                 ns: {k: p.get(k) for k in ("retention_policies", "message_ttl_in_seconds")}
                 for ns, p in sorted(self.namespaces.items())
+            },
+            # per topic, each level it has a policy at, as the event set it
+            "topic_policies": {
+                topic: {
+                    level: {
+                        "retention_policies": lv[topic].policies.get("retentionPolicies"),
+                        "message_ttl_in_seconds": lv[topic].policies.get("messageTTLInSeconds"),
+                        "event": lv[topic].position,
+                    }
+                    for level, lv in (("local", self.topic_levels.local), ("global", self.topic_levels.global_))
+                    if topic in lv
+                }
+                for topic in sorted({*self.topic_levels.local, *self.topic_levels.global_})
             },
             "notes": list(self.notes),
         }
@@ -199,14 +224,15 @@ def namespace_policies(nodes: Mapping[str, bytes], notes: list[str]) -> dict[str
 
 def resolve(
     nodes: Mapping[str, bytes],
-    managed_ledgers: Sequence[str],
     config_files: Sequence[str | os.PathLike[str]],
     overrides: Mapping[str, Any] | None = None,
     gc: GcConfig | None = None,
+    topic_policies: TopicPolicies | None = None,
 ) -> Settings:
     """Resolves every setting (the module docstring's order). ``overrides``: flag values by name
     (``BROKER_KEYS`` and ``GcConfig`` fields), None values ignored; ``gc``: a whole GC configuration
-    given by the caller (each field then counts as a flag)."""
+    given by the caller (each field then counts as a flag); ``topic_policies``: the topic-level policies
+    (:func:`.topic_policies.read_topic_policies`; None: none)."""
     flags = {k: v for k, v in (overrides or {}).items() if v is not None}
     notes: list[str] = []
     props = [(str(p), read_properties(p)) for p in config_files]
@@ -256,12 +282,8 @@ def resolve(
     topic_flags = {k: int(flags[k]) for k in per_topic if k in flags}
     for k in topic_flags:
         sources[k] = FLAG
-    with_events = sorted({"/".join(ml.split("/")[:2]) for ml in managed_ledgers if ml.endswith("/__change_events")})
-    for ns in with_events:
-        notes.append(
-            f"namespace {ns} has a __change_events topic: topic-level policies stored there are not read; "
-            "its topics are simulated with the namespace's or the broker's policy"
-        )
+    levels = topic_policies if topic_policies is not None else TopicPolicies()
+    notes += levels.notes
     return Settings(
         broker=broker,
         gc=dataclasses.replace(base, **gc_values),
@@ -270,4 +292,5 @@ def resolve(
         config_files=[p for p, _ in props],
         notes=notes,
         overrides=topic_flags,
+        topic_levels=levels,
     )

@@ -32,6 +32,7 @@ from ..bookkeeper.gc import GcConfig, GcState, compaction_level, log_usage, sele
 from ..managed_ledger.trim import retention_candidates
 from ..scan.datadir import DataDir
 from .policies import Settings, TopicPolicy, find_config_files, resolve
+from .topic_policies import read_topic_policies
 
 HOUR_MS = 3_600_000
 
@@ -39,7 +40,8 @@ HOUR_MS = 3_600_000
 @dataclass(frozen=True)
 class WhatIf:
     """The settings to simulate. A None setting is the data's own (:mod:`pulsarkit.analysis.policies`:
-    the namespace policies in the store, else the configuration files beside the data, else Pulsar's
+    the topic policies in the namespaces' ``__change_events`` topics, else the namespace policies in the
+    store, else the configuration files beside the data, else Pulsar's
     defaults: retention 0 minutes / 0 MB, so consumed ledgers go at once, no TTL, the retention check
     every 120 s); a value given here overrides that for every topic."""
 
@@ -128,7 +130,7 @@ def settings_of(dd: DataDir, w: WhatIf | None = None) -> Settings:
         "retention_check_interval_s": w.retention_check_interval_s,
         **w.gc_overrides,
     }
-    return resolve(dd.nodes, sorted(dd.ml_infos), files, flags, w.gc)
+    return resolve(dd.nodes, files, flags, w.gc, read_topic_policies(dd))
 
 
 def simulate(dd: DataDir, w: WhatIf | None = None) -> dict[str, Any]:

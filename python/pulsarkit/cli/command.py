@@ -291,10 +291,16 @@ def _inside(path: str, root: str) -> bool:
 
 @contextlib.contextmanager
 def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = ()) -> Iterator[str]:
-    """Yields a temporary name next to ``path`` to write to; renamed to ``path`` when the block
+    """Yields a temporary name to write ``path``'s content to; put in place as ``path`` when the block
     succeeds, removed when it fails. Refused (:class:`OutputRefused`, nothing written): a symbolic
     link (never written through), an existing path without ``overwrite`` (and a directory always),
-    and a path that is, or lies inside, one of the command's ``inputs``."""
+    and a path that is, or lies inside, one of the command's ``inputs``.
+
+    The temporary file is new and private (0600: outputs hold the data) inside a private directory made
+    beside ``path`` (0700), so no other user can swap it for a link while the command writes it by
+    name. Without ``overwrite`` it is put in place by a hard link, which fails rather than replace a
+    file that appeared at ``path`` meanwhile; with it, by a rename, which replaces a file (or a link
+    planted since the check) and never writes through one."""
     real = os.path.realpath(path)
     if os.path.islink(path):
         raise OutputRefused(f"{path} is a symbolic link; pulsarkit never writes through one")
@@ -311,15 +317,27 @@ def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = (
         if not overwrite:
             raise OutputRefused(f"{path} exists; pass --overwrite to replace it")
     parent = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
-    os.close(fd)
+    private = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
+    tmp = os.path.join(private, "out")
     try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
         yield tmp
-        os.replace(tmp, path)
-    except BaseException:
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise OutputRefused(f"{path} appeared while the command ran; nothing replaced it") from None
+            except OSError:  # a file system without hard links: the check above is the last word
+                if os.path.lexists(path):
+                    raise OutputRefused(f"{path} appeared while the command ran; nothing replaced it") from None
+                os.rename(tmp, path)
+    finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise
+        with contextlib.suppress(OSError):
+            os.rmdir(private)
 
 
 def overwrite_arg(p: argparse.ArgumentParser) -> None:

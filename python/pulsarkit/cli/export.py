@@ -10,16 +10,19 @@ Iceberg table, incrementally::
 What a run writes, its marks and its commit are :mod:`pulsarkit.export`'s (``pulsarkit.export.export``
 from Python); the engines and ``--engine auto`` are :mod:`pulsarkit.spark.export`'s. This module
 parses the arguments, shows the progress and prints the summary (``--json``: the whole document).
-An unreadable entry stops the export (exit 1) unless ``--skip-unreadable``.
+An unreadable entry stops the export (exit 1) unless ``--skip-unreadable``; what a run could not read
+(skipped entries, a run of entries no bookie holds, a copy passed over) is a warning line each and a
+count at the end, and ``--strict`` makes it exit 3.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from ..spark.export import ENGINES, SPARK_THRESHOLD, export
-from .command import EXIT_OK, Progress, Runner, command, progress_arg
+from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, progress_arg
 from .datadir import _dir_args, data_dir_spec
 
 
@@ -29,7 +32,7 @@ from .datadir import _dir_args, data_dir_spec
     "partitioned by topic and date, incrementally (a rerun exports only what was added since)",
 )
 def _export(p: argparse.ArgumentParser) -> Runner:
-    _dir_args(p, strict=False)
+    _dir_args(p)  # --strict: exit 3 when part of the data could not be read
     p.add_argument(
         "--to",
         nargs=2,
@@ -87,6 +90,15 @@ def _export(p: argparse.ArgumentParser) -> Runner:
                 f"exported {summary.rows} message(s) of {len(summary.topics)} topic(s) to {summary.output} "
                 f"({fmt}, run {summary.run}, {summary.seconds} s)"
             )
+        if summary.issues:
+            print(
+                f"pulsarkit export: {len(summary.issues)} issue(s) reading the data, "
+                f"{summary.unreadable_entries} unreadable entr{'y' if summary.unreadable_entries == 1 else 'ies'} "
+                "not exported",
+                file=sys.stderr,
+            )
+            if args.strict:
+                return EXIT_DATA_PROBLEMS
         return EXIT_OK
 
     return run

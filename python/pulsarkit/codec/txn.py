@@ -67,6 +67,9 @@ def _one_entry(kernel: Any, data: bytes, what: str) -> list[dict[str, Any]]:
     return rows
 
 
+# The records are frozen and hold tuples, not lists: they are values (hashable, comparable, safe to share).
+
+
 @dataclass(frozen=True)
 class RecordPlace:
     """Where a record sits in its entry: alone (``batched`` False, index 0 of 1) or in a PIP-160 batch."""
@@ -94,8 +97,8 @@ class TxnLogRecord(RecordPlace):
     txnid_least_bits: int
     expected_status: str | None
     new_status: str | None
-    partitions: list[str]
-    subscriptions: list[TxnSubscription]
+    partitions: tuple[str, ...]
+    subscriptions: tuple[TxnSubscription, ...]
     timeout_ms: int | None
     start_time: int | None
     last_modification_time: int | None
@@ -105,8 +108,9 @@ class TxnLogRecord(RecordPlace):
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> TxnLogRecord:
-        subs = [TxnSubscription(s["topic"], s["subscription"]) for s in row.pop("subscriptions") or ()]
-        return cls(**row, subscriptions=subs)
+        subs = tuple(TxnSubscription(s["topic"], s["subscription"]) for s in row.pop("subscriptions") or ())
+        parts = tuple(row.pop("partitions") or ())
+        return cls(**row, partitions=parts, subscriptions=subs)
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ class AckedPosition:
 
     ledger_id: int
     entry_id: int
-    ack_set: list[int] | None
+    ack_set: tuple[int, ...] | None
     batch_size: int | None
 
 
@@ -128,11 +132,14 @@ class PendingAckRecord(RecordPlace):
     ack_type: str | None
     txnid_most_bits: int | None
     txnid_least_bits: int | None
-    positions: list[AckedPosition]
+    positions: tuple[AckedPosition, ...]
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> PendingAckRecord:
-        positions = [AckedPosition(**p) for p in row.pop("positions") or ()]
+        positions = tuple(
+            AckedPosition(**{**p, "ack_set": None if p["ack_set"] is None else tuple(p["ack_set"])})
+            for p in row.pop("positions") or ()
+        )
         return cls(**row, positions=positions)
 
 

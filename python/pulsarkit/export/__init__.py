@@ -77,7 +77,7 @@ from .iceberg import ICEBERG_MARKS_KEY, ICEBERG_TABLE, IcebergTarget, iceberg_sc
 from .marks import ExportMarks, Mark, RunRecord
 from .parquet import ParquetTarget, data_files
 from .protocol import ICEBERG_CATALOG, LOCK_FILE, MARKS_FILE, STAGING, ExportRefused
-from .run import TARGETS, Engine, ExportJob, ExportSummary, LocalEngine, Reporter, TopicSummary, export
+from .run import TARGETS, Engine, ExportJob, ExportSummary, LocalEngine, ReadIssues, Reporter, TopicSummary, export
 from .staging import FILE_FIELDS, PARTITION_COLUMNS, StagingWriter, escape_path_name
 from .target import Commit, Target
 
@@ -101,6 +101,7 @@ __all__ = [
     "ExportSummary",
     "IcebergTarget",
     "LocalEngine",
+    "ReadIssues",
     "Mark",
     "ParquetTarget",
     "Reporter",

@@ -8,6 +8,7 @@ partitions' rows; this process's engine (:class:`LocalEngine`) is the default, a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import sys
@@ -18,9 +19,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..broker.topic_name import ml_to_topic
-from ..scan import ScanPlan, plan, read_partition
+from ..scan import ScanPartition, ScanPlan, plan, read_partition
 from ..scan.datadir import DataDirSpec
-from ..scan.records import DataDirError
+from ..scan.messages import OnIssue
+from ..scan.partition import ReadStats
+from ..scan.records import DataDirError, Issue
 from .delta import DeltaTarget
 from .iceberg import IcebergTarget
 from .marks import Mark
@@ -68,13 +71,42 @@ class ExportJob:
         return sum(p.bytes for p in self.plan.partitions)
 
 
+@dataclass
+class ReadIssues:
+    """What the staging's reads could not give rows for: each issue (a run of missing entries is one)
+    as the line ``pulsarkit messages`` warns with, and the entries left out."""
+
+    issues: list[str]
+    unreadable_entries: int = 0
+
+    def add(self, other: ReadIssues) -> None:
+        self.issues += other.issues
+        self.unreadable_entries += other.unreadable_entries
+
+
+def read_part(part: ScanPartition, on_error: str, found: ReadIssues) -> Iterator[Any]:
+    """One partition's batches, as every engine reads them, its issues (and the entries with no rows)
+    added to ``found``: a skipped entry is never silently missing from an export."""
+    stats = ReadStats()
+    yield from read_partition(part, on_error=on_error, stats=stats, on_issue=_collector(found.issues, part))
+    found.unreadable_entries += stats.unreadable_entries
+
+
+def _collector(issues: list[str], part: ScanPartition) -> OnIssue:
+    def issue(found: Issue, /) -> None:
+        issues.append(str(dataclasses.replace(found, path=found.path or part.topic or "?")))
+
+    return issue
+
+
 class Engine(Protocol):
     """What stages a planned run's rows into the target: :meth:`Target.write` in this process, or data
-    files written into :attr:`Target.staging` by other processes."""
+    files written into :attr:`Target.staging` by other processes. Returns the reads' issues (None: the
+    engine cannot collect them, and says so in a warning)."""
 
     name: str
 
-    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None: ...
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues | None: ...
 
 
 class LocalEngine:
@@ -82,14 +114,16 @@ class LocalEngine:
 
     name = "local"
 
-    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues:
         done = 0
+        found = ReadIssues([])
         for task in job.plan.tasks():
             for part in task:
-                for b in read_partition(part, on_error=job.on_error):
+                for b in read_part(part, job.on_error, found):
                     target.write(b)
                 done += part.bytes
                 progress.update(done, part.topic or "")
+        return found
 
 
 def local_engine(job: ExportJob) -> Engine:
@@ -120,7 +154,10 @@ class ExportSummary:
     topics: dict[str, TopicSummary]
     removed_leftovers: list[str]
     warnings: list[str]
+    #: what the plan and the reads could not read (each a line; a run of missing entries is one)
     issues: list[str]
+    #: entries that gave no rows (``skip_unreadable``; a run no bookie holds counts all its entries)
+    unreadable_entries: int
     #: Iceberg: the current metadata JSON (what any Iceberg reader opens)
     metadata: str | None
     seconds: float
@@ -141,6 +178,7 @@ class ExportSummary:
             "removed_leftovers": self.removed_leftovers,
             "warnings": self.warnings,
             "issues": self.issues,
+            "unreadable_entries": self.unreadable_entries,
             **({"metadata": self.metadata} if self.metadata is not None else {}),
             "seconds": self.seconds,
         }
@@ -271,9 +309,16 @@ def _export(
             target.begin(run_id, chosen.name)
             reporter = progress(job.planned_bytes) if progress is not None else _Silent()
             try:
-                chosen.stage(job, target, reporter)
+                found = chosen.stage(job, target, reporter)
             finally:
                 reporter.close()
+            if found is None:
+                found = ReadIssues([])
+                w = f"engine {chosen.name} does not report unreadable entries; the executors' logs name them"
+                log(f"warning: {w}")
+                warnings.append(w)
+            for issue in found.issues:
+                log(f"warning: {issue}")
             commit = target.commit(until)
             for t in commit.skipped:
                 w = (
@@ -297,7 +342,8 @@ def _export(
         },
         removed_leftovers=target.removed_leftovers,
         warnings=warnings,
-        issues=p.issues,
+        issues=[*p.issues, *found.issues],
+        unreadable_entries=found.unreadable_entries,
         metadata=target.metadata_location,
         seconds=round(time.perf_counter() - t0, 3),
     )

@@ -14,6 +14,7 @@ from ..codec.chunks import ChunkAssembler
 from ..codec.entry import Entry
 from ..errors import PulsarkitError
 from .partition import ScanPartition
+from .records import Issue
 from .schema import MASK, TIME_COLUMNS, Filter, Pos, arrow_schema, filter_mask, message_fields
 
 
@@ -21,25 +22,15 @@ def signed(v: int | None) -> int | None:
     return None if v is None else (v - (1 << 64) if v >= 1 << 63 else v)
 
 
-#: Hears of what a read could not turn into rows: ``(kind, ledger, entry, message, file, offset)``.
+#: Hears of what a read could not turn into rows, one :class:`~pulsarkit.scan.records.Issue` each (its
+#: ``path`` and ``offset`` the file and record when the reader knows them, else None).
 #: Kinds: ``unreadable_entry`` (not read or not verified), ``bad_replica`` (a copy skipped, another
 #: read), ``bad_entry`` (not a Pulsar entry, or messages undecodable), ``bad_chunk``,
 #: ``incomplete_chunked_message`` (no ledger/entry: the chunks never completed in the partition).
 #: A run of entries no bookie holds (:attr:`ScanPartition.gaps`) is one ``unreadable_entry`` at its
-#: first entry, with ``count=`` the run's length (passed only when it is more than one).
+#: first entry, its ``count`` the run's length.
 class OnIssue(Protocol):
-    def __call__(
-        self,
-        kind: str,
-        ledger: int | None,
-        entry: int | None,
-        message: str,
-        path: str | None,
-        offset: int | None,
-        /,
-        *,
-        count: int = 1,
-    ) -> None: ...
+    def __call__(self, issue: Issue, /) -> None: ...
 
 
 class AckFilter(Protocol):
@@ -92,10 +83,7 @@ class MessageState:
         self.bad.append(f"{at}{'bad chunk: ' if kind == 'bad_chunk' else ''}{message}")
         if self.on_issue is not None:
             n = self.gaps.get((lid, eid), 1) if kind == "unreadable_entry" else 1
-            if n > 1:
-                self.on_issue(kind, lid, eid, message, path, offset, count=n)
-            else:
-                self.on_issue(kind, lid, eid, message, path, offset)
+            self.on_issue(Issue(kind, path, offset, message, lid, eid, n))
 
     def finish(self) -> None:
         """The end of the partition: chunked messages still incomplete are issues."""

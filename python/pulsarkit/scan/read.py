@@ -18,7 +18,7 @@ from .datadir import DataDirSpec
 from .messages import AckFilter, MessageState, OnIssue
 from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment
 from .plan import plan
-from .records import DataDirError, missing_message
+from .records import DataDirError, Issue, missing_message
 from .replicas import read_order
 from .schema import ENTRY_FIELDS, TIME_COLUMNS, Filter, arrow_schema, filter_mask, message_fields
 
@@ -213,12 +213,14 @@ def _replicated_entries(
             for fault, (path, offset) in zip(faults, where, strict=True):
                 bookie, why = fault.split(": ", 1)
                 on_issue(
-                    "bad_replica",
-                    lid,
-                    eid,
-                    f"{bookie}'s copy skipped ({why}); read from bookie {bookie_id}",
-                    path,
-                    offset,
+                    Issue(
+                        "bad_replica",
+                        path,
+                        offset,
+                        f"{bookie}'s copy skipped ({why}); read from bookie {bookie_id}",
+                        lid,
+                        eid,
+                    )
                 )
         yield lid, eid, data, None
 
@@ -360,25 +362,12 @@ def read_partition(
 def _counting(stats: ReadStats, on_issue: OnIssue | None) -> OnIssue:
     """``on_issue`` that also counts the issues and the entries given no rows in ``stats``."""
 
-    def issue(
-        kind: str,
-        lid: int | None,
-        eid: int | None,
-        message: str,
-        path: str | None,
-        offset: int | None,
-        /,
-        *,
-        count: int = 1,
-    ) -> None:
+    def issue(found: Issue, /) -> None:
         stats.issues += 1
-        if kind in ("unreadable_entry", "bad_entry"):
-            stats.unreadable_entries += count
+        if found.kind in ("unreadable_entry", "bad_entry"):
+            stats.unreadable_entries += found.count
         if on_issue is not None:
-            if count > 1:
-                on_issue(kind, lid, eid, message, path, offset, count=count)
-            else:
-                on_issue(kind, lid, eid, message, path, offset)
+            on_issue(found)
 
     return issue
 

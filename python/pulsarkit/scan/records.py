@@ -33,7 +33,9 @@ class Issue:
     """Bytes that could not be read: what, where (file and offset), and which entry if known."""
 
     kind: str
-    path: str
+    #: The file holding the bytes (None: not known where it was found, as a read's issue before the
+    #: reader places it: :func:`pulsarkit.analysis.messages.message_batches` does, by the entry)
+    path: str | None
     offset: int | None
     message: str
     ledger_id: int | None = None
@@ -48,7 +50,7 @@ class Issue:
         if self.ledger_id is not None and self.entry_id is not None and self.count > 1:
             last = self.entry_id + self.count - 1
             ent = f" (ledger {self.ledger_id} entries {self.entry_id}..{last}, {self.count} entries)"
-        return f"{self.kind}: {self.path}{at}{ent}: {self.message}"
+        return f"{self.kind}: {self.path or '?'}{at}{ent}: {self.message}"
 
     def error(self) -> DataDirError:
         return DataDirError(str(self), self.path, self.offset)

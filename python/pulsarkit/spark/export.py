@@ -17,17 +17,18 @@ through deltalake or pyiceberg)."""
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..export import Engine, ExportJob, ExportSummary, LocalEngine, Reporter, StagingWriter, Target
+from ..export import Engine, ExportJob, ExportSummary, LocalEngine, ReadIssues, Reporter, StagingWriter, Target
 from ..export import export as export_locally
-from ..export.run import log_to_stderr
+from ..export.run import log_to_stderr, read_part
 from ..export.staging import DAY_MS, PARTITION_COLUMNS
-from ..scan import DataDirSpec, ScanPartition, read_partition
+from ..scan import DataDirSpec, ScanPartition
 from ..scan.records import DataDirError
-from .messages_source import register
+from .messages_source import read_stats, register
 from .session import local_session
 
 ENGINES = ("auto", "local", "spark", "spark-sql")
@@ -81,16 +82,17 @@ class _TaskWriter:
     def __init__(self, staging: str, on_error: str) -> None:
         self.staging, self.on_error = staging, on_error
 
-    def __call__(self, items: Iterator[tuple[int, list[ScanPartition]]]) -> Iterator[int]:
+    def __call__(self, items: Iterator[tuple[int, list[ScanPartition]]]) -> Iterator[ReadIssues]:
         for i, task in items:
             writer = StagingWriter(Path(self.staging) / f"task-{i:05d}")
+            found = ReadIssues([])
             try:
                 for part in task:
-                    for b in read_partition(part, on_error=self.on_error):
+                    for b in read_part(part, self.on_error, found):
                         writer.write(b)
             finally:
                 writer.close()
-            yield i
+            yield found  # to the driver, which reports them as the local engine's
 
 
 class SparkTasks:
@@ -102,12 +104,15 @@ class SparkTasks:
     def __init__(self, session: Any, master: str | None = None) -> None:
         self.session, self.master = session, master
 
-    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues:
         tasks = list(enumerate(job.plan.tasks()))
+        found = ReadIssues([])
         if tasks:
             session = self.session or spark_session(self.master)
             rdd = session.sparkContext.parallelize(tasks, len(tasks))
-            rdd.mapPartitions(_TaskWriter(str(target.staging), job.on_error)).collect()
+            for task_found in rdd.mapPartitions(_TaskWriter(str(target.staging), job.on_error)).collect():
+                found.add(task_found)
+        return found
 
 
 class SparkSql:
@@ -119,10 +124,28 @@ class SparkSql:
     def __init__(self, session: Any, master: str | None = None) -> None:
         self.session, self.master = session, master
 
-    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> None:
+    def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues | None:
+        """The data source's reads run in Spark's own tasks, whose logs name what they could not read
+        (``on_error=fail``, the default, stops the run at an unreadable entry). On a local master their
+        counts come back through the source's ``stats_dir`` (one line, the count of entries); on a
+        cluster, whose executors write elsewhere, None (the run says so)."""
+        session = self.session or spark_session(self.master)
+        if not str(session.sparkContext.master).startswith("local"):
+            self._write(session, job, target, None)
+            return None
+        with tempfile.TemporaryDirectory(prefix="pulsarkit-export-stats-") as stats_dir:
+            self._write(session, job, target, stats_dir)
+            stats = read_stats(stats_dir)["tasks"]
+        if not stats.issues:
+            return ReadIssues([])
+        return ReadIssues(
+            [f"{stats.issues} issue(s) in the Spark tasks (their logs name each one)"], stats.unreadable_entries
+        )
+
+    @staticmethod
+    def _write(session: Any, job: ExportJob, target: Target, stats_dir: str | None) -> None:
         from pyspark.sql import functions as F
 
-        session = self.session or spark_session(self.master)
         source = job.source
         after = {t: list(v) for t, v in job.after.items()}
         until = {t: list(v) for t, v in job.until.items()}
@@ -131,6 +154,8 @@ class SparkSql:
         r = r.option("after", json.dumps({source: after})).option("until", json.dumps({source: until}))
         options: dict[str, object] = {"max_partition_bytes": job.max_partition_bytes, "min_partitions": 2}
         options.update(job.spec.options())
+        if stats_dir is not None:
+            options["stats_dir"] = stats_dir
         for k, v in options.items():
             r = r.option(k, str(v))
         # a directory alone is named by its real path (the marks' key); a cluster's parts by the options

@@ -99,6 +99,7 @@ from ..scan import (
     plan,
     read_partition,
 )
+from ..scan.records import Issue
 from . import datasource as _entrylog
 
 log = logging.getLogger(__name__)
@@ -258,12 +259,13 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             issues: list[tuple[Any, ...]] = []
             for part in getattr(partition, "scan", None) or []:
 
-                def on_issue(
-                    kind: str, lid: Any, eid: Any, message: str, *_: Any, count: int = 1, at: Any = part
-                ) -> None:
+                def on_issue(found: Issue, /, at: Any = part) -> None:
                     if self.error_rows:
-                        n = f" ({count} entries)" if count > 1 and f"({count} entries)" not in message else ""
-                        issues.append((at.topic, at.partition, lid, eid, f"{kind}: {message}{n}"))
+                        n, message = found.count, found.message
+                        more = f" ({n} entries)" if n > 1 and f"({n} entries)" not in message else ""
+                        issues.append(
+                            (at.topic, at.partition, found.ledger_id, found.entry_id, f"{found.kind}: {message}{more}")
+                        )
 
                 for b in read_partition(
                     part,
