@@ -54,7 +54,7 @@ from pulsarkit.bookkeeper.journal import scan_journal  # noqa: E402
 from pulsarkit.cli import main  # noqa: E402
 from pulsarkit.export.run import export  # noqa: E402
 from pulsarkit.managed_ledger.position import Position  # noqa: E402
-from pulsarkit.metadata.store import ledger_path  # noqa: E402
+from pulsarkit.metadata.store import ledger_id_from_path, ledger_path, parse_ledger_metadata, serialize_ledger_metadata  # noqa: E402  # noqa: E402
 from pulsarkit.metadata.zookeeper import Delete, Multi, ZkSnapshotStore, parse_txn_log, zxid_from_name  # noqa: E402
 from pulsarkit.scan.datadir import DataDir, DataDirSpec, open_data_dir  # noqa: E402
 from pulsarkit.scan.replicas import replica_report  # noqa: E402
@@ -628,6 +628,64 @@ def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(
         if " ERROR " in line and "org.apache.bookkeeper" in line and "BookieIdNotResolvedException" not in line
     ]
     assert errors == [], errors[:5]
+
+
+def _live_ledger_ids(url: str) -> set[int]:
+    from pulsarkit.metadata.zookeeper_live import ZkLiveStore
+
+    return {lid for p in ZkLiveStore(url).keys("/ledgers/") if (lid := ledger_id_from_path(p)) is not None}
+
+
+@pytest.mark.parametrize("run", [(PULSAR_VERSION, "clean")], indirect=True, ids=lambda r: f"{r[0]}-{r[1]}")
+def test_orphans_cleanup_against_the_live_zookeeper_then_the_broker_serves_every_topic(
+    oracle, version, kind, tmp_path, capsys
+):
+    """On a copy of the clean cluster, running: two leftover ledger nodes planted in its ZooKeeper (metadata that
+    names the deleted topic's managed ledger, the Pulsar #13238 kind) are planned from the live ZooKeeper, then
+    ``orphans-cleanup --execute --metadata-store`` deletes exactly those nodes while the cluster runs, and the
+    broker still gives a Reader every message of every live topic."""
+    from kazoo.client import KazooClient
+    from pulsarkit.analysis.orphans import cleanup_plan
+
+    work = tmp_path / "cleanup"
+    _copy(oracle / kind / "data", work / "data")
+    d = _dirs(work / "data")
+    c = Cluster(_lib(version), work, work / "data", version=version)
+    try:
+        zk = KazooClient(hosts=c.zk_url[3:], timeout=30)
+        zk.start(timeout=30)
+        try:
+            live_ids = _live_ledger_ids(c.zk_url)
+            template = next(iter(sorted(live_ids)))
+            raw, _ = zk.get(ledger_path(template))
+            md = parse_ledger_metadata(raw)
+            for e in md.customMetadata:
+                if e.key == "pulsar/managed-ledger":
+                    e.value = b"public/default/persistent/to-delete"
+            planted = [max(live_ids) + 1000, max(live_ids) + 1001]
+            for lid in planted:
+                zk.create(ledger_path(lid), serialize_ledger_metadata(md), makepath=True)
+        finally:
+            zk.stop()
+            zk.close()
+        with open_data_dir(metadata_store=c.zk_url, ledger_dirs=d["ledger_dirs"], journal_dirs=d["journal_dirs"]) as dd:
+            plan = cleanup_plan(dd)
+        assert sorted(i.ledger_id for i in plan.to_delete) == planted
+        assert {i.category for i in plan.to_delete} == {"owner_gone"}
+        plan.write(str(tmp_path / "plan.json"))
+        argv = ["orphans-cleanup", str(tmp_path / "plan.json"), "--execute", "--metadata-store", c.zk_url]
+        assert main([*argv, "--backup", str(tmp_path / "backup"), "--json"]) == 0
+        res = json.loads(capsys.readouterr().out)
+        assert sorted(res["deleted"]) == planted and res["skipped"] == []
+        after = _live_ledger_ids(c.zk_url)
+        assert after == live_ids  # exactly the planted nodes went, every other ledger is still there
+        dump = c.java("Dump", c.url, *USER_TOPICS)
+    finally:
+        c.stop()
+    got = [json.loads(line[4:]) for line in dump.splitlines() if line.startswith("REC ")]
+    want = [json.loads(line) for line in (oracle / kind / "reader.jsonl").read_text().splitlines()]
+    key = lambda r: (r["topic"], r["id"], r["data"], r["key"])  # noqa: E731
+    assert [key(r) for r in got] == [key(r) for r in want]
 
 
 def test_the_export_holds_what_the_java_reader_received(oracle, kind, tmp_path):
