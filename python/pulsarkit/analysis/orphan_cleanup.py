@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,16 +157,22 @@ def execute(
             if backup is not None:
                 _backup_ledger(dd, lid, _raw_node(store, lid), item, backup)
                 res.backed_up.append(lid)
-            try:
-                store.delete(ledger_path(lid), expected_version=item.metadata_version)
-            except BadVersionError:
-                res.skipped.append(CleanupSkip(lid, "its metadata changed while cleaning"))
-                continue
-            except MetadataNotFoundError:
-                res.skipped.append(CleanupSkip(lid, "already deleted"))
-                continue
-            res.deleted.append(lid)
+            _compare_and_delete(
+                res, lid, lambda: store.delete(ledger_path(lid), expected_version=item.metadata_version)
+            )
     return res
+
+
+def _compare_and_delete(res: CleanupResult, lid: int, delete: Callable[[], None]) -> None:
+    """One ledger's compare-and-delete, its outcome into ``res``."""
+    try:
+        delete()
+    except BadVersionError:
+        res.skipped.append(CleanupSkip(lid, "its metadata changed while cleaning"))
+    except MetadataNotFoundError:
+        res.skipped.append(CleanupSkip(lid, "already deleted"))
+    else:
+        res.deleted.append(lid)
 
 
 def _backup_root(backup_dir: str | os.PathLike[str] | None) -> Path | None:
@@ -240,15 +247,7 @@ def _execute_live(plan: OrphanCleanupPlan, backup: Path | None, url: str) -> Cle
                 assert got is not None  # the re-check saw it
                 _backup_ledger(dd, lid, got[0], item, backup, {"zookeeper_path": path})
                 res.backed_up.append(lid)
-            try:
-                writer.delete(path, item.metadata_version)
-            except BadVersionError:
-                res.skipped.append(CleanupSkip(lid, "its metadata changed while cleaning"))
-                continue
-            except MetadataNotFoundError:
-                res.skipped.append(CleanupSkip(lid, "already deleted"))
-                continue
-            res.deleted.append(lid)
+            _compare_and_delete(res, lid, lambda: writer.delete(path, item.metadata_version))
     return res
 
 

@@ -1073,6 +1073,19 @@ def open_data_dir(
     tasks), by the real path of their ``current/`` and log id; the others are read here."""
     if not read_only:
         raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
+
+    def cluster(name: PathLike, src: MetadataSource) -> DataDir:  # metadata from elsewhere, the bookies given
+        return DataDir(
+            name,
+            ledger_dirs or (),
+            journal_dirs=journal_dirs,
+            index_dirs=index_dirs,
+            strict=strict,
+            bookies=bookies,
+            metadata=src,
+            log_reads=log_reads,
+        )
+
     if metadata_store is None:
         if configuration_metadata_store is not None:
             raise DataDirError("configuration_metadata_store without metadata_store")
@@ -1090,16 +1103,7 @@ def open_data_dir(
             metadata_dir = rest  # today's RocksDB store
         else:
             src = metadata_store_metadata(metadata_store, configuration_metadata_store)
-            return DataDir(
-                rest if scheme == "rocksdb" else str(parse_connect_string(rest)),  # Path() would fold zk://
-                ledger_dirs or (),
-                journal_dirs=journal_dirs,
-                index_dirs=index_dirs,
-                strict=strict,
-                bookies=bookies,
-                metadata=src,
-                log_reads=log_reads,
-            )
+            return cluster(rest if scheme == "rocksdb" else str(parse_connect_string(rest)), src)  # not Path(): zk://
     if zookeeper_dir is None:
         given = [
             n
@@ -1123,16 +1127,7 @@ def open_data_dir(
         src = zookeeper_metadata(
             zookeeper_dir, zookeeper_log_dir, configuration_zookeeper_dir, zxid, configuration_zookeeper_log_dir
         )
-        return DataDir(
-            zookeeper_dir,
-            ledger_dirs or (),
-            journal_dirs=journal_dirs,
-            index_dirs=index_dirs,
-            strict=strict,
-            bookies=bookies,
-            metadata=src,
-            log_reads=log_reads,
-        )
+        return cluster(zookeeper_dir, src)
     if path is not None:
         root = Path(path)
         if not root.exists():

@@ -73,9 +73,9 @@ from standalone.test_datadir_oracle import (  # noqa: E402
     _lib,
     _ours,
     _read_compacted,
-    _sha256_tree,
     _theirs,
     _tool,
+    assert_read_only,
 )
 from standalone.test_datadir_oracle import HERE as PROGRAMS  # noqa: E402
 from test_interop_zookeeper import Server, _assert_same, _served  # noqa: E402
@@ -465,20 +465,7 @@ def test_compacted_view_and_last_message_id_equal_what_a_read_compacted_reader_g
 
 
 def test_not_one_byte_written_also_read_only(oracle, kind, tmp_path):
-    data = oracle / kind / "data"
-    before = _sha256_tree(data)
-    with _open(data) as dd:
-        list(read_messages(dd, txn="all", markers=True, include_system=True))
-    assert _sha256_tree(data) == before
-    ro = tmp_path / "ro"
-    shutil.copytree(data, ro)
-    subprocess.run(["chmod", "-R", "a-w", str(ro)], check=True)
-    try:
-        with _open(ro) as dd:
-            n = len(list(read_messages(dd)))
-        assert n > 100 and _sha256_tree(ro) == before
-    finally:
-        subprocess.run(["chmod", "-R", "u+w", str(ro)], check=True)
+    assert_read_only(oracle / kind / "data", tmp_path, _open)
 
 
 def test_no_absolute_path_in_the_cluster_data(oracle, kind):
@@ -614,13 +601,9 @@ def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(
     assert sum(r["reclaimed_bytes"] for r in runs) > 0 and size() < before
     c = Cluster(_lib(version), work, work / "data", version=version)
     try:
-        dump = c.java("Dump", c.url, *USER_TOPICS)
+        _assert_serves_what_the_reader_got(c, oracle / kind)
     finally:
         c.stop()
-    got = [json.loads(line[4:]) for line in dump.splitlines() if line.startswith("REC ")]
-    want = [json.loads(line) for line in (oracle / kind / "reader.jsonl").read_text().splitlines()]
-    key = lambda r: (r["topic"], r["id"], r["data"], r["key"])  # noqa: E731
-    assert [key(r) for r in got] == [key(r) for r in want]
     errors = [
         line
         for log in work.glob("*.log")
@@ -628,6 +611,15 @@ def test_pulsarkit_gc_on_every_bookie_then_the_real_cluster_reads_every_message(
         if " ERROR " in line and "org.apache.bookkeeper" in line and "BookieIdNotResolvedException" not in line
     ]
     assert errors == [], errors[:5]
+
+
+def _assert_serves_what_the_reader_got(c: Cluster, recorded: Path) -> None:
+    """A Reader through the running cluster's broker gets every message of every user topic the oracle's got."""
+    dump = c.java("Dump", c.url, *USER_TOPICS)
+    got = [json.loads(line[4:]) for line in dump.splitlines() if line.startswith("REC ")]
+    want = [json.loads(line) for line in (recorded / "reader.jsonl").read_text().splitlines()]
+    key = lambda r: (r["topic"], r["id"], r["data"], r["key"])  # noqa: E731
+    assert [key(r) for r in got] == [key(r) for r in want]
 
 
 def _live_ledger_ids(url: str) -> set[int]:
@@ -679,13 +671,9 @@ def test_orphans_cleanup_against_the_live_zookeeper_then_the_broker_serves_every
         assert sorted(res["deleted"]) == planted and res["skipped"] == []
         after = _live_ledger_ids(c.zk_url)
         assert after == live_ids  # exactly the planted nodes went, every other ledger is still there
-        dump = c.java("Dump", c.url, *USER_TOPICS)
+        _assert_serves_what_the_reader_got(c, oracle / kind)
     finally:
         c.stop()
-    got = [json.loads(line[4:]) for line in dump.splitlines() if line.startswith("REC ")]
-    want = [json.loads(line) for line in (oracle / kind / "reader.jsonl").read_text().splitlines()]
-    key = lambda r: (r["topic"], r["id"], r["data"], r["key"])  # noqa: E731
-    assert [key(r) for r in got] == [key(r) for r in want]
 
 
 def test_the_export_holds_what_the_java_reader_received(oracle, kind, tmp_path):

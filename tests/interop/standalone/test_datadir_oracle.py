@@ -761,21 +761,26 @@ def test_pulsarkit_gc_on_a_copy_then_real_pulsar_reads_every_live_message(record
     assert bk_errors == [], bk_errors[:5]
 
 
-def test_not_one_byte_written_also_read_only(recorded, kind, tmp_path):
-    data = recorded / kind / "data"
+def assert_read_only(data: Path, tmp_path: Path, opener=open_data_dir) -> None:
+    """Reading every entry of ``data`` (``opener`` opens a directory of that shape) changes no byte, and a
+    copy nobody may write reads the same."""
     before = _sha256_tree(data)
-    with open_data_dir(data) as dd:
+    with opener(data) as dd:
         list(read_messages(dd, txn="all", markers=True, include_system=True))
     assert _sha256_tree(data) == before
     ro = tmp_path / "ro"
     shutil.copytree(data, ro)
     subprocess.run(["chmod", "-R", "a-w", str(ro)], check=True)
     try:
-        with open_data_dir(ro) as dd:
+        with opener(ro) as dd:
             n = len(list(read_messages(dd)))
         assert n > 100 and _sha256_tree(ro) == before
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(ro)], check=True)
+
+
+def test_not_one_byte_written_also_read_only(recorded, kind, tmp_path):
+    assert_read_only(recorded / kind / "data", tmp_path)
 
 
 def test_damaged_real_directories_name_file_and_offset(recorded, tmp_path):
