@@ -438,3 +438,18 @@ def forge_last_entry(root: Path, copy: Path, mls: dict[str, str], last: int) -> 
     for p in copy.rglob("LOCK"):
         p.unlink()
     return held
+
+
+def assert_same_data(a: Any, b: Any) -> None:
+    """Two opened data directories read the same: topics, ledgers, partitioned topics, schemas, messages,
+    orphans, and the kinds of their issues (what only reading a ZooKeeper data directory reports aside)."""
+    from pulsarkit.analysis.messages import read_messages
+    from pulsarkit.analysis.orphans import find_orphans
+    from pulsarkit.scan.records import topic_dict
+
+    assert [topic_dict(t) for t in a.topics()] == [topic_dict(t) for t in b.topics()]
+    assert a.ledgers_table().equals(b.ledgers_table())
+    assert a.partitioned == b.partitioned and a.schemas == b.schemas
+    assert list(read_messages(a)) == list(read_messages(b))
+    assert [f.__dict__ for f in find_orphans(a)] == [f.__dict__ for f in find_orphans(b)]
+    assert sorted(i.kind for i in a.issues if i.kind != "zookeeper_data") == sorted(i.kind for i in b.issues)

@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from datadir_fixtures import file_hashes
+from datadir_fixtures import assert_same_data, file_hashes
 from helpers import read_export
-from pulsarkit.analysis.messages import read_messages
-from pulsarkit.analysis.orphans import find_orphans
 from pulsarkit.cli import main
 from pulsarkit.metadata.store import MetadataStore, StoreItems
 from pulsarkit.scan.bookie_dir import find_layout
@@ -53,15 +51,6 @@ def served(synthetic):
         s.stop()
 
 
-def _same(a, b) -> None:
-    assert [topic_dict(t) for t in a.topics()] == [topic_dict(t) for t in b.topics()]
-    assert a.ledgers_table().equals(b.ledgers_table())
-    assert a.partitioned == b.partitioned and a.schemas == b.schemas
-    assert list(read_messages(a)) == list(read_messages(b))
-    assert [f.__dict__ for f in find_orphans(a)] == [f.__dict__ for f in find_orphans(b)]
-    assert sorted(i.kind for i in a.issues) == sorted(i.kind for i in b.issues)
-
-
 def test_live_metadata_reads_as_the_rocksdb_store(served):
     root, md, bookies, (whole, local, conf) = served
     rocks = open_data_dir(root)
@@ -69,15 +58,15 @@ def test_live_metadata_reads_as_the_rocksdb_store(served):
     assert live.metadata_zxid == whole.tree.zxid
     assert live.metadata_source.startswith(f"ZooKeeper zk:127.0.0.1:{whole.port} (live, read-only): ")
     assert str(live.metadata_dir) == f"zk:127.0.0.1:{whole.port}"
-    _same(live, rocks)
+    assert_same_data(live, rocks)
     assert {op for op, _, _ in whole.requests} <= {4, 12, -11}  # getData, getChildren2, closeSession
 
     split = open_data_dir(metadata_store=local.url(), configuration_metadata_store=conf.url(), ledger_dirs=bookies)
     assert "; configuration store ZooKeeper" in split.metadata_source and split.partitioned
-    _same(split, rocks)
+    assert_same_data(split, rocks)
     # rocksdb:PATH is the RocksDB store, alone or beside a ZooKeeper configuration store.
-    _same(open_data_dir(metadata_store=f"rocksdb:{md}", ledger_dirs=bookies), rocks)
-    _same(
+    assert_same_data(open_data_dir(metadata_store=f"rocksdb:{md}", ledger_dirs=bookies), rocks)
+    assert_same_data(
         open_data_dir(metadata_store=f"rocksdb:{md}", configuration_metadata_store=conf.url(), ledger_dirs=bookies),
         rocks,
     )

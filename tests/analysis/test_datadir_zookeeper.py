@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import zk_files as zf
-from datadir_fixtures import BOOKIE_IDS, build_bookies, build_cluster_source, file_hashes
+from datadir_fixtures import BOOKIE_IDS, assert_same_data, build_bookies, build_cluster_source, file_hashes
 from pulsarkit.analysis.messages import read_messages
 from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError
 from pulsarkit.analysis.orphan_cleanup import execute as execute_cleanup
-from pulsarkit.analysis.orphans import cleanup_plan, find_orphans
+from pulsarkit.analysis.orphans import cleanup_plan
 from pulsarkit.cli import main
 from pulsarkit.errors import ZooKeeperDataError
 from pulsarkit.managed_ledger.position import Position
@@ -31,7 +31,7 @@ from pulsarkit.metadata.store import (
 from pulsarkit.proto import LedgerMetadataFormat, ManagedLedgerInfo
 from pulsarkit.scan.bookie_dir import find_layout
 from pulsarkit.scan.datadir import open_data_dir
-from pulsarkit.scan.records import DataDirError, topic_dict
+from pulsarkit.scan.records import DataDirError
 
 SNAP_ZXID = 0x100000050
 LATE = "/managed-ledgers/public/default/persistent/zk-late"
@@ -61,22 +61,13 @@ def cluster(synthetic, tmp_path_factory):
     return root, bookies, whole, local, conf
 
 
-def _same(a, b) -> None:
-    assert [topic_dict(t) for t in a.topics()] == [topic_dict(t) for t in b.topics()]
-    assert a.ledgers_table().equals(b.ledgers_table())
-    assert a.partitioned == b.partitioned and a.schemas == b.schemas
-    assert list(read_messages(a)) == list(read_messages(b))
-    assert [f.__dict__ for f in find_orphans(a)] == [f.__dict__ for f in find_orphans(b)]
-    assert sorted(i.kind for i in a.issues if i.kind != "zookeeper_data") == sorted(i.kind for i in b.issues)
-
-
 def test_zookeeper_metadata_reads_as_the_rocksdb_store(cluster):
     root, bookies, whole, _, _ = cluster
     before = file_hashes(whole)
     rocks = open_data_dir(root)
     as_of = open_data_dir(zookeeper_dir=whole, ledger_dirs=bookies, zxid=SNAP_ZXID)
     assert as_of.metadata_zxid == SNAP_ZXID and "zxid 0x100000050" in as_of.metadata_source
-    _same(as_of, rocks)
+    assert_same_data(as_of, rocks)
     newest = open_data_dir(zookeeper_dir=whole / "version-2", ledger_dirs=bookies)
     assert newest.metadata_zxid == SNAP_ZXID + 1
     assert LATE_TOPIC in [t.name for t in newest.topics()] and LATE_TOPIC not in [t.name for t in as_of.topics()]
@@ -93,7 +84,7 @@ def test_separate_configuration_store(cluster):
     assert not alone.partitioned and rocks.partitioned  # partitioned-topic metadata is the configuration store's
     both = open_data_dir(zookeeper_dir=local, configuration_zookeeper_dir=conf, ledger_dirs=bookies, zxid=SNAP_ZXID)
     assert "configuration store ZooKeeper" in both.metadata_source
-    _same(both, rocks)
+    assert_same_data(both, rocks)
 
 
 def test_merged_reader_is_a_metadata_reader(cluster):
@@ -203,7 +194,7 @@ def _long_path(path: str) -> str:
     return f"/ledgers/{s[0:3]}/{s[3:7]}/{s[7:11]}/{s[11:15]}/L{s[15:19]}"
 
 
-def test_long_hierarchical_layout_and_text_format_values_read_the_same(synthetic, cluster, tmp_path):
+def test_long_hierarchical_layout_and_text_format_values_read_theassert_same_data(synthetic, cluster, tmp_path):
     """An older or differently configured cluster: every ledger under the long-hierarchical layout, managed
     ledgers and cursors in protobuf text format. Everything reads as the binary, hierarchical original, and an
     orphan plan takes each ledger node's version from where the node really is."""
@@ -228,7 +219,7 @@ def test_long_hierarchical_layout_and_text_format_values_read_the_same(synthetic
     zkd = _write_zk(tmp_path / "zk", nodes, late=False)
     dd = open_data_dir(zookeeper_dir=zkd, ledger_dirs=bookies)
     rocks = open_data_dir(root)
-    _same(dd, rocks)
+    assert_same_data(dd, rocks)
     assert {lid: p.count("/") for lid, p in dd.ledger_paths.items()} == {lid: 6 for lid in rocks.ledger_metadata}
     ours, theirs = cleanup_plan(dd, include_review=True), cleanup_plan(rocks, include_review=True)
     assert [i.ledger_id for i in ours.items] == [i.ledger_id for i in theirs.items]
