@@ -40,11 +40,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+import read_paths  # noqa: E402
+
+# the harness's `from conftest import require_tool` is tests/conftest.py's, not bench/'s: tests/ goes first
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "interop" / "standalone"))
-import test_datadir_oracle as harness  # noqa: E402  (before read_paths, which puts bench/ and its conftest first)
-
-import read_paths  # noqa: E402
+import test_datadir_oracle as harness  # noqa: E402
 
 JAVA_DIR = HERE / "java" / "standalone"
 # The harness's Standalone takes its configuration from the module's HERE: this benchmark's, not the oracle's.
@@ -171,9 +172,8 @@ def client_read(lib: Path, classes: Path, run: Path, client: str, topic: str, co
 def floors(data: Path, topics: dict[str, str], rounds: int) -> dict[str, dict[str, float]]:
     """Parquet encoding of the final table alone, and the topic's entry-log bytes at the rate all entry logs
     read warm."""
-    import pyarrow.parquet as pq
-
     import pulsarkit as pk
+    import pyarrow.parquet as pq
     from pulsarkit.analysis import messages
 
     out: dict[str, dict[str, float]] = {}
@@ -271,10 +271,16 @@ def main() -> None:
             c: {n: {k: med(r[k] for r in rs) for k in rs[0]} for n, rs in per.items()} for c, per in reads.items()
         },
         "paths": {
-            p: {n: {"wall_s": med(r[0] for r in rs), "cpu_s": med(r[1] for r in rs), "max_rss_mib": max(r[2] for r in rs)}
-                for n, rs in per.items()}
+            p: {
+                n: {
+                    "wall_s": med(r[0] for r in rs),
+                    "cpu_s": med(r[1] for r in rs),
+                    "max_rss_mib": max(r[2] for r in rs),
+                }
+                for n, rs in per.items()
+            }
             for p, per in paths.items()
-        },  # fmt: skip
+        },
         "floors": fl,
         "work": str(work),
     }
@@ -310,23 +316,18 @@ def table(res: dict) -> str:
         )
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
     fl = res["floors"]
-    lines.append(
-        "| floor: Parquet encoding of the final table alone | "
-        + " | ".join(f"{java[n]['wall_s'] / fl[n]['parquet_write_s']:.1f} ({fl[n]['parquet_write_s']:.3f} s)" for n in names)
-        + " |"
-    )  # fmt: skip
-    lines.append(
-        "| floor: reading the topic's entry-log bytes | "
-        + " | ".join(f"{java[n]['wall_s'] / fl[n]['entry_log_read_s']:.0f} ({fl[n]['entry_log_read_s']:.3f} s)" for n in names)
-        + " |"
-    )  # fmt: skip
+    for label, key in (
+        ("floor: Parquet encoding of the final table alone", "parquet_write_s"),
+        ("floor: reading the topic's entry-log bytes", "entry_log_read_s"),
+    ):
+        cells = (f"{java[n]['wall_s'] / fl[n][key]:.1f} ({fl[n][key]:.3f} s)" for n in names)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("| client | " + " | ".join(f"{n} start-up / steady msgs/s" for n in names) + " |")
     lines.append("|---|" + "---|" * len(names))
     for c, per in res["clients"].items():
-        lines.append(
-            f"| {c} | " + " | ".join(f"{per[n]['startup_s']:.2f} s / {per[n]['steady_msgs_s']:,.0f}" for n in names) + " |"
-        )
+        cells = (f"{per[n]['startup_s']:.2f} s / {per[n]['steady_msgs_s']:,.0f}" for n in names)
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("| topic | messages | entry-log bytes | Arrow bytes | entry-log read rate |")
     lines.append("|---|---|---|---|---|")
