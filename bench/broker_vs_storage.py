@@ -262,6 +262,9 @@ def main() -> None:
                 paths.setdefault(p, {m: [] for m in topics})[n].append(r)
                 print(f"round {rnd} {p} {n}: {r[0]:.2f} s", file=sys.stderr)
     fl = floors(data, topics, a.rounds)
+    for n, f in fl.items():  # pulsarkit's table holds what each client read, no more, no less
+        if f["rows"] != counts[n]:
+            raise SystemExit(f"topic {n}: pulsarkit read {f['rows']} messages, the clients {counts[n]}")
     med = statistics.median
     result = {
         "scale": a.scale,
