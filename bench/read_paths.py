@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -53,20 +52,26 @@ PATHS = {
 }  # fmt: skip
 
 
-def _run(pythonpath: str, argv: list[str], data: Path, out: Path) -> tuple[float, float]:
+def _run(pythonpath: str, argv: list[str], data: Path, out: Path) -> tuple[float, float, float]:
+    """One fresh ``python`` process: its wall seconds, CPU seconds (user + system) and peak resident MiB
+    (the child's own rusage, from ``wait4``)."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     args = [a.format(data=data, out=out) for a in argv]
-    env = {**os.environ, "PYTHONPATH": pythonpath}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        raise SystemExit(f"{argv} failed under {pythonpath}:\n{r.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    # as a user's installation runs: with its modules' bytecode cached (a PYTHONDONTWRITEBYTECODE=1
+    # environment would compile every module of the package again in each process, 0.3-0.7 s here)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": pythonpath}
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)  # the child's own rusage (Popen.wait would reap it without)
+        wall = time.perf_counter() - t0
+        err.seek(0)
+        tail = err.read()[-2000:].decode(errors="replace")
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"{argv} failed under {pythonpath}:\n{tail}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -82,7 +87,7 @@ def main() -> None:
     if not data.exists():
         spark_export.build(data, a.size_mb)
     logs = sum(p.stat().st_size for p in data.rglob("*.log") if "bookie" in str(p))
-    times: dict[str, dict[str, list[tuple[float, float]]]] = {p: {b: [] for b in builds} for p in PATHS}
+    times: dict[str, dict[str, list[tuple[float, float, float]]]] = {p: {b: [] for b in builds} for p in PATHS}
     for rnd in range(a.rounds):
         order = list(builds)[rnd % len(builds) :] + list(builds)[: rnd % len(builds)]
         for path, argv in PATHS.items():
@@ -93,7 +98,7 @@ def main() -> None:
         "entry_log_bytes": logs,
         "rounds": a.rounds,
         "paths": {
-            p: {b: {"wall_s": statistics.median(w for w, _ in v), "cpu_s": statistics.median(c for _, c in v)}
+            p: {b: {"wall_s": statistics.median(r[0] for r in v), "cpu_s": statistics.median(r[1] for r in v)}
                 for b, v in per.items()}
             for p, per in times.items()
         },

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..broker.topic_name import ml_to_topic
-from ..scan import ScanPartition, ScanPlan, plan, read_partition
+from ..scan import DataDir, ScanPartition, ScanPlan, plan_data_dir, read_partition
 from ..scan.datadir import DataDirSpec
 from ..scan.messages import OnIssue
 from ..scan.partition import ReadStats
@@ -184,11 +184,10 @@ class ExportSummary:
         }
 
 
-def _resolve(spec: DataDirSpec, topics: list[str]) -> list[str]:
+def _resolve(dd: DataDir, topics: list[str]) -> list[str]:
     """Full topic names (``orders`` -> ``persistent://public/default/orders``, a partitioned topic -> its
     partitions); an unknown topic is an error before anything is written."""
-    with spec.open() as dd:
-        return sorted({ml_to_topic(ml) for t in topics for ml in dd.expand(t)})
+    return sorted({ml_to_topic(ml) for t in topics for ml in dd.expand(t)})
 
 
 def log_to_stderr(msg: str) -> None:
@@ -290,8 +289,13 @@ def _export(
             if removed:
                 log(f"removed {len(removed)} file(s) of a run that did not commit")
             before = target.marks()
-            filters = [("topic", "in", frozenset(_resolve(spec, topics)))] if topics else []
-            p = plan([spec], after={source: dict(before)}, filters=filters, max_partition_bytes=max_partition_bytes)
+            # the topics resolved and the read planned on one open of the directory (each open reads the
+            # metadata store and every bookie's location index again)
+            with spec.open() as dd:
+                filters = [("topic", "in", frozenset(_resolve(dd, topics)))] if topics else []
+                p = plan_data_dir(
+                    dd, source, after=dict(before), filters=filters, max_partition_bytes=max_partition_bytes
+                )
             for issue in p.issues:
                 log(f"warning: {issue}")
             until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
