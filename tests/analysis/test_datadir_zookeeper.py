@@ -399,3 +399,49 @@ def test_cli_gc_against_a_zookeeper_dir(cluster, capsys, tmp_path):
     assert list(read_messages(open_data_dir(zookeeper_dir=whole, ledger_dirs=[bk], zxid=SNAP_ZXID))) == list(
         read_messages(open_data_dir(root))
     )
+
+
+def test_a_cluster_below_a_chroot(cluster, capsys, tmp_path):
+    """A cluster whose metadataStoreUrl ends in a chroot (``zk:zk1:2181/pulsar``) keeps its tree under /pulsar of
+    its ZooKeeper: ``zookeeper_chroot`` / ``--zookeeper-chroot`` reads it as the RocksDB original; a chroot that is
+    not there is a one-line error."""
+    from pulsarkit.metadata.reader import ChrootReader
+    from pulsarkit.scan.datadir import DataDirSpec
+
+    root, bookies, _, _, _ = cluster
+    md, _ = find_layout(root)
+    with MetadataStore(md, read_only=True) as store:
+        items = StoreItems(store.raw_items())
+    nodes = {"/pulsar" + p: items.get(p)[0] for p in items.keys() if p != "/"}  # type: ignore[index]
+    nodes["/other/app"] = b"not Pulsar's"
+    zkd = _write_zk(tmp_path / "zk", nodes, late=False)
+    dd = open_data_dir(zookeeper_dir=zkd, ledger_dirs=bookies, zookeeper_chroot="/pulsar")
+    assert_same_data(dd, open_data_dir(root))
+    assert "below /pulsar" in dd.metadata_source
+    whole = zk.ZkSnapshotStore(zkd)
+    reader = ChrootReader(whole, "/pulsar")
+    below = [p[len("/pulsar") :] or "/" for p in whole.keys() if p == "/pulsar" or p.startswith("/pulsar/")]
+    assert list(reader.keys()) == below and set(items.keys()) <= set(below)
+    assert list(reader.keys("/ledgers/")) == [p for p in below if p.startswith("/ledgers/")]
+    assert not reader.exists("/other/app") and reader.get("/ledgers") is not None
+    rc, want, _ = run(capsys, "topics", root, "--format", "json")
+    rc, out, err = run(
+        capsys,
+        "topics",
+        "--zookeeper-dir",
+        zkd,
+        "--zookeeper-chroot",
+        "/pulsar",
+        "--ledger-dir",
+        bookies[0],
+        "--format",
+        "json",
+    )
+    assert rc == 0 and out == want, err
+    rc, _, err = run(
+        capsys, "topics", "--zookeeper-dir", zkd, "--zookeeper-chroot", "/nope", "--ledger-dir", bookies[0]
+    )
+    assert rc == 1 and "the chroot /nope does not exist" in err and len(err.strip().splitlines()) == 1
+    spec = DataDirSpec.of(zookeeper_dir=zkd, ledger_dirs=bookies, zookeeper_chroot="/pulsar")
+    assert spec.key == f"zookeeper:{zkd.resolve()}/pulsar"
+    assert DataDirSpec.from_options(None, spec.options()) == spec

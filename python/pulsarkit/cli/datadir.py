@@ -114,6 +114,11 @@ def _zookeeper_args(p: argparse.ArgumentParser, instead_of: str) -> None:
         help="the configuration store's URL (zk:... or rocksdb:PATH), when it is a separate store",
     )
     p.add_argument(
+        "--zookeeper-chroot",
+        metavar="PATH",
+        help="where the cluster's tree sits in that ZooKeeper, when its metadataStoreUrl ends in one (/pulsar)",
+    )
+    p.add_argument(
         "--zxid",
         type=_zxid,
         metavar="N",
@@ -139,9 +144,13 @@ def _zookeeper(args: argparse.Namespace) -> dict[str, Any]:
         "configuration_zookeeper_dir": getattr(args, "configuration_zookeeper_dir", None),
         "configuration_zookeeper_log_dir": getattr(args, "configuration_zookeeper_log_dir", None),
         "zxid": getattr(args, "zxid", None),
+        "zookeeper_chroot": getattr(args, "zookeeper_chroot", None),
     }
     if kw["zookeeper_dir"] is None and any(v is not None for v in kw.values()):
-        raise DataDirError("--zookeeper-log-dir, --configuration-zookeeper-*-dir and --zxid go with --zookeeper-dir")
+        raise DataDirError(
+            "--zookeeper-log-dir, --configuration-zookeeper-*-dir, --zookeeper-chroot and --zxid "
+            "go with --zookeeper-dir"
+        )
     store = getattr(args, "metadata_store", None)
     conf = getattr(args, "configuration_metadata_store", None)
     if conf is not None and store is None:

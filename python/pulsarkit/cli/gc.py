@@ -350,6 +350,7 @@ def _gc_metadata(
             spec.configuration_zookeeper_dir,
             None,
             spec.configuration_zookeeper_log_dir,
+            spec.zookeeper_chroot,
         )
         if execute and source.issues:
             raise DataDirError(f"refusing --execute: the ZooKeeper data has problems ({source.issues[0]})")

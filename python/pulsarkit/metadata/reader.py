@@ -12,7 +12,7 @@ import heapq
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import LedgerNotFoundError
+from ..errors import LedgerNotFoundError, MetadataStoreError
 from .store import Stat, ledger_id_from_path, parse_ledger_metadata
 
 
@@ -64,6 +64,39 @@ class MergedReader:
             if p != last:
                 yield p
             last = p
+
+
+class ChrootReader:
+    """The tree below ``chroot`` of another reader, with the paths its clients see: a Pulsar cluster whose
+    ``metadataStoreUrl`` ends in a chroot (``zk:zk1:2181/pulsar``) keeps ``/ledgers``, ``/managed-ledgers``...
+    under ``/pulsar`` of its ZooKeeper."""
+
+    def __init__(self, reader: MetadataReader, chroot: str) -> None:
+        if not chroot.startswith("/") or chroot.endswith("/") or "//" in chroot:
+            raise MetadataStoreError(f"chroot {chroot!r} is not an absolute path like /pulsar")
+        if not reader.exists(chroot):
+            raise MetadataStoreError(f"the chroot {chroot} does not exist in this ZooKeeper data")
+        self.reader, self.chroot = reader, chroot
+
+    def _full(self, path: str) -> str:
+        return self.chroot if path == "/" else self.chroot + path
+
+    def get(self, path: str) -> tuple[bytes, Stat] | None:
+        return self.reader.get(self._full(path))
+
+    def exists(self, path: str) -> bool:
+        return self.reader.exists(self._full(path))
+
+    def children(self, path: str) -> list[str]:
+        return self.reader.children(self._full(path))
+
+    def keys(self, prefix: str = "/") -> Iterator[str]:
+        n = len(self.chroot)
+        for p in self.reader.keys(self._full(prefix) if prefix != "/" else self.chroot):
+            if p == self.chroot:
+                yield "/"
+            elif p.startswith(self.chroot + "/"):
+                yield p[n:]
 
 
 class LedgerIndex:

@@ -62,7 +62,7 @@ from ..errors import MetadataStoreError, PulsarkitError
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.factory import Store
 from ..managed_ledger.position import Position
-from ..metadata.reader import MergedReader, MetadataReader
+from ..metadata.reader import ChrootReader, MergedReader, MetadataReader
 from ..metadata.store import (
     StoreItems,
     ledger_id_from_path,
@@ -145,11 +145,13 @@ def zookeeper_metadata(
     configuration_zookeeper_dir: PathLike | None = None,
     zxid: int | None = None,
     configuration_zookeeper_log_dir: PathLike | None = None,
+    chroot: str | None = None,
 ) -> MetadataSource:
     """A cluster's metadata from ZooKeeper data directories (``*_log_dir``: the transaction logs, when the
     server kept them apart), read offline and read-only. ``zxid`` is the state of the metadata store as of
     that transaction (:class:`ZooKeeperDataError` when its files cannot give it); a separate configuration
-    store has its own zxids and is read at its newest state."""
+    store has its own zxids and is read at its newest state. ``chroot`` (``/pulsar``) is where the cluster's
+    tree sits in the metadata store's ZooKeeper, when its ``metadataStoreUrl`` names one."""
     if zxid is not None and zxid < 0:
         raise DataDirError(f"zxid {zxid} is negative")
     if configuration_zookeeper_log_dir is not None and configuration_zookeeper_dir is None:
@@ -161,6 +163,12 @@ def zookeeper_metadata(
     local, issues = _zk_store(zookeeper_dir, zookeeper_log_dir, zxid)
     line = _zk_line(local)
     reader: MetadataReader = local
+    if chroot:
+        try:
+            reader = ChrootReader(local, chroot)
+        except MetadataStoreError as e:
+            raise DataDirError(str(e), os.fspath(zookeeper_dir)) from None
+        line += f", below {chroot}"
     if configuration_zookeeper_dir is not None:
         conf, more = _zk_store(configuration_zookeeper_dir, configuration_zookeeper_log_dir, None)
         issues += more
@@ -932,6 +940,8 @@ _SPEC_PATHS = (
     "configuration_zookeeper_log_dir",
 )
 _SPEC_URLS = ("metadata_store", "configuration_metadata_store")
+#: String fields passed as they are.
+_SPEC_STRINGS = (*_SPEC_URLS, "zookeeper_chroot")
 
 
 @dataclass(frozen=True)
@@ -952,6 +962,7 @@ class DataDirSpec:
     zxid: int | None = None
     metadata_store: str | None = None
     configuration_metadata_store: str | None = None
+    zookeeper_chroot: str | None = None
 
     @classmethod
     def of(cls, path: PathLike | None = None, **kw: Any) -> DataDirSpec:
@@ -962,7 +973,7 @@ class DataDirSpec:
                 args[k] = tuple(os.fspath(d) for d in v or ())
             elif k in _SPEC_PATHS:
                 args[k] = os.fspath(v) if v is not None else None
-            elif k in ("zxid", *_SPEC_URLS):
+            elif k in ("zxid", *_SPEC_STRINGS):
                 args[k] = v
             else:
                 raise TypeError(f"DataDirSpec has no field {k!r}")
@@ -971,7 +982,7 @@ class DataDirSpec:
     def kwargs(self) -> dict[str, Any]:
         """The given fields as :func:`open_data_dir`'s keyword arguments (``path`` included)."""
         out: dict[str, Any] = {}
-        for k in (*_SPEC_PATHS, *_SPEC_LISTS, "zxid", *_SPEC_URLS):
+        for k in (*_SPEC_PATHS, *_SPEC_LISTS, "zxid", *_SPEC_STRINGS):
             v = getattr(self, k)
             if v is not None and v != ():
                 out[k] = list(v) if k in _SPEC_LISTS else v
@@ -989,7 +1000,7 @@ class DataDirSpec:
         ``zk:`` URL), since which bookie
         directories are given, or as of which zxid, does not make it other data."""
         if self.zookeeper_dir is not None:
-            return "zookeeper:" + os.path.realpath(self.zookeeper_dir)
+            return "zookeeper:" + os.path.realpath(self.zookeeper_dir) + (self.zookeeper_chroot or "")
         if self.metadata_store is not None:  # the live ZooKeeper by its normalised URL, chroot included
             scheme, rest = split_metadata_store_url(self.metadata_store)
             if scheme == "rocksdb":
@@ -1028,7 +1039,7 @@ class DataDirSpec:
     def from_options(cls, path: str | None, options: Mapping[str, str]) -> DataDirSpec | None:
         """What :meth:`options` wrote, or None when the options name no part besides ``path``."""
         kw: dict[str, Any] = {}
-        for k in (*_SPEC_PATHS[1:], *_SPEC_LISTS, "zxid", *_SPEC_URLS):
+        for k in (*_SPEC_PATHS[1:], *_SPEC_LISTS, "zxid", *_SPEC_STRINGS):
             v = options.get(k)
             if not v:
                 continue
@@ -1059,6 +1070,7 @@ def open_data_dir(
     configuration_zookeeper_log_dir: PathLike | None = None,
     metadata_store: str | None = None,
     configuration_metadata_store: str | None = None,
+    zookeeper_chroot: str | None = None,
 ) -> DataDir:
     """Opens a Pulsar data directory read-only (the only mode: a directory pulsarkit did not create is
     never written). Either ``path`` (a standalone's data dir), or ``metadata_dir`` (a RocksDB metadata
@@ -1112,6 +1124,7 @@ def open_data_dir(
                 ("configuration_zookeeper_dir", configuration_zookeeper_dir),
                 ("configuration_zookeeper_log_dir", configuration_zookeeper_log_dir),
                 ("zxid", zxid),
+                ("zookeeper_chroot", zookeeper_chroot),
             )
             if v is not None
         ]
@@ -1125,7 +1138,12 @@ def open_data_dir(
         if not (ledger_dirs or bookies):
             raise DataDirError("zookeeper_dir holds the metadata only: give the bookies' ledger_dirs (or bookies)")
         src = zookeeper_metadata(
-            zookeeper_dir, zookeeper_log_dir, configuration_zookeeper_dir, zxid, configuration_zookeeper_log_dir
+            zookeeper_dir,
+            zookeeper_log_dir,
+            configuration_zookeeper_dir,
+            zxid,
+            configuration_zookeeper_log_dir,
+            zookeeper_chroot,
         )
         return cluster(zookeeper_dir, src)
     if path is not None:
