@@ -297,3 +297,34 @@ def test_an_unreadable_directory_says_so(capsys, caplog, bookie, monkeypatch) ->
     assert code == 0
     assert {json.loads(line)["ledger_id"] for line in out.splitlines()} == {1, 2}  # ledgers-b's 3 unreadable
     assert "ledgers-b: directory cannot be read" in caplog.text + err
+
+
+def test_readlogmetadata_names_the_preallocated_empty_log(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A bookie keeps its next entry log preallocated and empty (a real standalone's ``1.log``, 0 bytes): that is
+    said, never "corrupt input", and ``--strict`` does not fail on it; a log cut inside its header still is damage."""
+    with el.EntryLogWriter(tmp_path, fsync=False) as w:
+        w.append(4, struct.pack(">qq", 4, 0) + b"x" * 30)
+    (tmp_path / "1.log").write_bytes(b"")
+    code, out, _ = run(capsys, "readlogmetadata", str(tmp_path), "--strict")
+    assert code == 0 and "1.log" in out and "empty, the bookie's preallocated next log" in out
+    assert "corrupt" not in out and "!!!" not in out
+    code, out, _ = run(capsys, "readlogmetadata", str(tmp_path), "--json")
+    empty = [json.loads(line) for line in out.splitlines() if json.loads(line)["log_id"] == 1]
+    assert empty == [
+        {
+            "log_id": 1,
+            "path": str(tmp_path / "1.log"),
+            "total_size": 0,
+            "remaining_size": 0,
+            "usage": 0.0,
+            "ledgers": {},
+            "preallocated": True,
+            "issues": [],
+        }
+    ]
+    pf = tmp_path.parent / "meta.parquet"
+    assert run(capsys, "readlogmetadata", str(tmp_path), "--parquet", str(pf))[0] == 0
+    assert "preallocated, empty" in pq.read_table(pf).column("fallback_reason").to_pylist()
+    (tmp_path / "1.log").write_bytes(b"BKLO\x00")  # cut inside the header: damage
+    code, out, _ = run(capsys, "readlogmetadata", str(tmp_path), "--strict")
+    assert code == 3 and "!!!" in out

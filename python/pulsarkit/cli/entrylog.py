@@ -321,6 +321,10 @@ def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
     done = 0
     try:
         for path, log_id in logs:
+            if os.path.getsize(path) == 0:
+                # A bookie keeps its next entry log preallocated and empty (its lastId names it): not damage.
+                _empty_log(args, out, rows, path, log_id)
+                continue
             m = read_entry_log_metadata(path, log_id, use_index=not args.no_index)
             done += os.path.getsize(path)
             progress.update(done, path.name)
@@ -389,6 +393,20 @@ def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
         )
         pq.write_table(pa.Table.from_pydict(rows, schema=schema), dest)
     return EXIT_DATA_PROBLEMS if (args.strict and problems) else EXIT_OK
+
+
+def _empty_log(args: argparse.Namespace, out: Any, rows: dict[str, list[Any]], path: Any, log_id: int) -> None:
+    """A zero-byte entry log, in each output format: the bookie's preallocated next log, with nothing in it."""
+    if args.json:
+        obj = {"log_id": log_id, "path": str(path), "total_size": 0, "remaining_size": 0, "usage": 0.0}
+        out.write(json.dumps({**obj, "ledgers": {}, "preallocated": True, "issues": []}, separators=(",", ":")) + "\n")
+    elif args.parquet:
+        row = {"path": str(path), "log_id": log_id, "ledger_id": None, "size": None, "total_size": 0}
+        row.update(remaining_size=0, from_index=False, fallback_reason="preallocated, empty", issues=0)
+        for k, v in row.items():
+            rows[k].append(v)
+    else:
+        print(f"Entry log {log_id} ({log_id:x}.log) at {path}: empty, the bookie's preallocated next log", file=out)
 
 
 def _live_dead(m: Any, live_ledgers: set[int] | None) -> dict[str, int]:
