@@ -519,7 +519,8 @@ def test_torn_log_tail_is_reported_and_the_rest_read(zk_run: dict[str, Any], tmp
     store = zk.ZkSnapshotStore(work / "data", log_dir=work / "txlog")
     assert [(i.file, i.offset) for i in store.issues] == [(str(log), last.offset - 12)]
     assert "torn record" in store.issues[0].message
-    assert store.zxid == parsed.txns[-2].zxid
+    # the transaction before the torn one (a server may have begun this log with its very last transaction)
+    assert store.zxid == (parsed.txns[-2].zxid if len(parsed.txns) > 1 else last.zxid - 1)
     served, zxid = _served(zk_run["lib"], work, tmp_path / "oracle")
     _assert_same(store, served, zxid)
 
@@ -615,7 +616,7 @@ def test_mutated_real_files_raise_only_the_typed_error(zk_run: dict[str, Any]) -
         good = path.read_bytes()
         used = len(good.rstrip(b"\x00")) + 16  # mutate where the records are, not only the zero tail
         for _ in range(300):
-            b = bytearray(good[: rnd.randrange(used)] if rnd.random() < 0.2 else good)
+            b = bytearray(good[: 1 + rnd.randrange(used)] if rnd.random() < 0.2 else good)  # never empty
             for _ in range(rnd.randrange(1, 4)):
                 b[rnd.randrange(min(len(b), used))] = rnd.randrange(256)
             try:
