@@ -1086,7 +1086,7 @@ def open_data_dir(
     if not read_only:
         raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
 
-    def cluster(name: PathLike, src: MetadataSource) -> DataDir:  # metadata from elsewhere, the bookies given
+    def cluster(name: PathLike, src: MetadataSource | None) -> DataDir:  # the bookies given; src: the metadata read
         return DataDir(
             name,
             ledger_dirs or (),
@@ -1164,15 +1164,7 @@ def open_data_dir(
         raise DataDirError(
             "open_data_dir needs a path, or metadata_dir (or zookeeper_dir) and ledger_dirs (or bookies)"
         )
-    return DataDir(
-        metadata_dir,
-        ledger_dirs or (),
-        journal_dirs=journal_dirs,
-        index_dirs=index_dirs,
-        strict=strict,
-        bookies=bookies,
-        log_reads=log_reads,
-    )
+    return cluster(metadata_dir, None)  # the RocksDB store at metadata_dir, read by DataDir itself
 
 
 def _register_store_hook() -> None:
