@@ -27,7 +27,7 @@ import argparse
 import base64
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import bulk
 from ..analysis.backlog import backlog_batches
 from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
 from ..analysis.schemas import schemas_table
@@ -422,15 +423,18 @@ def _print_records(
                     n += b.num_rows
                     prog.update(n)
         elif args.format == "jsonl":
-            out = open(args.dest, "w") if args.dest else sys.stdout
+            # rendered natively a batch at a time (ASCII, as json.dumps of json_record), written in blocks
+            out, write = _binary_out(args.dest)
             try:
                 for b in batches:
-                    out.writelines(json.dumps(json_record(r)) + "\n" for r in b.to_pylist())
+                    write(bulk.json_lines(b))
                     n += b.num_rows
                     prog.update(n)
             finally:
-                if out is not sys.stdout:
+                if args.dest:
                     out.close()
+                else:
+                    out.flush()
         else:
             rows = []
             for r in (json_record(r) for b in batches for r in b.to_pylist()):
@@ -462,6 +466,19 @@ def _print_records(
     finally:
         prog.close()
     return n
+
+
+def _binary_out(dest: str | None) -> tuple[Any, Callable[[bytes], Any]]:
+    """The file to write ASCII blocks to and its write function: ``dest``, else standard output's
+    buffer (after what was printed to it), or the text stream itself when it has none (captured)."""
+    if dest:
+        f = open(dest, "wb")
+        return f, f.write
+    sys.stdout.flush()
+    buf = getattr(sys.stdout, "buffer", None)
+    if buf is not None:
+        return buf, buf.write
+    return sys.stdout, lambda b: sys.stdout.write(b.decode("ascii"))
 
 
 def _preview(b64: str | None, width: int = 40) -> str:
