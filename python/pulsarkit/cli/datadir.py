@@ -44,7 +44,7 @@ from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
 from ..scan.records import DataDirError, topic_dict
-from ..scan.schema import arrow_schema, json_record, message_fields
+from ..scan.schema import arrow_schema, json_record, message_fields, parquet_options
 from .command import (
     EXIT_DATA_PROBLEMS,
     EXIT_OK,
@@ -417,7 +417,8 @@ def _print_records(
     n = 0
     try:
         if args.format == "parquet":
-            with pq.ParquetWriter(_out_file(args), arrow_schema(message_fields(markers))) as w:
+            schema = arrow_schema(message_fields(markers))
+            with pq.ParquetWriter(_out_file(args), schema, **parquet_options(schema)) as w:
                 for b in batches:
                     w.write_batch(b)
                     n += b.num_rows

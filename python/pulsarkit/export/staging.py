@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..scan import MESSAGE_FIELDS, arrow_schema
+from ..scan.schema import parquet_options
 from .paths import PRIVATE_DIR, short_name
 
 PARTITION_COLUMNS = ("topic", "date")
@@ -74,7 +75,9 @@ class StagingWriter:
                 schema = self.schema
                 if name != "topic=" + escape_path_name(g["t"]):  # shortened: the file names its topic
                     schema = schema.with_metadata({TOPIC_KEY: g["t"].encode("utf-8", "surrogatepass")})
-                w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(d / "part-00000.parquet", schema)
+                w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(
+                    d / "part-00000.parquet", schema, **parquet_options(schema)
+                )
             w.write_table(rows.cast(w.schema))
 
     def close(self) -> None:
