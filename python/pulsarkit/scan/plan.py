@@ -442,7 +442,10 @@ def plan_data_dir(
     owner = {lid: t[0] or f"#{lid}" for t in found for lid, _, _ in t[2]} if kind == "messages" else {}
     pstats = ReadStats()
     facts, dropped = topic_facts(dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats)
-    coord = coordinator_states(dd) if kind == "messages" else {}
+    # the coordinators' logs only when a topic read holds a transactional message or marker: a
+    # transaction's state is looked up for nothing else
+    txns = any(f.first_txn or f.markers for f in facts.values())
+    coord = coordinator_states(dd) if kind == "messages" and txns else {}
     stats[path] = {"plan_seconds": time.perf_counter() - t0, "read": pstats.as_dict()}
     total = 0.0
     per_entry: dict[int, float] = {}
