@@ -17,13 +17,13 @@ from pulsarkit.bookkeeper.gc import (
     GcConfig,
     GcPlan,
     GcState,
-    Skipped,
     log_usage,
     reclaiming_level,
     select_for_compaction,
 )
 from pulsarkit.cli import main
 from pulsarkit.errors import BookieError
+from pulsarkit.plan import Skipped
 
 FAST = dict(
     compaction_rate_by_entries=0,

@@ -449,7 +449,7 @@ def test_orphan_cleanup_against_the_live_zookeeper(oracle, tmp_path, capsys) -> 
         )
         res = json.loads(capsys.readouterr().out)
         assert rc == 0 and sorted(res["deleted"]) == planned[1:]
-        assert res["skipped"] == [{"ledger_id": moved, "why": "its metadata changed since the plan"}]
+        assert res["skipped"] == [{"kind": "ledger", "id": moved, "why": "its metadata changed since the plan"}]
         after = _versions(server)
         assert {p: v for p, v in before.items() if p not in after} == {
             paths_of[lid]: before[paths_of[lid]] for lid in planned[1:]

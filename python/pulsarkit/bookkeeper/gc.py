@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from .. import _native
 from ..errors import BookieError, PulsarkitError
-from ..plan import Plan, PlanItem
+from ..plan import Plan, PlanItem, Skipped
 from .digest import digest_type_name
 from .entrylog import EntryLogMetadata, EntryLogReader
 from .ledger_storage import SingleDirectoryDbLedgerStorage
@@ -254,15 +254,6 @@ class GcPlan(Plan):
     @property
     def items(self) -> list[PlanItem]:
         return [*self.ledgers_to_delete, *self.logs_to_remove, *self.compaction.logs]
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A plan item execute did not apply, and why (the state moved on since the plan)."""
-
-    kind: str
-    id: int
-    why: str
 
 
 @dataclass(frozen=True)
@@ -583,7 +574,6 @@ __all__ = [
     "LogToCompact",
     "LogToRemove",
     "Recovered",
-    "Skipped",
     "compaction_level",
     "log_usage",
     "reclaiming_level",

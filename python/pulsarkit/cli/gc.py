@@ -213,7 +213,7 @@ def _orphans_cleanup(p: argparse.ArgumentParser) -> Runner:
             ["ledger_id", "category", "bytes"],
         )
         for s in skipped:
-            print(f"skipped ledger {s.ledger_id}: {s.why}")
+            print(f"skipped {s.kind} {s.id}: {s.why}")
         verb = "would delete" if not args.execute else "deleted"
         n = len(todo) if not args.execute else len(deleted)
         print(
