@@ -199,7 +199,7 @@ def test_chroot_and_hosts(zk_server: Server) -> None:
         zl.ZkLiveStore(f"zk:127.0.0.1:{zk_server.port}/nope")
     assert e.value.code == zl.NO_NODE
     with pytest.raises(ZooKeeperConnectionError, match="no ZooKeeper server could be read"):
-        zl.ZkLiveStore(f"zk:127.0.0.1:{dead_port}/pulsar", connect_timeout=2)
+        zl.ZkLiveStore(f"zk:127.0.0.1:{dead_port}/pulsar", session=zl.SessionOptions(connect_timeout=2))
     zk_server.stop()
     offline = _offline(zk_server)
     # Pulsar's subtrees below the chroot (not /loadbalance), paths as the brokers see them.
