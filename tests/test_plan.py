@@ -16,7 +16,7 @@ from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan
 from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan
 from pulsarkit.bookkeeper.gc_cluster import GcPlans, plan_bookies
 from pulsarkit.broker import expiry
-from pulsarkit.broker.compaction import CompactionPlan, Compactor
+from pulsarkit.broker.compaction import CompactionOptions, CompactionPlan, Compactor
 from pulsarkit.broker.topic_name import COMPACTION_CURSOR
 from pulsarkit.cli import EXIT_ERROR, main
 from pulsarkit.errors import CursorNotFoundError, LifecycleError, PlanFormatError, PulsarkitError, StalePlanError
@@ -250,4 +250,4 @@ def test_a_plan_made_on_another_state_is_refused_with_nothing_done(world, clock)
     with pytest.raises(StalePlanError):
         c.execute(cp)  # the compaction moved the cursor: this plan's state is gone
     with pytest.raises(LifecycleError, match="made with"):
-        Compactor(store, ml, retain_null_key=True).execute(Compactor(store, ml).plan())
+        Compactor(store, ml, CompactionOptions(retain_null_key=True)).execute(Compactor(store, ml).plan())
