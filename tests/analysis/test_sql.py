@@ -184,3 +184,51 @@ def test_read_issues_go_to_the_directory_as_messages_reports_them(synthetic, tmp
     with open_data_dir(copy) as d:
         assert n == messages_table(d, ORDERS).num_rows
         assert sql_issues == [str(i) for i in d.issues] and sql_issues
+
+
+def test_the_engine_pulls_the_stream_as_it_needs_it(dd, monkeypatch):
+    one = messages_table(dd, ORDERS).to_batches()[0]
+    pulled = []
+
+    def many(d, topics, **kw):  # a long topic: 500 batches
+        for i in range(500):
+            pulled.append(i)
+            yield one
+
+    monkeypatch.setattr(sqlmod, "message_batches", many)
+    reader = query_reader(dd, "SELECT key FROM topic('orders') LIMIT 3")
+    assert reader.read_all().num_rows == 3 and len(pulled) < 500
+    assert query(dd, "SELECT count(*) AS n FROM topic('orders')")["n"].to_pylist() == [500 * one.num_rows]
+
+
+def test_decode_is_passed_to_the_reader_when_it_takes_it(dd, monkeypatch):
+    """The hook for decoding by schema: ``decode=`` goes to ``message_batches`` once it has that parameter, and
+    the columns come from what it yields."""
+    if "decode" not in sqlmod.inspect.signature(sqlmod.message_batches).parameters:
+        with pytest.raises(SqlError, match="does not decode by schema"):
+            query(dd, "SELECT 1 FROM topic('orders')", decode="schema")
+    seen = []
+    real = sqlmod.message_batches
+
+    def decoding(d, topics, *, txn="committed", markers=False, decode=None):
+        seen.append(decode)
+        for b in real(d, topics, txn=txn, markers=markers):
+            yield b.append_column("value", pa.array([{"n": i} for i in range(b.num_rows)]))
+
+    monkeypatch.setattr(sqlmod, "message_batches", decoding)
+    got = query(dd, "SELECT max(value.n) AS m FROM topic('orders')", decode="schema")
+    assert seen == ["schema"] and got["m"].to_pylist() == [messages_table(dd, ORDERS).num_rows - 1]
+
+
+def test_importing_the_command_line_does_not_load_the_engine():
+    import json
+    import subprocess
+
+    probe = "import json, sys, pulsarkit.cli, pulsarkit.analysis.sql; print(json.dumps(sorted(sys.modules)))"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert "duckdb" not in json.loads(r.stdout.splitlines()[-1])
+
+
+def test_a_query_without_topics_and_a_statement_without_rows(dd):
+    assert query(dd, "SELECT 40 + 2 AS x").to_pylist() == [{"x": 42}]
+    assert query(dd, "CREATE TEMP TABLE scratch (a INT)").num_rows == 0

@@ -147,8 +147,8 @@ def query_reader(
     topics = [(rel, dd.expand(name)) for rel, name in bound]
     con = duckdb.connect(config=dict(ENGINE_CONFIG))
     try:
-        for rel, mls in topics:
-            con.register(rel, _stream(dd, mls, txn, markers, decode))
+        for name, mls in topics:
+            con.register(name, _stream(dd, mls, txn, markers, decode))
         rel = con.sql(text)
         if rel is None:  # a statement without rows (SET, CREATE ...): an empty result
             con.close()
