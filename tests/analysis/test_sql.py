@@ -232,3 +232,20 @@ def test_importing_the_command_line_does_not_load_the_engine():
 def test_a_query_without_topics_and_a_statement_without_rows(dd):
     assert query(dd, "SELECT 40 + 2 AS x").to_pylist() == [{"x": 42}]
     assert query(dd, "CREATE TEMP TABLE scratch (a INT)").num_rows == 0
+
+
+def test_a_read_error_reaches_the_caller_as_itself(dd, monkeypatch):
+    real = sqlmod.message_batches
+
+    one = messages_table(dd, ORDERS).to_batches()[0]
+
+    def failing(d, topics, **kw):
+        yield from real(d, topics, **kw)
+        for _ in range(2000):  # long enough that the results stream before the failure
+            yield one
+        raise DataDirError("bad entry in some.log at offset 7")
+
+    monkeypatch.setattr(sqlmod, "message_batches", failing)
+    for q in ("SELECT count(*) FROM topic('orders')", "SELECT key, ledger_id + 1 FROM topic('orders')"):
+        with pytest.raises(DataDirError, match="^bad entry in some.log at offset 7$"):
+            query(dd, q)

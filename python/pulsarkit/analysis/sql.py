@@ -113,21 +113,32 @@ def bind_topics(sql: str) -> tuple[str, list[tuple[str, str]]]:
 # ------------------------------------------------------------------------------------------- queries
 
 
-def _stream(dd: DataDir, mls: list[str], txn: str, markers: bool, decode: str | None) -> pa.RecordBatchReader:
-    """A topic's messages as a reader (lazy: nothing is read until the engine pulls)."""
+def _stream(
+    dd: DataDir, mls: list[str], txn: str, markers: bool, decode: str | None, failed: list[BaseException]
+) -> pa.RecordBatchReader:
+    """A topic's messages as a reader (lazy: nothing is read until the engine pulls); an error of the read
+    goes to ``failed`` as well, so that it reaches the caller as itself, not as the engine's text."""
     kw: dict[str, Any] = {}
     if decode is not None:
         # decoding by schema (issue 23) is the reader's: passed on once message_batches takes it
         if "decode" not in inspect.signature(message_batches).parameters:
             raise SqlError(f"decode={decode!r}: this pulsarkit's message reader does not decode by schema yet")
         kw["decode"] = decode
-    batches = message_batches(dd, mls, txn=txn, markers=markers, **kw)
+    batches = _kept(message_batches(dd, mls, txn=txn, markers=markers, **kw), failed)
     if decode is None:
         return pa.RecordBatchReader.from_batches(arrow_schema(message_fields(markers)), batches)
     first = next(batches, None)  # a decoded topic's columns depend on its schema: its first batch tells
     if first is None:
         return pa.RecordBatchReader.from_batches(arrow_schema(message_fields(markers)), iter(()))
     return pa.RecordBatchReader.from_batches(first.schema, _chain(first, batches))
+
+
+def _kept(batches: Iterator[pa.RecordBatch], failed: list[BaseException]) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from batches
+    except Exception as e:
+        failed.append(e)
+        raise
 
 
 def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -145,10 +156,11 @@ def query_reader(
     duckdb = engine()
     text, bound = bind_topics(sql)
     topics = [(rel, dd.expand(name)) for rel, name in bound]
+    failed: list[BaseException] = []
     con = duckdb.connect(config=dict(ENGINE_CONFIG))
     try:
         for name, mls in topics:
-            con.register(name, _stream(dd, mls, txn, markers, decode))
+            con.register(name, _stream(dd, mls, txn, markers, decode, failed))
         rel = con.sql(text)
         if rel is None:  # a statement without rows (SET, CREATE ...): an empty result
             con.close()
@@ -156,13 +168,16 @@ def query_reader(
         reader = rel.to_arrow_reader()
     except duckdb.Error as e:
         con.close()
-        raise _error(e, bound) from None
-    return pa.RecordBatchReader.from_batches(reader.schema, _results(con, reader, duckdb.Error, bound))
+        raise _error(e, bound, failed) from None
+    return pa.RecordBatchReader.from_batches(reader.schema, _results(con, reader, duckdb.Error, bound, failed))
 
 
-def _error(e: Exception, bound: list[tuple[str, str]]) -> SqlError:
-    """The engine's message on one line, in the query's own terms (not the relations topics were bound to);
-    the engine's excerpt of the query with a caret is left out, as it shows the rewritten query."""
+def _error(e: Exception, bound: list[tuple[str, str]], failed: list[BaseException]) -> BaseException:
+    """The reader's own error when reading a topic failed; else the engine's message on one line, in the
+    query's own terms (not the relations topics were bound to), without the engine's excerpt of the query
+    with a caret (it shows the rewritten query)."""
+    if failed:
+        return failed[0]
     msg = " ".join(line.strip() for line in str(e).split("\n\nLINE ")[0].splitlines() if line.strip())
     for rel, name in bound:
         msg = msg.replace(rel, "topic('{}')".format(name.replace("'", "''")))
@@ -170,7 +185,11 @@ def _error(e: Exception, bound: list[tuple[str, str]]) -> SqlError:
 
 
 def _results(
-    con: Any, reader: pa.RecordBatchReader, errors: type[Exception], bound: list[tuple[str, str]]
+    con: Any,
+    reader: pa.RecordBatchReader,
+    errors: type[Exception],
+    bound: list[tuple[str, str]],
+    failed: list[BaseException],
 ) -> Iterator[pa.RecordBatch]:
     """The engine's batches; the connection lives as long as they are read (errors while running typed)."""
     try:
@@ -179,8 +198,8 @@ def _results(
                 b = reader.read_next_batch()
             except StopIteration:
                 return
-            except errors as e:
-                raise _error(e, bound) from None
+            except (errors, pa.ArrowException, OSError) as e:  # mid-stream, the engine's errors come through Arrow
+                raise _error(e, bound, failed) from None
             yield b
     finally:
         con.close()
