@@ -158,6 +158,12 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args.child, args.rows, args.repeat)))
         return 0
+    import importlib.util
+
+    missing = [e for e in ENGINES if importlib.util.find_spec(e) is None]
+    if missing:
+        print(f"sql_engines: needs {' and '.join(missing)}: pip install duckdb datafusion (in a venv of its own)")
+        return 1
     runs = {}
     for engine in ENGINES:
         argv = [sys.executable, __file__, "--child", engine, "--rows", str(args.rows), "--repeat", str(args.repeat)]
