@@ -19,6 +19,7 @@ extra ``pulsarkit[sql]``, imported when a query runs.
 from __future__ import annotations
 
 import inspect
+import itertools
 import re
 from collections.abc import Iterator
 from types import ModuleType
@@ -130,7 +131,7 @@ def _stream(
     first = next(batches, None)  # a decoded topic's columns depend on its schema: its first batch tells
     if first is None:
         return pa.RecordBatchReader.from_batches(arrow_schema(message_fields(markers)), iter(()))
-    return pa.RecordBatchReader.from_batches(first.schema, _chain(first, batches))
+    return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
 
 
 def _kept(batches: Iterator[pa.RecordBatch], failed: list[BaseException]) -> Iterator[pa.RecordBatch]:
@@ -139,11 +140,6 @@ def _kept(batches: Iterator[pa.RecordBatch], failed: list[BaseException]) -> Ite
     except Exception as e:
         failed.append(e)
         raise
-
-
-def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    yield first
-    yield from rest
 
 
 def query_reader(
@@ -169,6 +165,9 @@ def query_reader(
     except duckdb.Error as e:
         con.close()
         raise _error(e, bound, failed) from None
+    except BaseException:
+        con.close()
+        raise
     return pa.RecordBatchReader.from_batches(reader.schema, _results(con, reader, duckdb.Error, bound, failed))
 
 
