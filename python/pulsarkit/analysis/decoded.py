@@ -36,10 +36,20 @@ from .schemas import schema_history, schema_id
 DECODE_MODES = ("bytes", "schema")
 
 
+def history_versions(dd: DataDir, topics: Iterable[str]) -> list[tuple[SchemaInfo, bool]]:
+    """The versions of the one schema of ``topics`` (each with whether it records a deletion), in version order;
+    topics of different schemas are an error naming two of them."""
+    topics = list(topics)
+    ids = sorted({schema_id(t) for t in topics})
+    if len(ids) > 1:
+        raise PulsarkitError(f"decode='schema' reads topics of one schema at a time, not {ids[0]} and {ids[1]}")
+    history = schema_history(dd, topics)
+    return [(SchemaInfo(s.type, s.definition, dict(s.properties), s.version), s.deleted) for s in history]
+
+
 def topic_schema(dd: DataDir, topic: str) -> TopicSchema:
     """The schema history of ``topic`` (its registry's every version) as one table schema."""
-    history = schema_history(dd, [topic])
-    return TopicSchema([(SchemaInfo(s.type, s.definition, dict(s.properties), s.version), s.deleted) for s in history])
+    return TopicSchema(history_versions(dd, [topic]))
 
 
 def decoded_fields(ts: TopicSchema, markers: bool = False) -> list[tuple[str, pa.DataType]]:
@@ -132,6 +142,7 @@ __all__ = [
     "decoded_fields",
     "decoded_schema",
     "decoded_table",
+    "history_versions",
     "json_value",
     "topic_schema",
 ]
