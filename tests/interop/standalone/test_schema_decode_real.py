@@ -29,6 +29,7 @@ import pyarrow as pa
 import pytest
 from helpers import free_port
 from pulsarkit.analysis.messages import messages_table
+from pulsarkit.analysis.schemas import schema_history
 from pulsarkit.cli import main
 from test_datadir_oracle import CACHE as ORACLE_CACHE
 from test_datadir_oracle import JVM, PULSAR_VERSION, _lib, _tool
@@ -47,7 +48,7 @@ def _hash() -> str:
     return h.hexdigest()[:16]
 
 
-def _start(lib: Path, work: Path) -> tuple[subprocess.Popen, int]:
+def _start(lib: Path, work: Path) -> tuple[subprocess.Popen, int, int]:
     port, web = free_port(), free_port()
     conf = (HERE / "standalone.conf").read_text() + f"brokerServicePort={port}\nwebServicePort={web}\n"
     (work / "standalone.conf").write_text(conf)
@@ -61,7 +62,7 @@ def _start(lib: Path, work: Path) -> tuple[subprocess.Popen, int]:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{web}/admin/v2/namespaces/public", timeout=2) as r:
                 if b"public/default" in r.read():
-                    return proc, port
+                    return proc, port, web
         except OSError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -85,9 +86,10 @@ def _build(root: Path) -> None:
     run = root / "run"
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
-    proc, port = _start(lib, run)
+    proc, port, web = _start(lib, run)
     try:
         cmd = [_tool("java"), "-cp", f"{lib}/*", str(HERE / "SchemaWorkload.java"), f"pulsar://127.0.0.1:{port}"]
+        cmd.append(f"http://127.0.0.1:{web}")
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise RuntimeError(f"SchemaWorkload failed: {r.stderr[-4000:]}")
@@ -95,6 +97,8 @@ def _build(root: Path) -> None:
         _stop(proc)
     dump = [line[4:] + "\n" for line in r.stdout.splitlines() if line.startswith("REC ")]
     (root / "java.jsonl").write_text("".join(dump))
+    admin = [line[7:] + "\n" for line in r.stdout.splitlines() if line.startswith("SCHEMA ")]
+    (root / "admin-schemas.jsonl").write_text("".join(admin))
     shutil.copytree(run / "data", root / "data", symlinks=True)
     (root / "data" / "metadata" / "LOCK").unlink(missing_ok=True)
     shutil.rmtree(run, ignore_errors=True)
@@ -210,6 +214,21 @@ def test_decoded_values_equal_the_java_consumers(schema_oracle):
                 else:
                     _same(jv, _plain(o["value"]), where)
         assert dd.issues == []
+
+
+def test_the_schema_history_equals_the_admin_apis(schema_oracle):
+    admin = [json.loads(x) for x in (schema_oracle / "admin-schemas.jsonl").read_text().splitlines()]
+    assert {(a["topic"].rsplit("/", 1)[1], a["version"]) for a in admin} >= {("schema-avro", 0), ("schema-avro", 1)}
+    with pk.open_data_dir(schema_oracle / "data") as dd:
+        for a in admin:
+            stored = {s.version: s for s in schema_history(dd, [a["topic"]])}
+            s = stored[a["version"]]
+            where = (a["topic"], a["version"])
+            assert (s.type, s.deleted, s.hash_matches) == (a["type"], False, True), where
+            assert base64.b64encode(s.definition).decode() == a["definition"], where
+            assert dict(s.properties) == a["properties"], where
+        topics = {a["topic"] for a in admin}
+        assert all(len(schema_history(dd, [t])) == sum(a["topic"] == t for a in admin) for t in topics)
 
 
 def test_the_evolving_avro_topic_has_the_newest_versions_table_schema(schema_oracle):

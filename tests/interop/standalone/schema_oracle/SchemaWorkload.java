@@ -32,7 +32,8 @@ import org.apache.pulsar.common.schema.SchemaInfo;
 import org.apache.pulsar.common.schema.SchemaType;
 
 /** Topics written with Pulsar schemas by the real Java client, then read back by a Reader with
- * Schema.AUTO_CONSUME(), one JSON line per message ("REC {...}"): args = brokerUrl.
+ * Schema.AUTO_CONSUME(), one JSON line per message ("REC {...}"), and each topic's schema versions as the admin
+ * API gives them ("SCHEMA {...}": type, definition in base64, properties): args = brokerUrl webUrl.
  *
  * <p>Values are dumped as plain JSON: records as objects (field -> value), bytes in base64, enums by name, dates
  * and times as the numbers Pulsar's schemas store (millis, epoch days, nanos of day, an Instant as epoch nanos).
@@ -222,6 +223,21 @@ public class SchemaWorkload {
     }
 
     for (String t : topics) dump(c, t);
+    try (org.apache.pulsar.client.admin.PulsarAdmin admin =
+        org.apache.pulsar.client.admin.PulsarAdmin.builder().serviceHttpUrl(a[1]).build()) {
+      for (String t : topics) {
+        List<SchemaInfo> all = admin.schemas().getAllSchemas(t);
+        for (int v = 0; v < all.size(); v++) {
+          Map<String, Object> rec = new LinkedHashMap<>();
+          rec.put("topic", t);
+          rec.put("version", v);
+          rec.put("type", all.get(v).getType().name());
+          rec.put("definition", Base64.getEncoder().encodeToString(all.get(v).getSchema()));
+          rec.put("properties", all.get(v).getProperties());
+          System.out.println("SCHEMA " + JSON.writeValueAsString(rec));
+        }
+      }
+    }
     c.close();
     System.exit(0);
   }
