@@ -334,3 +334,14 @@ def test_any_bytes_decode_or_give_an_error_row(name, payloads, data):
     # (validity, not values: an arbitrary timestamp is an Arrow value Python's datetime cannot hold)
     for valid, e in zip(d.value.is_valid().to_pylist(), d.decode_error.to_pylist(), strict=True):
         assert not valid or e is None
+
+
+def test_decoded_values_as_json():
+    import datetime as dt
+
+    from pulsarkit.analysis.decoded import json_value
+
+    ty = pa.struct([("m", pa.map_(pa.string(), pa.int32())), ("b", pa.binary()), ("t", pa.timestamp("ms", tz="UTC"))])
+    v = pa.array([{"m": [], "b": b"\x00", "t": 0}], ty)[0].as_py()
+    assert json_value(v, ty) == {"m": {}, "b": "AA==", "t": dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc).isoformat()}
+    assert json_value([("k", 1)], pa.map_(pa.string(), pa.int32())) == {"k": 1} and json_value(None, ty) is None

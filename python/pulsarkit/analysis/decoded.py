@@ -117,17 +117,19 @@ def decoded_table(dd: DataDir, topic: str, batches: Iterable[pa.RecordBatch], ma
     return pa.Table.from_batches(list(decode_batches(dd, batches)), schema=decoded_schema(ts, markers))
 
 
-def json_value(v: Any) -> Any:
-    """A decoded value (``as_py``) as JSON data: bytes in base64, times in ISO 8601, decimals as text, maps as
-    objects."""
+def json_value(v: Any, type_: pa.DataType) -> Any:
+    """A decoded value (``as_py``) of Arrow type ``type_`` as JSON data: bytes in base64, times in ISO 8601,
+    decimals as text, maps as objects."""
+    if v is None:
+        return None
+    if pa.types.is_map(type_):
+        return {str(k): json_value(x, type_.item_type) for k, x in v}
+    if pa.types.is_struct(type_):
+        return {f.name: json_value(v[f.name], f.type) for f in type_}
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return [json_value(x, type_.value_type) for x in v]
     if isinstance(v, bytes):
         return base64.b64encode(v).decode("ascii")
-    if isinstance(v, dict):
-        return {k: json_value(x) for k, x in v.items()}
-    if isinstance(v, list):
-        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
-            return {str(k): json_value(x) for k, x in v}
-        return [json_value(x) for x in v]
     if isinstance(v, (dt.datetime, dt.date, dt.time)):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):

@@ -473,6 +473,7 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
     prog = Progress(total, "reading entries", enabled=args.progress)
     n = 0
     kv = "partition_key" in schema.names
+    key_type, value_type = schema.field("key").type, schema.field("value").type
 
     def records() -> Iterator[dict[str, Any]]:
         for b in batches:
@@ -480,8 +481,8 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
                 rec = json_record({**r, "key": r["partition_key"] if kv else r["key"]})
                 rec["schema_version"] = r["schema_version"]
                 if kv:
-                    rec["key"], rec["partition_key"] = json_value(r["key"]), r["partition_key"]
-                rec["value"], rec["decode_error"] = json_value(r["value"]), r["decode_error"]
+                    rec["key"], rec["partition_key"] = json_value(r["key"], key_type), r["partition_key"]
+                rec["value"], rec["decode_error"] = json_value(r["value"], value_type), r["decode_error"]
                 yield rec
 
     try:
