@@ -179,23 +179,27 @@ class TopicSchema:
             for i in np.flatnonzero(enc):
                 errors[i] = "encrypted: pulsarkit has no keys"
             skip |= enc
-        groups: dict[int | None, list[int]] = {}
-        nums = numbers.to_pylist()
-        has_schema = self.newest.version is not None
-        for i, v in enumerate(nums):
-            if errors[i] is not None:
-                continue
-            if v is None and has_schema:
-                if not skip[i]:
-                    errors[i] = (
-                        f"written without a schema version (a producer without a schema); not decoded as "
-                        f"{self.newest.type}"
-                    )
-                continue
-            if v is not None and v not in self.versions:
-                errors[i] = f"schema version {v} is not in the topic's schema history"
-                continue
-            groups.setdefault(v, []).append(i)
+        # rows grouped by version column-wise: one numpy pass per distinct version, not per row
+        failed = np.array([e is not None for e in errors], dtype=bool) if any(errors) else np.zeros(n, dtype=bool)
+        valid = numbers.is_valid().to_numpy(zero_copy_only=False)
+        nums = pc.fill_null(numbers, 0).to_numpy(zero_copy_only=False)
+        groups: dict[int | None, np.ndarray] = {}
+        unversioned = np.flatnonzero(~valid & ~failed)
+        if self.newest.version is not None:
+            why = f"written without a schema version (a producer without a schema); not decoded as {self.newest.type}"
+            for i in unversioned[~skip[unversioned]]:
+                errors[i] = why
+                failed[i] = True
+        elif len(unversioned):
+            groups[None] = unversioned
+        for v in np.unique(nums[valid & ~failed]).tolist():
+            rows = np.flatnonzero(valid & ~failed & (nums == v))
+            if v in self.versions:
+                groups[v] = rows
+            else:
+                for i in rows:
+                    errors[i] = f"schema version {v} is not in the topic's schema history"
+                failed[rows] = True
         pieces_k: list[pa.Array] = []
         pieces_v: list[pa.Array] = []
         where = np.full(n, -1, dtype=np.int64)
@@ -212,12 +216,11 @@ class TopicSchema:
             else:
                 vv, errs = codec.decode(sub)
             pieces_v.append(vv)
-            for j, e in zip(rows, errs, strict=True):
-                if e is not None:
-                    errors[j] = e
+            for j in np.flatnonzero([e is not None for e in errs]) if any(errs) else ():
+                errors[rows[j]] = errs[j]
+                failed[rows[j]] = True
             where[rows] = np.arange(offset, offset + len(rows))
             offset += len(rows)
-        failed = np.array([e is not None for e in errors], dtype=bool) if n else np.zeros(0, dtype=bool)
         take = pa.array(where, mask=(where < 0) | failed)
         value = _assemble(pieces_v, self.value_type, take)
         key = _assemble(pieces_k, self.key_type, take) if self.key_type is not None else None
