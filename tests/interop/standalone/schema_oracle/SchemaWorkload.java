@@ -222,6 +222,16 @@ public class SchemaWorkload {
       p.send(new byte[] {1, 2, 3});
     }
 
+    // payloads that carry the topic's schema version but do not match it, through AUTO_PRODUCE_BYTES (its
+    // validation lets them through): text that is not UTF-8, and JSON whose fields are not the record's
+    try (Producer<byte[]> p = c.newProducer(Schema.AUTO_PRODUCE_BYTES()).topic(NS + "schema-string")
+        .enableBatching(false).create()) {
+      p.newMessage().key("mismatch").value(new byte[] {(byte) 0xff, 'a'}).send();
+    }
+    try (Producer<byte[]> p = c.newProducer(Schema.AUTO_PRODUCE_BYTES()).topic(json).enableBatching(false).create()) {
+      p.newMessage().key("mismatch").value("{\"name\": 5, \"age\": \"old\"}".getBytes(StandardCharsets.UTF_8)).send();
+    }
+
     for (String t : topics) dump(c, t);
     try (org.apache.pulsar.client.admin.PulsarAdmin admin =
         org.apache.pulsar.client.admin.PulsarAdmin.builder().serviceHttpUrl(a[1]).build()) {
