@@ -314,7 +314,19 @@ FUZZED = {
     "AVRO": _avro(0, V2_FIELDS),
     "JSON": _avro(0, V2_FIELDS, "JSON"),
     "PROTOBUF_NATIVE": _native_info(_order_file()),
-    "PROTOBUF": _avro(0, V1_FIELDS, "PROTOBUF"),
+    "PROTOBUF": SchemaInfo(
+        "PROTOBUF",
+        _avro(0, V1_FIELDS).definition,
+        {
+            "__PARSING_INFO__": json.dumps(
+                [
+                    {"number": 1, "name": "id", "type": "INT32", "label": "LABEL_OPTIONAL"},
+                    {"number": 2, "name": "color", "type": "ENUM", "label": "LABEL_OPTIONAL"},
+                ]
+            )
+        },
+        0,
+    ),  # fmt: skip
     "KV_INLINE": _kv_info(SchemaInfo("INT32"), _avro(None, V2_FIELDS)),
     "KV_SEPARATED": _kv_info(_avro(None, V1_FIELDS), SchemaInfo("DOUBLE"), "SEPARATED"),
 }
@@ -345,3 +357,53 @@ def test_decoded_values_as_json():
     v = pa.array([{"m": [], "b": b"\x00", "t": 0}], ty)[0].as_py()
     assert json_value(v, ty) == {"m": {}, "b": "AA==", "t": dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc).isoformat()}
     assert json_value([("k", 1)], pa.map_(pa.string(), pa.int32())) == {"k": 1} and json_value(None, ty) is None
+
+
+def test_protobuf_reads_the_root_fields_its_parsing_info_numbers():
+    T = descriptor_pb2.FieldDescriptorProto
+    f = descriptor_pb2.FileDescriptorProto(name="p/root.proto", package="p", syntax="proto3")
+    e = f.enum_type.add(name="Kind")
+    e.value.add(name="A", number=0)
+    e.value.add(name="B", number=1)
+    m = f.message_type.add(name="Root")
+    sub = f.message_type.add(name="Sub")
+    sub.field.add(name="x", number=1, type=T.TYPE_INT32, label=T.LABEL_OPTIONAL)
+    spec = [("name", 1, "STRING", "LABEL_OPTIONAL"), ("n", 2, "INT64", "LABEL_OPTIONAL"),
+            ("xs", 3, "DOUBLE", "LABEL_REPEATED"), ("u", 4, "UINT32", "LABEL_OPTIONAL"),
+            ("sub", 5, "MESSAGE", "LABEL_OPTIONAL"), ("kind", 6, "ENUM", "LABEL_OPTIONAL")]  # fmt: skip
+    for name, number, type_name, label in spec:
+        kw = {"type_name": ".p.Sub"} if name == "sub" else {"type_name": ".p.Kind"} if name == "kind" else {}
+        m.field.add(name=name, number=number, type=getattr(T, f"TYPE_{type_name}"), label=getattr(T, label), **kw)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    Root = message_factory.GetMessageClass(pool.FindMessageTypeByName("p.Root"))
+    # the Avro-style definition Pulsar derives from the class, and the field numbers it keeps beside it
+    sub_def = {"type": "record", "name": "Sub", "fields": [{"name": "x", "type": "int"}]}
+    avro_def = {
+        "type": "record",
+        "name": "Root",
+        "fields": [
+            {"name": "name", "type": "string", "default": ""},
+            {"name": "n", "type": "long", "default": 0},
+            {"name": "xs", "type": {"type": "array", "items": "double"}, "default": []},
+            {"name": "u", "type": "int", "default": 0},
+            {"name": "sub", "type": ["null", sub_def], "default": None},
+            {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}, "default": "A"},
+        ],
+    }  # fmt: skip
+    parsing = [{"number": n, "name": a, "type": t, "label": lb, "definition": None} for a, n, t, lb in spec]
+    info = SchemaInfo("PROTOBUF", json.dumps(avro_def).encode(), {"__PARSING_INFO__": json.dumps(parsing)}, 0)
+    ts = TopicSchema([(info, False)])
+    ok = Root(name="r", n=-2, xs=[0.5, 1.5], u=(1 << 32) - 1).SerializeToString()
+    nested = Root(name="s", sub={"x": 1}).SerializeToString()
+    enum = Root(kind=1).SerializeToString()
+    d = ts.decode(pa.array([ok, nested, enum, b"\xff"], pa.binary()), pa.array([V0] * 4), pa.nulls(4, pa.string()))
+    v, e = d.value.to_pylist(), d.decode_error.to_pylist()
+    assert v[0] == {"name": "r", "n": -2, "xs": [0.5, 1.5], "u": -1, "sub": None, "kind": "A"} and e[0] is None
+    assert v[1] is None and "field sub is set" in e[1]
+    assert v[2] is None and "field kind is set" in e[2]
+    assert "PROTOBUF" in e[3]
+    # without the property there are no numbers at all
+    bare = TopicSchema([(SchemaInfo("PROTOBUF", info.definition, {}, 0), False)])
+    d = bare.decode(pa.array([ok], pa.binary()), pa.array([V0]), pa.nulls(1, pa.string()))
+    assert "no readable __PARSING_INFO__" in d.decode_error[0].as_py()

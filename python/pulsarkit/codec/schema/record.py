@@ -8,8 +8,9 @@ text is checked against the newest version's record (a field an older version la
 its file; the payload is the message's protobuf bytes, read with the newest version's descriptor (protobuf's own
 rule: fields by number, unknown ones skipped). Values are as the Java client's ``GenericRecord`` gives them: unset
 proto3 scalars at their default, an unset message field null, enums by name. ``PROTOBUF`` (a generated class) stores
-only an Avro-style schema derived from the class, without field numbers: its payloads cannot be read from it, and
-each is an error row saying so.
+an Avro-style schema derived from the class and, in its ``__PARSING_INFO__`` property, the number, name, type and
+label of each of the root message's fields: those fields are read (the table typed by the Avro schema); a nested
+message's fields and an enum's values have no numbers there, so a payload setting such a field is an error row.
 
 Avro types map to Arrow as: ``int``/``long`` int32/int64, ``float``/``double`` float32/float64, ``bytes`` binary,
 ``fixed`` fixed_size_binary, ``string`` and ``enum`` string, ``record`` struct, ``array`` list, ``map`` map<string, _>,
@@ -398,19 +399,95 @@ class ProtobufNativeCodec(RowCodec):
         return proto_dict(m)
 
 
+#: ``__PARSING_INFO__``'s type names that are scalars on the wire, as descriptor types
+_PARSING_SCALARS = {
+    name: getattr(FieldDescriptor, f"TYPE_{name}")
+    for name in ("DOUBLE", "FLOAT", "INT64", "UINT64", "INT32", "FIXED64", "FIXED32", "BOOL", "STRING", "BYTES",
+                 "UINT32", "SFIXED32", "SFIXED64", "SINT32", "SINT64")
+}  # fmt: skip
+_UNSIGNED = {FieldDescriptor.TYPE_UINT32: 32, FieldDescriptor.TYPE_FIXED32: 32, FieldDescriptor.TYPE_UINT64: 64,
+             FieldDescriptor.TYPE_FIXED64: 64}  # fmt: skip
+
+
 class ProtobufCodec(RowCodec):
-    """``PROTOBUF``: typed as its Avro-style definition; no payload can be read from it (see the module doc)."""
+    """``PROTOBUF`` (a generated class): typed as its Avro-style definition, the payload read with the root
+    message's field numbers its ``__PARSING_INFO__`` property lists (number, name, type, label of each field).
+    That list has no numbers for the fields of a nested message, nor an enum's values: a payload that sets such a
+    field is an error row naming it (the rest of the fields read as a Java consumer reads them; unsigned fields
+    as Java's signed int and long)."""
 
     what = "PROTOBUF"
 
     def __init__(self, writer: SchemaInfo, reader: SchemaInfo) -> None:
-        self.type = avro_arrow_type(parse_avro(reader))
+        schema = parse_avro(reader)
+        self.type = avro_arrow_type(schema)
+        try:
+            info = json.loads(dict(reader.properties)["__PARSING_INFO__"])
+            fields = [(int(f["number"]), str(f["name"]), str(f["type"]), str(f["label"])) for f in info]
+        except (KeyError, ValueError, TypeError) as e:
+            self.cls = None
+            self.why = f"PROTOBUF {reader.label}: no readable __PARSING_INFO__ property ({e!r}): no field numbers"
+            return
+        names = [f.name for f in self.type] if pa.types.is_struct(self.type) else []
+        proto = descriptor_pb2.FileDescriptorProto(
+            name="pulsarkit_protobuf.proto", package="pulsarkit", syntax="proto3"
+        )
+        root = proto.message_type.add(name="Root")
+        self.unreadable: set[str] = set()
+        for number, name, type_name, label in fields:
+            if name not in names:
+                continue  # a field the Avro definition does not type: skipped as an unknown field
+            scalar = _PARSING_SCALARS.get(type_name)
+            if scalar is None:  # MESSAGE, ENUM, GROUP: length-delimited or varint, read only to see it is there
+                self.unreadable.add(name)
+                scalar = FieldDescriptor.TYPE_INT64 if type_name == "ENUM" else FieldDescriptor.TYPE_BYTES
+            root.field.add(
+                name=name,
+                number=number,
+                type=scalar,  # type: ignore[arg-type]
+                label=FieldDescriptor.LABEL_REPEATED if label == "LABEL_REPEATED" else FieldDescriptor.LABEL_OPTIONAL,
+            )
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(proto)
+        self.desc = pool.FindMessageTypeByName("pulsarkit.Root")
+        # an unset enum reads as its value numbered 0, which proto3 requires to be the first (the first symbol)
+        self.enum_default: dict[str, str] = {}
+        if isinstance(schema.root, dict) and schema.root.get("type") == "record":
+            for name, ft in schema.root["fields"]:
+                t = schema.resolve(ft)
+                branches = [schema.resolve(b) for b in t] if isinstance(t, list) else [t]
+                enums = [b for b in branches if isinstance(b, dict) and b["type"] == "enum" and b["symbols"]]
+                if enums:
+                    self.enum_default[name] = enums[0]["symbols"][0]
+        self.cls = message_factory.GetMessageClass(self.desc)
+        self.names = names
 
     def decode_one(self, payload: bytes) -> Any:
-        raise SchemaDecodeError(
-            "PROTOBUF: the stored definition (an Avro schema derived from the generated class) has no field "
-            "numbers, so the protobuf bytes cannot be read from it"
-        )
+        if self.cls is None:
+            raise SchemaDecodeError(self.why)
+        m = self.cls()
+        try:
+            m.ParseFromString(payload)
+        except DecodeError as e:
+            raise SchemaDecodeError(f"PROTOBUF: not the message its __PARSING_INFO__ describes: {e}") from None
+        out: dict[str, Any] = dict.fromkeys(self.names)
+        for f in self.desc.fields:
+            v = getattr(m, f.name)
+            if f.name in self.unreadable:
+                if len(v) if _is_repeated(f) else m.HasField(f.name) if f.has_presence else v:
+                    raise SchemaDecodeError(
+                        f"PROTOBUF: field {f.name} is set, and the stored schema has no field numbers for a nested "
+                        "message's fields or an enum's values"
+                    )
+                if f.name in self.enum_default and not _is_repeated(f):
+                    out[f.name] = self.enum_default[f.name]
+                continue
+            bits = _UNSIGNED.get(f.type)
+            if bits:  # Java reads them into its signed int and long
+                wrap = lambda x: x - (1 << bits) if x >= 1 << (bits - 1) else x  # noqa: E731
+                v = [wrap(x) for x in v] if _is_repeated(f) else wrap(v)
+            out[f.name] = list(v) if _is_repeated(f) else v
+        return out
 
 
 __all__ = [
