@@ -254,6 +254,35 @@ def test_the_evolving_avro_topic_has_the_newest_versions_table_schema(schema_ora
     assert null["value"] is None and null["decode_error"] is None and null["null_value"]
 
 
+def test_sql_over_decoded_topics_sees_the_typed_columns(schema_oracle, capsys):
+    """``pulsarkit sql --decode schema``: a query reaches the typed fields; its answers equal the decoded table's."""
+    pytest.importorskip("duckdb", reason="pulsarkit[sql] is installed by the test command")
+    from pulsarkit.analysis.sql import query
+
+    data = schema_oracle / "data"
+    with pk.open_data_dir(data) as dd:
+        table = messages_table(dd, NS + "schema-avro", decode="schema").to_pylist()
+        got = query(
+            dd,
+            f"SELECT schema_version, count(*) AS n, count(value.score) AS scored FROM topic('{NS}schema-avro') "
+            "WHERE value IS NOT NULL GROUP BY schema_version ORDER BY schema_version",
+            decode="schema",
+        ).to_pylist()
+        kv = query(dd, "SELECT key, value FROM topic('schema-kv-separated') ORDER BY entry_id", decode="schema")
+    want = {}
+    for r in table:
+        if r["value"] is not None:
+            n, scored = want.get(r["schema_version"], (0, 0))
+            want[r["schema_version"]] = (n + 1, scored + (r["value"]["score"] is not None))
+    assert [(g["schema_version"], g["n"], g["scored"]) for g in got] == [(v, *c) for v, c in sorted(want.items())]
+    with pk.open_data_dir(data) as dd:
+        ref = messages_table(dd, NS + "schema-kv-separated", decode="schema")
+    assert kv.column("key").to_pylist() == ref.column("key").to_pylist() and kv.num_rows == ref.num_rows
+    assert main(["sql", str(data), f"SELECT count(*) AS n FROM topic('{NS}schema-int64') WHERE value > 0",
+                 "--decode", "schema", "--format", "jsonl"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out) == {"n": 3}
+
+
 def test_the_mismatched_payload_is_an_error_row(schema_oracle, capsys):
     data = schema_oracle / "data"
     with pk.open_data_dir(data) as dd:
