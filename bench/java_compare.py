@@ -572,6 +572,22 @@ def txn_write(records: list[bytes], executor, ledger: _StubLedger) -> int:
     return ledger.bytes
 
 
+def txn_write_many(records: list[bytes], executor, ledger: _StubLedger) -> int:
+    """The same writes as txn_write, the records handed over in one ``async_add_many`` call (one future)."""
+    from pulsarkit.broker.transaction import TxnLogBufferedWriter, TxnLogBufferedWriterConfig
+
+    cfg = TxnLogBufferedWriterConfig(
+        batch_enabled=True, max_records=TXN_MAX_RECORDS, max_size=TXN_MAX_SIZE, max_delay_ms=TXN_MAX_DELAY_MS
+    )
+    timer = _StubTimer()
+    w = TxnLogBufferedWriter(ledger, cfg, executor=executor, timer=timer)
+    f = w.async_add_many(records)
+    timer.fire()
+    assert len(f.result()) == len(records)
+    w.close().result()
+    return ledger.bytes
+
+
 def run_pulsarkit(root: Path, reps: int, quick: bool, groups: set[str]) -> dict[str, list[float]]:
     import pulsarkit as pk
     import pyarrow as pa
@@ -674,6 +690,11 @@ def run_pulsarkit(root: Path, reps: int, quick: bool, groups: set[str]) -> dict[
                 assert txn_write(records, ex, check) == int(t["bytes"]) and check.entries == expected, name
                 res[f"txn:writer:{name}"] = timed(
                     lambda ex=ex: txn_write(records, ex, _StubLedger()), reps, min_time=small
+                )
+                check = _StubLedger(keep=True)
+                assert txn_write_many(records, ex, check) == int(t["bytes"]) and check.entries == expected, name
+                res[f"txn:writer-many:{name}"] = timed(
+                    lambda ex=ex: txn_write_many(records, ex, _StubLedger()), reps, min_time=small
                 )
         finally:
             thread.shutdown()
@@ -932,6 +953,21 @@ def build_rows(java: list[dict], pk: list[dict], root: Path, groups: set[str] | 
                 f"pulsarkit TxnLogBufferedWriter, tasks on the {pl}; async_add_data per record, timer flush, "
                 "futures awaited",
                 f"txn:writer:{ex}",
+                tbytes,
+                tn,
+                ceiling=copy,
+                ceiling_label=copy_label,
+                unit="record",
+            )
+            row(
+                f"TxnLogBufferedWriter, {tn} records in one call, batched 512 / 4 MiB / 1 ms, stand-in ledger, "
+                f"{ex} executor",
+                f"Pulsar 4.0.7 TxnLogBufferedWriter, tasks on the {jl}; asyncAddData per record, timer flush, "
+                "callbacks awaited",
+                ("TxnWriterBench.write", ex),
+                f"pulsarkit TxnLogBufferedWriter, tasks on the {pl}; async_add_many of all records (one future), "
+                "timer flush, future awaited",
+                f"txn:writer-many:{ex}",
                 tbytes,
                 tn,
                 ceiling=copy,

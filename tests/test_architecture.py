@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "python" / "pulsarkit"
 #: Third-party packages that are optional extras; only these may be imported inside functions.
-OPTIONAL = {"pyspark", "pandas", "rich", "tqdm", "pulsar", "deltalake", "pyiceberg"}
+OPTIONAL = {"pyspark", "pandas", "rich", "tqdm", "pulsar", "deltalake", "pyiceberg", "duckdb"}
 
 
 def _modules() -> list[Path]:

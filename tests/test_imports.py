@@ -25,6 +25,8 @@ HEAVY = (
     "pulsarkit.metadata",
     "pulsarkit.managed_ledger",
     "pulsarkit.broker",
+    "pulsarkit.scan",
+    "pulsarkit.export",
     "pulsarkit.analysis",
     "pulsarkit.spark",
     "pulsarkit.cli",

@@ -13,10 +13,10 @@ import pytest
 from helpers import T0, entry
 from helpers import ml_config as _cfg
 from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan
-from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan
+from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan, GcRequest
 from pulsarkit.bookkeeper.gc_cluster import GcPlans, plan_bookies
 from pulsarkit.broker import expiry
-from pulsarkit.broker.compaction import CompactionPlan, Compactor
+from pulsarkit.broker.compaction import CompactionOptions, CompactionPlan, Compactor
 from pulsarkit.broker.topic_name import COMPACTION_CURSOR
 from pulsarkit.cli import EXIT_ERROR, main
 from pulsarkit.errors import CursorNotFoundError, LifecycleError, PlanFormatError, PulsarkitError, StalePlanError
@@ -78,8 +78,8 @@ def _every_plan(store, ml, root) -> list[Plan]:
     plans: list[Plan] = [
         trim.plan(ml),
         expiry.plan(ml, 60),
-        gc.plan(force=True),
-        plan_bookies(store.bookie.dirs, store.metadata, GcConfig(**GC), force=True),
+        gc.plan(GcRequest(force=True)),
+        plan_bookies(store.bookie.dirs, store.metadata, GcConfig(**GC), GcRequest(force=True)),
         Compactor(store, ml).plan(),
     ]
     return plans
@@ -119,7 +119,7 @@ def _bad(cls, text, match, field=None):
 def test_malformed_plans_name_the_field(world, tmp_path):
     store, ml = world
     gc = GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**GC), fsync=False)
-    text = plan_bookies(store.bookie.dirs, store.metadata, GcConfig(**GC), force=True).to_json()
+    text = plan_bookies(store.bookie.dirs, store.metadata, GcConfig(**GC), GcRequest(force=True)).to_json()
     doc = json.loads(text)
     assert doc["bookies"][0]["compaction"]["logs"]
     _bad(GcPlans, text[: len(text) // 2], "not valid JSON")  # truncated
@@ -152,7 +152,7 @@ def test_malformed_plans_name_the_field(world, tmp_path):
     t = json.loads(trim.plan(ml).to_json())
     t["cursor_advances"] = {"sub": [1]}
     _bad(TrimPlan, json.dumps(t), "expected an array of 2", "cursor_advances.sub")
-    assert GcPlan.from_json(gc.plan(force=True).to_json()).compaction.logs  # and a good one reads
+    assert GcPlan.from_json(gc.plan(GcRequest(force=True)).to_json()).compaction.logs  # and a good one reads
 
 
 def test_cli_plan_files_that_are_malformed_give_one_line_and_exit_1(world, tmp_path, capsys):
@@ -203,9 +203,9 @@ def test_a_dry_run_is_the_plan_alone(world, tmp_path):
     )
     assert expiry.apply_ttl(ml, 60, dry_run=True) == expiry.plan(ml, 60).cursors
     gc = GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**GC), clock_ms=store.clock, fsync=False)
-    assert gc.run(force=True, dry_run=True) == gc.plan(force=True)
+    assert gc.run(GcRequest(force=True), dry_run=True) == gc.plan(GcRequest(force=True))
     (dry,) = store.garbage_collect(GcConfig(**GC), force=True, dry_run=True)
-    assert dry.result is None and dry.plan == gc.plan(force=True)
+    assert dry.result is None and dry.plan == gc.plan(GcRequest(force=True))
     before = (ml.ledgers(), [c.name for c in ml.cursors()], store.metadata.ledger_ids())
     cp = Compactor(store, ml).plan()
     assert cp.keys == 5 and cp.horizon == ml.last_confirmed_entry
@@ -250,4 +250,4 @@ def test_a_plan_made_on_another_state_is_refused_with_nothing_done(world, clock)
     with pytest.raises(StalePlanError):
         c.execute(cp)  # the compaction moved the cursor: this plan's state is gone
     with pytest.raises(LifecycleError, match="made with"):
-        Compactor(store, ml, retain_null_key=True).execute(Compactor(store, ml).plan())
+        Compactor(store, ml, CompactionOptions(retain_null_key=True)).execute(Compactor(store, ml).plan())

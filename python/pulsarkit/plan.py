@@ -45,6 +45,16 @@ class PlanItem:
 
 
 @dataclasses.dataclass(frozen=True)
+class Skipped:
+    """A plan item an item-by-item ``execute`` (bookie GC, orphan cleanup) left alone, and why: the state
+    moved on since the plan. ``kind`` says what ``id`` names (``ledger``, ``log``, ``compaction``)."""
+
+    kind: str
+    id: int
+    why: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Plan:
     """Base of every plan: a frozen dataclass whose subclasses set ``KIND`` and declare ``state`` (the
     fingerprint of what the plan was made on) and ``created_ms``; ``items`` (a field or a property)
@@ -279,4 +289,4 @@ def _name(t: Any) -> str:
     return getattr(t, "__name__", str(t))
 
 
-__all__ = ["FORMAT_VERSION", "MAX_DEPTH", "Plan", "PlanItem", "to_data"]
+__all__ = ["FORMAT_VERSION", "MAX_DEPTH", "Plan", "PlanItem", "Skipped", "to_data"]

@@ -71,6 +71,28 @@ impl<A: SlotArray> Slots<A> {
         self.valid.push(v.is_some());
         self.nulls += usize::from(v.is_none());
     }
+    /// `k` copies of `v` (a value shared by a batch's messages): two fills, no per-row branch.
+    #[inline]
+    pub(crate) fn push_repeat(&mut self, v: Option<A::Value>, k: usize) {
+        self.vals.resize(self.vals.len() + k, v.unwrap_or_default());
+        self.valid.resize(self.valid.len() + k, v.is_some());
+        self.nulls += if v.is_none() { k } else { 0 };
+    }
+    /// Present values, appended column-wise (the vector's length stays in a register).
+    #[inline]
+    pub(crate) fn push_all(&mut self, vals: impl ExactSizeIterator<Item = A::Value>) {
+        let k = vals.len();
+        self.vals.extend(vals);
+        self.valid.resize(self.valid.len() + k, true);
+    }
+    /// Optional values, appended column-wise: `f` is called twice per row (value, then validity).
+    #[inline]
+    pub(crate) fn push_each<T>(&mut self, rows: &[T], f: impl Fn(&T) -> Option<A::Value>) {
+        self.vals.extend(rows.iter().map(|r| f(r).unwrap_or_default()));
+        let before = self.valid.len();
+        self.valid.extend(rows.iter().map(|r| f(r).is_some()));
+        self.nulls += self.valid[before..].iter().filter(|&&v| !v).count();
+    }
     pub(crate) fn finish(self) -> ArrayRef {
         let nulls = nulls(self.valid, self.nulls);
         A::build(self.vals, nulls)
@@ -156,6 +178,24 @@ impl<O: OffsetSizeTrait> PushVar<O> {
         // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
         self.offsets.push(O::from_usize(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
     }
+    /// `k` copies of `v` (a value shared by a batch's messages).
+    #[inline]
+    pub(crate) fn push_repeat(&mut self, v: Option<&[u8]>, k: usize) {
+        let b = v.unwrap_or_default();
+        if b.is_empty() {
+            let end = *self.offsets.last().expect("offsets start with 0");
+            self.offsets.resize(self.offsets.len() + k, end);
+        } else {
+            self.data.reserve(b.len() * k);
+            for _ in 0..k {
+                self.data.extend_from_slice(b);
+                self.offsets
+                    .push(O::from_usize(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
+            }
+        }
+        self.valid.resize(self.valid.len() + k, v.is_some());
+        self.nulls += if v.is_none() { k } else { 0 };
+    }
     /// Room for `bytes` more value bytes; false when the allocator refuses.
     pub(crate) fn reserve(&mut self, bytes: usize) -> bool {
         self.data.try_reserve_exact(bytes).is_ok()
@@ -210,6 +250,13 @@ impl PushMap {
             self.values.push(Some(v));
         }
         self.offsets.push(i32::try_from(self.keys.valid.len()).expect("more than 2^31 map entries"));
+    }
+    /// `k` empty maps (a batch whose messages have no properties).
+    #[inline]
+    pub(crate) fn push_empty(&mut self, k: usize) {
+        let end = *self.offsets.last().expect("offsets start with 0");
+        self.offsets.resize(self.offsets.len() + k, end);
+        self.valid.resize(self.valid.len() + k, true);
     }
     pub(crate) fn fields() -> arrow_schema::Fields {
         vec![Field::new("keys", DataType::Utf8, false), Field::new("values", DataType::Utf8, true)].into()

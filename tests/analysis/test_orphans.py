@@ -160,7 +160,8 @@ def test_cleanup_rechecks_each_item_against_the_current_state(tmp_path):
         store.metadata.put_ledger_metadata(lid, md, expected_version=stat.version)
         store.managed_ledger(ML).open_cursor("old-sub", "earliest")
     res = execute(plan)
-    why = {s.ledger_id: s.why for s in res.skipped}
+    why = {s.id: s.why for s in res.skipped}
+    assert {s.kind for s in res.skipped} == {"ledger"}
     assert why[made["owner_gone"]] == "its metadata changed since the plan"
     assert made["owner_gone"] not in res.deleted
     assert set(res.deleted) == {made["old_compacted"], made["schema_of_deleted"], made["deleted_subscription"]} - {

@@ -521,6 +521,22 @@ def test_scan_entry_logs_feeds_the_bulk_kernels(tmp_path: Path) -> None:
         assert sum(lens[:-1]) < 300
 
 
+def test_scan_default_batch_bytes_by_payload_type(tmp_path: Path) -> None:
+    """Copying scans cut batches at 1 MiB of payloads by default (their output memory is reused while in
+    cache), view scans at 8 MiB; the rows are the same either way."""
+    p = digest.BookieEntryPacker(5)
+    with el.EntryLogWriter(tmp_path, fsync=False, seal_on_close=False) as w:
+        for _ in range(1200):
+            w.append(5, p.pack(b"x" * 4096))  # 4.7 MiB of payloads
+    copied = list(pk.bookkeeper.scan_entry_logs(tmp_path))
+    views = list(pk.bookkeeper.scan_entry_logs(tmp_path, payload_type="binary_view"))
+    assert [b.num_rows for b in copied] == [256, 256, 256, 256, 176]  # cut at the row reaching 1 MiB
+    assert [b.num_rows for b in views] == [1200]
+    assert pa.Table.from_batches(copied).column("payload").to_pylist() == [b"x" * 4096] * 1200
+    explicit = list(pk.bookkeeper.scan_entry_logs(tmp_path, batch_bytes=8 << 20))
+    assert [b.num_rows for b in explicit] == [1200]
+
+
 def test_scan_reports_bad_digests_and_issue_rows(tmp_path: Path) -> None:
     p = digest.BookieEntryPacker(5)
     with el.EntryLogWriter(tmp_path, fsync=False, seal_on_close=False) as w:

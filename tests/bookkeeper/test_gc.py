@@ -16,14 +16,15 @@ from pulsarkit.bookkeeper.gc import (
     GarbageCollector,
     GcConfig,
     GcPlan,
+    GcRequest,
     GcState,
-    Skipped,
     log_usage,
     reclaiming_level,
     select_for_compaction,
 )
 from pulsarkit.cli import main
 from pulsarkit.errors import BookieError
+from pulsarkit.plan import Skipped
 
 FAST = dict(
     compaction_rate_by_entries=0,
@@ -76,7 +77,7 @@ def test_deleting_topics_then_gc_reclaims_and_keeps_every_live_entry(small_logs)
         ml.delete()
     bytes_before = log_bytes(store)
     g = gc(store, major_compaction_threshold=0.8, minor_compaction_threshold=0.2)
-    plan = g.plan(force=True)
+    plan = g.plan(GcRequest(force=True))
     assert plan.compaction.level == "major" and plan.compaction.logs
     assert all(it.reason for it in plan.items)
     assert GcPlan.from_json(plan.to_json()) == plan  # reviewable: the file is the plan
@@ -84,7 +85,7 @@ def test_deleting_topics_then_gc_reclaims_and_keeps_every_live_entry(small_logs)
     assert res.compacted_logs and res.reclaimed_bytes > 0
     assert log_bytes(store) < bytes_before * 0.7
     assert live_entries(mls[2:]) == before  # every live entry, digest verified on read
-    assert gc(store).plan(force=True).compaction.logs == []  # nothing left under the threshold
+    assert gc(store).plan(GcRequest(force=True)).compaction.logs == []  # nothing left under the threshold
 
 
 def test_ledgers_missing_from_metadata_are_deleted_and_logs_with_nothing_live_removed(small_logs):
@@ -131,9 +132,9 @@ def test_levels_intervals_force_and_suspend(small_logs):
         fsync=False,
     )
     assert g.plan().compaction.level is None  # neither interval has passed
-    assert g.plan(force=True).compaction.level == "major"
-    assert g.plan(force=True, suspend_major=True).compaction.level == "minor"
-    assert g.plan(force=True, suspend_major=True, suspend_minor=True).compaction.level is None
+    assert g.plan(GcRequest(force=True)).compaction.level == "major"
+    assert g.plan(GcRequest(force=True, suspend_major=True)).compaction.level == "minor"
+    assert g.plan(GcRequest(force=True, suspend_major=True, suspend_minor=True)).compaction.level is None
     t[0] += 3600_000
     assert g.plan().compaction.level == "minor"
 
@@ -150,16 +151,16 @@ def test_disk_pressure_suspends_major_then_minor_or_forces_a_run(small_logs):
     cfg.update(disk_usage_warn_threshold=0.90, disk_usage_threshold=0.95)
     cfg.update(minor_compaction_threshold=0.8, major_compaction_threshold=0.9)
     g = GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**cfg), **kw)
-    level = lambda **a: g.plan(**a).compaction.level  # noqa: E731
+    level = lambda **a: g.plan(GcRequest(**a)).compaction.level  # noqa: E731
     assert level(force=True, disk_usage=0.5) == "major"
     assert level(force=True, disk_usage=0.92) == "minor"  # almost full: major suspended
     assert level(force=True, disk_usage=0.97) is None  # full: both suspended
-    assert g.plan(disk_usage=0.97).disk_pressure == DiskPressure(
+    assert g.plan(GcRequest(disk_usage=0.97)).disk_pressure == DiskPressure(
         disk_usage=0.97, state="full", force=False, suspend_major=True, suspend_minor=True
     )
     g = GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**cfg, force_gc_allow_when_no_space=True), **kw)
     assert level(disk_usage=0.5) is None  # no interval has passed, nothing forces a run
-    p = g.plan(disk_usage=0.97)
+    p = g.plan(GcRequest(disk_usage=0.97))
     assert p.forced and p.compaction.level == "major" and p.compaction.logs
     assert 0.0 <= g.disk_pressure().disk_usage <= 1.0  # measured on the directory when not given
 
@@ -204,7 +205,7 @@ def test_a_stale_plan_is_rechecked(small_logs):
     mls = fill(store)
     mls[0].delete()
     g = gc(store, major_compaction_threshold=0.8)
-    plan = g.plan(force=True)
+    plan = g.plan(GcRequest(force=True))
     assert plan.compaction.logs
     first = plan.compaction.logs[0]
     # as if the log changed after planning
@@ -233,7 +234,7 @@ def test_throttle_sleeps_for_its_rate(small_logs, monkeypatch):
         sleep=slept.append,
         fsync=False,
     )
-    res = g.execute(g.plan(force=True))
+    res = g.execute(g.plan(GcRequest(force=True)))
     assert res.compacted_logs and len(slept) == len(res.compacted_logs)
     for s_, c in zip(slept, res.compacted_logs, strict=True):  # 100 entries/s: a copy of n entries takes n/100 s
         assert s_ == pytest.approx(c.entries / 100)
@@ -257,7 +258,7 @@ def test_max_time_stops_between_logs(small_logs):
         ),
         fsync=False,
     )
-    plan = g.plan(force=True)
+    plan = g.plan(GcRequest(force=True))
     assert len(plan.compaction.logs) >= 2
     res = g.execute(plan)
     assert res.stopped_by_max_time and len(res.compacted_logs) == 1

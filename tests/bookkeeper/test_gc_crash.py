@@ -19,12 +19,12 @@ RUNS = 100
 CHILD = r"""
 import sys
 import pulsarkit as pk
-from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig
+from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcRequest
 store = pk.Store.open(sys.argv[1], log_size_limit=64 << 10)
 cfg = GcConfig(gc_wait_time_ms=1000, minor_compaction_interval_s=1, major_compaction_interval_s=2,
                major_compaction_threshold=0.8, compaction_rate_by_entries=int(sys.argv[2]))
 g = GarbageCollector(store.bookie.dirs[0], store.metadata, cfg)
-plan = g.plan(force=True)
+plan = g.plan(GcRequest(force=True))
 print("READY", flush=True)
 g.execute(plan)
 print("DONE", flush=True)

@@ -7,7 +7,7 @@ import random
 
 import pulsarkit as pk
 import pytest
-from pulsarkit.broker.compaction import EARLIEST, CompactedTopic, Compactor, MessagePosition
+from pulsarkit.broker.compaction import EARLIEST, CompactedTopic, CompactionOptions, Compactor, MessagePosition
 from pulsarkit.broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR
 from pulsarkit.codec.entry import Entry
 from pulsarkit.errors import LedgerNotFoundError
@@ -112,7 +112,7 @@ def test_all_tombstone_batch_is_dropped_and_keyless_follow_retain(store):
     assert view_messages(CompactedTopic.open(store, ml)) == model(read) == [read[-1]]
     ml2 = store.managed_ledger("public/default/persistent/tomb2")
     read2 = publish(ml2, [("a", b"1"), (None, b"n1"), ("a", b"")], rng=random.Random(5))
-    Compactor(store, ml2, retain_null_key=True).compact()
+    Compactor(store, ml2, CompactionOptions(retain_null_key=True)).compact()
     assert [m[2:] for m in view_messages(CompactedTopic.open(store, ml2))] == [(None, b"n1")]
     assert view_messages(CompactedTopic.open(store, ml2)) == model(read2, retain_null_key=True)
 
@@ -179,7 +179,7 @@ def test_retained_only_format_reads_the_same_messages_in_fewer_bytes(store):
     for name, retained_only in (("placeholders", False), ("small", True)):
         ml = store.managed_ledger(f"public/default/persistent/{name}")
         read = publish(ml, msgs, compression="LZ4", rng=random.Random(11))
-        Compactor(store, ml, retained_only=retained_only).compact()
+        Compactor(store, ml, CompactionOptions(retained_only=retained_only)).compact()
         views.append(CompactedTopic.open(store, ml))
         assert view_messages(views[-1]) == model(read)
     sizes = [sum(len(d) for _, d in v.compacted_entries()) for v in views]

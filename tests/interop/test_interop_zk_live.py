@@ -199,7 +199,7 @@ def test_chroot_and_hosts(zk_server: Server) -> None:
         zl.ZkLiveStore(f"zk:127.0.0.1:{zk_server.port}/nope")
     assert e.value.code == zl.NO_NODE
     with pytest.raises(ZooKeeperConnectionError, match="no ZooKeeper server could be read"):
-        zl.ZkLiveStore(f"zk:127.0.0.1:{dead_port}/pulsar", connect_timeout=2)
+        zl.ZkLiveStore(f"zk:127.0.0.1:{dead_port}/pulsar", session=zl.SessionOptions(connect_timeout=2))
     zk_server.stop()
     offline = _offline(zk_server)
     # Pulsar's subtrees below the chroot (not /loadbalance), paths as the brokers see them.
@@ -449,7 +449,7 @@ def test_orphan_cleanup_against_the_live_zookeeper(oracle, tmp_path, capsys) -> 
         )
         res = json.loads(capsys.readouterr().out)
         assert rc == 0 and sorted(res["deleted"]) == planned[1:]
-        assert res["skipped"] == [{"ledger_id": moved, "why": "its metadata changed since the plan"}]
+        assert res["skipped"] == [{"kind": "ledger", "id": moved, "why": "its metadata changed since the plan"}]
         after = _versions(server)
         assert {p: v for p, v in before.items() if p not in after} == {
             paths_of[lid]: before[paths_of[lid]] for lid in planned[1:]

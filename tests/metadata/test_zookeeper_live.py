@@ -8,6 +8,7 @@ that no server bytes raise anything but ZooKeeperServerError.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import socket
 import struct
@@ -55,8 +56,9 @@ PULSAR = {
 
 
 def _store(url: str, **kw: Any) -> zl.ZkLiveStore:
-    kw.setdefault("request_timeout", 5.0)
-    return zl.ZkLiveStore(url, **kw)
+    """A store read from ``url``; ``kw`` names the store's arguments and the session's options alike."""
+    session = {f.name: kw.pop(f.name) for f in dataclasses.fields(zl.SessionOptions) if f.name in kw}
+    return zl.ZkLiveStore(url, session=zl.SessionOptions(**{"request_timeout": 5.0, **session}), **kw)
 
 
 # ------------------------------------------------------------------------------------------- URLs

@@ -8,6 +8,7 @@ import pulsarkit as pk
 import pyarrow as pa
 import pytest
 from pulsarkit import _native
+from pulsarkit.broker.compaction import CompactionOptions
 from pulsarkit.spark.compaction import compact, key_report, latest_for_key
 
 T0 = 1_700_000_000_000
@@ -48,7 +49,7 @@ def test_spark_compaction_equals_the_single_process_compactor(spark, options):
     rows = entries(hash(str(options)) % 1000)
     df = spark.createDataFrame(rows, "ledger_id long, entry_id long, entry binary").repartition(3)
     latest, want = single_process(rows, **options)
-    got = [r.asDict() for r in compact(df, **options).collect()]
+    got = [r.asDict() for r in compact(df, CompactionOptions(**options)).collect()]
     assert [(r["ledger_id"], r["entry_id"], bytes(r["raw_message"])) for r in got] == [
         (r["ledger_id"], r["entry_id"], r["raw_message"]) for r in want
     ]

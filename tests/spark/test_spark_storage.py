@@ -15,7 +15,7 @@ import pulsarkit as pk
 import pytest
 from datadir_fixtures import BOOKIE_IDS, build_bookies, build_cluster_source, file_hashes
 from pulsarkit.analysis.orphans import cleanup_plan, disk_usage_table, orphans_table
-from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan
+from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan, GcRequest
 from pulsarkit.bookkeeper.gc_cluster import GcPlans
 from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from pulsarkit.cli import main
@@ -134,7 +134,7 @@ def _single_gc_plans(metadata_dir, dirs, config, **kw) -> list[GcPlan]:
         for d in dirs:
             s = SingleDirectoryDbLedgerStorage(str(d), read_only=True)
             try:
-                plans.append(GarbageCollector(s, ms, config, clock_ms=lambda: NOW_MS).plan(**kw))
+                plans.append(GarbageCollector(s, ms, config, clock_ms=lambda: NOW_MS).plan(GcRequest(**kw)))
             finally:
                 s.close()
     return plans
@@ -157,8 +157,9 @@ def test_cluster_gc_plans_are_the_single_process_ones(spark, cluster, config, fl
     md, dirs = cluster["metadata_dir"], cluster["dirs"]
     before = {str(d): file_hashes(d) for d in dirs}
     want = _single_gc_plans(md, dirs, config, disk_usage=DISK, **flags)
+    request = GcRequest(disk_usage=DISK, **flags)
     got = storage.gc_plans(
-        spark, metadata_dir=md, ledger_dirs=dirs, config=config, disk_usage=DISK, clock_ms=lambda: NOW_MS, **flags
+        spark, metadata_dir=md, ledger_dirs=dirs, config=config, request=request, clock_ms=lambda: NOW_MS
     )
     assert got.bookies == want and got.created_ms == NOW_MS
     deleted = {cluster["made"]["on_disk_only"], cluster["deleted_topic_ledger"]}
@@ -167,7 +168,7 @@ def test_cluster_gc_plans_are_the_single_process_ones(spark, cluster, config, fl
     assert all(bool(p.compaction.logs) == compacts for p in want)
     mapping = {b: [d] for b, d in zip(BOOKIE_IDS, dirs, strict=True)}
     by_mapping = storage.gc_plans(
-        spark, metadata_dir=md, bookies=mapping, config=config, disk_usage=DISK, clock_ms=lambda: NOW_MS, **flags
+        spark, metadata_dir=md, bookies=mapping, config=config, request=request, clock_ms=lambda: NOW_MS
     )
     assert by_mapping == got
     assert {str(d): file_hashes(d) for d in dirs} == before
@@ -203,7 +204,7 @@ def test_real_standalone(spark, oracle, kind, monkeypatch, capsys):  # noqa: F81
     assert _rows(storage.orphans(spark, data)) == want_orphans.to_pylist()
     assert storage.cleanup_plan(spark, data) == want_plan
     # GC plans: the plan ``pulsarkit gc --json`` prints, but for the clock
-    got = storage.gc_plans(spark, data, disk_usage=DISK, force=True, clock_ms=lambda: NOW_MS)
+    got = storage.gc_plans(spark, data, request=GcRequest(force=True, disk_usage=DISK), clock_ms=lambda: NOW_MS)
     md_dir, bookies = bookie_dir.find_layout(data)
     assert got.bookies == _single_gc_plans(md_dir, bookies, GcConfig(), disk_usage=DISK, force=True)
     assert main(["gc", str(data), "--json", "--force", "--disk-usage", str(DISK)]) == 0

@@ -46,7 +46,7 @@ from ..errors import BadVersionError, MetadataNotFoundError, MetadataStoreError,
 from ..metadata.store import MetadataStore, StoreItems, ledger_path
 from ..metadata.zookeeper_live import ZkLiveStore
 from ..metadata.zookeeper_write import ZkNodeWriter
-from ..plan import to_data
+from ..plan import Skipped, to_data
 from ..scan.bookie_dir import is_rocksdb
 from ..scan.datadir import DataDir, MetadataSource
 from .orphans import OrphanCleanupItem, OrphanCleanupPlan, find_orphans
@@ -58,14 +58,6 @@ class OrphanCleanupError(PulsarkitError):
     """The plan cannot be applied: inconsistent inputs, or an unusable backup directory."""
 
 
-@dataclass(frozen=True)
-class CleanupSkip:
-    """A planned ledger left alone, and why (the state moved on since the plan)."""
-
-    ledger_id: int
-    why: str
-
-
 @dataclass
 class CleanupResult:
     """What :func:`execute` did."""
@@ -73,7 +65,7 @@ class CleanupResult:
     deleted: list[int] = field(default_factory=list)
     #: The items that passed the re-check, with their bytes.
     to_delete: list[OrphanCleanupItem] = field(default_factory=list)
-    skipped: list[CleanupSkip] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     backed_up: list[int] = field(default_factory=list)
     bytes: int = 0
 
@@ -152,7 +144,7 @@ def execute(
         for item in todo:
             lid = item.ledger_id
             if store.get(ledger_path(lid)) is None:
-                res.skipped.append(CleanupSkip(lid, "already deleted"))
+                res.skipped.append(Skipped("ledger", lid, "already deleted"))
                 continue
             if backup is not None:
                 _backup_ledger(dd, lid, _raw_node(store, lid), item, backup)
@@ -168,9 +160,9 @@ def _compare_and_delete(res: CleanupResult, lid: int, delete: Callable[[], None]
     try:
         delete()
     except BadVersionError:
-        res.skipped.append(CleanupSkip(lid, "its metadata changed while cleaning"))
+        res.skipped.append(Skipped("ledger", lid, "its metadata changed while cleaning"))
     except MetadataNotFoundError:
-        res.skipped.append(CleanupSkip(lid, "already deleted"))
+        res.skipped.append(Skipped("ledger", lid, "already deleted"))
     else:
         res.deleted.append(lid)
 
@@ -210,13 +202,13 @@ def _recheck(plan: OrphanCleanupPlan, dd: DataDir, res: CleanupResult) -> list[O
         path = dd.ledger_paths.get(lid, ledger_path(lid))
         f = now.get(lid)
         if path not in dd.node_versions:
-            res.skipped.append(CleanupSkip(lid, "already deleted"))
+            res.skipped.append(Skipped("ledger", lid, "already deleted"))
         elif f is None:
-            res.skipped.append(CleanupSkip(lid, "no longer an orphan: something refers to it now"))
+            res.skipped.append(Skipped("ledger", lid, "no longer an orphan: something refers to it now"))
         elif f.category != item.category:
-            res.skipped.append(CleanupSkip(lid, f"now classed {f.category!r}, planned as {item.category!r}"))
+            res.skipped.append(Skipped("ledger", lid, f"now classed {f.category!r}, planned as {item.category!r}"))
         elif tuple(dd.node_versions[path]) != (item.metadata_version, item.metadata_ctime):
-            res.skipped.append(CleanupSkip(lid, "its metadata changed since the plan"))
+            res.skipped.append(Skipped("ledger", lid, "its metadata changed since the plan"))
         else:
             todo.append(item)
     res.to_delete = todo

@@ -563,7 +563,7 @@ def scan_entry_logs(
     password: bytes = b"",
     *,
     batch_rows: int = 8192,
-    batch_bytes: int = 8 << 20,
+    batch_bytes: int | None = None,
     include_issues: bool = True,
     max_record_size: int = DEFAULT_MAX_RECORD_SIZE,
     resync: bool = True,
@@ -582,7 +582,8 @@ def scan_entry_logs(
     ``digest_type`` is one of :data:`~pulsarkit.bookkeeper.digest.DIGEST_TYPES` or ``"AUTO"`` (per ledger,
     the first of CRC32C,
     CRC32 and MAC with ``password`` that verifies). Batches hold at most ``batch_rows`` rows and
-    are cut once their payloads reach ``batch_bytes``.
+    are cut once their payloads reach ``batch_bytes`` (None or 0: 1 MiB for ``"binary"``, whose
+    output memory is then reused from batch to batch while still in cache, 8 MiB for ``"binary_view"``).
 
     ``payload_type="binary_view"`` maps each file and returns payloads as views into the mapping:
     nothing is copied, so a scan runs at about the speed of the digest check (several times faster
@@ -596,7 +597,7 @@ def scan_entry_logs(
         digest_type,
         password,
         batch_rows,
-        batch_bytes,
+        batch_bytes or 0,  # 0: the native default for the payload type
         include_issues,
         max_record_size,
         resync,

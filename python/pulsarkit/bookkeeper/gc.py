@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from .. import _native
 from ..errors import BookieError, PulsarkitError
-from ..plan import Plan, PlanItem
+from ..plan import Plan, PlanItem, Skipped
 from .digest import digest_type_name
 from .entrylog import EntryLogMetadata, EntryLogReader
 from .ledger_storage import SingleDirectoryDbLedgerStorage
@@ -134,18 +134,26 @@ def log_usage(remaining: int, total: int, config: GcConfig) -> float:
     return usage
 
 
+@dataclass(frozen=True)
+class GcRequest:
+    """What one GC run is asked, beside the configuration: ``force`` is the manual trigger (``forceGC``:
+    intervals ignored), ``suspend_major``/``suspend_minor`` keep a level from running (``suspendMajorGC``,
+    ``suspendMinorGC``), ``disk_usage`` is the directory's used fraction to assume (measured when None)."""
+
+    force: bool = False
+    suspend_major: bool = False
+    suspend_minor: bool = False
+    disk_usage: float | None = None
+
+
 def compaction_level(
-    config: GcConfig,
-    now_ms: int,
-    state: GcState,
-    force: bool = False,
-    suspend_major: bool = False,
-    suspend_minor: bool = False,
+    config: GcConfig, now_ms: int, state: GcState, request: GcRequest = GcRequest()
 ) -> tuple[str | None, float, int]:
     """The compaction level due now, ``(level, threshold, max_time_ms)``; ``(None, 0.0, -1)`` when none
-    is: major wins when its interval has passed (``force`` ignores intervals and, with
+    is: major wins when its interval has passed (``request.force`` ignores intervals and, with
     ``force_allow_compaction``, runs a disabled level), a suspended level never runs."""
     cfg = config
+    force, suspend_major, suspend_minor = request.force, request.suspend_major, request.suspend_minor
     major_due = now_ms - state.last_major_ms >= cfg.major_compaction_interval_s * 1000
     minor_due = now_ms - state.last_minor_ms >= cfg.minor_compaction_interval_s * 1000
     can_major = (cfg.major_enabled() or (force and cfg.force_allow_compaction)) and not suspend_major
@@ -257,15 +265,6 @@ class GcPlan(Plan):
 
 
 @dataclass(frozen=True)
-class Skipped:
-    """A plan item execute did not apply, and why (the state moved on since the plan)."""
-
-    kind: str
-    id: int
-    why: str
-
-
-@dataclass(frozen=True)
 class CompactedLog:
     """One log compacted: ``into`` the new log (None when nothing in it was live)."""
 
@@ -357,14 +356,12 @@ class GarbageCollector:
 
     def plan(
         self,
-        force: bool = False,
-        suspend_major: bool = False,
-        suspend_minor: bool = False,
-        disk_usage: float | None = None,
+        request: GcRequest = GcRequest(),
+        *,
         entry_logs: Mapping[int, EntryLogFacts] | None = None,
         known_ledgers: set[int] | None = None,
     ) -> GcPlan:
-        """The run a GC thread would make now. ``force`` is the manual trigger (``forceGC``); the
+        """The run a GC thread would make now, as ``request`` asks (:class:`GcRequest`); the
         directory's disk usage (measured unless given) may suspend a level or, with
         ``force_gc_allow_when_no_space``, force the run, and the plan says which. ``entry_logs``
         holds logs already read by :func:`read_entry_log` elsewhere (one Spark task per log in
@@ -373,10 +370,13 @@ class GarbageCollector:
         cfg = self.config
         now = self._clock()
         s = self.storage
-        pressure = self.disk_pressure(disk_usage)
-        force = force or pressure.force
-        suspend_major = suspend_major or pressure.suspend_major
-        suspend_minor = suspend_minor or pressure.suspend_minor
+        pressure = self.disk_pressure(request.disk_usage)
+        request = GcRequest(
+            force=request.force or pressure.force,
+            suspend_major=request.suspend_major or pressure.suspend_major,
+            suspend_minor=request.suspend_minor or pressure.suspend_minor,
+            disk_usage=request.disk_usage,
+        )
         known = set(self.ledger_manager.ledger_ids()) if known_ledgers is None else known_ledgers
         local = {lid for lid, ld in s.ledger_data.items() if ld.exists}
         delete = []
@@ -411,7 +411,7 @@ class GarbageCollector:
                 continue
             remaining = sum(live.values())
             logs.append(((log_id, total, remaining, sorted(live)), log_id, log_usage(remaining, total, cfg)))
-        level, threshold, max_time = compaction_level(cfg, now, self.state, force, suspend_major, suspend_minor)
+        level, threshold, max_time = compaction_level(cfg, now, self.state, request)
         compact = []
         if level is not None:
             for (log_id, total, remaining, ledgers), usage in select_for_compaction(logs, threshold):
@@ -431,7 +431,7 @@ class GarbageCollector:
             created_ms=now,
             active_log_id=active,
             disk_pressure=pressure,
-            forced=force,
+            forced=request.force,
             ledgers_to_delete=delete,
             logs_to_remove=remove,
             compaction=GcCompaction(level, threshold, max_time, compact),
@@ -555,16 +555,9 @@ class GarbageCollector:
             self.state.last_minor_ms = self._clock()
         return res
 
-    def run(
-        self,
-        force: bool = False,
-        dry_run: bool = False,
-        suspend_major: bool = False,
-        suspend_minor: bool = False,
-        disk_usage: float | None = None,
-    ) -> GcPlan | GcResult:
+    def run(self, request: GcRequest = GcRequest(), *, dry_run: bool = False) -> GcPlan | GcResult:
         """One GC pass (``runWithFlags``): the plan alone with ``dry_run``, else plan and execute."""
-        p = self.plan(force, suspend_major, suspend_minor, disk_usage)
+        p = self.plan(request)
         return p if dry_run else self.execute(p)
 
 
@@ -576,6 +569,7 @@ __all__ = [
     "GcCompaction",
     "GcConfig",
     "GcPlan",
+    "GcRequest",
     "GcResult",
     "GcState",
     "LedgerManager",
@@ -583,7 +577,6 @@ __all__ = [
     "LogToCompact",
     "LogToRemove",
     "Recovered",
-    "Skipped",
     "compaction_level",
     "log_usage",
     "reclaiming_level",

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from ..errors import BookieError
 from ..plan import Plan, PlanItem
-from .gc import EntryLogFacts, GarbageCollector, GcConfig, GcPlan, GcResult, GcState, LedgerManager
+from .gc import EntryLogFacts, GarbageCollector, GcConfig, GcPlan, GcRequest, GcResult, GcState, LedgerManager
 from .ledger_storage import SingleDirectoryDbLedgerStorage
 
 
@@ -87,18 +87,15 @@ def plan_bookies(
     storages: Sequence[SingleDirectoryDbLedgerStorage],
     ledger_manager: LedgerManager,
     config: GcConfig | None = None,
+    request: GcRequest = GcRequest(),
     *,
-    force: bool = False,
-    suspend_major: bool = False,
-    suspend_minor: bool = False,
-    disk_usage: float | None = None,
     entry_logs: Sequence[Mapping[int, EntryLogFacts]] | None = None,
     states: Mapping[str, GcState] | None = None,
     clock_ms: Callable[[], int] | None = None,
 ) -> GcPlans:
-    """Every directory's GC run, planned from one read of the metadata store's ledgers. ``entry_logs``
-    (one mapping per storage, in order) holds logs already read elsewhere; ``states`` each directory's
-    last compaction times (by ledger dir)."""
+    """Every directory's GC run, as ``request`` asks, planned from one read of the metadata store's ledgers.
+    ``entry_logs`` (one mapping per storage, in order) holds logs already read elsewhere; ``states`` each
+    directory's last compaction times (by ledger dir)."""
     if entry_logs is not None and len(entry_logs) != len(storages):
         raise BookieError(f"{len(entry_logs)} sets of entry-log facts for {len(storages)} ledger directories")
     known = set(ledger_manager.ledger_ids())
@@ -106,7 +103,7 @@ def plan_bookies(
     for i, s in enumerate(storages):
         gc = _collector(s, ledger_manager, config, states, clock_ms)
         logs = entry_logs[i] if entry_logs is not None else None
-        plans.append(gc.plan(force, suspend_major, suspend_minor, disk_usage, entry_logs=logs, known_ledgers=known))
+        plans.append(gc.plan(request, entry_logs=logs, known_ledgers=known))
     now = clock_ms() if clock_ms is not None else int(time.time() * 1000)
     return GcPlans(created_ms=now, bookies=plans, state={"ledgers_in_metadata": len(known)})
 

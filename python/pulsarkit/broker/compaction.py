@@ -77,12 +77,17 @@ class CompactionResult:
 
 @dataclass(frozen=True)
 class CompactionOptions:
-    """The compactor's settings a plan was made with (its execution must use the same)."""
+    """The compactor's settings, the broker's: a plan records those it was made with, and its execution must
+    have the same."""
 
-    retain_null_key: bool
-    event_time_order: bool
-    retained_only: bool
-    partition: int
+    #: ``topicCompactionRetainNullKey`` (false since Pulsar 3.2).
+    retain_null_key: bool = False
+    #: ``EventTimeOrderCompactor`` instead of the default publishing order.
+    event_time_order: bool = False
+    #: PIP-429's smaller batches (only the retained messages): unreadable by clients that predate it.
+    retained_only: bool = False
+    #: The topic's partition, written into each raw message's id (-1: not partitioned).
+    partition: int = -1
 
 
 @dataclass(frozen=True)
@@ -145,29 +150,15 @@ class Compactor:
         self,
         factory: Any,
         ml: Any,
-        *,
-        retain_null_key: bool = False,
-        event_time_order: bool = False,
-        retained_only: bool = False,
-        partition: int = -1,
+        options: CompactionOptions | None = None,
     ) -> None:
         self.factory = factory
         self.ml = ml
         self.topic = ml_to_topic(ml.name)
-        #: ``topicCompactionRetainNullKey`` (false since Pulsar 3.2).
-        self.retain_null_key = retain_null_key
-        #: ``EventTimeOrderCompactor`` instead of the default publishing order.
-        self.event_time_order = event_time_order
-        #: PIP-429's smaller batches (only the retained messages): unreadable by clients that predate it.
-        self.retained_only = retained_only
-        self.partition = partition
+        #: The settings a plan records, which its execution must have too.
+        self.options = options or CompactionOptions()
         #: The last plan made here and its phase one, so executing it reads the topic only once more.
         self._planned: tuple[CompactionPlan, Any, CompactedTopic] | None = None
-
-    @property
-    def options(self) -> CompactionOptions:
-        """The settings a plan records, which its execution must have too."""
-        return CompactionOptions(self.retain_null_key, self.event_time_order, self.retained_only, self.partition)
 
     def view(self) -> CompactedTopic:
         return CompactedTopic.open(self.factory, self.ml)
@@ -194,7 +185,7 @@ class Compactor:
         }
 
     def _phase_one(self, view: CompactedTopic, last: Position) -> Any:
-        latest = _native.LatestForKey(self.event_time_order)
+        latest = _native.LatestForKey(self.options.event_time_order)
         for entries, lids, eids in _chunks(self._source(view, last)):
             latest.add_entries(entries, lids, eids)
         return latest
@@ -282,9 +273,9 @@ class Compactor:
                     entries,
                     lids,
                     eids,
-                    partition=self.partition,
-                    retain_null_key=self.retain_null_key,
-                    retained_only=self.retained_only,
+                    partition=self.options.partition,
+                    retain_null_key=self.options.retain_null_key,
+                    retained_only=self.options.retained_only,
                 )
                 for raw in out.column("raw_message").to_pylist():
                     handle.add_entry(raw)

@@ -65,6 +65,13 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--other-source", action="store_true", help="continue an export made from another path")
     p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
     p.add_argument("--max-partition-bytes", type=int, default=64 << 20, help="size of a read task (bytes)")
+    p.add_argument(
+        "--decode",
+        choices=("bytes", "schema"),
+        default="bytes",
+        help="'schema' writes each topic's payloads decoded with its schema: typed key/value columns "
+        "(--to parquet, local engine)",
+    )
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
@@ -82,6 +89,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             progress=lambda total: Progress(total, "exporting", enabled=args.progress),
             max_partition_bytes=args.max_partition_bytes,
             spark_threshold=args.spark_threshold,
+            decode=args.decode,
         )
         if args.json:
             print(json.dumps(summary.to_json()))

@@ -41,7 +41,7 @@ from ..analysis.orphans import (
     disk_usage_table,
     orphans_table,
 )
-from ..bookkeeper.gc import GcConfig, LedgerManager, reclaiming_level
+from ..bookkeeper.gc import GcConfig, GcRequest, LedgerManager, reclaiming_level
 from ..bookkeeper.gc_cluster import BookieGcRun, GcPlans, execute_bookies, open_bookies, plan_bookies
 from ..bookkeeper.key_value_storage import holding_lock
 from ..errors import BookieError
@@ -213,7 +213,7 @@ def _orphans_cleanup(p: argparse.ArgumentParser) -> Runner:
             ["ledger_id", "category", "bytes"],
         )
         for s in skipped:
-            print(f"skipped ledger {s.ledger_id}: {s.why}")
+            print(f"skipped {s.kind} {s.id}: {s.why}")
         verb = "would delete" if not args.execute else "deleted"
         n = len(todo) if not args.execute else len(deleted)
         print(
@@ -269,15 +269,13 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
             _gc_metadata(spec, args.execute, reviewed) as (metadata, bookies, zxid),
             open_bookies(bookies, read_only=not args.execute) as dirs,
         ):
-            plans = reviewed or plan_bookies(
-                dirs,
-                metadata,
-                config,
+            request = GcRequest(
                 force=args.force,
                 suspend_major=args.suspend_major,
                 suspend_minor=args.suspend_minor,
                 disk_usage=args.disk_usage,
             )
+            plans = reviewed or plan_bookies(dirs, metadata, config, request)
             if zxid is not None and not reviewed:
                 plans = replace(plans, state={**plans.state, "metadata_zxid": zxid})
             if args.execute:

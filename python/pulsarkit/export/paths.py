@@ -120,13 +120,21 @@ def remove_own_file(out: Path, rel: str) -> bool:
     """Deletes ``out/rel`` if it is a regular file reached through real directories only; ``False`` if
     it is not there. A link or anything else in the way is refused."""
     p = check_below(out, rel)
+    if not _regular_file_there(p, "a regular file pulsarkit wrote"):
+        return False
+    p.unlink()
+    return True
+
+
+def _regular_file_there(p: Path, what: str) -> bool:
+    """Whether ``p`` is there, as a regular file (``lstat``: a link is not followed); anything else in its place
+    is refused as not ``what``."""
     try:
         mode = os.lstat(p).st_mode
     except FileNotFoundError:
         return False
     if not stat.S_ISREG(mode):
-        raise UnsafePath(p, "not a regular file pulsarkit wrote")
-    p.unlink()
+        raise UnsafePath(p, f"not {what}")
     return True
 
 
@@ -211,12 +219,8 @@ def tree(out: Path) -> list[str]:
 def read_journal(out: Path) -> Journal | None:
     """The journal a run left (``None``: none); one that is not a journal is refused, naming it."""
     path = out / JOURNAL_FILE
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    if not _regular_file_there(path, "the regular file pulsarkit's run journal is"):
         return None
-    if not stat.S_ISREG(mode):
-        raise UnsafePath(path, "not the regular file pulsarkit's run journal is")
     try:
         doc = json.loads(path.read_text())
         if doc.get("format") != JOURNAL_FORMAT:

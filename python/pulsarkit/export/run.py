@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..analysis.decoded import DECODE_MODES, decode_batch, topic_schema
 from ..broker.topic_name import ml_to_topic
+from ..codec.schema import TopicSchema
 from ..scan import DataDir, ScanPartition, ScanPlan, plan_data_dir, read_partition
 from ..scan.datadir import DataDirSpec
 from ..scan.messages import OnIssue
@@ -65,6 +67,8 @@ class ExportJob:
     max_partition_bytes: int
     #: the data's parts, as the engines open or name them (``source`` is its key)
     spec: DataDirSpec
+    #: ``schema``: each topic's rows decoded with its schema (:mod:`pulsarkit.analysis.decoded`), by topic
+    schemas: dict[str, TopicSchema] | None = None
 
     @property
     def planned_bytes(self) -> int:
@@ -120,6 +124,8 @@ class LocalEngine:
         for task in job.plan.tasks():
             for part in task:
                 for b in read_part(part, job.on_error, found):
+                    if job.schemas is not None and b.num_rows:
+                        b = decode_batch(b, job.schemas[part.topic or ""])
                     target.write(b)
                 done += part.bytes
                 progress.update(done, part.topic or "")
@@ -209,6 +215,7 @@ def export(
     engine: Callable[[ExportJob], Engine] = local_engine,
     progress: Callable[[int], Reporter] | None = None,
     log: Callable[[str], None] | None = None,
+    decode: str = "bytes",
 ) -> ExportSummary:
     """Exports the messages of ``data_dir`` added since the last run into ``out``, a ``to`` export
     (``parquet``, ``delta``, ``iceberg``: see :mod:`pulsarkit.export`); returns the run's summary.
@@ -222,12 +229,19 @@ def export(
     store is ``data_dir``'s (each entry read once, from the first copy of its write set that
     verifies). ``engine`` picks, once the run is planned, what stages its rows (default: this
     process). ``progress`` makes a reporter given the planned bytes; ``log`` takes the notes and
-    warnings (default: stderr). The export is private: the process umask is 077 while the run writes
+    warnings (default: stderr). ``decode="schema"`` writes each topic's rows decoded with its schema
+    (typed ``key``/``value``, ``schema_version``, ``decode_error``: :mod:`pulsarkit.analysis.decoded`), its
+    files with that topic's table schema; Parquet and the local engine only, for now.
+    The export is private: the process umask is 077 while the run writes
     (it is the process's, so other threads writing meanwhile create private files too)."""
     t0 = time.perf_counter()
     target_class = TARGETS.get(to)
     if target_class is None:
         raise DataDirError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
+    if decode not in DECODE_MODES:
+        raise DataDirError(f"--decode must be one of {', '.join(DECODE_MODES)}, not {decode!r}")
+    if decode == "schema" and to != "parquet":
+        raise DataDirError(f"--decode schema writes --to parquet only (not {to} yet: one table needs one schema)")
     log = log or log_to_stderr
     if isinstance(data_dir, DataDirSpec):
         if ledger_dirs:
@@ -244,7 +258,7 @@ def export(
         with _writable(out):
             return _export(
                 spec, to, root, target_class, topics, force, other_source, skip_unreadable,
-                max_partition_bytes, engine, progress, log, t0,
+                max_partition_bytes, engine, progress, log, t0, decode,
             )  # fmt: skip
     finally:
         os.umask(umask)
@@ -279,6 +293,7 @@ def _export(
     progress: Callable[[int], Reporter] | None,
     log: Callable[[str], None],
     t0: float,
+    decode: str = "bytes",
 ) -> ExportSummary:
     source = spec.key
     target = target_class(root, source, force=force, other_source=other_source)
@@ -296,6 +311,9 @@ def _export(
                 p = plan_data_dir(
                     dd, source, after=dict(before), filters=filters, max_partition_bytes=max_partition_bytes
                 )
+                schemas = None
+                if decode == "schema":  # each topic's history read once, here (the directory is open)
+                    schemas = {t: topic_schema(dd, t) for t in {part.topic or "" for part in p.partitions}}
             for issue in p.issues:
                 log(f"warning: {issue}")
             until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
@@ -303,8 +321,11 @@ def _export(
             for w in warnings:
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}
-            job = ExportJob(source, p, before, until, "skip" if skip_unreadable else "fail", max_partition_bytes, spec)
+            on_error = "skip" if skip_unreadable else "fail"
+            job = ExportJob(source, p, before, until, on_error, max_partition_bytes, spec, schemas)
             chosen = engine(job)
+            if schemas is not None and chosen.name != "local":
+                raise DataDirError(f"--decode schema runs on the local engine only (not {chosen.name} yet)")
             log(
                 f"{len(p.partitions)} partition(s), about {job.planned_bytes} bytes, {len(advanced)} topic(s) with "
                 f"new entries; engine {chosen.name}"

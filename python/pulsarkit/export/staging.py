@@ -58,21 +58,24 @@ class StagingWriter:
         self._writers: dict[tuple[str, str], pq.ParquetWriter] = {}
 
     def write(self, batch: pa.RecordBatch) -> None:
+        # rows decoded with their topic's schema (``decode="schema"``) keep their own columns
+        own = batch.schema.names != [n for n, _ in MESSAGE_FIELDS]
+        file_schema = pa.schema([f for f in batch.schema if f.name != "topic"]) if own else self.schema
         t = pa.Table.from_batches([with_date(batch)])
         keys = pa.Table.from_arrays([t.column("topic"), t.column("date")], names=["t", "d"])
         groups = keys.group_by(["t", "d"]).aggregate([]).to_pylist()
         for g in groups:
             if len(groups) == 1:  # the usual case: one topic and day per batch, nothing to copy
-                rows = t.select(self.schema.names)
+                rows = t.select(file_schema.names)
             else:
                 m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
-                rows = t.filter(m).select(self.schema.names)
+                rows = t.filter(m).select(file_schema.names)
             w = self._writers.get((g["t"], g["d"]))
             if w is None:
                 name = topic_dir(g["t"])
                 d = self.directory / name / f"date={escape_path_name(g['d'])}"
                 d.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
-                schema = self.schema
+                schema = file_schema
                 if name != "topic=" + escape_path_name(g["t"]):  # shortened: the file names its topic
                     schema = schema.with_metadata({TOPIC_KEY: g["t"].encode("utf-8", "surrogatepass")})
                 w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..bookkeeper.gc import GcConfig, GcState
+from ..bookkeeper.gc import GcConfig, GcRequest, GcState
 from ..bookkeeper.gc_cluster import BookieGcRun, execute_bookies, plan_bookies
 from ..bookkeeper.ledger_storage import (
     DEFAULT_BOOKIE_ID,
@@ -189,7 +189,9 @@ class ManagedLedgerFactory:
             self.bookie.flush()
             dirs = self.bookie.dirs
             states = {s.ledger_dir: self._gc_state.setdefault(s.ledger_dir, GcState()) for s in dirs}
-            plans = plan_bookies(dirs, self.metadata, config, force=force, states=states, clock_ms=self.clock)
+            plans = plan_bookies(
+                dirs, self.metadata, config, GcRequest(force=force), states=states, clock_ms=self.clock
+            )
             if dry_run:
                 return [BookieGcRun(p.ledger_dir, p, None) for p in plans.bookies]
             return execute_bookies(dirs, self.metadata, plans, config, states=states, clock_ms=self.clock)

@@ -39,6 +39,7 @@ import socket
 import struct
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import MetadataStoreError, ZooKeeperConnectionError, ZooKeeperServerError
@@ -327,6 +328,18 @@ def decode_get_children2(inp: _WireIn) -> tuple[list[str], ZkStat]:
 # ------------------------------------------------------------------------------------ the connection
 
 
+@dataclass(frozen=True)
+class SessionOptions:
+    """How one session talks to a server: its timeout asked of the server, the seconds to connect and to wait
+    for a reply, and the largest reply frame accepted (checked before it is read). The reader and the writer
+    (:mod:`.zookeeper_write`) open their sessions with it."""
+
+    session_timeout_ms: int = 30_000
+    connect_timeout: float = 10.0
+    request_timeout: float = 30.0
+    max_frame: int = DEFAULT_MAX_FRAME
+
+
 class Resume(NamedTuple):
     """An open session to take over on another connection, as ZooKeeper's clients do after a lost one."""
 
@@ -343,32 +356,30 @@ class _Connection:
         self,
         host: str,
         port: int,
-        *,
         chroot: str,
-        session_timeout_ms: int,
-        connect_timeout: float,
-        request_timeout: float,
-        max_frame: int,
+        options: SessionOptions,
         resume: Resume | None = None,
     ) -> None:
         self.where = f"{host}:{port}"
         self.chroot = chroot
-        self.max_frame = max_frame
+        self.max_frame = options.max_frame
         self.xid = 0
         self.last_zxid = resume.last_zxid if resume is not None else 0
         self._in = bytearray()  # bytes received, not yet taken from ``_at`` on
         self._at = 0
         try:
-            self.sock = socket.create_connection((host, port), timeout=connect_timeout)
+            self.sock = socket.create_connection((host, port), timeout=options.connect_timeout)
         except OSError as e:
             raise _error(f"{self.where}: {e}", None, ZooKeeperConnectionError) from None
         try:
-            self.sock.settimeout(request_timeout)
+            self.sock.settimeout(options.request_timeout)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if resume is None:
-                self._send(encode_connect(session_timeout_ms))
+                self._send(encode_connect(options.session_timeout_ms))
             else:  # a server behind the zxid already seen refuses it: the read never goes back in time
-                self._send(encode_connect(session_timeout_ms, resume.session_id, resume.passwd, resume.last_zxid))
+                self._send(
+                    encode_connect(options.session_timeout_ms, resume.session_id, resume.passwd, resume.last_zxid)
+                )
             self.session = decode_connect_response(self._frame(), self.where)
             if self.session.timeout_ms <= 0:
                 raise _error(f"{self.where}: the server refused the session (expired)", SESSION_EXPIRED)
@@ -485,10 +496,11 @@ class ZkLiveStore:
     """A live ZooKeeper read once, consistently and read-only; satisfies :class:`.reader.MetadataReader`.
 
     ``url`` is ``zk:host:port[,host:port][/chroot]`` (or the connect string alone). Hosts are tried in order, the
-    next one when a server cannot be reached or its connection is lost (which also starts the walk again).
-    After opening: ``zxid`` (the transaction the state read holds), ``attempts``, ``session_id`` (the session
-    used last, closed), ``server``, ``read_only`` (the server was in read-only mode), ``issues`` (nodes left
-    out, each named), ``seconds`` (the read's duration).
+    next one when a server cannot be reached or its connection is lost (which also starts the walk again);
+    ``session`` is how each session talks to its server (:class:`SessionOptions`). After opening: ``zxid`` (the
+    transaction the state read holds), ``attempts``, ``session_id`` (the session used last, closed), ``server``,
+    ``read_only`` (the server was in read-only mode), ``issues`` (nodes left out, each named), ``seconds`` (the
+    read's duration).
     """
 
     def __init__(
@@ -496,11 +508,8 @@ class ZkLiveStore:
         url: str,
         *,
         subtrees: Sequence[str] | None = PULSAR_SUBTREES,
-        session_timeout_ms: int = 30_000,
-        connect_timeout: float = 10.0,
-        request_timeout: float = 30.0,
+        session: SessionOptions = SessionOptions(),
         max_attempts: int = 5,
-        max_frame: int = DEFAULT_MAX_FRAME,
         max_nodes: int = DEFAULT_MAX_NODES,
         max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
@@ -514,13 +523,7 @@ class ZkLiveStore:
             _check_path(s, "subtree")
         if max_attempts < 1:
             raise MetadataStoreError("max_attempts must be at least 1")
-        self._opts = {
-            "chroot": self.connect.chroot,
-            "session_timeout_ms": session_timeout_ms,
-            "connect_timeout": connect_timeout,
-            "request_timeout": request_timeout,
-            "max_frame": max_frame,
-        }
+        self.session_options = session
         self.max_attempts, self.max_nodes, self.max_bytes = max_attempts, max_nodes, max_bytes
         self.issues: list[Issue] = []
         self.attempts = 0
@@ -544,12 +547,12 @@ class ZkLiveStore:
             i = (start + k) % len(hosts)
             host, port = hosts[i]
             try:
-                return _Connection(host, port, resume=resume, **self._opts), i  # type: ignore[arg-type]
+                return _Connection(host, port, self.connect.chroot, self.session_options, resume), i
             except ZooKeeperServerError as e:
                 if resume is not None and e.code == SESSION_EXPIRED:
                     resume = None
                     try:
-                        return _Connection(host, port, **self._opts), i  # type: ignore[arg-type]
+                        return _Connection(host, port, self.connect.chroot, self.session_options), i
                     except ZooKeeperServerError as e2:
                         e = e2
                 reasons.append(str(e))

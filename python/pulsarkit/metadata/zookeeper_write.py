@@ -17,6 +17,7 @@ from ..errors import BadVersionError, MetadataNotFoundError, MetadataStoreError,
 from .zookeeper import Acl
 from .zookeeper_live import (
     NO_NODE,
+    SessionOptions,
     _Connection,
     _error,
     error_name,
@@ -31,6 +32,8 @@ NODE_EXISTS = -110
 #: What Pulsar's brokers and bookies give ledger nodes when ZooKeeper authentication is off.
 OPEN_ACL = (Acl(31, "world", "anyone"),)
 _I = struct.Struct(">i")
+#: The writer's session: one timeout to connect and per reply; its replies are small (a stat, an error).
+WRITER_SESSION = SessionOptions(connect_timeout=30.0, request_timeout=30.0, max_frame=1 << 20)
 
 
 def _string(s: str | bytes) -> bytes:
@@ -57,7 +60,7 @@ class ZkNodeWriter:
     """One session on the first server of ``url`` (``zk:host:port[,host:port][/chroot]``) that answers and is not
     in read-only mode; paths are below the chroot. Use as a context manager (the session is closed on exit)."""
 
-    def __init__(self, url: str, *, session_timeout_ms: int = 30_000, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, *, session: SessionOptions = WRITER_SESSION) -> None:
         scheme, rest = split_metadata_store_url(url)
         if scheme != "zk":
             raise MetadataStoreError(f"{url!r} is not a ZooKeeper URL (zk:host:port[,host:port][/chroot])")
@@ -66,15 +69,7 @@ class ZkNodeWriter:
         self._conn: _Connection | None = None
         for host, port in self.connect.hosts:
             try:
-                conn = _Connection(
-                    host,
-                    port,
-                    chroot=self.connect.chroot,
-                    session_timeout_ms=session_timeout_ms,
-                    connect_timeout=timeout,
-                    request_timeout=timeout,
-                    max_frame=1 << 20,
-                )
+                conn = _Connection(host, port, self.connect.chroot, session)
             except ZooKeeperServerError as e:
                 reasons.append(str(e))
                 continue
@@ -145,4 +140,4 @@ class ZkNodeWriter:
         self.close()
 
 
-__all__ = ["OPEN_ACL", "ZkNodeWriter", "encode_create", "encode_delete"]
+__all__ = ["OPEN_ACL", "WRITER_SESSION", "ZkNodeWriter", "encode_create", "encode_delete"]

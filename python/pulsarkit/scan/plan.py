@@ -79,7 +79,7 @@ from ..errors import PulsarkitError
 from .datadir import DataDir, DataDirSpec
 from .facts import TopicFacts, location_index, topic_facts
 from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
-from .records import DataDirError, held_pieces
+from .records import DataDirError, Ledger, held_pieces
 from .schema import TIME_COLUMNS, Filter, Pos, passes
 from .transactions import TXN_MODES, coordinator_states
 
@@ -164,6 +164,13 @@ def _before(runs: list[tuple[int, int, int]], p: Pos) -> Pos | None:
     return prev
 
 
+def _ledger_auth(led: Ledger | None) -> dict[str, Any]:
+    """A segment's ``digest`` and ``password`` from its ledger's metadata (no digest type known: None)."""
+    if led is None:
+        return {"digest": None, "password": b""}
+    return {"digest": led.digest_type or None, "password": led.password}
+
+
 def _segment(
     dd: DataDir,
     lid: int,
@@ -194,8 +201,7 @@ def _segment(
         first=a,
         last=b,
         current=current,
-        digest=led.digest_type if led is not None and led.digest_type else None,
-        password=led.password if led is not None else b"",
+        **_ledger_auth(led),
         locations=arr.tobytes(),
         journal=journal,
     )
@@ -231,8 +237,7 @@ def _replicated_segment(dd: DataDir, lid: int, a: int, b: int, marks: array.arra
         first=a,
         last=b,
         current=None,
-        digest=led.digest_type if led is not None and led.digest_type else None,
-        password=led.password if led is not None else b"",
+        **_ledger_auth(led),
         locations=marks.tobytes(),
         replicas=copies,
         layout=dd.replicas.layout(lid),

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import _native
+from ..broker.compaction import CompactionOptions
 
 _KEYS_SCHEMA = (
     "ledger_id long, entry_id long, batch_index int, key string, payload_size long, event_time long, error string"
@@ -73,8 +74,8 @@ def latest_for_key(df: Any, event_time_order: bool = False) -> Any:
 
 
 class _PhaseTwo:
-    def __init__(self, partition: int, retain_null_key: bool, retained_only: bool) -> None:
-        self.partition, self.retain_null_key, self.retained_only = partition, retain_null_key, retained_only
+    def __init__(self, options: CompactionOptions) -> None:
+        self.options = options
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -86,9 +87,9 @@ class _PhaseTwo:
                 b.column("ledger_id").cast(pa.int64()),
                 b.column("entry_id").cast(pa.int64()),
                 kept,
-                partition=self.partition,
-                retain_null_key=self.retain_null_key,
-                retained_only=self.retained_only,
+                partition=self.options.partition,
+                retain_null_key=self.options.retain_null_key,
+                retained_only=self.options.retained_only,
             )
             yield pa.RecordBatch.from_arrays(
                 [b.column("ledger_id"), b.column("entry_id"), out.column("raw_message"), out.column("error")],
@@ -96,22 +97,17 @@ class _PhaseTwo:
             )
 
 
-def compact(
-    df: Any,
-    retain_null_key: bool = False,
-    event_time_order: bool = False,
-    retained_only: bool = False,
-    partition: int = -1,
-) -> Any:
+def compact(df: Any, options: CompactionOptions | None = None) -> Any:
     """Both phases: the compacted ledger's entries (``ledger_id``, ``entry_id``, ``raw_message``), in
     position order, exactly those the single-process compactor writes."""
     from pyspark.sql import functions as F
 
-    retained = latest_for_key(df, event_time_order).where(F.col("payload_size") > 0)
+    options = options or CompactionOptions()
+    retained = latest_for_key(df, options.event_time_order).where(F.col("payload_size") > 0)
     kept = retained.groupBy("ledger_id", "entry_id").agg(F.collect_list("batch_index").alias("kept"))
     joined = df.select("ledger_id", "entry_id", "entry").join(kept, ["ledger_id", "entry_id"], "left")
     out = joined.mapInArrow(
-        _PhaseTwo(partition, retain_null_key, retained_only),
+        _PhaseTwo(options),
         "ledger_id long, entry_id long, raw_message binary, error string",
     )
     bad = out.where(F.col("error").isNotNull()).limit(1).collect()

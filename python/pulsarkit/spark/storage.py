@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from ..analysis import orphans as _orphans
 from ..bookkeeper.entrylog import EntryLogReader
-from ..bookkeeper.gc import EntryLogFacts, GcConfig, read_entry_log
+from ..bookkeeper.gc import EntryLogFacts, GcConfig, GcRequest, read_entry_log
 from ..bookkeeper.gc_cluster import GcPlans, open_bookies, plan_bookies
 from ..errors import PulsarkitError
 from ..metadata.store import MetadataStore
@@ -191,10 +191,7 @@ def gc_plans(
     ledger_dirs: Sequence[PathLike] | None = None,
     bookies: BookieMapping | None = None,
     config: GcConfig | None = None,
-    force: bool = False,
-    suspend_major: bool = False,
-    suspend_minor: bool = False,
-    disk_usage: float | None = None,
+    request: GcRequest = GcRequest(),
     clock_ms: Callable[[], int] | None = None,
 ) -> GcPlans:
     """The GC plan of every bookie ledger directory, as ``pulsarkit gc --plan`` writes them: exactly
@@ -219,17 +216,7 @@ def gc_plans(
         for i, facts in _run(spark, work, _read_gc_logs):
             if facts is not None:
                 logs[i][facts.log_id] = facts
-        return plan_bookies(
-            storages,
-            metadata,
-            config,
-            force=force,
-            suspend_major=suspend_major,
-            suspend_minor=suspend_minor,
-            disk_usage=disk_usage,
-            entry_logs=logs,
-            clock_ms=clock_ms,
-        )
+        return plan_bookies(storages, metadata, config, request, entry_logs=logs, clock_ms=clock_ms)
 
 
 __all__ = [

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..broker.compaction import EARLIEST, CompactedTopic, CompactionResult, Compactor
+from ..broker.compaction import EARLIEST, CompactedTopic, CompactionOptions, CompactionResult, Compactor
 from ..codec.entry import Entry, encode_batch, encode_entry, message_metadata
 from ..managed_ledger import ManagedLedgerConfig, Position, Store
 
@@ -90,13 +90,10 @@ class CompactedTopicOracle:
 
     def compact(self, event_time_order: bool = False) -> CompactionResult:
         """Both phases of Pulsar's compactor, as the broker runs them."""
-        return Compactor(
-            self.store,
-            self.ml,
-            retain_null_key=self.retain_null_key,
-            event_time_order=event_time_order,
-            retained_only=self.retained_only,
-        ).compact()
+        options = CompactionOptions(
+            retain_null_key=self.retain_null_key, event_time_order=event_time_order, retained_only=self.retained_only
+        )
+        return Compactor(self.store, self.ml, options).compact()
 
     def view(self) -> CompactedTopic:
         return CompactedTopic.open(self.store, self.ml)

@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, Self
 
-from ..broker.compaction import CompactedTopic, Compactor
+from ..broker.compaction import CompactedTopic, CompactionOptions, Compactor
 from ..broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from ..broker.topic import PersistentTopic
 from ..broker.topic_name import topic_to_ml
@@ -373,7 +373,7 @@ class FakeBroker:
         """Compacts ``topic`` now, as the broker's compactor does (``retain_null_key``, ``retained_only``,
         ``event_time_order``); readers subscribing with ``read_compacted`` then read through it."""
         t = self._topic(topic)
-        return Compactor(self.store, t.persistent.ml, **options).compact()
+        return Compactor(self.store, t.persistent.ml, CompactionOptions(**options)).compact()
 
     def _compacted_view(self, sub: _Subscription) -> None:
         """``CompactedTopicImpl`` for a ``read_compacted`` subscription: below the horizon, the compacted

@@ -249,3 +249,104 @@ def test_metrics_by_trigger(trigger):
     w.close()
     ex.run()
     assert sample(reg, f"{p}_batch_records_count") == 0  # back to nothing after close
+
+
+# ------------------------------------------------------------------ async_add_many
+
+
+def _run_both(calls, **cfg):
+    """The same records through async_add_data one by one and through async_add_many in the given call
+    sizes (the timer fired at the same points): entries, positions and metrics must be the same."""
+    out = []
+    for many in (False, True):
+        reg = CollectorRegistry()
+        ledger = FakeLedger(fail=cfg.pop("fail", 0) if not many else out[0][3], seed=3)
+        w, ex, timer = writer(ledger, reg, **cfg)
+        positions: list = []
+        for call in calls:
+            if call == "tick":
+                ex.run()
+                timer.fire()
+                ex.run()
+                continue
+            if many:
+                f = w.async_add_many(call)
+                ex.run()
+                positions.append(f)
+            else:
+                positions.append([w.async_add_data(r) for r in call])
+                ex.run()
+        timer.fire()
+        ex.run()
+        metrics = sorted(
+            (s.name, sorted(s.labels.items()), s.value)
+            for m in reg.collect()
+            for s in m.samples
+            if not s.name.endswith("_created") and ("delay" not in s.name or s.name.endswith("_count"))  # wall clock
+        )
+        out.append((ledger.entries, positions, metrics, ledger.fail))
+    return out
+
+
+def _flat(positions_by_call, many):
+    res = []
+    for p in positions_by_call:
+        if many:
+            res.append(p.exception() or list(p.result()))
+        else:
+            res.append([f.exception() or f.result() for f in p])
+    return res
+
+
+@pytest.mark.parametrize(
+    "sizes,cfg",
+    [
+        ([5, 700, 3, 1, 40], {"max_records": 32, "max_size": 4096}),  # count triggers inside a call
+        ([10, "tick", 10, 2000], {"max_records": 512, "max_size": 1 << 20}),  # timer flushes between calls
+        ([50, 50], {"max_records": 10, "max_size": 64}),  # size triggers: record by record
+        ([20, 7], {"batch_enabled": False}),  # batching off: every record alone
+        ([9, 9], {"max_records": 1}),  # batching forced off
+    ],
+)
+def test_async_add_many_writes_what_async_add_data_writes(sizes, cfg):
+    calls = [
+        s if s == "tick" else [record(1000 * j + i, 8 + (i * 5) % 30) for i in range(s)] for j, s in enumerate(sizes)
+    ]
+    (e1, p1, m1, _), (e2, p2, m2, _) = _run_both(calls, **cfg)
+    assert e1 == e2 and m1 == m2
+    one, many = _flat(p1, False), _flat(p2, True)
+    assert one == many
+    for a, b in zip([x for c in one for x in c], [x for c in many for x in c], strict=True):
+        assert type(a) is type(b) and repr(a) == repr(b)  # batch size and index too, not only (ledger, entry)
+
+
+def test_async_add_many_with_a_large_record_and_a_failed_entry():
+    calls = [[record(1), record(2), record(3, 64), record(4)]]
+    (e1, p1, *_), (e2, p2, *_) = _run_both(calls, max_records=32, max_size=64)
+    assert e1 == e2 and len(e2) == 3  # the two pending flushed first, the large one alone, the last by the timer
+    assert _flat(p1, False) == _flat(p2, True)
+    positions = p2[0].result()
+    assert len(positions) == 4 and type(positions[2]) is Position and positions[-1] == positions[3]
+    assert [p.batch_index for p in positions[:2]] == [0, 1] and positions[1:3] == [positions[1], positions[2]]
+    # a failed entry fails the call's future; the records of entries written before it stay written
+    ledger = FakeLedger()
+    w, ex, _ = writer(ledger, max_records=4)
+    ok = w.async_add_many([record(i) for i in range(4)])
+    ex.run()
+    ledger.fail = True
+    bad = w.async_add_many([record(i) for i in range(6)])
+    ex.run()
+    assert len(ok.result()) == 4 and isinstance(bad.exception(), OSError) and len(ledger.entries) == 1
+
+
+def test_async_add_many_closed_empty_and_unserializable():
+    w, ex, _ = writer(FakeLedger(), max_records=32)
+    assert list(w.async_add_many([]).result()) == []
+    bad = w.async_add_many([record(1), object()])
+    assert isinstance(bad.exception(), TypeError) and not ex.tasks  # nothing queued
+    pending = w.async_add_many([record(1), record(2)])
+    w.close()
+    late = w.async_add_many([record(3)])
+    ex.run()
+    assert isinstance(pending.exception(), BufferedWriterClosedError)
+    assert isinstance(late.exception(), BufferedWriterClosedError)

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from helpers import free_port
 from pulsarkit.bookkeeper import EntryLogReader
-from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan, GcResult
+from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcPlan, GcRequest, GcResult
 from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from pulsarkit.metadata import MetadataStore
 from test_datadir_oracle import HERE as ORACLE_HERE
@@ -118,7 +118,7 @@ def _pulsarkit_gc(data: Path) -> tuple[GcPlan, GcResult]:
             disk_usage_threshold=DISK_FULL,
         )
         gc = GarbageCollector(storage, metadata, config)
-        plan = gc.plan(force=True)
+        plan = gc.plan(GcRequest(force=True))
         return plan, gc.execute(plan)
     finally:
         storage.close()

@@ -50,7 +50,7 @@ from pulsarkit.analysis.orphan_cleanup import execute as execute_cleanup
 from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan, disk_usage_rows, find_orphans
 from pulsarkit.analysis.transactions import pending_ack_table, transaction_log_table, transactions, transactions_table
 from pulsarkit.bookkeeper import EntryLogReader
-from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig
+from pulsarkit.bookkeeper.gc import GarbageCollector, GcConfig, GcRequest
 from pulsarkit.bookkeeper.journal import journal_table, scan_journal
 from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
 from pulsarkit.export.run import export
@@ -732,7 +732,7 @@ def test_pulsarkit_gc_on_a_copy_then_real_pulsar_reads_every_live_message(record
         gc = GarbageCollector(
             storage, metadata, GcConfig(major_compaction_threshold=0.99, compaction_rate_by_entries=0)
         )
-        plan = gc.plan(force=True)
+        plan = gc.plan(GcRequest(force=True))
         assert plan.compaction.logs, plan
         res = gc.execute(plan)
         assert res.compacted_logs and res.reclaimed_bytes > 0 and not res.skipped
@@ -931,7 +931,7 @@ def test_orphans_made_on_purpose_are_found_cleaned_and_pulsar_still_reads_everyt
     try:
         config = GcConfig(major_compaction_threshold=0.99, compaction_rate_by_entries=0)
         gc = GarbageCollector(storage, metadata, config)
-        gres = gc.execute(gc.plan(force=True))
+        gres = gc.execute(gc.plan(GcRequest(force=True)))
         assert indexed and indexed <= set(gres.deleted_ledgers)
     finally:
         storage.close()

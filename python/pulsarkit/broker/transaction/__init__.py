@@ -1,7 +1,7 @@
 """Transactions (PIP-31, batched by PIP-160): the coordinator's log and state, the buffered writer
 that packs records into entries, and the subscriptions' pending-ack stores."""
 
-from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
+from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig, TxnPositions
 from .coordinator import TransactionMetadataStore, TxnMeta
 from .log import TRANSACTION_LOG_CURSOR, BufferedLogOptions, TransactionLog, transaction_log_name
 from .metrics import COORDINATOR_PREFIX, PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
@@ -21,6 +21,7 @@ __all__ = [
     "TxnLogBufferedWriterConfig",
     "TxnLogBufferedWriterMetricsStats",
     "TxnMeta",
+    "TxnPositions",
     "pending_ack_store_name",
     "transaction_log_name",
 ]

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...codec.txn import decode_txn_log_entry, txn_metadata_record
 from ...errors import InvalidTxnStatusError, PulsarkitError, TransactionNotFoundError
@@ -153,35 +154,25 @@ class TransactionMetadataStore:
         return meta
 
     def add_produced_partition(self, txn_id: tuple[int, int], partitions: Iterable[str]) -> None:
-        with self._lock:
-            meta = self._open_meta(txn_id)
-            parts = list(partitions)
-            now = self._clock()
-            self._write(
-                meta,
-                txn_metadata_record(
-                    "ADD_PARTITION", meta.txn_id, partitions=parts, last_modification_time=now, expected_status="OPEN"
-                ),
-            )
-            meta.partitions.extend(p for p in parts if p not in meta.partitions)
-            meta.last_modification_time = now
+        self._add_to_open(txn_id, "ADD_PARTITION", "partitions", list(partitions))
 
     def add_acked_subscription(self, txn_id: tuple[int, int], subscriptions: Iterable[tuple[str, str]]) -> None:
+        self._add_to_open(txn_id, "ADD_SUBSCRIPTION", "subscriptions", list(subscriptions))
+
+    def _add_to_open(self, txn_id: tuple[int, int], op: str, member: str, items: list[Any]) -> None:
+        """Adds ``items`` to an open transaction's ``member`` list (partitions, subscriptions): logged first, then
+        kept once each in its metadata."""
         with self._lock:
             meta = self._open_meta(txn_id)
-            subs = list(subscriptions)
             now = self._clock()
             self._write(
                 meta,
                 txn_metadata_record(
-                    "ADD_SUBSCRIPTION",
-                    meta.txn_id,
-                    subscriptions=subs,
-                    last_modification_time=now,
-                    expected_status="OPEN",
+                    op, meta.txn_id, last_modification_time=now, expected_status="OPEN", **{member: items}
                 ),
             )
-            meta.subscriptions.extend(s for s in subs if s not in meta.subscriptions)
+            held = getattr(meta, member)
+            held.extend(x for x in items if x not in held)
             meta.last_modification_time = now
 
     def update_txn_status(self, txn_id: tuple[int, int], new_status: str, expected_status: str) -> None:

@@ -64,7 +64,7 @@ pub struct ArrowScanOptions {
     pub digest: DigestMode,
     /// A batch is cut after this many rows...
     pub batch_rows: usize,
-    /// ...or once its payloads reach this many bytes.
+    /// ...or once its payloads reach this many bytes (0: the default for the payload type).
     pub batch_bytes: usize,
     /// Add a row per scan issue (torn tail, corrupt region, bad header...).
     pub include_issues: bool,
@@ -78,7 +78,8 @@ impl Default for ArrowScanOptions {
             digest: DigestMode::Fixed(Digester::new(DigestType::Crc32c, b"")),
             batch_rows: 8192,
             // 8 MiB: larger batches page-fault fresh output buffers (16 KiB entries: 169 ms at 64 MiB,
-            // 68 ms at 8 MiB for 200 MiB of entries) while small ones add per-batch calls
+            // 68 ms at 8 MiB for 200 MiB of entries) while small ones add per-batch calls. Copying scans
+            // do best at BINARY_BATCH_BYTES (the Python API's default for them).
             batch_bytes: 8 << 20,
             include_issues: true,
             payload_type: PayloadType::Binary,
@@ -86,6 +87,14 @@ impl Default for ArrowScanOptions {
         }
     }
 }
+
+/// Batch size that suits a copying (`binary`) scan: the output buffer of a batch freed by the
+/// consumer is reused, still in cache, by the next one; at 8 MiB every byte copied goes to memory.
+/// 200 MiB of logs, CRC32C verified, against a plain 1 MiB-read loop: 1 KiB entries 0.35x -> 0.5x,
+/// 16 KiB entries 0.35x -> 0.5-0.6x (with the window below).
+pub const BINARY_BATCH_BYTES: usize = 1 << 20;
+/// The read window of a copying scan (see [`MultiLogScan::new`]).
+pub const BINARY_SCAN_CHUNK: usize = 256 << 10;
 
 /// The columns of every batch (payload as `binary`).
 pub fn schema() -> SchemaRef {
@@ -374,7 +383,17 @@ impl MultiLogScan {
     /// `logs` are (path, log id) pairs, scanned in the order given.
     pub fn new(logs: Vec<(PathBuf, u64)>, mut opts: ArrowScanOptions) -> Self {
         opts.batch_rows = opts.batch_rows.max(1);
-        opts.batch_bytes = opts.batch_bytes.max(1);
+        if opts.batch_bytes == 0 {
+            opts.batch_bytes = match opts.payload_type {
+                PayloadType::Binary => BINARY_BATCH_BYTES,
+                PayloadType::BinaryView => ArrowScanOptions::default().batch_bytes,
+            };
+        }
+        if opts.payload_type == PayloadType::Binary {
+            // A copying scan reads each window and copies its payloads out: a window that stays in L2
+            // is read back from cache (200 MiB of 1 KiB / 16 KiB entries: ~10% faster than 4 MiB windows).
+            opts.scan.chunk_size = opts.scan.chunk_size.min(BINARY_SCAN_CHUNK);
+        }
         MultiLogScan { logs, next_log: 0, cur: None, opts, known: HashMap::new(), summaries: Vec::new() }
     }
 
