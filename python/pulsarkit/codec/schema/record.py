@@ -168,6 +168,7 @@ class JsonCodec(RowCodec):
     def __init__(self, writer: SchemaInfo, reader: SchemaInfo) -> None:
         w, r = parse_avro(writer), parse_avro(reader)
         self.schema = r
+        self.shapes: dict[int, tuple[Any, bool, list[int]]] = {}  # conform's memo of the schema's unions
         self.type = avro_arrow_type(r)
         try:
             avro.resolve(w, r)  # the versions must resolve as Avro schemas do
@@ -179,15 +180,24 @@ class JsonCodec(RowCodec):
             doc = json.loads(payload)
         except (ValueError, UnicodeDecodeError) as e:
             raise SchemaDecodeError(f"JSON: the payload is not JSON text: {e}") from None
-        return conform(self.schema, self.schema.root, doc, "")
+        return conform(self.schema, self.schema.root, doc, "", self.shapes)
 
 
-def conform(schema: avro.Schema, s: Any, v: Any, path: str) -> Any:
-    """A JSON value as a value of the Avro type ``s`` (raises :class:`SchemaDecodeError` when it is not one)."""
+def conform(
+    schema: avro.Schema, s: Any, v: Any, path: str, shapes: dict[int, tuple[Any, bool, list[int]]] | None = None
+) -> Any:
+    """A JSON value as a value of the Avro type ``s`` (raises :class:`SchemaDecodeError` when it is not one).
+    ``shapes``: a memo of ``schema``'s unions' shapes (by identity), kept by the caller for its schema."""
     s = schema.resolve(s)
     where = path or "the value"
     if isinstance(s, list):
-        nullable, others = avro.union_shape(schema, s)
+        # the union's shape once per union, not once per value (it was a fifth of a decode)
+        shape = shapes.get(id(s)) if shapes is not None else None
+        if shape is None or shape[0] is not s:
+            shape = (s, *avro.union_shape(schema, s))
+            if shapes is not None:
+                shapes[id(s)] = shape
+        _, nullable, others = shape
         if v is None:
             if nullable:
                 return None
@@ -195,7 +205,7 @@ def conform(schema: avro.Schema, s: Any, v: Any, path: str) -> Any:
         fails = []
         for i in others:
             try:
-                got = conform(schema, s[i], v, path)
+                got = conform(schema, s[i], v, path, shapes)
             except SchemaDecodeError as e:
                 fails.append(str(e))
                 continue
@@ -222,11 +232,11 @@ def conform(schema: avro.Schema, s: Any, v: Any, path: str) -> Any:
         out = {}
         for name, ft in s["fields"]:
             if name in v:
-                out[name] = conform(schema, ft, v[name], f"{path}.{name}" if path else name)
+                out[name] = conform(schema, ft, v[name], f"{path}.{name}" if path else name, shapes)
             elif name in s.get("defaults", {}):
                 out[name] = avro.default_value(schema, ft, s["defaults"][name])
             else:  # Jackson leaves null fields out
-                out[name] = conform(schema, ft, None, f"{path}.{name}" if path else name)
+                out[name] = conform(schema, ft, None, f"{path}.{name}" if path else name, shapes)
         return out
     if t == "boolean":
         if not isinstance(v, bool):
@@ -264,11 +274,11 @@ def conform(schema: avro.Schema, s: Any, v: Any, path: str) -> Any:
     if t == "array":
         if not isinstance(v, list):
             raise bad()
-        return [conform(schema, s["items"], x, f"{where}[{i}]") for i, x in enumerate(v)]
+        return [conform(schema, s["items"], x, f"{where}[{i}]", shapes) for i, x in enumerate(v)]
     if t == "map":
         if not isinstance(v, dict):
             raise bad()
-        return [(k, conform(schema, s["values"], x, f"{where}[{k!r}]")) for k, x in v.items()]
+        return [(k, conform(schema, s["values"], x, f"{where}[{k!r}]", shapes)) for k, x in v.items()]
     raise bad()
 
 
