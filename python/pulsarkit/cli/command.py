@@ -79,13 +79,38 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+class _NoPandas:
+    """An import hook that says pandas is not installed. pyarrow probes for pandas the first time it is
+    given Python values (``pa.array``, ``pa.scalar``, a compute call) and imports it whole: 0.25-0.3 s
+    of a command's ~1 s (bench/RESULTS.md, issue 24). A command that never hands data to pandas runs
+    with pyarrow believing it absent."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"pulsarkit {name}: not loaded by this command", name=name)
+        return None
+
+
+def _needs_pandas(args: argparse.Namespace) -> bool:
+    """Whether the command may hand data to pandas: only an export through Spark (its driver) or another
+    table library may; every other command reads and writes Arrow alone."""
+    return args.command == "export" and (getattr(args, "engine", "local") != "local" or args.to[0] != "parquet")
+
+
+def entry() -> int:
+    """The ``pulsarkit`` program: :func:`main` in a process of its own (the import hook stays with it)."""
+    return main(sys.argv[1:], own_process=True)
+
+
+def main(argv: list[str] | None = None, own_process: bool = False) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if own_process and "pandas" not in sys.modules and not _needs_pandas(args):
+        sys.meta_path.insert(0, _NoPandas())
     # Library warnings (a skipped FIFO, ...) reach the user as one line each, like the errors.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_VisibleFormatter(f"pulsarkit {args.command}: warning: %(message)s"))
