@@ -21,6 +21,8 @@ import argparse
 import json
 import sys
 
+from ..export.handoff import parse_time
+from ..export.marks import MessageId
 from ..spark.export import ENGINES, SPARK_THRESHOLD, export
 from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, progress_arg
 from .datadir import _dir_args, data_dir_spec
@@ -65,6 +67,20 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--other-source", action="store_true", help="continue an export made from another path")
     p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
     p.add_argument("--max-partition-bytes", type=int, default=64 << 20, help="size of a read task (bytes)")
+    p.add_argument(
+        "--until",
+        action="append",
+        type=_until_arg,
+        metavar="[TOPIC=]LEDGER:ENTRY[:BATCH]",
+        help="export up to this message id, inclusive (repeatable, one per topic; without TOPIC=, the one --topic); "
+        "the marks then give the next message id a live consumer starts from (--json: each topic's 'next')",
+    )
+    p.add_argument(
+        "--until-time",
+        type=_time_arg,
+        metavar="T",
+        help="export only up to each topic's first message published after T (ISO-8601, UTC by default, or epoch ms)",
+    )
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
@@ -82,6 +98,8 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             progress=lambda total: Progress(total, "exporting", enabled=args.progress),
             max_partition_bytes=args.max_partition_bytes,
             spark_threshold=args.spark_threshold,
+            **({"until": dict(args.until)} if args.until else {}),
+            **({"until_time": args.until_time} if args.until_time is not None else {}),
         )
         if args.json:
             print(json.dumps(summary.to_json()))
@@ -102,3 +120,18 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         return EXIT_OK
 
     return run
+
+
+def _until_arg(text: str) -> tuple[str, MessageId]:
+    topic, _, mid = text.rpartition("=")
+    try:
+        return topic, MessageId.parse(mid)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _time_arg(text: str) -> int:
+    try:
+        return parse_time(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

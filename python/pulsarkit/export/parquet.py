@@ -89,6 +89,7 @@ class ParquetTarget(Target):
                 "to": self.name,
                 "source": marks.source,
                 "marks": marks.marks_json(),
+                **marks.extra_json(),
                 "files": committed,
                 "runs": [r.to_json() for r in runs],
                 **({"topic_dirs": topic_dirs} if topic_dirs else {}),

@@ -25,8 +25,9 @@ from ..scan.messages import OnIssue
 from ..scan.partition import ReadStats
 from ..scan.records import DataDirError, Issue
 from .delta import DeltaTarget
+from .handoff import Cut, cut_rows, next_ids, resolve_until, selected_topics
 from .iceberg import IcebergTarget
-from .marks import Mark
+from .marks import Mark, MessageId
 from .parquet import ParquetTarget
 from .protocol import ExportRefused, check_output, gaps, locked, new_run_id
 from .target import Target
@@ -65,6 +66,10 @@ class ExportJob:
     max_partition_bytes: int
     #: the data's parts, as the engines open or name them (``source`` is its key)
     spec: DataDirSpec
+    #: batches cut by ``--until LEDGER:ENTRY:BATCH`` (topic -> last message exported), and the cut a
+    #: previous run left (topic -> first message still to export); only the local engine applies them
+    stop: dict[str, Cut] = dataclasses.field(default_factory=dict)
+    resume: dict[str, Cut] = dataclasses.field(default_factory=dict)
 
     @property
     def planned_bytes(self) -> int:
@@ -119,8 +124,9 @@ class LocalEngine:
         found = ReadIssues([])
         for task in job.plan.tasks():
             for part in task:
+                stop, resume = job.stop.get(part.topic or ""), job.resume.get(part.topic or "")
                 for b in read_part(part, job.on_error, found):
-                    target.write(b)
+                    target.write(cut_rows(b, stop, resume) if stop or resume else b)
                 done += part.bytes
                 progress.update(done, part.topic or "")
         return found
@@ -136,6 +142,8 @@ class TopicSummary:
     #: the mark the run started after (``None``: the topic's first run) and the one it committed
     after: Mark | None
     until: Mark
+    #: the hand-off: the first message id after the last one exported (what a live consumer starts from)
+    next: MessageId | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,12 @@ class ExportSummary:
             "rows": self.rows,
             "files": self.files,
             "topics": {
-                t: {"rows": s.rows, "after": list(s.after) if s.after is not None else None, "until": list(s.until)}
+                t: {
+                    "rows": s.rows,
+                    "after": list(s.after) if s.after is not None else None,
+                    "until": list(s.until),
+                    **({"next": str(s.next)} if s.next is not None else {}),
+                }
                 for t, s in self.topics.items()
             },
             "removed_leftovers": self.removed_leftovers,
@@ -209,6 +222,8 @@ def export(
     engine: Callable[[ExportJob], Engine] = local_engine,
     progress: Callable[[int], Reporter] | None = None,
     log: Callable[[str], None] | None = None,
+    until: dict[str, MessageId] | None = None,
+    until_time: int | None = None,
 ) -> ExportSummary:
     """Exports the messages of ``data_dir`` added since the last run into ``out``, a ``to`` export
     (``parquet``, ``delta``, ``iceberg``: see :mod:`pulsarkit.export`); returns the run's summary.
@@ -244,7 +259,7 @@ def export(
         with _writable(out):
             return _export(
                 spec, to, root, target_class, topics, force, other_source, skip_unreadable,
-                max_partition_bytes, engine, progress, log, t0,
+                max_partition_bytes, engine, progress, log, t0, until, until_time,
             )  # fmt: skip
     finally:
         os.umask(umask)
@@ -279,6 +294,8 @@ def _export(
     progress: Callable[[int], Reporter] | None,
     log: Callable[[str], None],
     t0: float,
+    until_ids: dict[str, MessageId] | None = None,
+    until_time: int | None = None,
 ) -> ExportSummary:
     source = spec.key
     target = target_class(root, source, force=force, other_source=other_source)
@@ -293,18 +310,42 @@ def _export(
             # metadata store and every bookie's location index again)
             with spec.open() as dd:
                 filters = [("topic", "in", frozenset(_resolve(dd, topics)))] if topics else []
+                bounds: dict[str, Mark] = {}
+                stop: dict[str, Cut] = {}
+                if until_ids or until_time is not None:
+                    bounds, stop = resolve_until(dd, selected_topics(dd, topics), before, until_ids, until_time)
                 p = plan_data_dir(
-                    dd, source, after=dict(before), filters=filters, max_partition_bytes=max_partition_bytes
+                    dd,
+                    source,
+                    after=dict(before),
+                    until=bounds or None,
+                    filters=filters,
+                    max_partition_bytes=max_partition_bytes,
                 )
+                until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
+                # a batch cut only where the plan reaches the cut entry (an open transaction may stop it before)
+                stop = {t: c for t, c in stop.items() if until.get(t) == (c.ledger_id, c.entry_id)}
+                # a cut entry's mark stays on the entry before: the next run reads it again, from the cut on
+                until.update({t: Mark(c.ledger_id, c.entry_id - 1) for t, c in stop.items()})
+                resume = {
+                    t: n
+                    for t, n in target.committed.next.items()
+                    if n.batch_index >= 0 and before.get(t) == (n.ledger_id, n.entry_id - 1)
+                }
+                moved = {t: m for t, m in until.items() if before.get(t) != m or t in stop}
+                handoff = next_ids(dd, moved, stop)
             for issue in p.issues:
                 log(f"warning: {issue}")
-            until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
             warnings = gaps(before, p.topic_ledgers.get(source, {}))
             for w in warnings:
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}
-            job = ExportJob(source, p, before, until, "skip" if skip_unreadable else "fail", max_partition_bytes, spec)
+            job = ExportJob(
+                source, p, before, until, "skip" if skip_unreadable else "fail", max_partition_bytes, spec, stop, resume
+            )
             chosen = engine(job)
+            if (stop or resume) and chosen.name != "local":
+                raise DataDirError(f"a batch cut (--until with a batch index) needs --engine local, not {chosen.name}")
             log(
                 f"{len(p.partitions)} partition(s), about {job.planned_bytes} bytes, {len(advanced)} topic(s) with "
                 f"new entries; engine {chosen.name}"
@@ -323,7 +364,7 @@ def _export(
                 warnings.append(w)
             for issue in found.issues:
                 log(f"warning: {issue}")
-            commit = target.commit(until)
+            commit = target.commit(until, handoff)
             for t in commit.skipped:
                 w = (
                     f"topic {t!r} not exported: its partition directory name is longer than a file name may be, "
@@ -340,7 +381,7 @@ def _export(
         rows=commit.run.rows,
         files=commit.files if commit.files is not None else commit.staged,
         topics={
-            t: TopicSummary(commit.rows.get(t, 0), before.get(t), m)
+            t: TopicSummary(commit.rows.get(t, 0), before.get(t), m, handoff.get(t))
             for t, m in sorted(until.items())
             if (t in advanced or commit.rows.get(t)) and t not in commit.skipped
         },

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from .marks import ExportMarks, Mark, RunRecord
+from .marks import ExportMarks, Mark, MessageId, RunRecord
 from .paths import JOURNAL_FILE, Journal, audit, drop_journal, read_journal, tree, undo, write_journal
 from .protocol import STAGING, ExportRefused, now_ms
 from .staging import StagingWriter, partition_values, rows_by_topic, staged_files
@@ -180,8 +180,9 @@ class Target(ABC):
             self._writer = StagingWriter(self.staging)
         self._writer.write(batch)
 
-    def commit(self, marks: dict[str, Mark]) -> Commit:
-        """Commits what the run staged with ``marks`` over the committed ones, then drops the staging."""
+    def commit(self, marks: dict[str, Mark], next: dict[str, MessageId] | None = None) -> Commit:
+        """Commits what the run staged with ``marks`` (and the hand-off positions ``next``) over the
+        committed ones, then drops the staging."""
         if self._run is None:
             raise RuntimeError("no run begun")
         self._close_writer()  # the data files complete before they are committed
@@ -190,9 +191,10 @@ class Target(ABC):
         if skipped:  # left out whole, their marks kept: the next run tries them again (and warns again)
             staged = [f for f in staged if partition_values(f)[0] not in skipped]
             marks = {t: m for t, m in marks.items() if t not in skipped}
+            next = {t: n for t, n in (next or {}).items() if t not in skipped}
         rows = rows_by_topic(staged)
         run = RunRecord(self._run, now_ms(), self._engine, sum(rows.values()), len(staged))
-        new = self.committed.advanced(marks)
+        new = self.committed.advanced(marks, next)
         if not staged and new == self.committed:  # nothing new since the marks: no empty commit or snapshot
             files: list[str] | None = [] if self.lists_files else None
         else:
