@@ -81,6 +81,14 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         metavar="T",
         help="export only up to each topic's first message published after T (ISO-8601, UTC by default, or epoch ms)",
     )
+    p.add_argument(
+        "--mode",
+        choices=("append", "upsert"),
+        default="append",
+        help="append (default): every message; upsert: each topic's latest message per key, with topic "
+        "compaction's rules (a null or empty value deletes the key, keyless messages left out), replaced per run "
+        "(parquet: a snapshot; delta: MERGE by key)",
+    )
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
@@ -100,6 +108,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             spark_threshold=args.spark_threshold,
             **({"until": dict(args.until)} if args.until else {}),
             **({"until_time": args.until_time} if args.until_time is not None else {}),
+            **({"mode": args.mode} if args.mode != "append" else {}),
         )
         if args.json:
             print(json.dumps(summary.to_json()))

@@ -67,18 +67,23 @@ class ExportMarks:
     marks: dict[str, Mark] = field(default_factory=dict)
     #: per topic, the hand-off: the first message id after the last exported one (absent in older exports)
     next: dict[str, MessageId] = field(default_factory=dict)
+    #: ``append`` (every message) or ``upsert`` (the latest message per key; :mod:`.upsert`)
+    mode: str = "append"
 
     def advanced(self, marks: dict[str, Mark], next: dict[str, MessageId] | None = None) -> ExportMarks:
         """These marks with ``marks`` (and hand-off positions ``next``) over them (a topic not in them
         keeps its own)."""
-        return ExportMarks(self.source, {**self.marks, **marks}, {**self.next, **(next or {})})
+        return ExportMarks(self.source, {**self.marks, **marks}, {**self.next, **(next or {})}, self.mode)
 
     def marks_json(self) -> dict[str, list[int]]:
         return {t: list(m) for t, m in self.marks.items()}
 
     def extra_json(self) -> dict[str, Any]:
-        """The optional fields of the marks document (``next``: topic -> [ledger, entry, batch])."""
-        return {"next": {t: list(n) for t, n in self.next.items()}} if self.next else {}
+        """The optional fields of the marks document (``next``: topic -> [ledger, entry, batch]; ``mode``)."""
+        return {
+            **({"next": {t: list(n) for t, n in self.next.items()}} if self.next else {}),
+            **({"mode": self.mode} if self.mode != "append" else {}),
+        }
 
     def to_json(self, run: RunRecord) -> dict[str, Any]:
         """The document a Delta commit or an Iceberg snapshot carries: the marks and the run that made them."""
@@ -97,4 +102,5 @@ class ExportMarks:
             str(doc.get("source")),
             {t: Mark(int(p[0]), int(p[1])) for t, p in doc.get("marks", {}).items()},
             {t: MessageId(int(p[0]), int(p[1]), int(p[2])) for t, p in doc.get("next", {}).items()},
+            str(doc.get("mode", "append")),
         )

@@ -31,6 +31,7 @@ from .marks import Mark, MessageId
 from .parquet import ParquetTarget
 from .protocol import ExportRefused, check_output, gaps, locked, new_run_id
 from .target import Target
+from .upsert import MODES, UPSERT_TARGETS, Positions, keep_retained, retained
 
 #: the table formats, by their ``--to`` name
 TARGETS: dict[str, type[Target]] = {t.name: t for t in (ParquetTarget, DeltaTarget, IcebergTarget)}
@@ -70,6 +71,8 @@ class ExportJob:
     #: previous run left (topic -> first message still to export); only the local engine applies them
     stop: dict[str, Cut] = dataclasses.field(default_factory=dict)
     resume: dict[str, Cut] = dataclasses.field(default_factory=dict)
+    #: ``--mode upsert``: per topic, the positions of its latest message per key (the rows kept)
+    latest: dict[str, Positions] | None = None
 
     @property
     def planned_bytes(self) -> int:
@@ -125,8 +128,10 @@ class LocalEngine:
         for task in job.plan.tasks():
             for part in task:
                 stop, resume = job.stop.get(part.topic or ""), job.resume.get(part.topic or "")
+                latest = job.latest.get(part.topic or "", frozenset()) if job.latest is not None else None
                 for b in read_part(part, job.on_error, found):
-                    target.write(cut_rows(b, stop, resume) if stop or resume else b)
+                    b = cut_rows(b, stop, resume) if stop or resume else b
+                    target.write(keep_retained(b, latest) if latest is not None else b)
                 done += part.bytes
                 progress.update(done, part.topic or "")
         return found
@@ -224,6 +229,7 @@ def export(
     log: Callable[[str], None] | None = None,
     until: dict[str, MessageId] | None = None,
     until_time: int | None = None,
+    mode: str = "append",
 ) -> ExportSummary:
     """Exports the messages of ``data_dir`` added since the last run into ``out``, a ``to`` export
     (``parquet``, ``delta``, ``iceberg``: see :mod:`pulsarkit.export`); returns the run's summary.
@@ -243,6 +249,8 @@ def export(
     target_class = TARGETS.get(to)
     if target_class is None:
         raise DataDirError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
+    if mode not in MODES or (mode == "upsert" and to not in UPSERT_TARGETS):
+        raise DataDirError(f"--mode must be one of {', '.join(MODES)} (upsert: --to {' or '.join(UPSERT_TARGETS)})")
     log = log or log_to_stderr
     if isinstance(data_dir, DataDirSpec):
         if ledger_dirs:
@@ -259,7 +267,7 @@ def export(
         with _writable(out):
             return _export(
                 spec, to, root, target_class, topics, force, other_source, skip_unreadable,
-                max_partition_bytes, engine, progress, log, t0, until, until_time,
+                max_partition_bytes, engine, progress, log, t0, until, until_time, mode,
             )  # fmt: skip
     finally:
         os.umask(umask)
@@ -296,6 +304,7 @@ def _export(
     t0: float,
     until_ids: dict[str, MessageId] | None = None,
     until_time: int | None = None,
+    mode: str = "append",
 ) -> ExportSummary:
     source = spec.key
     target = target_class(root, source, force=force, other_source=other_source)
@@ -306,6 +315,9 @@ def _export(
             if removed:
                 log(f"removed {len(removed)} file(s) of a run that did not commit")
             before = target.marks()
+            if before and target.committed.mode != mode:
+                raise ExportRefused(f"{root} is an export in mode {target.committed.mode}, not {mode}")
+            target.committed = dataclasses.replace(target.committed, mode=mode)
             # the topics resolved and the read planned on one open of the directory (each open reads the
             # metadata store and every bookie's location index again)
             with spec.open() as dd:
@@ -317,7 +329,8 @@ def _export(
                 p = plan_data_dir(
                     dd,
                     source,
-                    after=dict(before),
+                    # upsert: each topic read whole, its snapshot made again (only the topics whose mark moved)
+                    after=dict(before) if mode == "append" else {},
                     until=bounds or None,
                     filters=filters,
                     max_partition_bytes=max_partition_bytes,
@@ -334,6 +347,13 @@ def _export(
                 }
                 moved = {t: m for t, m in until.items() if before.get(t) != m or t in stop}
                 handoff = next_ids(dd, moved, stop)
+                latest = None
+                if mode == "upsert":
+                    if stop or resume:
+                        raise DataDirError("--mode upsert takes --until LEDGER:ENTRY without a batch index")
+                    latest = {t: retained(dd, t, m) for t, m in moved.items()}
+                    p = dataclasses.replace(p, partitions=[x for x in p.partitions if x.topic in latest])
+                    target.replace = set(latest)
             for issue in p.issues:
                 log(f"warning: {issue}")
             warnings = gaps(before, p.topic_ledgers.get(source, {}))
@@ -341,11 +361,22 @@ def _export(
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}
             job = ExportJob(
-                source, p, before, until, "skip" if skip_unreadable else "fail", max_partition_bytes, spec, stop, resume
+                source,
+                p,
+                before,
+                until,
+                "skip" if skip_unreadable else "fail",
+                max_partition_bytes,
+                spec,
+                stop,
+                resume,
+                latest,
             )
             chosen = engine(job)
-            if (stop or resume) and chosen.name != "local":
-                raise DataDirError(f"a batch cut (--until with a batch index) needs --engine local, not {chosen.name}")
+            if (stop or resume or latest is not None) and chosen.name != "local":
+                raise DataDirError(
+                    f"--mode upsert and a batch cut (--until with a batch index) need --engine local, not {chosen.name}"
+                )
             log(
                 f"{len(p.partitions)} partition(s), about {job.planned_bytes} bytes, {len(advanced)} topic(s) with "
                 f"new entries; engine {chosen.name}"

@@ -77,6 +77,8 @@ class Target(ABC):
         self._writer: StagingWriter | None = None
         #: the id of the last committed run (set by :meth:`_open`): a journal of it is of a run that committed
         self.last_run: str | None = None
+        #: ``--mode upsert``: the topics whose committed rows the next commit replaces by its own (a snapshot)
+        self.replace: set[str] = set()
         try:
             #: what a run that did not finish left (its journal), read before the ownership checks: its files are ours
             audit(out)  # before anything is opened in OUT (the Iceberg catalog writes when opened)
