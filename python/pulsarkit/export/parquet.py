@@ -118,11 +118,9 @@ class ParquetTarget(Target):
                 except OSError:
                     break
 
-    def recover(self) -> list[str]:
-        removed = super().recover()
+    def _recover_committed(self) -> None:
         if self.committed.mode == "upsert":
             self._drop_replaced()
-        return removed
 
     def write_marks_file(self, doc: dict[str, Any]) -> None:
         """The commit point: the marks file, renamed into place."""

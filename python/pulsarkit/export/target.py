@@ -111,6 +111,9 @@ class Target(ABC):
         """Topics of the staged files the format cannot write. None by default (Parquet shortens names)."""
         return set()
 
+    def _recover_committed(self) -> None:
+        """What a run that committed may have left to finish (Parquet: a replaced upsert snapshot). Nothing here."""
+
     def own_names(self) -> set[str]:
         """The names directly in OUT that runs of pulsarkit's left (for :func:`.protocol.refuse_foreign`)."""
         own = {JOURNAL_FILE, STAGING}
@@ -160,6 +163,7 @@ class Target(ABC):
             drop_journal(self.out)
             self.journal = None
         shutil.rmtree(self.out / STAGING, ignore_errors=True)  # fd-based on Linux: follows no link inside
+        self._recover_committed()
         self.removed_leftovers = removed
         return self.removed_leftovers
 
