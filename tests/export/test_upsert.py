@@ -144,3 +144,22 @@ def test_upsert_through_the_cli_and_its_refusals(tmp_path, capsys):
     assert "mode append, not upsert" in capsys.readouterr().err
     assert main(["export", str(root), "--to", "iceberg", str(tmp_path / "i"), "--mode", "upsert"]) == 1
     assert "--mode must be one of append, upsert" in capsys.readouterr().err
+
+
+def test_a_run_that_dies_after_its_commit_point_leaves_the_old_snapshot_to_the_next_run(tmp_path, monkeypatch):
+    """The Parquet snapshot switches at the marks file's rename; the replaced files are deleted after it. A run
+    killed in between leaves them (a reader of the marks file's list already sees the new snapshot alone); the
+    next run deletes them, and only them."""
+    root, out = tmp_path / "data", tmp_path / "out"
+    _write(root, 0)
+    _export(root, "parquet", out)
+    old = set(px.data_files(out))
+    _write(root, 1)
+    monkeypatch.setattr(px.ParquetTarget, "_drop_replaced", lambda self: None)
+    _export(root, "parquet", out)
+    listed = set(json.loads((out / px.MARKS_FILE).read_text())["files"])
+    assert old <= set(px.data_files(out)) and not old & listed
+    monkeypatch.undo()
+    assert _export(root, "parquet", out)["rows"] == 0  # nothing new: it only finishes the last run's deletions
+    assert set(px.data_files(out)) == listed
+    assert _table("parquet", out) == _compacted(root, tmp_path)
