@@ -158,3 +158,11 @@ def test_a_malformed_until_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["export", str(tmp_path), "--to", "parquet", str(tmp_path / "o"), "--until", "1-2"])
     assert e.value.code == 2 and "LEDGER:ENTRY[:BATCH]" in capsys.readouterr().err
+
+
+def test_the_plain_summary_names_the_next_message_id(tmp_path, capsys):
+    root, out = tmp_path / "data", tmp_path / "out"
+    _write(root)
+    batch = _positions(root)[1]
+    rc = main(["export", str(root), "--to", "parquet", str(out), "--until", f"{TOPIC}={batch[0]}:{batch[1]}:0"])
+    assert rc == 0 and f"{TOPIC}: next message id {batch[0]}:{batch[1]}:1" in capsys.readouterr().out

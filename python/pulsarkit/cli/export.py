@@ -117,6 +117,10 @@ def _export(p: argparse.ArgumentParser) -> Runner:
                 f"exported {summary.rows} message(s) of {len(summary.topics)} topic(s) to {summary.output} "
                 f"({fmt}, run {summary.run}, {summary.seconds} s)"
             )
+            if args.until or args.until_time is not None:  # the hand-off: where a live consumer starts
+                for t, s in summary.topics.items():
+                    if s.next is not None:
+                        print(f"{t}: next message id {s.next}")
         if summary.issues:
             print(
                 f"pulsarkit export: {len(summary.issues)} issue(s) reading the data, "

@@ -403,6 +403,12 @@ def _export(
                 )
                 log(f"warning: {w}")
                 warnings.append(w)
+            for t, kept in (latest or {}).items():
+                if t not in commit.skipped and commit.rows.get(t, 0) < len(kept):
+                    # a key's latest message in a ledger no longer readable (trimmed after a compaction)
+                    w = f"{t}: {len(kept) - commit.rows.get(t, 0)} key(s) whose latest message was not read are missing"
+                    log(f"warning: {w}")
+                    warnings.append(w)
     return ExportSummary(
         data_dir=source,
         output=str(root),
