@@ -9,8 +9,8 @@ import json
 import shutil
 
 import pulsarkit as pk
-import pyarrow.dataset as ds
 import pytest
+from helpers import read_export
 from pulsarkit import export as px
 from pulsarkit.analysis.compaction import compacted_messages
 from pulsarkit.analysis.messages import read_message_rows
@@ -64,13 +64,7 @@ def _compacted(root, tmp_path) -> dict[str, tuple]:
 
 
 def _table(to: str, out) -> dict[str, tuple]:
-    if to == "delta":
-        from deltalake import DeltaTable
-
-        t = DeltaTable(str(out)).to_pyarrow_table()
-    else:
-        t = ds.dataset(out, format="parquet", partitioning="hive").to_table()
-    rows = t.to_pylist()
+    rows = read_export(to, out).to_pylist()
     keys = [r["key"] for r in rows]
     assert len(keys) == len(set(keys)), "one row per key"
     return {r["key"]: (r["ledger_id"], r["entry_id"], r["batch_index"], r["payload"]) for r in rows}
@@ -80,10 +74,9 @@ def _export(root, to, out, *args) -> dict:
     return px.export(str(root), to, str(out), mode="upsert", log=lambda m: None, **dict(args)).to_json()
 
 
-@pytest.mark.parametrize("to", ["parquet", "delta"])
+@pytest.mark.parametrize("to", ["parquet", "delta", "iceberg"])
 def test_upsert_equals_the_compacted_view_and_a_rerun_changes_exactly_those_keys(tmp_path, to):
-    if to == "delta":
-        pytest.importorskip("deltalake")
+    pytest.importorskip({"parquet": "pyarrow", "delta": "deltalake", "iceberg": "pyiceberg"}[to])
     root, out = tmp_path / "data", tmp_path / "out"
     _write(root, 0)
     _export(root, to, out)
@@ -106,7 +99,7 @@ def test_upsert_equals_the_compacted_view_and_a_rerun_changes_exactly_those_keys
     if to == "parquet":  # the earlier snapshot's files are gone; the marks file lists exactly the files there
         marks = json.loads((out / px.MARKS_FILE).read_text())
         assert marks["mode"] == "upsert" and sorted(marks["files"]) == px.data_files(out)
-    else:
+    elif to == "delta":
         from deltalake import DeltaTable
 
         assert DeltaTable(str(out)).history(1)[0]["operation"] == "MERGE"
@@ -142,8 +135,10 @@ def test_upsert_through_the_cli_and_its_refusals(tmp_path, capsys):
     capsys.readouterr()
     assert main(["export", str(root), "--to", "parquet", str(appended), "--mode", "upsert"]) == 1
     assert "mode append, not upsert" in capsys.readouterr().err
-    assert main(["export", str(root), "--to", "iceberg", str(tmp_path / "i"), "--mode", "upsert"]) == 1
-    assert "--mode must be one of append, upsert" in capsys.readouterr().err
+    with open_data_dir(root) as dd:
+        (cut,) = [f"{r['ledger_id']}:{r['entry_id']}:0" for r in read_message_rows(dd) if r["batch_index"] == 2]
+    assert main(["export", str(root), "--to", "parquet", str(tmp_path / "u"), "--mode", "upsert", "--until", cut]) == 1
+    assert "--mode upsert takes --until LEDGER:ENTRY without a batch index" in capsys.readouterr().err
 
 
 def test_a_run_that_dies_after_its_commit_point_leaves_the_old_snapshot_to_the_next_run(tmp_path, monkeypatch):

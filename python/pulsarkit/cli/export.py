@@ -87,7 +87,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         default="append",
         help="append (default): every message; upsert: each topic's latest message per key, with topic "
         "compaction's rules (a null or empty value deletes the key, keyless messages left out), replaced per run "
-        "(parquet: a snapshot; delta: MERGE by key)",
+        "(parquet: a snapshot; delta: MERGE by key; iceberg: delete and upsert by key)",
     )
     progress_arg(p)
 

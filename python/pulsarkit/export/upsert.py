@@ -12,7 +12,8 @@ replaces that topic's rows: Parquet writes the new snapshot's files and lists th
 the commit point, then deletes the files it replaced (a run that dies in between leaves them, and the
 next run deletes them); Delta MERGEs the snapshot by (``topic``, ``key``) in one commit carrying the
 marks: a key whose message did not change is not rewritten, a new key is inserted, a deleted key is
-deleted. A rerun after new messages or a tombstone therefore changes exactly those keys."""
+deleted; Iceberg, in one catalog commit, deletes the keys no longer in the snapshot and upserts by
+(``topic``, ``key``), which rewrites only the rows whose message changed (copy-on-write). A rerun after new messages or a tombstone therefore changes exactly those keys."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from .marks import Mark
 
 MODES = ("append", "upsert")
 #: the targets that take ``--mode upsert``
-UPSERT_TARGETS = ("parquet", "delta")
+UPSERT_TARGETS = ("parquet", "delta", "iceberg")
 
 Positions = frozenset[tuple[int, int, int]]
 
