@@ -13,7 +13,8 @@ the commit point, then deletes the files it replaced (a run that dies in between
 next run deletes them); Delta MERGEs the snapshot by (``topic``, ``key``) in one commit carrying the
 marks: a key whose message did not change is not rewritten, a new key is inserted, a deleted key is
 deleted; Iceberg, in one catalog commit, deletes the keys no longer in the snapshot and upserts by
-(``topic``, ``key``), which rewrites only the rows whose message changed (copy-on-write). A rerun after new messages or a tombstone therefore changes exactly those keys."""
+(``topic``, ``key``), which rewrites only the rows whose message changed (copy-on-write). A rerun
+after new messages or a tombstone therefore changes exactly those keys."""
 
 from __future__ import annotations
 
