@@ -2,7 +2,7 @@
 Pulsar topic compaction's rules, at the run's position.
 
 The rules are not restated here: the retained messages are those of compaction's phase one, the native
-``LatestForKey`` over the topic's entries up to the run's mark (:func:`pulsarkit.analysis.compaction.phase_one`,
+``LatestForKey`` over the topic's compacted view up to the run's mark (:func:`pulsarkit.analysis.compaction.phase_one`,
 what ``pulsarkit compacted`` and the compactor use): a message with a null value, or an empty payload, deletes
 its key; a message without a key is not retained (compaction's default, ``topicCompactionRetainNullKey=false``).
 The rows are the export's own read of the topic, kept only at the retained positions (:func:`keep_retained`).
@@ -37,7 +37,7 @@ def retained(dd: DataDir, topic: str, until: Mark) -> Positions:
     per key up to ``until`` (inclusive), tombstoned keys left out: compaction's phase one."""
     if until.entry_id < 0 and until.ledger_id < 0:
         return frozenset()
-    r = phase_one(dd, topic, up_to=Position(*until)).retained()
+    r = phase_one(dd, topic, up_to=Position(*until), view=True).retained()
     return frozenset(
         zip(r.column("ledger_id").to_pylist(), r.column("entry_id").to_pylist(), r.column("batch_index").to_pylist())
     )
