@@ -166,3 +166,22 @@ def test_the_plain_summary_names_the_next_message_id(tmp_path, capsys):
     batch = _positions(root)[1]
     rc = main(["export", str(root), "--to", "parquet", str(out), "--until", f"{TOPIC}={batch[0]}:{batch[1]}:0"])
     assert rc == 0 and f"{TOPIC}: next message id {batch[0]}:{batch[1]}:1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("to", ["parquet", "delta", "iceberg"])
+def test_export_marks_prints_the_committed_hand_off_of_every_format(tmp_path, capsys, to):
+    pytest.importorskip({"parquet": "pyarrow", "delta": "deltalake", "iceberg": "pyiceberg"}[to])
+    root, out = tmp_path / "data", tmp_path / "out"
+    _write(root)
+    batch = _positions(root)[1]
+    until = f"{batch[0]}:{batch[1]}:1"
+    assert main(["export", str(root), "--to", to, str(out), "--until", f"{TOPIC}={until}", "--engine", "local"]) == 0
+    capsys.readouterr()
+    assert main(["export-marks", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["to"] == to and doc["mode"] == "append"
+    assert doc["topics"][TOPIC] == {"mark": [batch[0], batch[1] - 1], "next": f"{batch[0]}:{batch[1]}:2"}
+    assert main(["export-marks", str(out)]) == 0
+    assert f"{TOPIC}: mark {batch[0]}:{batch[1] - 1}, next {batch[0]}:{batch[1]}:2" in capsys.readouterr().out
+    assert main(["export-marks", str(tmp_path)]) == 1
+    assert "is not a pulsarkit export" in capsys.readouterr().err

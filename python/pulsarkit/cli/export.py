@@ -6,6 +6,9 @@ Iceberg table, incrementally::
     pulsarkit export --zookeeper-dir ZK --ledger-dir BK1 --ledger-dir BK2 ... --to parquet OUT   (a cluster)
     pulsarkit export DATA_DIR --to delta OUT ...          (needs the deltalake package: pip install pulsarkit[delta])
     pulsarkit export DATA_DIR --to iceberg OUT ...        (needs pyiceberg: pip install pulsarkit[iceberg])
+    pulsarkit export DATA_DIR --to parquet OUT --until [TOPIC=]LEDGER:ENTRY[:BATCH] | --until-time T   (backfill)
+    pulsarkit export DATA_DIR --to delta OUT --mode upsert    (keyed topics: the latest message per key)
+    pulsarkit export-marks OUT [--json]                   (per topic: the committed mark and the next message id)
 
 What a run writes, its marks and its commit are :mod:`pulsarkit.export`'s (``pulsarkit.export.export``
 from Python); the engines and ``--engine auto`` are :mod:`pulsarkit.spark.export`'s. This module
@@ -23,6 +26,7 @@ import sys
 
 from ..export.handoff import parse_time
 from ..export.marks import MessageId
+from ..export.run import committed_marks
 from ..spark.export import ENGINES, SPARK_THRESHOLD, export
 from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, progress_arg
 from .datadir import _dir_args, data_dir_spec
@@ -130,6 +134,31 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             )
             if args.strict:
                 return EXIT_DATA_PROBLEMS
+        return EXIT_OK
+
+    return run
+
+
+@command(
+    "export-marks",
+    help="the committed marks of an export: per topic, the last position exported and the next message id, "
+    "where a live consumer continuing the export starts",
+)
+def _export_marks(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("out", metavar="OUT", help="the export (parquet, delta or iceberg)")
+    p.add_argument("--json", action="store_true", help="one JSON object")
+
+    def run(args: argparse.Namespace) -> int:
+        to, marks = committed_marks(args.out)
+        topics = {
+            t: {"mark": list(m), **({"next": str(marks.next[t])} if t in marks.next else {})}
+            for t, m in sorted(marks.marks.items())
+        }
+        if args.json:
+            print(json.dumps({"to": to, "source": marks.source, "mode": marks.mode, "topics": topics}))
+        else:
+            for t, v in topics.items():
+                print(f"{t}: mark {v['mark'][0]}:{v['mark'][1]}, next {v.get('next', '?')}")
         return EXIT_OK
 
     return run

@@ -27,9 +27,9 @@ from ..scan.records import DataDirError, Issue
 from .delta import DeltaTarget
 from .handoff import Cut, cut_rows, next_ids, resolve_until, selected_topics
 from .iceberg import IcebergTarget
-from .marks import Mark, MessageId
+from .marks import ExportMarks, Mark, MessageId
 from .parquet import ParquetTarget
-from .protocol import ExportRefused, check_output, gaps, locked, new_run_id
+from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, check_output, gaps, locked, new_run_id
 from .target import Target
 from .upsert import MODES, UPSERT_TARGETS, Positions, keep_retained, retained
 
@@ -429,3 +429,16 @@ def _export(
         metadata=target.metadata_location,
         seconds=round(time.perf_counter() - t0, 3),
     )
+
+
+def committed_marks(out: str) -> tuple[str, ExportMarks]:
+    """The format and the committed marks of the export in ``out`` (``pulsarkit export-marks``): each
+    topic's mark and hand-off position (``next``), read as the next run would, writing nothing."""
+    root = Path(out).absolute()
+    kinds = (("parquet", MARKS_FILE), ("delta", DELTA_LOG), ("iceberg", ICEBERG_CATALOG))
+    to = next((t for t, f in kinds if (root / f).exists()), None)
+    if to is None:
+        raise ExportRefused(f"{out} is not a pulsarkit export")
+    target = TARGETS[to](root, "", other_source=True)
+    with contextlib.closing(target):
+        return to, target.committed
