@@ -129,6 +129,8 @@ def next_ids(dd: DataDir, marks: dict[str, Mark], cuts: dict[str, Cut]) -> dict[
             out[name] = MessageId(cut.ledger_id, cut.entry_id, cut.batch_index + 1)
             continue
         out[name] = MessageId(m.ledger_id, m.entry_id + 1)
+        if dd.ml_last_position(dd.resolve(name)) <= Position(*m):
+            continue  # the mark is the topic's end (a plain run's usual case): nothing to plan and read
         for b in message_batches(dd, [name], after={name: Position(*m)}):
             if b.num_rows:
                 out[name] = MessageId(b.column("ledger_id")[0].as_py(), b.column("entry_id")[0].as_py())
