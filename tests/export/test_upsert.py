@@ -158,3 +158,14 @@ def test_a_run_that_dies_after_its_commit_point_leaves_the_old_snapshot_to_the_n
     assert _export(root, "parquet", out)["rows"] == 0  # nothing new: it only finishes the last run's deletions
     assert set(px.data_files(out)) == listed
     assert _table("parquet", out) == _compacted(root, tmp_path)
+
+
+def test_an_upsert_rerun_until_an_earlier_position_keeps_the_snapshot(tmp_path):
+    root, out = tmp_path / "data", tmp_path / "out"
+    _write(root, 0)
+    with open_data_dir(root) as dd:
+        first = next(iter(read_message_rows(dd)))
+    _export(root, "parquet", out)
+    snapshot = _table("parquet", out)
+    s = _export(root, "parquet", out, ("until", {TOPIC: px.MessageId(first["ledger_id"], first["entry_id"])}))
+    assert s["rows"] == 0 and _table("parquet", out) == snapshot

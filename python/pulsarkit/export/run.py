@@ -336,6 +336,8 @@ def _export(
                     max_partition_bytes=max_partition_bytes,
                 )
                 until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
+                # upsert reads from the start: an --until before the committed mark leaves the snapshot as it is
+                until = {t: max(m, before[t]) if t in before else m for t, m in until.items()}
                 # a batch cut only where the plan reaches the cut entry (an open transaction may stop it before)
                 stop = {t: c for t, c in stop.items() if until.get(t) == (c.ledger_id, c.entry_id)}
                 # a cut entry's mark stays on the entry before: the next run reads it again, from the cut on
