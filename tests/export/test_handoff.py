@@ -185,3 +185,26 @@ def test_export_marks_prints_the_committed_hand_off_of_every_format(tmp_path, ca
     assert f"{TOPIC}: mark {batch[0]}:{batch[1] - 1}, next {batch[0]}:{batch[1]}:2" in capsys.readouterr().out
     assert main(["export-marks", str(tmp_path)]) == 1
     assert "is not a pulsarkit export" in capsys.readouterr().err
+
+
+def test_each_partition_of_a_partitioned_topic_has_its_own_until_and_next(tmp_path, capsys):
+    root, out = tmp_path / "data", tmp_path / "out"
+    parts = [f"persistent://public/default/parts-partition-{i}" for i in (0, 1)]
+    with pk.Store.open(root, sync=False) as store:
+        for i in (0, 1):
+            ml = store.managed_ledger(f"public/default/persistent/parts-partition-{i}")
+            for seq in range(3):
+                ml.add_entry(pk.encode_batch(_md(seq), [b"p%d-%d-%d" % (i, seq, j) for j in range(2)]), num_messages=2)
+    with open_data_dir(root) as dd:
+        rows = list(read_message_rows(dd))
+    ids = {t: sorted({(r["ledger_id"], r["entry_id"]) for r in rows if r["topic"] == t}) for t in parts}  # entries
+    (l0, e0), (l1, e1) = ids[parts[0]][2], ids[parts[1]][0]
+    # without a topic, an id is ambiguous between the partitions: one line
+    assert main(["export", str(root), "--to", "parquet", str(out), "--topic", "parts", "--until", f"{l0}:{e0}"]) == 1
+    assert "names no topic" in capsys.readouterr().err
+    args = ["--until", f"{parts[0]}={l0}:{e0}:0", "--until", f"{parts[1]}={l1}:{e1}"]
+    s = _cli(root, out, "--topic", "parts", *args, capsys=capsys)
+    assert s["topics"][parts[0]]["next"] == f"{l0}:{e0}:1"
+    assert s["topics"][parts[1]]["next"] == "%d:%d" % ids[parts[1]][1]
+    t = ds.dataset(out, format="parquet", partitioning="hive").to_table()
+    assert t.num_rows == 5 + 2  # partition 0: two batches and one message of the third; partition 1: its first batch
