@@ -180,9 +180,14 @@ def test_export_marks_prints_the_committed_hand_off_of_every_format(tmp_path, ca
     assert main(["export-marks", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["to"] == to and doc["mode"] == "append"
-    assert doc["topics"][TOPIC] == {"mark": [batch[0], batch[1] - 1], "next": f"{batch[0]}:{batch[1]}:2"}
+    assert doc["topics"][TOPIC] == {
+        "mark": [batch[0], batch[1] - 1],
+        "next": f"{batch[0]}:{batch[1]}:2",
+        "last": f"{batch[0]}:{batch[1]}:1",
+    }
     assert main(["export-marks", str(out)]) == 0
-    assert f"{TOPIC}: mark {batch[0]}:{batch[1] - 1}, next {batch[0]}:{batch[1]}:2" in capsys.readouterr().out
+    want = f"{TOPIC}: mark {batch[0]}:{batch[1] - 1}, next {batch[0]}:{batch[1]}:2, last {batch[0]}:{batch[1]}:1"
+    assert want in capsys.readouterr().out
     assert main(["export-marks", str(tmp_path)]) == 1
     assert "is not a pulsarkit export" in capsys.readouterr().err
 

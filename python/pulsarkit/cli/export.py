@@ -24,7 +24,7 @@ import argparse
 import json
 import sys
 
-from ..export.handoff import parse_time
+from ..export.handoff import last_exported, parse_time
 from ..export.marks import MessageId
 from ..export.run import committed_marks
 from ..spark.export import ENGINES, SPARK_THRESHOLD, export
@@ -124,7 +124,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             if args.until or args.until_time is not None:  # the hand-off: where a live consumer starts
                 for t, s in summary.topics.items():
                     if s.next is not None:
-                        print(f"{t}: next message id {s.next}")
+                        print(f"{t}: next message id {s.next} (last exported {last_exported(s.until, s.next)})")
         if summary.issues:
             print(
                 f"pulsarkit export: {len(summary.issues)} issue(s) reading the data, "
@@ -151,14 +151,21 @@ def _export_marks(p: argparse.ArgumentParser) -> Runner:
     def run(args: argparse.Namespace) -> int:
         to, marks = committed_marks(args.out)
         topics = {
-            t: {"mark": list(m), **({"next": str(marks.next[t])} if t in marks.next else {})}
+            t: {
+                "mark": list(m),
+                **(
+                    {"next": str(marks.next[t]), "last": str(last_exported(m, marks.next[t]))}
+                    if t in marks.next
+                    else {}
+                ),
+            }
             for t, m in sorted(marks.marks.items())
         }
         if args.json:
             print(json.dumps({"to": to, "source": marks.source, "mode": marks.mode, "topics": topics}))
         else:
             for t, v in topics.items():
-                print(f"{t}: mark {v['mark'][0]}:{v['mark'][1]}, next {v.get('next', '?')}")
+                print(f"{t}: mark {v['mark'][0]}:{v['mark'][1]}, next {v.get('next', '?')}, last {v.get('last', '?')}")
         return EXIT_OK
 
     return run

@@ -11,7 +11,10 @@ After a run, each topic whose mark moved has ``next`` in the marks (and in the s
 message id after the last exported message, the position a Pulsar reader or consumer (``seek``, or a
 reader's start message id, inclusive) starts from so that nothing is lost or read twice. It is the next
 batch index inside a cut batch, else the next message the directory holds (entry level, batch index
--1), else the entry after the mark when the topic holds nothing more yet."""
+-1), else the entry after the mark when the topic holds nothing more yet. ``last`` (:func:`last_exported`)
+is the same hand-off for a Reader started exclusively (its default) at the last exported message: with
+an entry-level id, clients differ on what an inclusive start means (the C++ client skips the entry), an
+exclusive start at ``last`` does not."""
 
 from __future__ import annotations
 
@@ -118,6 +121,14 @@ def cut_rows(batch: pa.RecordBatch, stop: Cut | None, resume: Cut | None) -> pa.
         drop = pc.and_(at, out)
         keep = pc.invert(drop) if keep is None else pc.and_(keep, pc.invert(drop))
     return batch if keep is None else batch.filter(keep)
+
+
+def last_exported(mark: Mark, nxt: MessageId) -> MessageId:
+    """The last message id a run exported (entry level unless it cut a batch): a Reader started there,
+    exclusive (its default), reads from ``nxt`` on, whatever the client does with an inclusive entry-level id."""
+    if nxt.batch_index >= 0:
+        return MessageId(nxt.ledger_id, nxt.entry_id, nxt.batch_index - 1)
+    return MessageId(mark.ledger_id, mark.entry_id)
 
 
 def next_ids(dd: DataDir, marks: dict[str, Mark], cuts: dict[str, Cut]) -> dict[str, MessageId]:

@@ -25,7 +25,7 @@ from ..scan.messages import OnIssue
 from ..scan.partition import ReadStats
 from ..scan.records import DataDirError, Issue
 from .delta import DeltaTarget
-from .handoff import Cut, cut_rows, next_ids, resolve_until, selected_topics
+from .handoff import Cut, cut_rows, last_exported, next_ids, resolve_until, selected_topics
 from .iceberg import IcebergTarget
 from .marks import ExportMarks, Mark, MessageId
 from .parquet import ParquetTarget
@@ -189,7 +189,9 @@ class ExportSummary:
                     "rows": s.rows,
                     "after": list(s.after) if s.after is not None else None,
                     "until": list(s.until),
-                    **({"next": str(s.next)} if s.next is not None else {}),
+                    **(
+                        {"next": str(s.next), "last": str(last_exported(s.until, s.next))} if s.next is not None else {}
+                    ),
                 }
                 for t, s in self.topics.items()
             },
