@@ -62,6 +62,15 @@ def explode_messages(
     return _apply(entries, _native.bulk_explode_messages, include_compacted_out, verify_checksum, max_uncompressed_size)
 
 
+def json_lines(batch: Any) -> bytes:
+    """A record batch (or table) of the one message schema (``scan.schema.MESSAGE_FIELDS``, ``marker``
+    optional) as JSON lines: each row exactly as ``json.dumps(scan.schema.json_record(row))`` prints
+    it, plus a newline; ASCII only. One native call per batch, no Python object per message."""
+    if isinstance(batch, pa.Table):
+        return b"".join(_native.bulk_json_lines(b) for b in batch.to_batches())
+    return _native.bulk_json_lines(batch)
+
+
 def explode_transaction_log(entries: Any) -> Any:
     """One row per ``TransactionMetadataEntry`` of a column of transaction-coordinator log entries
     (PIP-160 batches opened): ``entry_index``, ``batched``, ``batch_size``, ``batch_index``,

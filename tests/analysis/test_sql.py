@@ -16,7 +16,7 @@ from pulsarkit.analysis.sql import SqlEngineMissing, SqlError, bind_topics, quer
 from pulsarkit.errors import PulsarkitError
 from pulsarkit.scan.datadir import open_data_dir
 from pulsarkit.scan.records import DataDirError
-from pulsarkit.scan.schema import MESSAGE_FIELDS
+from pulsarkit.scan.schema import MESSAGE_FIELDS, arrow_schema, message_fields
 
 ORDERS = "persistent://public/default/orders"
 PAYMENTS = "persistent://public/default/payments"
@@ -201,23 +201,32 @@ def test_the_engine_pulls_the_stream_as_it_needs_it(dd, monkeypatch):
     assert query(dd, "SELECT count(*) AS n FROM topic('orders')")["n"].to_pylist() == [500 * one.num_rows]
 
 
-def test_decode_is_passed_to_the_reader_when_it_takes_it(dd, monkeypatch):
-    """The hook for decoding by schema: ``decode=`` goes to ``message_batches`` once it has that parameter, and
-    the columns come from what it yields."""
-    if "decode" not in sqlmod.inspect.signature(sqlmod.message_batches).parameters:
-        with pytest.raises(SqlError, match="does not decode by schema"):
-            query(dd, "SELECT 1 FROM topic('orders')", decode="schema")
-    seen = []
-    real = sqlmod.message_batches
+def test_decode_schema_reads_each_topics_schema_and_decodes_its_batches(dd, monkeypatch):
+    """``decode="schema"``: the stream's columns are the topic's decoded schema and every batch goes through the
+    schema decoder (the decoding itself is checked against the real Java consumer in test_schema_decode_real)."""
+    seen: list[str] = []
 
-    def decoding(d, topics, *, txn="committed", markers=False, decode=None):
-        seen.append(decode)
-        for b in real(d, topics, txn=txn, markers=markers):
-            yield b.append_column("value", pa.array([{"n": i} for i in range(b.num_rows)]))
+    class Ts:
+        pass
 
-    monkeypatch.setattr(sqlmod, "message_batches", decoding)
-    got = query(dd, "SELECT max(value.n) AS m FROM topic('orders')", decode="schema")
-    assert seen == ["schema"] and got["m"].to_pylist() == [messages_table(dd, ORDERS).num_rows - 1]
+    def schema_of(d, topic):
+        seen.append(topic)
+        return Ts()
+
+    def decoded(ts, markers=False):
+        return arrow_schema(message_fields(markers)).append(pa.field("value", pa.int64()))
+
+    def decode(d, batches):
+        for b in batches:
+            yield b.append_column("value", pa.array(range(b.num_rows), pa.int64()))
+
+    monkeypatch.setattr(sqlmod, "topic_schema", schema_of)
+    monkeypatch.setattr(sqlmod, "decoded_schema", decoded)
+    monkeypatch.setattr(sqlmod, "decode_batches", decode)
+    got = query(dd, "SELECT max(value) AS m FROM topic('orders')", decode="schema")
+    assert seen == [ORDERS] and got["m"].to_pylist() == [messages_table(dd, ORDERS).num_rows - 1]
+    with pytest.raises(SqlError, match="decode must be one of"):
+        query(dd, "SELECT 1 FROM topic('orders')", decode="avro")
 
 
 def test_importing_the_command_line_does_not_load_the_engine():

@@ -45,6 +45,7 @@ from ..scan.read import read_partition
 from ..scan.records import DataDirError, Issue
 from ..scan.schema import arrow_schema, json_record, message_fields
 from ..scan.transactions import TXN_MODES
+from .decoded import DECODE_MODES, decoded_table
 
 # ------------------------------------------------------------------------------ messages
 
@@ -158,9 +159,18 @@ def messages_table(
     txn: str = "committed",
     markers: bool = False,
     include_system: bool = False,
+    decode: str = "bytes",
 ) -> pa.Table:
-    """:func:`message_batches` as one Arrow table of the one message schema."""
+    """:func:`message_batches` as one Arrow table of the one message schema; ``decode="schema"`` decodes each
+    payload with its topic's schema into typed ``key``/``value`` columns (:mod:`.decoded`; topics of one schema)."""
+    if decode not in DECODE_MODES:
+        raise PulsarkitError(f"decode must be one of {DECODE_MODES}, not {decode!r}")
     batches = message_batches(dd, topics, txn=txn, markers=markers, include_system=include_system)
+    if decode == "schema":
+        names = [topics] if isinstance(topics, str) else list(topics or [])
+        if not names:
+            raise PulsarkitError("decode='schema' needs the topic(s) to read")
+        return decoded_table(dd, names[0], batches, markers)
     return pa.Table.from_batches(list(batches), schema=arrow_schema(message_fields(markers)))
 
 

@@ -18,8 +18,6 @@ extra ``pulsarkit[sql]``, imported when a query runs.
 
 from __future__ import annotations
 
-import inspect
-import itertools
 import re
 from collections.abc import Iterator
 from types import ModuleType
@@ -27,9 +25,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..broker.topic_name import ml_to_topic
 from ..errors import PulsarkitError
 from ..scan.datadir import DataDir
 from ..scan.schema import arrow_schema, message_fields
+from .decoded import DECODE_MODES, decode_batches, decoded_schema, topic_schema
 from .messages import message_batches
 
 #: How to get the engine, as the one line a user without it reads.
@@ -118,20 +118,17 @@ def _stream(
     dd: DataDir, mls: list[str], txn: str, markers: bool, decode: str | None, failed: list[BaseException]
 ) -> pa.RecordBatchReader:
     """A topic's messages as a reader (lazy: nothing is read until the engine pulls); an error of the read
-    goes to ``failed`` as well, so that it reaches the caller as itself, not as the engine's text."""
-    kw: dict[str, Any] = {}
-    if decode is not None:
-        # decoding by schema (issue 23) is the reader's: passed on once message_batches takes it
-        if "decode" not in inspect.signature(message_batches).parameters:
-            raise SqlError(f"decode={decode!r}: this pulsarkit's message reader does not decode by schema yet")
-        kw["decode"] = decode
-    batches = _kept(message_batches(dd, mls, txn=txn, markers=markers, **kw), failed)
-    if decode is None:
-        return pa.RecordBatchReader.from_batches(arrow_schema(message_fields(markers)), batches)
-    first = next(batches, None)  # a decoded topic's columns depend on its schema: its first batch tells
-    if first is None:
-        return pa.RecordBatchReader.from_batches(arrow_schema(message_fields(markers)), iter(()))
-    return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
+    goes to ``failed`` as well, so that it reaches the caller as itself, not as the engine's text.
+    ``decode="schema"``: typed ``key``/``value`` columns from the topic's schema (:mod:`.decoded`)."""
+    batches: Iterator[pa.RecordBatch] = message_batches(dd, mls, txn=txn, markers=markers)
+    if decode in (None, "bytes"):
+        schema = arrow_schema(message_fields(markers))
+    elif decode == "schema":
+        schema = decoded_schema(topic_schema(dd, ml_to_topic(dd.resolve(mls[0]))), markers)
+        batches = decode_batches(dd, batches)
+    else:
+        raise SqlError(f"decode must be one of {DECODE_MODES}, not {decode!r}")
+    return pa.RecordBatchReader.from_batches(schema, _kept(batches, failed))
 
 
 def _kept(batches: Iterator[pa.RecordBatch], failed: list[BaseException]) -> Iterator[pa.RecordBatch]:
@@ -148,7 +145,7 @@ def query_reader(
     """The result of ``sql`` as a stream of Arrow batches (see the module doc). Topics are resolved first:
     one that is not there is a :class:`~pulsarkit.scan.records.DataDirError` naming it, before anything is
     read. ``txn`` and ``markers`` are :func:`message_batches`'; what cannot be read goes to ``dd.issues``
-    as the read goes on. ``decode`` is passed to the reader (schema decoding, when it has it)."""
+    as the read goes on. ``decode="schema"`` gives each topic's typed ``key``/``value`` columns (its schema's)."""
     duckdb = engine()
     text, bound = bind_topics(sql)
     topics = [(rel, dd.expand(name)) for rel, name in bound]

@@ -4,6 +4,7 @@
     pulsarkit topics DATA_DIR        [--format table|json] [--no-system]
     pulsarkit schemas DATA_DIR       [--topic T]... [--format table|json|parquet]
     pulsarkit messages DATA_DIR      [--topic T]... [--format table|jsonl|parquet] [--txn committed|all]
+                                     [--decode bytes|schema]
                                      [--markers]
     pulsarkit backlog DATA_DIR TOPIC SUBSCRIPTION [--format table|jsonl|parquet]
     pulsarkit transactions DATA_DIR  [--view transactions|pending-acks|logs] [--json | --parquet FILE]
@@ -27,7 +28,7 @@ import argparse
 import base64
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import bulk
 from ..analysis.backlog import backlog_batches
+from ..analysis.decoded import DECODE_MODES, decode_batches, decoded_schema, json_value, topic_schema
 from ..analysis.messages import ledger_entries, message_batches, message_entries, message_topics
 from ..analysis.schemas import schemas_table
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
@@ -43,7 +46,7 @@ from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
 from ..scan.records import DataDirError, topic_dict
-from ..scan.schema import arrow_schema, json_record, message_fields
+from ..scan.schema import arrow_schema, json_record, message_fields, parquet_options
 from .command import (
     EXIT_DATA_PROBLEMS,
     EXIT_OK,
@@ -416,21 +419,25 @@ def _print_records(
     n = 0
     try:
         if args.format == "parquet":
-            with pq.ParquetWriter(_out_file(args), arrow_schema(message_fields(markers))) as w:
+            schema = arrow_schema(message_fields(markers))
+            with pq.ParquetWriter(_out_file(args), schema, **parquet_options(schema)) as w:
                 for b in batches:
                     w.write_batch(b)
                     n += b.num_rows
                     prog.update(n)
         elif args.format == "jsonl":
-            out = open(args.dest, "w") if args.dest else sys.stdout
+            # rendered natively a batch at a time (ASCII, as json.dumps of json_record), written in blocks
+            out, write = _binary_out(args.dest)
             try:
                 for b in batches:
-                    out.writelines(json.dumps(json_record(r)) + "\n" for r in b.to_pylist())
+                    write(bulk.json_lines(b))
                     n += b.num_rows
                     prog.update(n)
             finally:
-                if out is not sys.stdout:
+                if args.dest:
                     out.close()
+                else:
+                    out.flush()
         else:
             rows = []
             for r in (json_record(r) for b in batches for r in b.to_pylist()):
@@ -459,6 +466,78 @@ def _print_records(
                 + ["payload"]
             )
             _table(rows, cols)
+    finally:
+        prog.close()
+    return n
+
+
+def _binary_out(dest: str | None) -> tuple[Any, Callable[[bytes], Any]]:
+    """The file to write ASCII blocks to and its write function: ``dest``, else standard output's
+    buffer (after what was printed to it), or the text stream itself when it has none (captured)."""
+    if dest:
+        f = open(dest, "wb")
+        return f, f.write
+    sys.stdout.flush()
+    buf = getattr(sys.stdout, "buffer", None)
+    if buf is not None:
+        return buf, buf.write
+    return sys.stdout, lambda b: sys.stdout.write(b.decode("ascii"))
+
+
+def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: argparse.Namespace, total: int) -> int:
+    """Batches decoded with the topic's schema (:mod:`pulsarkit.analysis.decoded`): as Parquet, or as the JSON
+    record of ``messages`` with ``schema_version``, the typed ``value`` (and ``key``, ``partition_key`` of a
+    KEY_VALUE topic) and ``decode_error`` (JSON lines, table)."""
+    prog = Progress(total, "reading entries", enabled=args.progress)
+    n = 0
+    kv = "partition_key" in schema.names
+    key_type, value_type = schema.field("key").type, schema.field("value").type
+
+    def records() -> Iterator[dict[str, Any]]:
+        for b in batches:
+            for r in b.to_pylist():
+                rec = json_record({**r, "key": r["partition_key"] if kv else r["key"]})
+                rec["schema_version"] = r["schema_version"]
+                if kv:
+                    rec["key"], rec["partition_key"] = json_value(r["key"], key_type), r["partition_key"]
+                rec["value"], rec["decode_error"] = json_value(r["value"], value_type), r["decode_error"]
+                yield rec
+
+    try:
+        if args.format == "parquet":
+            with pq.ParquetWriter(_out_file(args), schema) as w:
+                for b in batches:
+                    w.write_batch(b)
+                    n += b.num_rows
+                    prog.update(n)
+        elif args.format == "jsonl":
+            out = open(args.dest, "w") if args.dest else sys.stdout
+            try:
+                for rec in records():
+                    out.write(json.dumps(rec) + "\n")
+                    n += 1
+                    prog.update(n)
+            finally:
+                if out is not sys.stdout:
+                    out.close()
+        else:
+            rows = []
+            for rec in records():
+                mid = rec["message_id"]
+                ids = ":".join(str(mid[k]) for k in ("ledger_id", "entry_id", "batch_index", "partition"))
+                value = "<null>" if rec["value"] is None else json.dumps(rec["value"], ensure_ascii=False)
+                rows.append(
+                    {
+                        "message_id": ids,
+                        "key": json.dumps(rec["key"], ensure_ascii=False) if kv else rec["key"],
+                        "version": "" if rec["schema_version"] is None else rec["schema_version"],
+                        "value": value if len(value) <= 60 else value[:59] + "…",
+                        "error": rec["decode_error"] or "",
+                    }
+                )
+                n += 1
+                prog.update(n)
+            _table(rows, ["message_id", "key", "version", "value", "error"])
     finally:
         prog.close()
     return n
@@ -497,6 +576,12 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
     )
     p.add_argument("--markers", action="store_true", help="also show transaction and replication markers")
     p.add_argument("--system", action="store_true", help="also read system topics")
+    p.add_argument(
+        "--decode",
+        choices=DECODE_MODES,
+        default="bytes",
+        help="'schema' decodes each payload with the topic's schema into typed key/value columns (needs --topic)",
+    )
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
@@ -506,6 +591,13 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
         # resolve first: a topic that is not there is one clear error, before any output
         mls = [dd.resolve(ml) for t in topics for ml in dd.expand(t)] if topics else message_topics(dd, args.system)
         total = message_entries(dd, mls)
+        if args.decode == "schema":
+            if not topics:
+                raise DataDirError("--decode schema needs --topic (topics of one schema)")
+            batches = message_batches(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system)
+            ts = topic_schema(dd, dd.expand(topics[0])[0])
+            _print_decoded(decode_batches(dd, batches), decoded_schema(ts, args.markers), args, total)
+            return _finish(dd, args)
         _print_records(
             message_batches(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system),
             args,

@@ -93,6 +93,13 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         "compaction's rules (a null or empty value deletes the key, keyless messages left out), replaced per run "
         "(parquet: a snapshot; delta: MERGE by key; iceberg: delete and upsert by key)",
     )
+    p.add_argument(
+        "--decode",
+        choices=("bytes", "schema"),
+        default="bytes",
+        help="'schema' writes each topic's payloads decoded with its schema: typed key/value columns "
+        "(--to parquet, local engine)",
+    )
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:
@@ -113,6 +120,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             **({"until": dict(args.until)} if args.until else {}),
             **({"until_time": args.until_time} if args.until_time is not None else {}),
             **({"mode": args.mode} if args.mode != "append" else {}),
+            decode=args.decode,
         )
         if args.json:
             print(json.dumps(summary.to_json()))

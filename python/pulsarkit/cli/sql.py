@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..analysis.decoded import DECODE_MODES
 from ..analysis.sql import engine, query_reader
 from .command import Runner, command, overwrite_arg
 from .datadir import _dir_args, _finish, _open, _out_file, _preview, _table, _with_output
@@ -89,11 +90,17 @@ def _sql(p: argparse.ArgumentParser) -> Runner:
         help="'all' keeps messages of aborted and unfinished transactions, flagged",
     )
     p.add_argument("--markers", action="store_true", help="also transaction and replication markers (column marker)")
+    p.add_argument(
+        "--decode",
+        choices=DECODE_MODES,
+        default="bytes",
+        help="'schema': each topic's payload and key as typed value/key columns, decoded with its Pulsar schema",
+    )
 
     def run(args: argparse.Namespace) -> int:
         engine()  # without it: one line on how to install it, before the data is opened
         dd = _open(args)
-        reader = _renamed(query_reader(dd, args.query, txn=args.txn, markers=args.markers))
+        reader = _renamed(query_reader(dd, args.query, txn=args.txn, markers=args.markers, decode=args.decode))
         if args.format == "parquet":
             with pq.ParquetWriter(_out_file(args), reader.schema) as w:
                 for b in reader:

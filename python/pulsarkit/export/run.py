@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..analysis.decoded import DECODE_MODES, decode_batch, topic_schema
 from ..broker.topic_name import ml_to_topic
+from ..codec.schema import TopicSchema
 from ..scan import DataDir, ScanPartition, ScanPlan, plan_data_dir, read_partition
 from ..scan.datadir import DataDirSpec
 from ..scan.messages import OnIssue
@@ -67,6 +69,8 @@ class ExportJob:
     max_partition_bytes: int
     #: the data's parts, as the engines open or name them (``source`` is its key)
     spec: DataDirSpec
+    #: ``schema``: each topic's rows decoded with its schema (:mod:`pulsarkit.analysis.decoded`), by topic
+    schemas: dict[str, TopicSchema] | None = None
     #: batches cut by ``--until LEDGER:ENTRY:BATCH`` (topic -> last message exported), and the cut a
     #: previous run left (topic -> first message still to export); only the local engine applies them
     stop: dict[str, Cut] = dataclasses.field(default_factory=dict)
@@ -131,7 +135,10 @@ class LocalEngine:
                 latest = job.latest.get(part.topic or "", frozenset()) if job.latest is not None else None
                 for b in read_part(part, job.on_error, found):
                     b = cut_rows(b, stop, resume) if stop or resume else b
-                    target.write(keep_retained(b, latest) if latest is not None else b)
+                    b = keep_retained(b, latest) if latest is not None else b
+                    if job.schemas is not None and b.num_rows:
+                        b = decode_batch(b, job.schemas[part.topic or ""])
+                    target.write(b)
                 done += part.bytes
                 progress.update(done, part.topic or "")
         return found
@@ -232,6 +239,7 @@ def export(
     until: dict[str, MessageId] | None = None,
     until_time: int | None = None,
     mode: str = "append",
+    decode: str = "bytes",
 ) -> ExportSummary:
     """Exports the messages of ``data_dir`` added since the last run into ``out``, a ``to`` export
     (``parquet``, ``delta``, ``iceberg``: see :mod:`pulsarkit.export`); returns the run's summary.
@@ -245,7 +253,10 @@ def export(
     store is ``data_dir``'s (each entry read once, from the first copy of its write set that
     verifies). ``engine`` picks, once the run is planned, what stages its rows (default: this
     process). ``progress`` makes a reporter given the planned bytes; ``log`` takes the notes and
-    warnings (default: stderr). The export is private: the process umask is 077 while the run writes
+    warnings (default: stderr). ``decode="schema"`` writes each topic's rows decoded with its schema
+    (typed ``key``/``value``, ``schema_version``, ``decode_error``: :mod:`pulsarkit.analysis.decoded`), its
+    files with that topic's table schema; Parquet and the local engine only, for now.
+    The export is private: the process umask is 077 while the run writes
     (it is the process's, so other threads writing meanwhile create private files too)."""
     t0 = time.perf_counter()
     target_class = TARGETS.get(to)
@@ -253,6 +264,10 @@ def export(
         raise DataDirError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
     if mode not in MODES or (mode == "upsert" and to not in UPSERT_TARGETS):
         raise DataDirError(f"--mode must be one of {', '.join(MODES)} (upsert: --to {' or '.join(UPSERT_TARGETS)})")
+    if decode not in DECODE_MODES:
+        raise DataDirError(f"--decode must be one of {', '.join(DECODE_MODES)}, not {decode!r}")
+    if decode == "schema" and to != "parquet":
+        raise DataDirError(f"--decode schema writes --to parquet only (not {to} yet: one table needs one schema)")
     log = log or log_to_stderr
     if isinstance(data_dir, DataDirSpec):
         if ledger_dirs:
@@ -269,7 +284,7 @@ def export(
         with _writable(out):
             return _export(
                 spec, to, root, target_class, topics, force, other_source, skip_unreadable,
-                max_partition_bytes, engine, progress, log, t0, until, until_time, mode,
+                max_partition_bytes, engine, progress, log, t0, until, until_time, mode, decode,
             )  # fmt: skip
     finally:
         os.umask(umask)
@@ -307,6 +322,7 @@ def _export(
     until_ids: dict[str, MessageId] | None = None,
     until_time: int | None = None,
     mode: str = "append",
+    decode: str = "bytes",
 ) -> ExportSummary:
     source = spec.key
     target = target_class(root, source, force=force, other_source=other_source)
@@ -358,25 +374,23 @@ def _export(
                     latest = {t: retained(dd, t, m) for t, m in moved.items()}
                     p = dataclasses.replace(p, partitions=[x for x in p.partitions if x.topic in latest])
                     target.replace = set(latest)
+                schemas = None
+                if decode == "schema":  # each topic's history read once, here (the directory is open)
+                    schemas = {t: topic_schema(dd, t) for t in {part.topic or "" for part in p.partitions}}
             for issue in p.issues:
                 log(f"warning: {issue}")
             warnings = gaps(before, p.topic_ledgers.get(source, {}))
             for w in warnings:
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}
+            on_error = "skip" if skip_unreadable else "fail"
             job = ExportJob(
-                source,
-                p,
-                before,
-                until,
-                "skip" if skip_unreadable else "fail",
-                max_partition_bytes,
-                spec,
-                stop,
-                resume,
-                latest,
-            )
+                source, p, before, until, on_error, max_partition_bytes, spec, schemas,
+                stop=stop, resume=resume, latest=latest,
+            )  # fmt: skip
             chosen = engine(job)
+            if schemas is not None and chosen.name != "local":
+                raise DataDirError(f"--decode schema runs on the local engine only (not {chosen.name} yet)")
             if (stop or resume or latest is not None) and chosen.name != "local":
                 raise DataDirError(
                     f"--mode upsert and a batch cut (--until with a batch index) need --engine local, not {chosen.name}"

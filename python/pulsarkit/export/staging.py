@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..scan import MESSAGE_FIELDS, arrow_schema
+from ..scan.schema import parquet_options
 from .paths import PRIVATE_DIR, short_name
 
 PARTITION_COLUMNS = ("topic", "date")
@@ -57,24 +58,29 @@ class StagingWriter:
         self._writers: dict[tuple[str, str], pq.ParquetWriter] = {}
 
     def write(self, batch: pa.RecordBatch) -> None:
+        # rows decoded with their topic's schema (``decode="schema"``) keep their own columns
+        own = batch.schema.names != [n for n, _ in MESSAGE_FIELDS]
+        file_schema = pa.schema([f for f in batch.schema if f.name != "topic"]) if own else self.schema
         t = pa.Table.from_batches([with_date(batch)])
         keys = pa.Table.from_arrays([t.column("topic"), t.column("date")], names=["t", "d"])
         groups = keys.group_by(["t", "d"]).aggregate([]).to_pylist()
         for g in groups:
             if len(groups) == 1:  # the usual case: one topic and day per batch, nothing to copy
-                rows = t.select(self.schema.names)
+                rows = t.select(file_schema.names)
             else:
                 m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
-                rows = t.filter(m).select(self.schema.names)
+                rows = t.filter(m).select(file_schema.names)
             w = self._writers.get((g["t"], g["d"]))
             if w is None:
                 name = topic_dir(g["t"])
                 d = self.directory / name / f"date={escape_path_name(g['d'])}"
                 d.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
-                schema = self.schema
+                schema = file_schema
                 if name != "topic=" + escape_path_name(g["t"]):  # shortened: the file names its topic
                     schema = schema.with_metadata({TOPIC_KEY: g["t"].encode("utf-8", "surrogatepass")})
-                w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(d / "part-00000.parquet", schema)
+                w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(
+                    d / "part-00000.parquet", schema, **parquet_options(schema)
+                )
             w.write_table(rows.cast(w.schema))
 
     def close(self) -> None:

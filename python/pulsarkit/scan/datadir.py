@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -328,10 +328,13 @@ class DataDir:
         """The ``current/`` directory of each bookie ledger directory (entry logs)."""
         return [str(b.current) for b in self._bookies]
 
-    def entry_locations(self) -> Iterator[tuple[str, int, int, int]]:
-        """``(current dir, ledger id, entry id, location)`` of every entry in the bookies' location indexes."""
+    def entry_locations(self, ledgers: Collection[int] | None = None) -> Iterator[tuple[str, int, int, int]]:
+        """``(current dir, ledger id, entry id, location)`` of every entry in the bookies' location indexes
+        (only those of ``ledgers``, in ledger order, when given)."""
         for b in self._bookies:
-            for lid, entries in b.locations.items():
+            for lid, entries in (
+                b.locations.items() if ledgers is None else ((x, b.locations.get(x, {})) for x in sorted(ledgers))
+            ):
                 for eid, loc in entries.items():
                     yield str(b.current), lid, eid, loc
 

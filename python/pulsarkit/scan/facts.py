@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import array
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,16 +33,16 @@ class TopicFacts:
     chunks: dict[str, tuple[Pos, Pos]] = field(default_factory=dict)
 
 
-def location_index(dd: DataDir) -> dict[int, tuple[str, dict[int, int]]]:
-    """ledger -> (its bookie's ``current/``, entry -> location). With several bookies a ledger's
-    copies are in several directories: then the entries any bookie indexes, with no directory or
-    location (the partitions carry every copy, see :func:`_segment`)."""
+def location_index(dd: DataDir, ledgers: Collection[int] | None = None) -> dict[int, tuple[str, dict[int, int]]]:
+    """ledger -> (its bookie's ``current/``, entry -> location), of ``ledgers`` (default: every ledger
+    indexed). With several bookies a ledger's copies are in several directories: then the entries any
+    bookie indexes, with no directory or location (the partitions carry every copy, see :func:`_segment`)."""
     out: dict[int, tuple[str, dict[int, int]]] = {}
     if dd.replicas is not None:
-        for _, lid, eid, _ in dd.entry_locations():
+        for _, lid, eid, _ in dd.entry_locations(ledgers):
             out.setdefault(lid, (None, {}))[1][eid] = -1  # type: ignore[arg-type]
         return out
-    for current, lid, eid, loc in dd.entry_locations():
+    for current, lid, eid, loc in dd.entry_locations(ledgers):
         if lid not in out:
             out[lid] = (current, {})
         out[lid][1][eid] = loc
@@ -287,7 +287,7 @@ def topic_markers(dd: DataDir, mls: Sequence[str]) -> dict[str, tuple[dict[Pos, 
     position of its first message there), from one metadata pass over all their ledgers
     (:func:`topic_facts`)."""
     owner = {lid: ml for ml in mls for lid in dd.ml_ledgers(ml)}
-    facts, _ = topic_facts(dd, owner, location_index(dd))
+    facts, _ = topic_facts(dd, owner, location_index(dd, owner))
     out = {}
     for ml in mls:
         f = facts.get(ml, TopicFacts())

@@ -223,6 +223,7 @@ class MessageState:
             "txn_most_bits": pc.if_else(has_txn, pc.fill_null(txm, 0), pa.scalar(None, pa.int64())),
             "txn_least_bits": pc.if_else(has_txn, pc.fill_null(txl, 0), pa.scalar(None, pa.int64())),
             "txn_state": st,
+            "schema_version": md.column("schema_version").take(src),
         }
         if self.markers:
             cols["marker"] = pa.nulls(k, pa.string())
@@ -318,6 +319,7 @@ class EntryRules:
                 "txn_most_bits": most,
                 "txn_least_bits": least,
                 "txn_state": state,
+                "schema_version": md.schema_version if md.HasField("schema_version") else None,
             }
             if self.with_markers:
                 r["marker"] = e.marker

@@ -418,7 +418,6 @@ def plan_data_dir(
     stats: dict[str, Any] = {}
     time_filters = [f for f in filters if f[0] in TIME_COLUMNS] if kind == "messages" else []
     t0 = time.perf_counter()
-    index = location_index(dd)
     found: list[tuple[str | None, str, Runs, Runs]] = []  # name, kind, held runs, gaps
     for ml in dd.managed_ledger_names() if topics is None else topics:
         k = ml_kind(ml)
@@ -444,10 +443,15 @@ def plan_data_dir(
                 continue
             found.append((led.topic, led.kind, *_runs(dd, [led.ledger_id])))
     found = [t for t in found if passes(filters, "topic", t[0])]
+    # the locations of the ledgers read only (not of every ledger of the directory)
+    index = location_index(dd, {lid for t in found for run in (t[2], t[3]) for lid, _, _ in run})
     owner = {lid: t[0] or f"#{lid}" for t in found for lid, _, _ in t[2]} if kind == "messages" else {}
     pstats = ReadStats()
     facts, dropped = topic_facts(dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats)
-    coord = coordinator_states(dd) if kind == "messages" else {}
+    # the coordinators' logs only when a topic read holds a transactional message or marker: a
+    # transaction's state is looked up for nothing else
+    txns = any(f.first_txn or f.markers for f in facts.values())
+    coord = coordinator_states(dd) if kind == "messages" and txns else {}
     stats[path] = {"plan_seconds": time.perf_counter() - t0, "read": pstats.as_dict()}
     total = 0.0
     per_entry: dict[int, float] = {}

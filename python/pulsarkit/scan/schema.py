@@ -15,7 +15,9 @@ Pos = tuple[int, int]
 
 #: The one message schema: one row per message, flat. ``txn_most_bits``/``txn_least_bits`` are Java
 #: longs (as ``TxnID`` prints them); ``payload`` is the bytes (null for a null value or an encrypted
-#: message). :func:`json_record` renders a row as ``pulsarkit messages`` prints it.
+#: message); ``schema_version`` is ``MessageMetadata.schema_version`` as stored (8 bytes naming the version of
+#: the topic's schema the message was written with, null when it names none; ``codec/schema`` decodes by it).
+#: :func:`json_record` renders a row as ``pulsarkit messages`` prints it.
 MESSAGE_FIELDS: list[tuple[str, pa.DataType]] = [
     ("topic", pa.string()),
     ("partition", pa.int32()),
@@ -36,6 +38,7 @@ MESSAGE_FIELDS: list[tuple[str, pa.DataType]] = [
     ("txn_most_bits", pa.int64()),
     ("txn_least_bits", pa.int64()),
     ("txn_state", pa.string()),
+    ("schema_version", pa.binary()),
 ]
 MARKER_FIELD = ("marker", pa.string())
 
@@ -50,6 +53,17 @@ ENTRY_FIELDS: list[tuple[str, pa.DataType]] = [
     ("payload", pa.binary()),
     ("error", pa.string()),
 ]
+
+
+#: Columns written to Parquet without a dictionary: the payload and the per-message ids are nearly
+#: all distinct, so a dictionary is built and then abandoned (bench/RESULTS.md, "after": 22-37% less
+#: CPU writing topics A and C, files no larger). The codec stays Parquet's default (Snappy).
+NO_DICTIONARY = ("payload", "entry_id", "sequence_id", "broker_index")
+
+
+def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """``pyarrow.parquet.ParquetWriter`` options for message rows of ``schema``."""
+    return {"use_dictionary": [n for n in schema.names if n not in NO_DICTIONARY]}
 
 
 def message_fields(markers: bool = False) -> list[tuple[str, pa.DataType]]:

@@ -41,7 +41,10 @@ over are counted in the read statistics and listed by ``pulsarkit replicas``), `
 ``zookeeper_dir``, ``zookeeper_log_dir``, ``configuration_zookeeper_dir``, ``configuration_zookeeper_log_dir``,
 ``zxid``, ``journal_dirs``, ``index_dirs`` (a cluster's parts as :class:`~pulsarkit.scan.DataDirSpec` names
 them, lists comma-separated: a ZooKeeper data directory read offline with the bookies' ``ledger_dirs``, and
-no ``path``), ``stats_dir`` (a directory the
+no ``path``), ``decode`` (``bytes``, the default, or ``schema``: each payload decoded with its topic's schema into typed
+``key``/``value`` columns, with ``schema_version`` and ``decode_error``, as
+:mod:`pulsarkit.analysis.decoded` gives them; it needs ``topics`` of one schema and one data directory; Spark
+keeps times in microseconds, so nanosecond values are truncated to them), ``stats_dir`` (a directory the
 plan and each task write their :class:`~pulsarkit.scan.ReadStats` to as JSON, for
 benchmarks and tests; :func:`read_stats` sums them).
 
@@ -88,6 +91,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..analysis.decoded import DECODE_MODES, decode_batch, decoded_fields, history_versions
+from ..codec.schema import SchemaInfo, TopicSchema
 from ..scan import (
     BATCH_BYTES,
     ENTRY_FIELDS,
@@ -101,6 +106,7 @@ from ..scan import (
 )
 from ..scan.records import Issue
 from . import datasource as _entrylog
+from ._schema import spark_type
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +220,9 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             self.metadata_pass = options.get("metadata_pass", "auto")
             # entries already carry their error; messages get error rows only when asked for
             self.error_rows = kind == "messages" and _bool(options.get("error_rows", "false"))
-            fields = _fields(kind, self.markers, self.error_rows)
+            # decode=schema: the topic's schema versions, read here on the driver, decode on the executors
+            self.versions = _schema_versions(kind, options)
+            fields = _fields(kind, self.markers, self.error_rows, self.versions)
             known = [n for n, _ in fields]
             self.columns = [f.name for f in schema.fields]
             unknown = [c for c in self.columns if c not in known]
@@ -256,6 +264,9 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
             target = to_arrow_schema(self.schema, timezone="UTC")
             stats = ReadStats()
             columns = [c for c in self.columns if c != "error"] if self.error_rows else self.columns
+            ts = TopicSchema(self.versions) if self.versions is not None else None
+            if ts is not None:
+                columns = None  # the decoding reads the message columns it needs
             issues: list[tuple[Any, ...]] = []
             for part in getattr(partition, "scan", None) or []:
 
@@ -280,7 +291,11 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
                     stats=stats,
                     on_issue=on_issue,
                 ):
-                    yield _to_target(b, target)
+                    if ts is not None:
+                        # Spark's times are microseconds: nanosecond values are truncated to them
+                        yield _to_target(decode_batch(b, ts), target, safe=False)
+                    else:
+                        yield _to_target(b, target)
                     if issues:
                         yield _error_batch(issues, target)
                         issues.clear()
@@ -316,9 +331,16 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
         def name(cls) -> str:
             return FORMAT_NAME
 
-        def schema(self) -> str:
+        def schema(self) -> Any:
             o = self.options
-            return _ddl(_fields("messages", _bool(o.get("markers", "false")), _bool(o.get("error_rows", "false"))))
+            markers, error_rows = _bool(o.get("markers", "false")), _bool(o.get("error_rows", "false"))
+            versions = _schema_versions("messages", o)
+            if versions is None:
+                return _ddl(_fields("messages", markers, error_rows))
+            from pyspark.sql.types import StructField, StructType
+
+            fields = _fields("messages", markers, error_rows, versions)
+            return StructType([StructField(n, spark_type(t)) for n, t in fields])
 
         def reader(self, schema: Any) -> Any:
             return reader_cls("messages", self.options, schema)
@@ -339,20 +361,40 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
     return PulsarkitMessages, PulsarkitEntries
 
 
-def _fields(kind: str, markers: bool, error_rows: bool) -> list[tuple[str, Any]]:
-    """The source's columns: the messages' (with ``error`` when error rows are asked for), or the entries'."""
+def _fields(
+    kind: str, markers: bool, error_rows: bool, versions: list[tuple[SchemaInfo, bool]] | None = None
+) -> list[tuple[str, Any]]:
+    """The source's columns: the messages' (with ``error`` when error rows are asked for; decoded with the topic's
+    schema when ``versions`` are given), or the entries'."""
     if kind == "entries":
         return list(ENTRY_FIELDS)
-    return [*message_fields(markers), *([("error", pa.string())] if error_rows else [])]
+    rows = message_fields(markers) if versions is None else decoded_fields(TopicSchema(versions), markers)
+    return [*rows, *([("error", pa.string())] if error_rows else [])]
 
 
-def _to_target(b: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+def _schema_versions(kind: str, options: Any) -> list[tuple[SchemaInfo, bool]] | None:
+    """``decode=schema``: the schema versions of the ``topics`` read (one schema), from the one data directory."""
+    decode = options.get("decode", "bytes")
+    if decode not in DECODE_MODES:
+        raise ValueError(f"decode must be one of {DECODE_MODES}, not {decode!r}")
+    if decode == "bytes" or kind != "messages":
+        return None
+    topics = json.loads(options.get("topics") or "[]")
+    paths = _paths(options)
+    spec = DataDirSpec.from_options(paths[0] if len(paths) == 1 else None, options)
+    if not topics or (spec is None and len(paths) != 1):
+        raise ValueError(f"{FORMAT_NAME}: decode=schema reads one data directory's topics of one schema (topics)")
+    with (spec or DataDirSpec.of(paths[0])).open() as dd:
+        return history_versions(dd, topics)
+
+
+def _to_target(b: pa.RecordBatch, target: pa.Schema, safe: bool = True) -> pa.RecordBatch:
     """A batch of the read's columns as the query's schema (an ``error`` column not read: all null)."""
     cols = []
     for f in target:
         i = b.schema.get_field_index(f.name)
         c = b.column(i) if i >= 0 else pa.nulls(b.num_rows, f.type)
-        cols.append(c if c.type == f.type else c.cast(f.type))
+        cols.append(c if c.type == f.type else c.cast(f.type, safe=safe))
     return pa.RecordBatch.from_arrays(cols, schema=target)
 
 

@@ -1,6 +1,7 @@
 //! Arrow kernels: one call per column of entries, one output row per input row (or per message for
 //! `explode`). A corrupt entry yields nulls plus a message in the `error` column, never a dropped row.
 pub mod compaction;
+pub mod json;
 pub mod txn;
 
 use crate::codec::batch::{entry_messages, parse_entry, payload_body, scan_batch_refs, RecordRef};

@@ -6,6 +6,7 @@ use crate::codec::compression::DEFAULT_DECOMPRESSION_LIMIT;
 use crate::error::Error;
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use pyo3_arrow::{PyArray, PyRecordBatch};
 
 pub(super) fn run<'py>(
@@ -65,8 +66,16 @@ fn bulk_explode_messages<'py>(
     run(py, entries, |c| bulk::explode_messages(c, include_compacted_out, verify_checksum, max_uncompressed_size))
 }
 
+/// A batch of the message schema as JSON lines (bytes), rendered with the GIL released.
+#[pyfunction]
+fn bulk_json_lines<'py>(py: Python<'py>, batch: PyRecordBatch) -> PyResult<Bound<'py, PyBytes>> {
+    let batch = batch.into_inner();
+    let out = py.detach(|| bulk::json::json_lines(&batch)).py_err(py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_all!(m, fn bulk_verify_checksums, bulk_peek_broker_entry_metadata, bulk_strip_broker_entry_metadata,
-        bulk_decode_metadata, bulk_explode_messages);
+        bulk_decode_metadata, bulk_explode_messages, bulk_json_lines);
     Ok(())
 }
