@@ -104,14 +104,18 @@ def compacted_table(dd: DataDir, topic: str) -> Any:
     return pa.Table.from_pylist(list(compacted_messages(dd, topic)), schema=COMPACTED_SCHEMA)
 
 
-def phase_one(dd: DataDir, topic: str, up_to: Position | None = None, event_time_order: bool = False) -> Any:
-    """pulsarkit's phase one over the topic's own entries (not the compacted view) up to ``up_to``
-    (default: the compaction horizon, else the end): the native ``LatestForKey``."""
+def phase_one(
+    dd: DataDir, topic: str, up_to: Position | None = None, event_time_order: bool = False, view: bool = False
+) -> Any:
+    """pulsarkit's phase one over the topic's own entries up to ``up_to`` (default: the compaction
+    horizon, else the end): the native ``LatestForKey``. ``view``: over the compacted view instead (what
+    the ``__compaction`` reader reads: the compacted ledger, then the topic after the horizon), so a key
+    whose messages retention trimmed after a compaction keeps its compacted message."""
     t = dd.topic(topic)
     end = up_to or t.compaction_horizon or dd.ml_last_position(t.managed_ledger)
     latest = _native.LatestForKey(event_time_order)
     rows: list[tuple[int, int, bytes]] = []
-    for pos, d in dd.ml_entries(t.managed_ledger):
+    for pos, d in compacted_topic(dd, topic).read_entries() if view else dd.ml_entries(t.managed_ledger):
         if pos > end:
             break
         rows.append((pos.ledger_id, pos.entry_id, _data(d)))

@@ -6,6 +6,9 @@ Iceberg table, incrementally::
     pulsarkit export --zookeeper-dir ZK --ledger-dir BK1 --ledger-dir BK2 ... --to parquet OUT   (a cluster)
     pulsarkit export DATA_DIR --to delta OUT ...          (needs the deltalake package: pip install pulsarkit[delta])
     pulsarkit export DATA_DIR --to iceberg OUT ...        (needs pyiceberg: pip install pulsarkit[iceberg])
+    pulsarkit export DATA_DIR --to parquet OUT --until [TOPIC=]LEDGER:ENTRY[:BATCH] | --until-time T   (backfill)
+    pulsarkit export DATA_DIR --to delta OUT --mode upsert    (keyed topics: the latest message per key)
+    pulsarkit export-marks OUT [--json]                   (per topic: the committed mark and the next message id)
 
 What a run writes, its marks and its commit are :mod:`pulsarkit.export`'s (``pulsarkit.export.export``
 from Python); the engines and ``--engine auto`` are :mod:`pulsarkit.spark.export`'s. This module
@@ -21,6 +24,9 @@ import argparse
 import json
 import sys
 
+from ..export.handoff import last_exported, parse_time
+from ..export.marks import MessageId
+from ..export.run import committed_marks
 from ..spark.export import ENGINES, SPARK_THRESHOLD, export
 from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, progress_arg
 from .datadir import _dir_args, data_dir_spec
@@ -66,6 +72,28 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
     p.add_argument("--max-partition-bytes", type=int, default=64 << 20, help="size of a read task (bytes)")
     p.add_argument(
+        "--until",
+        action="append",
+        type=_until_arg,
+        metavar="[TOPIC=]LEDGER:ENTRY[:BATCH]",
+        help="export up to this message id, inclusive (repeatable, one per topic; without TOPIC=, the one --topic); "
+        "the marks then give the next message id a live consumer starts from (--json: each topic's 'next')",
+    )
+    p.add_argument(
+        "--until-time",
+        type=_time_arg,
+        metavar="T",
+        help="export only up to each topic's first message published after T (ISO-8601, UTC by default, or epoch ms)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("append", "upsert"),
+        default="append",
+        help="append (default): every message; upsert: each topic's latest message per key, with topic "
+        "compaction's rules (a null or empty value deletes the key, keyless messages left out), replaced per run "
+        "(parquet: a snapshot; delta: MERGE by key; iceberg: delete and upsert by key)",
+    )
+    p.add_argument(
         "--decode",
         choices=("bytes", "schema"),
         default="bytes",
@@ -89,6 +117,9 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             progress=lambda total: Progress(total, "exporting", enabled=args.progress),
             max_partition_bytes=args.max_partition_bytes,
             spark_threshold=args.spark_threshold,
+            **({"until": dict(args.until)} if args.until else {}),
+            **({"until_time": args.until_time} if args.until_time is not None else {}),
+            **({"mode": args.mode} if args.mode != "append" else {}),
             decode=args.decode,
         )
         if args.json:
@@ -98,6 +129,10 @@ def _export(p: argparse.ArgumentParser) -> Runner:
                 f"exported {summary.rows} message(s) of {len(summary.topics)} topic(s) to {summary.output} "
                 f"({fmt}, run {summary.run}, {summary.seconds} s)"
             )
+            if args.until or args.until_time is not None:  # the hand-off: where a live consumer starts
+                for t, s in summary.topics.items():
+                    if s.next is not None:
+                        print(f"{t}: next message id {s.next} (last exported {last_exported(s.until, s.next)})")
         if summary.issues:
             print(
                 f"pulsarkit export: {len(summary.issues)} issue(s) reading the data, "
@@ -110,3 +145,50 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         return EXIT_OK
 
     return run
+
+
+@command(
+    "export-marks",
+    help="the committed marks of an export: per topic, the last position exported and the next message id, "
+    "where a live consumer continuing the export starts",
+)
+def _export_marks(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("out", metavar="OUT", help="the export (parquet, delta or iceberg)")
+    p.add_argument("--json", action="store_true", help="one JSON object")
+
+    def run(args: argparse.Namespace) -> int:
+        to, marks = committed_marks(args.out)
+        topics = {
+            t: {
+                "mark": list(m),
+                **(
+                    {"next": str(marks.next[t]), "last": str(last_exported(m, marks.next[t]))}
+                    if t in marks.next
+                    else {}
+                ),
+            }
+            for t, m in sorted(marks.marks.items())
+        }
+        if args.json:
+            print(json.dumps({"to": to, "source": marks.source, "mode": marks.mode, "topics": topics}))
+        else:
+            for t, v in topics.items():
+                print(f"{t}: mark {v['mark'][0]}:{v['mark'][1]}, next {v.get('next', '?')}, last {v.get('last', '?')}")
+        return EXIT_OK
+
+    return run
+
+
+def _until_arg(text: str) -> tuple[str, MessageId]:
+    topic, _, mid = text.rpartition("=")
+    try:
+        return topic, MessageId.parse(mid)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _time_arg(text: str) -> int:
+    try:
+        return parse_time(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

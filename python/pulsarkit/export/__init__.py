@@ -74,7 +74,7 @@ unless ``skip_unreadable``, so that a mark never moves past a message that was n
 
 from .delta import DELTA_MARKS_KEY, DeltaTarget
 from .iceberg import ICEBERG_MARKS_KEY, ICEBERG_TABLE, IcebergTarget, iceberg_schema
-from .marks import ExportMarks, Mark, RunRecord
+from .marks import ExportMarks, Mark, MessageId, RunRecord
 from .parquet import ParquetTarget, data_files
 from .protocol import ICEBERG_CATALOG, LOCK_FILE, MARKS_FILE, STAGING, ExportRefused
 from .run import TARGETS, Engine, ExportJob, ExportSummary, LocalEngine, ReadIssues, Reporter, TopicSummary, export
@@ -103,6 +103,7 @@ __all__ = [
     "LocalEngine",
     "ReadIssues",
     "Mark",
+    "MessageId",
     "ParquetTarget",
     "Reporter",
     "RunRecord",

@@ -14,6 +14,7 @@ from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, shortened_topics, staged_table
 from .target import Target, optional_package
+from .upsert import changed_predicate, merge_predicate
 
 #: the key of a pulsarkit commit's custom metadata: the marks document
 DELTA_MARKS_KEY = "pulsarkit.export"
@@ -51,13 +52,30 @@ class DeltaTarget(Target):
 
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         self.note_created([], [], writer_names_files=True)  # delta-rs names its files itself
+        props = self.deltalake.CommitProperties(custom_metadata={DELTA_MARKS_KEY: json.dumps(marks.to_json(run))})
+        if self.replace and (self.out / DELTA_LOG).is_dir():
+            # --mode upsert: the snapshot MERGEd by key in one commit: a key whose message is the same is
+            # left alone, a changed one updated, a new one inserted, one no longer in the snapshot deleted
+            (
+                self.deltalake.DeltaTable(str(self.out))
+                .merge(
+                    staged_table(staged),
+                    "t.topic = s.topic AND t.key = s.key",
+                    source_alias="s",
+                    target_alias="t",
+                    commit_properties=props,
+                )
+                .when_matched_update_all(predicate=changed_predicate())
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(predicate=merge_predicate(self.replace))
+                .execute()
+            )
+            return None
         self.deltalake.write_deltalake(
             str(self.out),
             staged_table(staged),
             partition_by=list(PARTITION_COLUMNS),
             mode="append",
-            commit_properties=self.deltalake.CommitProperties(
-                custom_metadata={DELTA_MARKS_KEY: json.dumps(marks.to_json(run))}
-            ),
+            commit_properties=props,
         )
         return None

@@ -189,6 +189,20 @@ class IcebergTarget(Target):
             )
             tx.append(data, snapshot_properties=props)
             table = tx.commit_transaction()
+        elif self.replace:
+            # --mode upsert, one catalog commit: the keys no longer in the topics' snapshot deleted, then an
+            # upsert by (topic, key) that rewrites only the rows whose message changed (copy-on-write)
+            from pyiceberg.expressions import And, In, Not
+
+            gone = In("topic", sorted(self.replace))
+            if data.num_rows:
+                keys = sorted(set(data.column("key").to_pylist()))
+                gone = And(gone, Not(In("key", keys)))
+            with table.transaction() as tx:
+                tx.delete(gone, snapshot_properties=props)
+                if data.num_rows:
+                    tx.upsert(data, join_cols=["topic", "key"], snapshot_properties=props)
+            table = self._table()
         else:
             table.append(data, snapshot_properties=props)
         self._metadata_location = table.metadata_location

@@ -20,6 +20,27 @@ class Mark(NamedTuple):
     entry_id: int
 
 
+class MessageId(NamedTuple):
+    """A message id as Pulsar prints it (``ledger:entry[:batch]``; ``batch_index`` -1: a whole entry).
+    In the marks, a topic's ``next`` is the first message a live consumer continuing the export reads
+    (the position after the last exported message: the hand-off)."""
+
+    ledger_id: int
+    entry_id: int
+    batch_index: int = -1
+
+    def __str__(self) -> str:
+        return f"{self.ledger_id}:{self.entry_id}" + (f":{self.batch_index}" if self.batch_index >= 0 else "")
+
+    @classmethod
+    def parse(cls, text: str) -> MessageId:
+        """``ledger:entry`` or ``ledger:entry:batch`` (non-negative integers); anything else is a ValueError."""
+        parts = text.strip().split(":")
+        if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+            raise ValueError(f"a message id is LEDGER:ENTRY[:BATCH], not {text!r}")
+        return cls(*(int(p) for p in parts))
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """One committed run, as the output records it."""
@@ -44,13 +65,25 @@ class ExportMarks:
 
     source: str
     marks: dict[str, Mark] = field(default_factory=dict)
+    #: per topic, the hand-off: the first message id after the last exported one (absent in older exports)
+    next: dict[str, MessageId] = field(default_factory=dict)
+    #: ``append`` (every message) or ``upsert`` (the latest message per key; :mod:`.upsert`)
+    mode: str = "append"
 
-    def advanced(self, marks: dict[str, Mark]) -> ExportMarks:
-        """These marks with ``marks`` over them (a topic not in ``marks`` keeps its mark)."""
-        return ExportMarks(self.source, {**self.marks, **marks})
+    def advanced(self, marks: dict[str, Mark], next: dict[str, MessageId] | None = None) -> ExportMarks:
+        """These marks with ``marks`` (and hand-off positions ``next``) over them (a topic not in them
+        keeps its own)."""
+        return ExportMarks(self.source, {**self.marks, **marks}, {**self.next, **(next or {})}, self.mode)
 
     def marks_json(self) -> dict[str, list[int]]:
         return {t: list(m) for t, m in self.marks.items()}
+
+    def extra_json(self) -> dict[str, Any]:
+        """The optional fields of the marks document (``next``: topic -> [ledger, entry, batch]; ``mode``)."""
+        return {
+            **({"next": {t: list(n) for t, n in self.next.items()}} if self.next else {}),
+            **({"mode": self.mode} if self.mode != "append" else {}),
+        }
 
     def to_json(self, run: RunRecord) -> dict[str, Any]:
         """The document a Delta commit or an Iceberg snapshot carries: the marks and the run that made them."""
@@ -59,9 +92,15 @@ class ExportMarks:
             "version": VERSION,
             "source": self.source,
             "marks": self.marks_json(),
+            **self.extra_json(),
             "run": run.to_json(),
         }
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> ExportMarks:
-        return cls(str(doc.get("source")), {t: Mark(int(p[0]), int(p[1])) for t, p in doc.get("marks", {}).items()})
+        return cls(
+            str(doc.get("source")),
+            {t: Mark(int(p[0]), int(p[1])) for t, p in doc.get("marks", {}).items()},
+            {t: MessageId(int(p[0]), int(p[1]), int(p[2])) for t, p in doc.get("next", {}).items()},
+            str(doc.get("mode", "append")),
+        )

@@ -81,7 +81,9 @@ class ParquetTarget(Target):
             topic = partition_values(dest)[0]
             if rel.parts[0] != "topic=" + escape_path_name(topic):
                 topic_dirs[rel.parts[0]] = topic
-        committed, runs = sorted(set(self.files) | set(files)), [*self.runs, run]
+        # --mode upsert: the topics' earlier snapshot files leave the list at the commit point, then the disk
+        replaced = {f for f in self.files if self.replace and partition_values(self.out / f)[0] in self.replace}
+        committed, runs = sorted((set(self.files) - replaced) | set(files)), [*self.runs, run]
         self.write_marks_file(
             {
                 "format": FORMAT,
@@ -89,13 +91,36 @@ class ParquetTarget(Target):
                 "to": self.name,
                 "source": marks.source,
                 "marks": marks.marks_json(),
+                **marks.extra_json(),
                 "files": committed,
                 "runs": [r.to_json() for r in runs],
                 **({"topic_dirs": topic_dirs} if topic_dirs else {}),
             }
         )
         self.files, self.runs, self.topic_dirs = committed, runs, topic_dirs
+        self._drop_replaced()
         return files
+
+    def _drop_replaced(self) -> None:
+        """Deletes the data files of earlier runs that the marks file no longer lists (snapshots an upsert
+        run replaced; left by a run that died after its commit point), and only those: ``part-<run>-<n>``
+        of a committed run."""
+        runs = {r.run for r in self.runs}
+        listed = set(self.files)
+        for rel in data_files(self.out):
+            name = Path(rel).name
+            if rel in listed or name[len("part-") :].rsplit("-", 1)[0] not in runs:
+                continue
+            os.unlink(check_below(self.out, rel))
+            for d in (Path(rel).parent, Path(rel).parent.parent):
+                try:
+                    os.rmdir(check_below(self.out, d))
+                except OSError:
+                    break
+
+    def _recover_committed(self) -> None:
+        if self.committed.mode == "upsert":
+            self._drop_replaced()
 
     def write_marks_file(self, doc: dict[str, Any]) -> None:
         """The commit point: the marks file, renamed into place."""

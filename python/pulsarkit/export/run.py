@@ -27,11 +27,13 @@ from ..scan.messages import OnIssue
 from ..scan.partition import ReadStats
 from ..scan.records import DataDirError, Issue
 from .delta import DeltaTarget
+from .handoff import Cut, cut_rows, last_exported, next_ids, resolve_until, selected_topics
 from .iceberg import IcebergTarget
-from .marks import Mark
+from .marks import ExportMarks, Mark, MessageId
 from .parquet import ParquetTarget
-from .protocol import ExportRefused, check_output, gaps, locked, new_run_id
+from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, check_output, gaps, locked, new_run_id
 from .target import Target
+from .upsert import MODES, UPSERT_TARGETS, Positions, keep_retained, retained
 
 #: the table formats, by their ``--to`` name
 TARGETS: dict[str, type[Target]] = {t.name: t for t in (ParquetTarget, DeltaTarget, IcebergTarget)}
@@ -69,6 +71,12 @@ class ExportJob:
     spec: DataDirSpec
     #: ``schema``: each topic's rows decoded with its schema (:mod:`pulsarkit.analysis.decoded`), by topic
     schemas: dict[str, TopicSchema] | None = None
+    #: batches cut by ``--until LEDGER:ENTRY:BATCH`` (topic -> last message exported), and the cut a
+    #: previous run left (topic -> first message still to export); only the local engine applies them
+    stop: dict[str, Cut] = dataclasses.field(default_factory=dict)
+    resume: dict[str, Cut] = dataclasses.field(default_factory=dict)
+    #: ``--mode upsert``: per topic, the positions of its latest message per key (the rows kept)
+    latest: dict[str, Positions] | None = None
 
     @property
     def planned_bytes(self) -> int:
@@ -123,7 +131,11 @@ class LocalEngine:
         found = ReadIssues([])
         for task in job.plan.tasks():
             for part in task:
+                stop, resume = job.stop.get(part.topic or ""), job.resume.get(part.topic or "")
+                latest = job.latest.get(part.topic or "", frozenset()) if job.latest is not None else None
                 for b in read_part(part, job.on_error, found):
+                    b = cut_rows(b, stop, resume) if stop or resume else b
+                    b = keep_retained(b, latest) if latest is not None else b
                     if job.schemas is not None and b.num_rows:
                         b = decode_batch(b, job.schemas[part.topic or ""])
                     target.write(b)
@@ -142,6 +154,8 @@ class TopicSummary:
     #: the mark the run started after (``None``: the topic's first run) and the one it committed
     after: Mark | None
     until: Mark
+    #: the hand-off: the first message id after the last one exported (what a live consumer starts from)
+    next: MessageId | None = None
 
 
 @dataclass(frozen=True)
@@ -178,7 +192,14 @@ class ExportSummary:
             "rows": self.rows,
             "files": self.files,
             "topics": {
-                t: {"rows": s.rows, "after": list(s.after) if s.after is not None else None, "until": list(s.until)}
+                t: {
+                    "rows": s.rows,
+                    "after": list(s.after) if s.after is not None else None,
+                    "until": list(s.until),
+                    **(
+                        {"next": str(s.next), "last": str(last_exported(s.until, s.next))} if s.next is not None else {}
+                    ),
+                }
                 for t, s in self.topics.items()
             },
             "removed_leftovers": self.removed_leftovers,
@@ -215,6 +236,9 @@ def export(
     engine: Callable[[ExportJob], Engine] = local_engine,
     progress: Callable[[int], Reporter] | None = None,
     log: Callable[[str], None] | None = None,
+    until: dict[str, MessageId] | None = None,
+    until_time: int | None = None,
+    mode: str = "append",
     decode: str = "bytes",
 ) -> ExportSummary:
     """Exports the messages of ``data_dir`` added since the last run into ``out``, a ``to`` export
@@ -238,6 +262,8 @@ def export(
     target_class = TARGETS.get(to)
     if target_class is None:
         raise DataDirError(f"--to must be one of {', '.join(TARGETS)}, not {to!r}")
+    if mode not in MODES or (mode == "upsert" and to not in UPSERT_TARGETS):
+        raise DataDirError(f"--mode must be one of {', '.join(MODES)} (upsert: --to {' or '.join(UPSERT_TARGETS)})")
     if decode not in DECODE_MODES:
         raise DataDirError(f"--decode must be one of {', '.join(DECODE_MODES)}, not {decode!r}")
     if decode == "schema" and to != "parquet":
@@ -258,7 +284,7 @@ def export(
         with _writable(out):
             return _export(
                 spec, to, root, target_class, topics, force, other_source, skip_unreadable,
-                max_partition_bytes, engine, progress, log, t0, decode,
+                max_partition_bytes, engine, progress, log, t0, until, until_time, mode, decode,
             )  # fmt: skip
     finally:
         os.umask(umask)
@@ -293,6 +319,9 @@ def _export(
     progress: Callable[[int], Reporter] | None,
     log: Callable[[str], None],
     t0: float,
+    until_ids: dict[str, MessageId] | None = None,
+    until_time: int | None = None,
+    mode: str = "append",
     decode: str = "bytes",
 ) -> ExportSummary:
     source = spec.key
@@ -304,28 +333,68 @@ def _export(
             if removed:
                 log(f"removed {len(removed)} file(s) of a run that did not commit")
             before = target.marks()
+            if before and target.committed.mode != mode:
+                raise ExportRefused(f"{root} is an export in mode {target.committed.mode}, not {mode}")
+            target.committed = dataclasses.replace(target.committed, mode=mode)
             # the topics resolved and the read planned on one open of the directory (each open reads the
             # metadata store and every bookie's location index again)
             with spec.open() as dd:
                 filters = [("topic", "in", frozenset(_resolve(dd, topics)))] if topics else []
+                bounds: dict[str, Mark] = {}
+                stop: dict[str, Cut] = {}
+                if until_ids or until_time is not None:
+                    bounds, stop = resolve_until(dd, selected_topics(dd, topics), before, until_ids, until_time)
                 p = plan_data_dir(
-                    dd, source, after=dict(before), filters=filters, max_partition_bytes=max_partition_bytes
+                    dd,
+                    source,
+                    # upsert: each topic read whole, its snapshot made again (only the topics whose mark moved)
+                    after=dict(before) if mode == "append" else {},
+                    until=bounds or None,
+                    filters=filters,
+                    max_partition_bytes=max_partition_bytes,
                 )
+                until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
+                # upsert reads from the start: an --until before the committed mark leaves the snapshot as it is
+                until = {t: max(m, before[t]) if t in before else m for t, m in until.items()}
+                # a batch cut only where the plan reaches the cut entry (an open transaction may stop it before)
+                stop = {t: c for t, c in stop.items() if until.get(t) == (c.ledger_id, c.entry_id)}
+                # a cut entry's mark stays on the entry before: the next run reads it again, from the cut on
+                until.update({t: Mark(c.ledger_id, c.entry_id - 1) for t, c in stop.items()})
+                resume = {
+                    t: n
+                    for t, n in target.committed.next.items()
+                    if n.batch_index >= 0 and before.get(t) == (n.ledger_id, n.entry_id - 1)
+                }
+                moved = {t: m for t, m in until.items() if before.get(t) != m or t in stop}
+                handoff = next_ids(dd, moved, stop)
+                latest = None
+                if mode == "upsert":
+                    if stop or resume:
+                        raise DataDirError("--mode upsert takes --until LEDGER:ENTRY without a batch index")
+                    latest = {t: retained(dd, t, m) for t, m in moved.items()}
+                    p = dataclasses.replace(p, partitions=[x for x in p.partitions if x.topic in latest])
+                    target.replace = set(latest)
                 schemas = None
                 if decode == "schema":  # each topic's history read once, here (the directory is open)
                     schemas = {t: topic_schema(dd, t) for t in {part.topic or "" for part in p.partitions}}
             for issue in p.issues:
                 log(f"warning: {issue}")
-            until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
             warnings = gaps(before, p.topic_ledgers.get(source, {}))
             for w in warnings:
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}
             on_error = "skip" if skip_unreadable else "fail"
-            job = ExportJob(source, p, before, until, on_error, max_partition_bytes, spec, schemas)
+            job = ExportJob(
+                source, p, before, until, on_error, max_partition_bytes, spec, schemas,
+                stop=stop, resume=resume, latest=latest,
+            )  # fmt: skip
             chosen = engine(job)
             if schemas is not None and chosen.name != "local":
                 raise DataDirError(f"--decode schema runs on the local engine only (not {chosen.name} yet)")
+            if (stop or resume or latest is not None) and chosen.name != "local":
+                raise DataDirError(
+                    f"--mode upsert and a batch cut (--until with a batch index) need --engine local, not {chosen.name}"
+                )
             log(
                 f"{len(p.partitions)} partition(s), about {job.planned_bytes} bytes, {len(advanced)} topic(s) with "
                 f"new entries; engine {chosen.name}"
@@ -344,7 +413,7 @@ def _export(
                 warnings.append(w)
             for issue in found.issues:
                 log(f"warning: {issue}")
-            commit = target.commit(until)
+            commit = target.commit(until, handoff)
             for t in commit.skipped:
                 w = (
                     f"topic {t!r} not exported: its partition directory name is longer than a file name may be, "
@@ -352,6 +421,12 @@ def _export(
                 )
                 log(f"warning: {w}")
                 warnings.append(w)
+            for t, kept in (latest or {}).items():
+                if t not in commit.skipped and commit.rows.get(t, 0) < len(kept):
+                    # a key's latest message in a ledger no longer readable (trimmed after a compaction)
+                    w = f"{t}: {len(kept) - commit.rows.get(t, 0)} key(s) whose latest message was not read are missing"
+                    log(f"warning: {w}")
+                    warnings.append(w)
     return ExportSummary(
         data_dir=source,
         output=str(root),
@@ -361,7 +436,7 @@ def _export(
         rows=commit.run.rows,
         files=commit.files if commit.files is not None else commit.staged,
         topics={
-            t: TopicSummary(commit.rows.get(t, 0), before.get(t), m)
+            t: TopicSummary(commit.rows.get(t, 0), before.get(t), m, handoff.get(t))
             for t, m in sorted(until.items())
             if (t in advanced or commit.rows.get(t)) and t not in commit.skipped
         },
@@ -372,3 +447,16 @@ def _export(
         metadata=target.metadata_location,
         seconds=round(time.perf_counter() - t0, 3),
     )
+
+
+def committed_marks(out: str) -> tuple[str, ExportMarks]:
+    """The format and the committed marks of the export in ``out`` (``pulsarkit export-marks``): each
+    topic's mark and hand-off position (``next``), read as the next run would, writing nothing."""
+    root = Path(out).absolute()
+    kinds = (("parquet", MARKS_FILE), ("delta", DELTA_LOG), ("iceberg", ICEBERG_CATALOG))
+    to = next((t for t, f in kinds if (root / f).exists()), None)
+    if to is None:
+        raise ExportRefused(f"{out} is not a pulsarkit export")
+    target = TARGETS[to](root, "", other_source=True)
+    with contextlib.closing(target):
+        return to, target.committed

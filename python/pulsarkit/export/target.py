@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from .marks import ExportMarks, Mark, RunRecord
+from .marks import ExportMarks, Mark, MessageId, RunRecord
 from .paths import JOURNAL_FILE, Journal, audit, drop_journal, read_journal, tree, undo, write_journal
 from .protocol import STAGING, ExportRefused, now_ms
 from .staging import StagingWriter, partition_values, rows_by_topic, staged_files
@@ -77,6 +77,8 @@ class Target(ABC):
         self._writer: StagingWriter | None = None
         #: the id of the last committed run (set by :meth:`_open`): a journal of it is of a run that committed
         self.last_run: str | None = None
+        #: ``--mode upsert``: the topics whose committed rows the next commit replaces by its own (a snapshot)
+        self.replace: set[str] = set()
         try:
             #: what a run that did not finish left (its journal), read before the ownership checks: its files are ours
             audit(out)  # before anything is opened in OUT (the Iceberg catalog writes when opened)
@@ -108,6 +110,9 @@ class Target(ABC):
     def _unwritable(self, staged: list[Path]) -> set[str]:
         """Topics of the staged files the format cannot write. None by default (Parquet shortens names)."""
         return set()
+
+    def _recover_committed(self) -> None:
+        """What a run that committed may have left to finish (Parquet: a replaced upsert snapshot). Nothing here."""
 
     def own_names(self) -> set[str]:
         """The names directly in OUT that runs of pulsarkit's left (for :func:`.protocol.refuse_foreign`)."""
@@ -158,6 +163,7 @@ class Target(ABC):
             drop_journal(self.out)
             self.journal = None
         shutil.rmtree(self.out / STAGING, ignore_errors=True)  # fd-based on Linux: follows no link inside
+        self._recover_committed()
         self.removed_leftovers = removed
         return self.removed_leftovers
 
@@ -180,8 +186,9 @@ class Target(ABC):
             self._writer = StagingWriter(self.staging)
         self._writer.write(batch)
 
-    def commit(self, marks: dict[str, Mark]) -> Commit:
-        """Commits what the run staged with ``marks`` over the committed ones, then drops the staging."""
+    def commit(self, marks: dict[str, Mark], next: dict[str, MessageId] | None = None) -> Commit:
+        """Commits what the run staged with ``marks`` (and the hand-off positions ``next``) over the
+        committed ones, then drops the staging."""
         if self._run is None:
             raise RuntimeError("no run begun")
         self._close_writer()  # the data files complete before they are committed
@@ -190,9 +197,10 @@ class Target(ABC):
         if skipped:  # left out whole, their marks kept: the next run tries them again (and warns again)
             staged = [f for f in staged if partition_values(f)[0] not in skipped]
             marks = {t: m for t, m in marks.items() if t not in skipped}
+            next = {t: n for t, n in (next or {}).items() if t not in skipped}
         rows = rows_by_topic(staged)
         run = RunRecord(self._run, now_ms(), self._engine, sum(rows.values()), len(staged))
-        new = self.committed.advanced(marks)
+        new = self.committed.advanced(marks, next)
         if not staged and new == self.committed:  # nothing new since the marks: no empty commit or snapshot
             files: list[str] | None = [] if self.lists_files else None
         else:
