@@ -557,6 +557,23 @@ def _preview(b64: str | None, width: int = 40) -> str:
     return "0x" + (h if len(h) <= width else h[: width - 1] + "…")
 
 
+def message_read_args(p: argparse.ArgumentParser) -> None:
+    """How messages are read, as a consumer would get them: --txn, --markers and --decode (messages, sql)."""
+    p.add_argument(
+        "--txn",
+        choices=("committed", "all"),
+        default="committed",
+        help="'all' keeps messages of aborted and unfinished transactions, flagged",
+    )
+    p.add_argument("--markers", action="store_true", help="also transaction and replication markers (column marker)")
+    p.add_argument(
+        "--decode",
+        choices=DECODE_MODES,
+        default="bytes",
+        help="'schema': each payload and key decoded with its topic's Pulsar schema into typed value/key columns",
+    )
+
+
 @command(
     "messages",
     help="messages of a data directory as consumers received them (batches split, chunks "
@@ -568,20 +585,8 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--format", choices=_FORMATS_MSG, default="table")
     p.add_argument("-o", "--output", help="output file (required for parquet)")
     overwrite_arg(p)
-    p.add_argument(
-        "--txn",
-        choices=("committed", "all"),
-        default="committed",
-        help="'all' keeps messages of aborted and unfinished transactions, flagged",
-    )
-    p.add_argument("--markers", action="store_true", help="also show transaction and replication markers")
+    message_read_args(p)
     p.add_argument("--system", action="store_true", help="also read system topics")
-    p.add_argument(
-        "--decode",
-        choices=DECODE_MODES,
-        default="bytes",
-        help="'schema' decodes each payload with the topic's schema into typed key/value columns (needs --topic)",
-    )
     progress_arg(p)
 
     def run(args: argparse.Namespace) -> int:

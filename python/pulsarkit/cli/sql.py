@@ -22,10 +22,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..analysis.decoded import DECODE_MODES
 from ..analysis.sql import engine, query_reader
 from .command import Runner, command, overwrite_arg
-from .datadir import _dir_args, _finish, _open, _out_file, _preview, _table, _with_output
+from .datadir import _dir_args, _finish, _open, _out_file, _preview, _table, _with_output, message_read_args
 
 
 def _value(v: Any) -> Any:
@@ -83,19 +82,7 @@ def _sql(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--format", choices=("table", "json", "jsonl", "parquet"), default="table")
     p.add_argument("-o", "--output", help="output file (required for parquet, unless piped)")
     overwrite_arg(p)
-    p.add_argument(
-        "--txn",
-        choices=("committed", "all"),
-        default="committed",
-        help="'all' keeps messages of aborted and unfinished transactions, flagged",
-    )
-    p.add_argument("--markers", action="store_true", help="also transaction and replication markers (column marker)")
-    p.add_argument(
-        "--decode",
-        choices=DECODE_MODES,
-        default="bytes",
-        help="'schema': each topic's payload and key as typed value/key columns, decoded with its Pulsar schema",
-    )
+    message_read_args(p)
 
     def run(args: argparse.Namespace) -> int:
         engine()  # without it: one line on how to install it, before the data is opened
