@@ -15,6 +15,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pulsarkit.codec.protobuf_wire import encode_varint
 from pulsarkit.codec.schema import SchemaEvolutionError, SchemaInfo, TopicSchema
 from pulsarkit.codec.schema.info import SchemaDecodeError, key_value_parts, split_inline
 from pulsarkit.codec.schema.primitive import NANOS_PER_DAY, PrimitiveCodec
@@ -151,16 +152,7 @@ def test_key_value_inline_and_separated():
 
 
 def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return encode_varint((n << 1) ^ (n >> 63))
 
 
 def _str(s: str) -> bytes:
