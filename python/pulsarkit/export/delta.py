@@ -1,8 +1,9 @@
 """A Delta table (partitioned by ``topic`` and ``date``) with the marks in its commits' metadata.
 
 A run appends its staged rows in one Delta transaction whose custom metadata (``pulsarkit.export``)
-carries the marks: data and marks commit together. Needs the ``deltalake`` package, imported only
-when a Delta export is opened, so that every other command starts without it."""
+carries the marks: data and marks commit together. Rows decoded with their topic's schema (``--decode schema``)
+make a table of their own schema, their types as :mod:`.tabletypes` stores them. Needs the ``deltalake``
+package, imported only when a Delta export is opened, so that every other command starts without it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, ClassVar
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, shortened_topics, staged_table
+from .tabletypes import to_table_types
 from .target import Target, optional_package
 from .upsert import changed_predicate, merge_predicate
 
@@ -71,11 +73,18 @@ class DeltaTarget(Target):
                 .execute()
             )
             return None
-        self.deltalake.write_deltalake(
-            str(self.out),
-            staged_table(staged),
-            partition_by=list(PARTITION_COLUMNS),
-            mode="append",
-            commit_properties=props,
-        )
+        data = staged_table(staged)
+        if marks.decode == "schema":  # decoded rows: their types as Delta stores them (microseconds, ...)
+            data = to_table_types(data, self.name)
+        try:
+            self.deltalake.write_deltalake(
+                str(self.out), data, partition_by=list(PARTITION_COLUMNS), mode="append", commit_properties=props
+            )
+        except self.deltalake.exceptions.SchemaMismatchError as e:
+            if marks.decode != "schema":
+                raise
+            raise ExportRefused(
+                f"{self.out}: this run's decoded rows do not fit the Delta table's schema (a new schema version "
+                f"of its topic, or another topic's rows?): export them into another OUT ({str(e).splitlines()[0]})"
+            ) from None
         return None

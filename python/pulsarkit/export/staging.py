@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from ..scan import MESSAGE_FIELDS, arrow_schema
 from ..scan.schema import parquet_options
 from .paths import PRIVATE_DIR, short_name
+from .protocol import ExportRefused
 
 PARTITION_COLUMNS = ("topic", "date")
 #: the columns of the data files (the partition columns are in the directory names)
@@ -121,7 +122,9 @@ def rows_by_topic(files: list[Path]) -> dict[str, int]:
 
 
 def staged_table(files: list[Path]) -> pa.Table:
-    """The staged files as one table of :data:`TABLE_FIELDS` (``topic`` and ``date`` from the folder names)."""
+    """The staged files as one table: message rows as :data:`TABLE_FIELDS`, decoded rows (``--decode schema``)
+    with their own columns, ``topic`` first and ``date`` last (both from the folder names). Decoded files of
+    different schemas are refused: a table has one."""
     schema = arrow_schema(TABLE_FIELDS)
     tables = []
     for f in files:
@@ -129,7 +132,11 @@ def staged_table(files: list[Path]) -> pa.Table:
         topic, date = partition_values(f)
         t = t.add_column(0, "topic", pa.array([topic] * t.num_rows, pa.string()))
         t = t.append_column("date", pa.array([date] * t.num_rows, pa.string()))
-        tables.append(t.select(schema.names).cast(schema))
+        if "decode_error" not in t.schema.names:
+            t = t.select(schema.names).cast(schema)
+        elif tables and t.schema.remove_metadata() != tables[0].schema:
+            raise ExportRefused(f"topics {tables[0]['topic'][0]} and {topic} decode to different table schemas")
+        tables.append(t.replace_schema_metadata(None))
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
