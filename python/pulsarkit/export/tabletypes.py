@@ -4,8 +4,9 @@ The Parquet export keeps the decoders' Arrow types as they are. Delta and Iceber
 each decoded column is cast, nested fields included, by these rules (:func:`table_schema`):
 
 - timestamps: microseconds, the type's time zone kept (``UTC``: Delta ``timestamp``, Iceberg ``timestamptz``; none:
-  Delta ``timestamp_ntz``, Iceberg ``timestamp``); **nanoseconds are truncated to microseconds** (Pulsar's
-  ``INSTANT``, ``LOCAL_DATE_TIME``, Avro's ``*-nanos``): neither format stores nanoseconds;
+  Delta ``timestamp_ntz``, Iceberg ``timestamp``); **nanoseconds are truncated to the microsecond at or before**
+  (the floor, as Java's ``Instant.truncatedTo(MICROS)``; Pulsar's ``INSTANT``, ``LOCAL_DATE_TIME``, Avro's
+  ``*-nanos``): neither format stores nanoseconds;
 - times of day: Iceberg ``time`` (microseconds, nanoseconds truncated); Delta has no time type: int64 microseconds
   since midnight (nanoseconds truncated);
 - unsigned integers: the next wider signed type (``uint64``: ``decimal(20, 0)``, every value exact); Iceberg has
@@ -20,6 +21,7 @@ is stored as it is, and nulls stay nulls."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .protocol import ExportRefused
 
@@ -83,10 +85,40 @@ def table_schema(schema: pa.Schema, to: str) -> pa.Schema:
     return pa.schema([pa.field(f.name, _delta_times(f.type), f.nullable) for f in one])
 
 
+def _has_ns(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return t.unit == "ns"
+    if pa.types.is_struct(t):
+        return any(_has_ns(f.type) for f in t)
+    if pa.types.is_map(t):
+        return _has_ns(t.key_type) or _has_ns(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_ns(t.value_type)
+    return False
+
+
+def _floor_ns(a: pa.Array) -> pa.Array:
+    """``a`` with its nanosecond timestamps floored to the microsecond (a cast alone rounds toward 1970)."""
+    t = a.type
+    if not _has_ns(t):
+        return a
+    if pa.types.is_timestamp(t):
+        return pc.floor_temporal(a, unit="microsecond")
+    mask = a.is_null() if a.null_count else None
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_floor_ns(c) for c in a.flatten()], fields=list(t), mask=mask)
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(a.offsets, _floor_ns(a.keys), _floor_ns(a.items), type=t, mask=mask)
+    return type(a).from_arrays(a.offsets, _floor_ns(a.values), type=t, mask=mask)
+
+
 def to_table_types(table: pa.Table, to: str) -> pa.Table:
-    """``table``'s rows cast to :func:`table_schema` (nanoseconds truncated: ``safe=False``)."""
+    """``table``'s rows cast to :func:`table_schema` (nanoseconds floored, then cast exactly)."""
     one = pa.schema([pa.field(f.name, _unit(f.type, to, f.name), f.nullable) for f in table.schema])
-    table = table.cast(one, safe=False)
+    if any(_has_ns(f.type) for f in table.schema):
+        cols = [pa.chunked_array([_floor_ns(c) for c in col.chunks], col.type) for col in table.columns]
+        table = pa.Table.from_arrays(cols, schema=table.schema)
+    table = table.cast(one, safe=False)  # times of day: nanoseconds truncated (never negative: the floor too)
     return table.cast(table_schema(table.schema, to)) if to == "delta" else table
 
 
