@@ -25,6 +25,7 @@ from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, ref
 from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_table
 from .tabletypes import to_table_types
 from .target import Target, optional_package
+from .upsert import merge_key
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
 #: the table in the export's own catalog
@@ -217,14 +218,22 @@ class IcebergTarget(Target):
             # upsert by (topic, key) that rewrites only the rows whose message changed (copy-on-write)
             from pyiceberg.expressions import And, In, Not
 
+            key = merge_key(data.column_names)
             gone = In("topic", sorted(self.replace))
             if data.num_rows:
-                keys = sorted(set(data.column("key").to_pylist()))
-                gone = And(gone, Not(In("key", keys)))
+                keys = sorted(set(data.column(key).to_pylist()))
+                gone = And(gone, Not(In(key, keys)))
+            if decoded:
+                self._check_fits(table, data)
+            before = table.metadata.current_snapshot_id
             with table.transaction() as tx:
                 tx.delete(gone, snapshot_properties=props)
                 if data.num_rows:
-                    tx.upsert(data, join_cols=["topic", "key"], snapshot_properties=props)
+                    tx.upsert(data, join_cols=["topic", key], snapshot_properties=props)
+                if tx.table_metadata.current_snapshot_id == before:
+                    # no row changed: no snapshot, not even for the marks; an empty append carries them,
+                    # else they would stay behind and every later run would upsert the same snapshot again
+                    tx.append(data.schema.empty_table(), snapshot_properties=props)
             table = self._table()
         else:
             if decoded:

@@ -270,8 +270,6 @@ def export(
         raise DataDirError(f"--mode must be one of {', '.join(MODES)} (upsert: --to {' or '.join(UPSERT_TARGETS)})")
     if decode not in DECODE_MODES:
         raise DataDirError(f"--decode must be one of {', '.join(DECODE_MODES)}, not {decode!r}")
-    if decode == "schema" and mode == "upsert" and to != "parquet":
-        raise DataDirError(f"--decode schema --mode upsert writes --to parquet only (not {to} yet)")
     log = log or log_to_stderr
     if isinstance(data_dir, DataDirSpec):
         if ledger_dirs:

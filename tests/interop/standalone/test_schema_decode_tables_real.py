@@ -15,8 +15,10 @@ import pulsarkit as pk
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pulsarkit.analysis.messages import messages_table
 from pulsarkit.export import export
 from pulsarkit.export.marks import MessageId
+from pulsarkit.export.upsert import merge_key
 from test_schema_decode_real import NS, schema_oracle  # noqa: F401 (the fixture, used by name)
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -132,11 +134,40 @@ def test_an_incremental_decoded_export_appends_only_the_new_messages(schema_orac
     again = export(str(data), to, str(out), topics=[topic], decode="schema", log=_quiet)
     assert 0 < first.rows < parquet.num_rows and first.rows + rest.rows == parquet.num_rows and again.rows == 0
     _same(parquet, _read(to, out), to)
-    # one kind of row per export, one schema per table, upsert not (yet) with decoded rows
+    # one kind of row per export, one schema per table, one mode
     with pytest.raises(pk.PulsarkitError, match="--decode schema, not bytes"):
         export(str(data), to, str(out), topics=[topic], log=_quiet)
     with pytest.raises(pk.PulsarkitError, match="do not fit"):
         export(str(data), to, str(out), topics=[NS + "schema-json"], decode="schema", log=_quiet)
-    with pytest.raises(pk.PulsarkitError, match="upsert writes --to parquet only"):
-        export(str(data), to, str(tmp_path / "u"), topics=[topic], decode="schema", mode="upsert", log=_quiet)
+    with pytest.raises(pk.PulsarkitError, match="in mode append, not upsert"):
+        export(str(data), to, str(out), topics=[topic], decode="schema", mode="upsert", log=_quiet)
     _same(parquet, _read(to, out), f"{to} after the refused runs")  # they left the table as it was
+
+
+@pytest.mark.parametrize("to", ["delta", "iceberg"])
+@pytest.mark.parametrize("name", ["schema-avro", "schema-kv-separated"])
+def test_a_decoded_upsert_table_equals_the_parquet_one(schema_oracle, tmp_path, to, name):  # noqa: F811
+    """``--mode upsert --decode schema``: AVRO records (structs, maps; a null value deletes its key) and KEY_VALUE
+    SEPARATED (kept by the message's own key, ``partition_key``; ``key`` is the typed key); a backfill, then the
+    rest, equals one Parquet upsert export."""
+    data, topic = schema_oracle / "data", NS + name
+    pq_out = tmp_path / "parquet"
+    export(str(data), "parquet", str(pq_out), topics=[topic], decode="schema", mode="upsert", log=_quiet)
+    parquet = _parquet(pq_out, name)
+    with pk.open_data_dir(data) as dd:
+        every = messages_table(dd, topic).sort_by(ORDER)
+    keyed = every.filter(every.column("key").is_valid()).to_pylist()
+    latest = {r["key"]: r for r in keyed}  # the latest message per key; a null value deletes the key
+    kept = sorted(k for k, r in latest.items() if not r["null_value"])
+    assert sorted(parquet.column(merge_key(parquet.column_names)).to_pylist()) == kept and kept
+    if name == "schema-avro":
+        assert len(kept) < len(latest)  # the tombstone
+    out = tmp_path / to
+    half = every.slice(every.num_rows // 2, 1).to_pylist()[0]
+    until = MessageId(half["ledger_id"], half["entry_id"], -1)
+    first = export(str(data), to, str(out), topics=[topic], decode="schema", mode="upsert", until={topic: until},
+                   log=_quiet)  # fmt: skip
+    assert 0 < first.rows
+    export(str(data), to, str(out), topics=[topic], decode="schema", mode="upsert", log=_quiet)
+    _same(parquet, _read(to, out), f"{to} upsert")
+    assert export(str(data), to, str(out), topics=[topic], decode="schema", mode="upsert", log=_quiet).rows == 0
