@@ -55,7 +55,7 @@ class DeltaTarget(Target):
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         self.note_created([], [], writer_names_files=True)  # delta-rs names its files itself
         props = self.deltalake.CommitProperties(custom_metadata={DELTA_MARKS_KEY: json.dumps(marks.to_json(run))})
-        data = staged_table(staged)
+        data = staged_table(staged, self.row_schema)
         if marks.decode == "schema":  # decoded rows: their types as Delta stores them (microseconds, ...)
             data = to_table_types(data, self.name)
         try:

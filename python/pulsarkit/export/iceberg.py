@@ -184,7 +184,7 @@ class IcebergTarget(Target):
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         """One append, one snapshot: the data files and the marks (its summary properties) commit together."""
         self.note_created([], [], writer_names_files=True)  # pyiceberg names its files itself
-        data = staged_table(staged)
+        data = staged_table(staged, self.row_schema)
         decoded = marks.decode == "schema"
         if decoded:  # decoded rows: their types as Iceberg stores them (microseconds, no unsigned, ...)
             data = to_table_types(data, self.name)

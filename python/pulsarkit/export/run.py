@@ -380,9 +380,12 @@ def _export(
                     target.replace = set(latest)
                 schemas = None
                 if decode == "schema":  # each topic's history read once, here (the directory is open)
-                    schemas = {t: topic_schema(dd, t) for t in {part.topic or "" for part in p.partitions}}
+                    # the topics read and those whose mark moves (a run of markers only has no rows, yet
+                    # a first commit makes the table: its schema is the decoded one even then)
+                    read = {part.topic or "" for part in p.partitions} | set(moved)
+                    schemas = {t: topic_schema(dd, t) for t in read}
                     if to in TABLE_FORMATS:
-                        one_table_schema(schemas, to)
+                        target.row_schema = one_table_schema(schemas, to)
             for issue in p.issues:
                 log(f"warning: {issue}")
             warnings = gaps(before, p.topic_ledgers.get(source, {}))
@@ -455,10 +458,11 @@ def _export(
     )
 
 
-def one_table_schema(schemas: dict[str, TopicSchema], to: str) -> None:
+def one_table_schema(schemas: dict[str, TopicSchema], to: str) -> pa.Schema | None:
     """A Delta or Iceberg export is one table, of one schema: the topics of a ``--decode schema`` run must decode
     to one table schema (a partitioned topic's partitions do), each stored as the format can
-    (:mod:`.tabletypes`); else refused before anything is written, naming two topics of different schemas."""
+    (:mod:`.tabletypes`); else refused before anything is written, naming two topics of different schemas.
+    Returns the decoded rows' columns as the table has them (``topic`` first, ``date`` last; None: no topic)."""
     found: dict[pa.Schema, str] = {}
     for t in sorted(schemas):
         found.setdefault(table_schema(decoded_schema(schemas[t]), to), t)
@@ -468,6 +472,10 @@ def one_table_schema(schemas: dict[str, TopicSchema], to: str) -> None:
             f"--decode schema --to {to} writes one table of one schema, and {a} and {b} decode to different ones: "
             "export each topic (--topic) into its own OUT"
         )
+    if not found:
+        return None
+    rows = decoded_schema(schemas[next(iter(found.values()))])
+    return pa.schema([rows.field("topic"), *(f for f in rows if f.name != "topic"), pa.field("date", pa.string())])
 
 
 def committed_marks(out: str) -> tuple[str, ExportMarks]:

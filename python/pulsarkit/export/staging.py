@@ -121,11 +121,13 @@ def rows_by_topic(files: list[Path]) -> dict[str, int]:
     return rows
 
 
-def staged_table(files: list[Path]) -> pa.Table:
+def staged_table(files: list[Path], decoded: pa.Schema | None = None) -> pa.Table:
     """The staged files as one table: message rows as :data:`TABLE_FIELDS`, decoded rows (``--decode schema``)
-    with their own columns, ``topic`` first and ``date`` last (both from the folder names). Decoded files of
-    different schemas are refused: a table has one."""
+    with their own columns, ``topic`` first and ``date`` last (both from the folder names); no files: an empty
+    table of the ``decoded`` columns if given. Decoded files of different schemas are refused: a table has one."""
     schema = arrow_schema(TABLE_FIELDS)
+    if not files and decoded is not None:
+        return decoded.empty_table()
     tables = []
     for f in files:
         t = pq.read_table(f)
