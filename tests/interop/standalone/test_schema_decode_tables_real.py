@@ -171,3 +171,19 @@ def test_a_decoded_upsert_table_equals_the_parquet_one(schema_oracle, tmp_path, 
     export(str(data), to, str(out), topics=[topic], decode="schema", mode="upsert", log=_quiet)
     _same(parquet, _read(to, out), f"{to} upsert")
     assert export(str(data), to, str(out), topics=[topic], decode="schema", mode="upsert", log=_quiet).rows == 0
+
+
+def test_the_command_writes_a_decoded_table_and_refuses_topics_of_two_schemas(schema_oracle, tmp_path, capsys):  # noqa: F811
+    from pulsarkit.cli import main
+
+    data = schema_oracle / "data"
+    out = tmp_path / "json"
+    assert main(["export", str(data), "--to", "delta", str(out), "--decode", "schema", "--topic", "schema-json"]) == 0
+    got = _delta(out)
+    assert got.num_rows == 31 and got.schema.field("value").type.get_field_index("nicknames") >= 0
+    capsys.readouterr()
+    two = ["--topic", "schema-json", "--topic", "schema-avro"]
+    assert main(["export", str(data), "--to", "iceberg", str(tmp_path / "two"), "--decode", "schema", *two]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "one table of one schema" in err[0] and "schema-avro" in err[0], err
+    assert not (tmp_path / "two" / "metadata").exists()
