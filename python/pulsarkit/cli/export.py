@@ -98,7 +98,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         choices=("bytes", "schema"),
         default="bytes",
         help="'schema' writes each topic's payloads decoded with its schema: typed key/value columns "
-        "(--to parquet, local engine)",
+        "(local engine; a Delta or Iceberg export is one table: its topics must share one table schema)",
     )
     progress_arg(p)
 

@@ -1,8 +1,9 @@
 """A Delta table (partitioned by ``topic`` and ``date``) with the marks in its commits' metadata.
 
 A run appends its staged rows in one Delta transaction whose custom metadata (``pulsarkit.export``)
-carries the marks: data and marks commit together. Needs the ``deltalake`` package, imported only
-when a Delta export is opened, so that every other command starts without it."""
+carries the marks: data and marks commit together. Rows decoded with their topic's schema (``--decode schema``)
+make a table of their own schema, their types as :mod:`.tabletypes` stores them. Needs the ``deltalake``
+package, imported only when a Delta export is opened, so that every other command starts without it."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Any, ClassVar
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, shortened_topics, staged_table
+from .tabletypes import to_table_types
 from .target import Target, optional_package
-from .upsert import changed_predicate, merge_predicate
+from .upsert import changed_predicate, merge_key, merge_predicate
 
 #: the key of a pulsarkit commit's custom metadata: the marks document
 DELTA_MARKS_KEY = "pulsarkit.export"
@@ -53,14 +55,31 @@ class DeltaTarget(Target):
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         self.note_created([], [], writer_names_files=True)  # delta-rs names its files itself
         props = self.deltalake.CommitProperties(custom_metadata={DELTA_MARKS_KEY: json.dumps(marks.to_json(run))})
+        data = staged_table(staged, self.row_schema)
+        if marks.decode == "schema":  # decoded rows: their types as Delta stores them (microseconds, ...)
+            data = to_table_types(data, self.name)
+        try:
+            self._write(data, props)
+        except self.deltalake.exceptions.SchemaMismatchError as e:
+            if marks.decode != "schema":
+                raise
+            raise ExportRefused(
+                f"{self.out}: this run's decoded rows do not fit the Delta table's schema (a new schema version "
+                f"of its topic, or another topic's rows?): export them into another OUT ({str(e).splitlines()[0]})"
+            ) from None
+        return None
+
+    def _write(self, data: Any, props: Any) -> None:
         if self.replace and (self.out / DELTA_LOG).is_dir():
             # --mode upsert: the snapshot MERGEd by key in one commit: a key whose message is the same is
             # left alone, a changed one updated, a new one inserted, one no longer in the snapshot deleted
+            key = merge_key(data.column_names)
+            table = self.deltalake.DeltaTable(str(self.out))
+            version = table.version()
             (
-                self.deltalake.DeltaTable(str(self.out))
-                .merge(
-                    staged_table(staged),
-                    "t.topic = s.topic AND t.key = s.key",
+                table.merge(
+                    data,
+                    f"t.topic = s.topic AND t.{key} = s.{key}",
                     source_alias="s",
                     target_alias="t",
                     commit_properties=props,
@@ -70,12 +89,11 @@ class DeltaTarget(Target):
                 .when_not_matched_by_source_delete(predicate=merge_predicate(self.replace))
                 .execute()
             )
-            return None
+            if self.deltalake.DeltaTable(str(self.out)).version() != version:
+                return
+            # a MERGE that changes no row commits nothing (delta-rs), not even its marks: they go in an empty
+            # append, else the marks would stay behind and every later run would MERGE the same snapshot again
+            data = data.schema.empty_table()
         self.deltalake.write_deltalake(
-            str(self.out),
-            staged_table(staged),
-            partition_by=list(PARTITION_COLUMNS),
-            mode="append",
-            commit_properties=props,
+            str(self.out), data, partition_by=list(PARTITION_COLUMNS), mode="append", commit_properties=props
         )
-        return None

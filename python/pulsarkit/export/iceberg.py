@@ -5,8 +5,9 @@ The table lives in ``OUT`` (``metadata/``, ``data/topic=.../date=...``, identity
 ``SqlCatalog``, warehouse ``OUT``): no server. A run is one append, one snapshot, whose summary
 property ``pulsarkit.export`` carries the marks. The catalog's row pointing at the current metadata
 JSON is the commit point; what an append writes before it (data files, manifests, a metadata JSON)
-is invisible until then, and what a run that died left of it is removed by the next run. Needs
-``pyiceberg`` (with its ``sql-sqlite`` extra), imported only when an Iceberg export is opened."""
+is invisible until then, and what a run that died left of it is removed by the next run. Rows decoded with their
+topic's schema (``--decode schema``) make a table of their own schema, their types as :mod:`.tabletypes` stores
+them. Needs ``pyiceberg`` (with its ``sql-sqlite`` extra), imported only when an Iceberg export is opened."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_table
+from .tabletypes import to_table_types
 from .target import Target, optional_package
+from .upsert import merge_key
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
 #: the table in the export's own catalog
@@ -50,10 +53,16 @@ def _iceberg_type(t: pa.DataType, ids: Iterator[int]) -> Any:
     return simple[t]
 
 
-def iceberg_schema() -> Any:
-    """The Iceberg schema of an export: the columns of the other targets, ``date`` a string as theirs."""
-    from pyiceberg.schema import Schema
+def iceberg_schema(decoded: pa.Schema | None = None) -> Any:
+    """The Iceberg schema of an export: the columns of the other targets, ``date`` a string as theirs; or those of
+    ``decoded`` rows (already in :mod:`.tabletypes`' types), with fresh field ids."""
+    from pyiceberg.schema import Schema, assign_fresh_schema_ids
     from pyiceberg.types import NestedField
+
+    if decoded is not None:
+        from pyiceberg.io.pyarrow import _ConvertToIcebergWithoutIDs, visit_pyarrow
+
+        return assign_fresh_schema_ids(visit_pyarrow(decoded, _ConvertToIcebergWithoutIDs()))
 
     ids = iter(range(len(TABLE_FIELDS) + 1, 10_000))  # nested ids (the map's key and value) after the columns
     return Schema(
@@ -157,20 +166,35 @@ class IcebergTarget(Target):
         if self._catalog is not None:
             self._catalog.engine.dispose()  # closes the SQLite file
 
+    def _check_fits(self, table: Any, data: pa.Table) -> None:
+        """Decoded rows of another schema than the table's are refused in one line (pyiceberg's says it in a table)."""
+        from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible
+
+        try:
+            _check_pyarrow_schema_compatible(table.schema(), data.schema)
+        except ValueError:
+            raise ExportRefused(
+                f"{self.out}: this run's decoded rows do not fit the Iceberg table's schema (a new schema version "
+                "of its topic, or another topic's rows?): export them into another OUT"
+            ) from None
+
     def _unwritable(self, staged: list[Path]) -> set[str]:
         return shortened_topics(staged)  # the writer names partition directories in full
 
     def _commit(self, staged: list[Path], marks: ExportMarks, run: RunRecord) -> None:
         """One append, one snapshot: the data files and the marks (its summary properties) commit together."""
         self.note_created([], [], writer_names_files=True)  # pyiceberg names its files itself
-        data = staged_table(staged)
+        data = staged_table(staged, self.row_schema)
+        decoded = marks.decode == "schema"
+        if decoded:  # decoded rows: their types as Iceberg stores them (microseconds, no unsigned, ...)
+            data = to_table_types(data, self.name)
         props = {ICEBERG_MARKS_KEY: json.dumps(marks.to_json(run), sort_keys=True)}
         table = self._table()
         if table is None:
             from pyiceberg.partitioning import PartitionField, PartitionSpec
             from pyiceberg.transforms import IdentityTransform
 
-            schema = iceberg_schema()
+            schema = iceberg_schema(data.schema if decoded else None)
             spec = PartitionSpec(
                 *(
                     PartitionField(schema.find_field(n).field_id, 1000 + i, IdentityTransform(), n)
@@ -194,16 +218,26 @@ class IcebergTarget(Target):
             # upsert by (topic, key) that rewrites only the rows whose message changed (copy-on-write)
             from pyiceberg.expressions import And, In, Not
 
+            key = merge_key(data.column_names)
             gone = In("topic", sorted(self.replace))
             if data.num_rows:
-                keys = sorted(set(data.column("key").to_pylist()))
-                gone = And(gone, Not(In("key", keys)))
+                keys = sorted(set(data.column(key).to_pylist()))
+                gone = And(gone, Not(In(key, keys)))
+            if decoded:
+                self._check_fits(table, data)
+            before = table.metadata.current_snapshot_id
             with table.transaction() as tx:
                 tx.delete(gone, snapshot_properties=props)
                 if data.num_rows:
-                    tx.upsert(data, join_cols=["topic", "key"], snapshot_properties=props)
+                    tx.upsert(data, join_cols=["topic", key], snapshot_properties=props)
+                if tx.table_metadata.current_snapshot_id == before:
+                    # no row changed: no snapshot, not even for the marks; an empty append carries them,
+                    # else they would stay behind and every later run would upsert the same snapshot again
+                    tx.append(data.schema.empty_table(), snapshot_properties=props)
             table = self._table()
         else:
+            if decoded:
+                self._check_fits(table, data)
             table.append(data, snapshot_properties=props)
         self._metadata_location = table.metadata_location
         return None

@@ -69,20 +69,24 @@ class ExportMarks:
     next: dict[str, MessageId] = field(default_factory=dict)
     #: ``append`` (every message) or ``upsert`` (the latest message per key; :mod:`.upsert`)
     mode: str = "append"
+    #: ``bytes`` (the payloads) or ``schema`` (rows decoded with their topic's schema): one kind of row per export
+    decode: str = "bytes"
 
     def advanced(self, marks: dict[str, Mark], next: dict[str, MessageId] | None = None) -> ExportMarks:
         """These marks with ``marks`` (and hand-off positions ``next``) over them (a topic not in them
         keeps its own)."""
-        return ExportMarks(self.source, {**self.marks, **marks}, {**self.next, **(next or {})}, self.mode)
+        return ExportMarks(self.source, {**self.marks, **marks}, {**self.next, **(next or {})}, self.mode, self.decode)
 
     def marks_json(self) -> dict[str, list[int]]:
         return {t: list(m) for t, m in self.marks.items()}
 
     def extra_json(self) -> dict[str, Any]:
-        """The optional fields of the marks document (``next``: topic -> [ledger, entry, batch]; ``mode``)."""
+        """The optional fields of the marks document (``next``: topic -> [ledger, entry, batch]; ``mode``;
+        ``decode``)."""
         return {
             **({"next": {t: list(n) for t, n in self.next.items()}} if self.next else {}),
             **({"mode": self.mode} if self.mode != "append" else {}),
+            **({"decode": self.decode} if self.decode != "bytes" else {}),
         }
 
     def to_json(self, run: RunRecord) -> dict[str, Any]:
@@ -103,4 +107,5 @@ class ExportMarks:
             {t: Mark(int(p[0]), int(p[1])) for t, p in doc.get("marks", {}).items()},
             {t: MessageId(int(p[0]), int(p[1]), int(p[2])) for t, p in doc.get("next", {}).items()},
             str(doc.get("mode", "append")),
+            str(doc.get("decode", "bytes")),
         )

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..analysis.decoded import DECODE_MODES, decode_batch, topic_schema
+import pyarrow as pa
+
+from ..analysis.decoded import DECODE_MODES, decode_batch, decoded_schema, topic_schema
 from ..broker.topic_name import ml_to_topic
 from ..codec.schema import TopicSchema
 from ..scan import DataDir, ScanPartition, ScanPlan, plan_data_dir, read_partition
@@ -32,6 +34,7 @@ from .iceberg import IcebergTarget
 from .marks import ExportMarks, Mark, MessageId
 from .parquet import ParquetTarget
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, check_output, gaps, locked, new_run_id
+from .tabletypes import TABLE_FORMATS, table_schema
 from .target import Target
 from .upsert import MODES, UPSERT_TARGETS, Positions, keep_retained, retained
 
@@ -255,7 +258,8 @@ def export(
     process). ``progress`` makes a reporter given the planned bytes; ``log`` takes the notes and
     warnings (default: stderr). ``decode="schema"`` writes each topic's rows decoded with its schema
     (typed ``key``/``value``, ``schema_version``, ``decode_error``: :mod:`pulsarkit.analysis.decoded`), its
-    files with that topic's table schema; Parquet and the local engine only, for now.
+    files with that topic's table schema; on the local engine only. A Delta or Iceberg export is one table: its
+    topics must decode to one table schema (:func:`one_table_schema`), stored with :mod:`.tabletypes`' rules.
     The export is private: the process umask is 077 while the run writes
     (it is the process's, so other threads writing meanwhile create private files too)."""
     t0 = time.perf_counter()
@@ -266,8 +270,6 @@ def export(
         raise DataDirError(f"--mode must be one of {', '.join(MODES)} (upsert: --to {' or '.join(UPSERT_TARGETS)})")
     if decode not in DECODE_MODES:
         raise DataDirError(f"--decode must be one of {', '.join(DECODE_MODES)}, not {decode!r}")
-    if decode == "schema" and to != "parquet":
-        raise DataDirError(f"--decode schema writes --to parquet only (not {to} yet: one table needs one schema)")
     log = log or log_to_stderr
     if isinstance(data_dir, DataDirSpec):
         if ledger_dirs:
@@ -335,7 +337,9 @@ def _export(
             before = target.marks()
             if before and target.committed.mode != mode:
                 raise ExportRefused(f"{root} is an export in mode {target.committed.mode}, not {mode}")
-            target.committed = dataclasses.replace(target.committed, mode=mode)
+            if before and target.committed.decode != decode:
+                raise ExportRefused(f"{root} is an export with --decode {target.committed.decode}, not {decode}")
+            target.committed = dataclasses.replace(target.committed, mode=mode, decode=decode)
             # the topics resolved and the read planned on one open of the directory (each open reads the
             # metadata store and every bookie's location index again)
             with spec.open() as dd:
@@ -376,7 +380,12 @@ def _export(
                     target.replace = set(latest)
                 schemas = None
                 if decode == "schema":  # each topic's history read once, here (the directory is open)
-                    schemas = {t: topic_schema(dd, t) for t in {part.topic or "" for part in p.partitions}}
+                    # the topics read and those whose mark moves (a run of markers only has no rows, yet
+                    # a first commit makes the table: its schema is the decoded one even then)
+                    read = {part.topic or "" for part in p.partitions} | set(moved)
+                    schemas = {t: topic_schema(dd, t) for t in read}
+                    if to in TABLE_FORMATS:
+                        target.row_schema = one_table_schema(schemas, to)
             for issue in p.issues:
                 log(f"warning: {issue}")
             warnings = gaps(before, p.topic_ledgers.get(source, {}))
@@ -447,6 +456,26 @@ def _export(
         metadata=target.metadata_location,
         seconds=round(time.perf_counter() - t0, 3),
     )
+
+
+def one_table_schema(schemas: dict[str, TopicSchema], to: str) -> pa.Schema | None:
+    """A Delta or Iceberg export is one table, of one schema: the topics of a ``--decode schema`` run must decode
+    to one table schema (a partitioned topic's partitions do), each stored as the format can
+    (:mod:`.tabletypes`); else refused before anything is written, naming two topics of different schemas.
+    Returns the decoded rows' columns as the table has them (``topic`` first, ``date`` last; None: no topic)."""
+    found: dict[pa.Schema, str] = {}
+    for t in sorted(schemas):
+        found.setdefault(table_schema(decoded_schema(schemas[t]), to), t)
+    if len(found) > 1:
+        a, b = sorted(found.values())[:2]
+        raise ExportRefused(
+            f"--decode schema --to {to} writes one table of one schema, and {a} and {b} decode to different ones: "
+            "export each topic (--topic) into its own OUT"
+        )
+    if not found:
+        return None
+    rows = decoded_schema(schemas[next(iter(found.values()))])
+    return pa.schema([rows.field("topic"), *(f for f in rows if f.name != "topic"), pa.field("date", pa.string())])
 
 
 def committed_marks(out: str) -> tuple[str, ExportMarks]:

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from ..scan import MESSAGE_FIELDS, arrow_schema
 from ..scan.schema import parquet_options
 from .paths import PRIVATE_DIR, short_name
+from .protocol import ExportRefused
 
 PARTITION_COLUMNS = ("topic", "date")
 #: the columns of the data files (the partition columns are in the directory names)
@@ -120,16 +121,24 @@ def rows_by_topic(files: list[Path]) -> dict[str, int]:
     return rows
 
 
-def staged_table(files: list[Path]) -> pa.Table:
-    """The staged files as one table of :data:`TABLE_FIELDS` (``topic`` and ``date`` from the folder names)."""
+def staged_table(files: list[Path], decoded: pa.Schema | None = None) -> pa.Table:
+    """The staged files as one table: message rows as :data:`TABLE_FIELDS`, decoded rows (``--decode schema``)
+    with their own columns, ``topic`` first and ``date`` last (both from the folder names); no files: an empty
+    table of the ``decoded`` columns if given. Decoded files of different schemas are refused: a table has one."""
     schema = arrow_schema(TABLE_FIELDS)
+    if not files and decoded is not None:
+        return decoded.empty_table()
     tables = []
     for f in files:
         t = pq.read_table(f)
         topic, date = partition_values(f)
         t = t.add_column(0, "topic", pa.array([topic] * t.num_rows, pa.string()))
         t = t.append_column("date", pa.array([date] * t.num_rows, pa.string()))
-        tables.append(t.select(schema.names).cast(schema))
+        if "decode_error" not in t.schema.names:
+            t = t.select(schema.names).cast(schema)
+        elif tables and t.schema.remove_metadata() != tables[0].schema:
+            raise ExportRefused(f"topics {tables[0]['topic'][0]} and {topic} decode to different table schemas")
+        tables.append(t.replace_schema_metadata(None))
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 

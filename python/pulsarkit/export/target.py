@@ -79,6 +79,9 @@ class Target(ABC):
         self.last_run: str | None = None
         #: ``--mode upsert``: the topics whose committed rows the next commit replaces by its own (a snapshot)
         self.replace: set[str] = set()
+        #: ``--decode schema`` to a table: the decoded rows' columns (:func:`.run.one_table_schema`), what a commit
+        #: of no rows still makes the table with
+        self.row_schema: pa.Schema | None = None
         try:
             #: what a run that did not finish left (its journal), read before the ownership checks: its files are ours
             audit(out)  # before anything is opened in OUT (the Iceberg catalog writes when opened)

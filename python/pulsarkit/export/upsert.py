@@ -14,7 +14,8 @@ next run deletes them); Delta MERGEs the snapshot by (``topic``, ``key``) in one
 marks: a key whose message did not change is not rewritten, a new key is inserted, a deleted key is
 deleted; Iceberg, in one catalog commit, deletes the keys no longer in the snapshot and upserts by
 (``topic``, ``key``), which rewrites only the rows whose message changed (copy-on-write). A rerun
-after new messages or a tombstone therefore changes exactly those keys."""
+after new messages or a tombstone therefore changes exactly those keys. Rows decoded with their topic's schema
+(``--decode schema``) are kept by the same message key (:func:`merge_key`)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,12 @@ def keep_retained(batch: pa.RecordBatch, positions: Positions) -> pa.RecordBatch
     return batch.filter(pa.array([p in positions for p in ids], pa.bool_()))
 
 
+def merge_key(columns: list[str]) -> str:
+    """The column holding the message key a row is kept by: ``key``, or for a ``KEY_VALUE`` topic's decoded rows
+    (``--decode schema``, ``key`` the typed key) ``partition_key``, the message's own key, which compaction keys by."""
+    return "partition_key" if "partition_key" in columns else "key"
+
+
 def merge_predicate(topics: set[str]) -> str:
     """The SQL condition naming the topics whose rows a Delta MERGE may delete (the snapshot's topics)."""
     quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in sorted(topics))
@@ -64,4 +71,12 @@ def changed_predicate() -> str:
     return " OR ".join(f"t.{c} <> s.{c}" for c in ("ledger_id", "entry_id", "batch_index"))
 
 
-__all__ = ["MODES", "UPSERT_TARGETS", "changed_predicate", "keep_retained", "merge_predicate", "retained"]
+__all__ = [
+    "MODES",
+    "UPSERT_TARGETS",
+    "changed_predicate",
+    "keep_retained",
+    "merge_key",
+    "merge_predicate",
+    "retained",
+]

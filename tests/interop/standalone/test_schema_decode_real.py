@@ -312,10 +312,11 @@ def test_export_decode_schema_writes_each_topics_typed_rows(schema_oracle, tmp_p
             got = pa.concat_tables([pq.read_table(f) for f in sorted(d.rglob("*.parquet"))])
             assert got.schema.field("value").type == expected.schema.field("value").type
             assert got.select(expected.column_names).to_pylist() == expected.to_pylist(), t
-    # the next run has nothing new; the other formats are refused for now
+    # the next run has nothing new; a Delta table has one schema: topics of several are refused
     assert export(str(data), "parquet", str(out), topics=topics, decode="schema", log=lambda m: None).rows == 0
-    with pytest.raises(pk.PulsarkitError, match="parquet only"):
-        export(str(data), "delta", str(tmp_path / "d"), decode="schema")
+    with pytest.raises(pk.PulsarkitError, match="one table of one schema"):
+        export(str(data), "delta", str(tmp_path / "d"), topics=topics, decode="schema", log=lambda m: None)
+    assert not (tmp_path / "d" / "_delta_log").exists()
     assert main(["export", str(data), "--to", "parquet", str(tmp_path / "cli"), "--decode", "schema",
                  "--topic", "schema-json", "--engine", "local"]) == 0  # fmt: skip
     got = pq.read_table(next((tmp_path / "cli").rglob("*.parquet")))
