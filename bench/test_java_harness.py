@@ -65,7 +65,9 @@ def test_java_harness_smoke(tmp_path, full_size):
     scans = {r["case"] for r in doc["rows"] if r["case"].startswith("scan ")}
     assert len(scans) == 4  # 1 KiB and 16 KiB entries, with and without the digest check
     txn = [r for r in doc["rows"] if "transaction records" in r["case"] or "TxnLogBufferedWriter" in r["case"]]
-    assert len(txn) == 3  # packing alone, the writer on the caller's thread and on a writer thread
+    # packing alone; the writer on the caller's thread and on a writer thread, a record per call and all in one
+    assert len(txn) == 5
+    assert sum("async_add_many" in r["pulsarkit"] for r in txn) == 2
     rebatch = {r["case"].rsplit(", ", 1)[1] for r in doc["rows"] if r["case"].startswith("compaction phase")}
     assert rebatch == {"NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"}
     assert all(r["java_s"] > 0 and r["pulsarkit_s"] > 0 for r in doc["rows"])
