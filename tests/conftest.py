@@ -1,5 +1,7 @@
+import importlib
 import os
 import shutil
+from types import ModuleType
 
 import pulsarkit as pk
 import pytest
@@ -17,6 +19,17 @@ def require_tool(name: str, why: str) -> str:
             pytest.fail(msg)
         pytest.skip(msg)
     return path
+
+
+def require_module(name: str, install: str) -> ModuleType:
+    """An optional module the calling test module needs; in CI a missing one fails, elsewhere the whole
+    module skips visibly, saying how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - depends on the environment
+        if IN_CI:
+            raise
+        pytest.skip(f"{install.split()[-1]} is not installed ({install})", allow_module_level=True)
 
 
 @pytest.fixture(scope="session")

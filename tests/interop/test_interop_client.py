@@ -19,17 +19,12 @@ import threading
 import crc32c as crc32c_oracle
 import pulsarkit as pk
 import pytest
-from conftest import IN_CI
+from conftest import require_module
 from pulsarkit.testing.connection import OWN_PROTOCOL_VERSION
 from pulsarkit.testing.fake_broker import FakeBroker
 from pulsarkit.testing.state import BrokerError
 
-try:
-    import pulsar
-except ImportError:  # pragma: no cover - depends on the environment
-    if IN_CI:
-        raise
-    pytest.skip("pulsar-client is not installed (pip install pulsar-client)", allow_module_level=True)
+pulsar = require_module("pulsar", "pip install pulsar-client")
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 

@@ -12,17 +12,12 @@ from pathlib import Path
 
 import pulsarkit as pk
 import pytest
-from conftest import IN_CI, require_tool
+from conftest import require_module, require_tool
 from pulsarkit.analysis.messages import messages_table
 from pulsarkit.errors import EncryptedMessageError
 from pulsarkit.testing.fake_broker import FakeBroker
 
-try:
-    import pulsar
-except ImportError:  # pragma: no cover - depends on the environment
-    if IN_CI:
-        raise
-    pytest.skip("pulsar-client is not installed (pip install pulsar-client)", allow_module_level=True)
+pulsar = require_module("pulsar", "pip install pulsar-client")
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 

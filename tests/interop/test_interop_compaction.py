@@ -16,18 +16,13 @@ import logging
 import random
 
 import pytest
-from conftest import IN_CI
+from conftest import require_module
 from pulsarkit.broker.compaction import CompactedTopic
 from pulsarkit.codec.entry import Entry
 from pulsarkit.testing.compaction import CompactedTopicOracle
 from pulsarkit.testing.fake_broker import FakeBroker
 
-try:
-    import pulsar
-except ImportError:  # pragma: no cover - depends on the environment
-    if IN_CI:
-        raise
-    pytest.skip("pulsar-client is not installed (pip install pulsar-client)", allow_module_level=True)
+pulsar = require_module("pulsar", "pip install pulsar-client")
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 CODECS = {

@@ -16,18 +16,13 @@ import shutil
 
 import pyarrow.dataset as ds
 import pytest
-from conftest import IN_CI
+from conftest import require_module
 from pulsarkit.cli import main
 from pulsarkit.export.marks import MessageId
 from pulsarkit.managed_ledger.position import Position
 from pulsarkit.testing.fake_broker import FakeBroker
 
-try:
-    import pulsar
-except ImportError:  # pragma: no cover - depends on the environment
-    if IN_CI:
-        raise
-    pytest.skip("pulsar-client is not installed (pip install pulsar-client)", allow_module_level=True)
+pulsar = require_module("pulsar", "pip install pulsar-client")
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 TOPIC = "persistent://public/default/handoff"
