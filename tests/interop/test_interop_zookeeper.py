@@ -514,6 +514,11 @@ def test_torn_log_tail_is_reported_and_the_rest_read(zk_run: dict[str, Any], tmp
     log = _last_log(work)
     parsed = zk.parse_txn_log(log.read_bytes(), str(log))
     last = parsed.txns[-1]
+    # A snapshot taken at or after the last transaction (the server's snapshot points vary) would leave nothing
+    # to replay from the cut record: drop those, so that restoring must read up to it.
+    for snap in (work / "data" / "version-2").glob("snapshot.*"):
+        if zk.zxid_from_name(snap.name, "snapshot") >= last.zxid - 1:
+            snap.unlink()
     raw = log.read_bytes()
     log.write_bytes(raw[: last.offset + 5])  # the last record is cut inside its body
     store = zk.ZkSnapshotStore(work / "data", log_dir=work / "txlog")
@@ -600,7 +605,11 @@ def test_compressed_snapshots(zk_run: dict[str, Any], tmp_path: Path, method: st
     snaps = list((tmp_path / "run" / "data" / "version-2").glob(f"snapshot.*.{method}"))
     assert len(snaps) >= 3, snaps
     store = zk.ZkSnapshotStore(tmp_path / "run" / "data", log_dir=tmp_path / "run" / "txlog")
-    assert store.snapshot.endswith(f".{method}") and store.issues == []
+    # the newest snapshot is written in the background: the stop may cut it, and then it is skipped and said,
+    # as the server itself falls back to the one before on restart (the served state below is the judge)
+    newest = max(snaps, key=lambda p: zk.zxid_from_name(p.name, "snapshot"))
+    assert store.snapshot.endswith(f".{method}")
+    assert all(i.file == str(newest) and "falling back" in i.message for i in store.issues), store.issues
     served, zxid = _served(zk_run["lib"], tmp_path / "run", tmp_path / "oracle", jvm)
     _assert_same(store, served, zxid)
 
