@@ -14,7 +14,7 @@ Each round, per topic: the broker is restarted before each client read (so the e
 not the broker's cache; the OS page cache stays warm for both sides), the Java Reader
 (bench/java/standalone/ReadTopic.java, compiled once) and the Python client read the topic from the start to its
 last message; then the standalone is stopped and each pulsarkit path runs on its directory
-(bench/read_paths.py's runner: wall, CPU and peak RSS of the child). Reported: medians over the rounds; the
+(bench/launcher.py: wall, CPU and peak RSS of the child itself). Reported: medians over the rounds; the
 ratio is the Java Reader's wall time / the path's (above 1 = faster than the broker); the clients' start-up
 (process start to first message) and steady-state rate (first to last message). Floors, in this process: Parquet
 encoding of the final table alone (``pq.write_table`` of ``messages_table``) and reading the topic's entry-log
@@ -40,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-import read_paths  # noqa: E402
+import launcher  # noqa: E402
 
 # the harness's `from conftest import require_tool` is tests/conftest.py's, not bench/'s: tests/ goes first
 sys.path.insert(0, str(REPO / "tests"))
@@ -249,7 +249,7 @@ def main() -> None:
     reads: dict[str, dict[str, list[dict[str, float]]]] = {c: {n: [] for n in topics} for c in clients}
     paths: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
     for argv in pulsarkit_paths(topics["C"], spark=False).values():  # warm-up: bytecode cached, page cache warm
-        read_paths._run(pythonpath, argv, data, work / "out")
+        launcher.run(pythonpath, argv, data, work / "out")
     for rnd in range(a.rounds):
         for n, topic in topics.items():
             for c in clients:
@@ -258,7 +258,7 @@ def main() -> None:
                 print(f"round {rnd} {c} {n}: {r['wall_s']:.2f} s", file=sys.stderr)
         for n, topic in topics.items():
             for p, argv in pulsarkit_paths(topic, spark).items():
-                r = read_paths._run(pythonpath, argv, data, work / "out")
+                r = launcher.run(pythonpath, argv, data, work / "out")
                 paths.setdefault(p, {m: [] for m in topics})[n].append(r)
                 print(f"round {rnd} {p} {n}: {r[0]:.2f} s", file=sys.stderr)
     fl = floors(data, topics, a.rounds)

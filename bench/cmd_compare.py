@@ -1,5 +1,5 @@
 """One pulsarkit command, two (or more) source trees, rounds interleaved: wall, CPU and peak RSS medians
-of each fresh process (bench/read_paths.py's runner), for a before/after figure of one change.
+of each fresh process (bench/launcher.py: the child's own rusage), for a before/after figure of one change.
 
     python bench/cmd_compare.py --rounds 5 before=/tmp/base/python after=python -- \\
         -m pulsarkit messages {data} --topic persistent://public/default/A --format jsonl -o {out}/m.jsonl \\
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from read_paths import _run  # noqa: E402
+import launcher  # noqa: E402
 
 
 def main() -> None:
@@ -35,11 +35,11 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="pulsarkit-cmd-"))
     got: dict[str, list[tuple[float, float, float]]] = {b: [] for b in builds}
     for b in builds:  # warm-up: bytecode cached, page cache warm
-        _run(os.path.abspath(builds[b]), cmd, Path(a.data), out)
+        launcher.run(os.path.abspath(builds[b]), cmd, Path(a.data), out)
     for rnd in range(a.rounds):
         order = list(builds)[rnd % len(builds) :] + list(builds)[: rnd % len(builds)]
         for b in order:
-            got[b].append(_run(os.path.abspath(builds[b]), cmd, Path(a.data), out))
+            got[b].append(launcher.run(os.path.abspath(builds[b]), cmd, Path(a.data), out))
     base = next(iter(builds))
     med = {b: [statistics.median(r[k] for r in v) for k in range(3)] for b, v in got.items()}
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -13,11 +13,9 @@ bench/broker_vs_storage.py, bench/java/standalone/standalone.conf).
 
 Each round, per topic, interleaved: ``pulsarkit export --engine local`` to Parquet and ``pulsarkit messages
 --format parquet``, each with ``--decode bytes`` (the default) and ``--decode schema``, each a fresh process:
-wall, CPU and peak RSS of the child, as bench/read_paths.py's runner measures them, but forked by a small
-launcher process started first. (Linux's peak RSS of a child counts the memory of the process it was forked
-from, so children forked by this script, which imports pyarrow and the harness, all reported at least this
-script's size; the launcher is about 10 MiB.) Row counts and checks run in child processes for the same
-reason. Reported: medians over the rounds, messages/s
+wall, CPU and peak RSS of the child, forked by the small launcher of bench/launcher.py (Linux's peak RSS of a
+child counts the memory of the process it was forked from). Row counts and checks run in child processes for the
+same reason. Reported: medians over the rounds, messages/s
 and MB/s (the topic's payload bytes over the wall time), the decoded/bytes ratio of wall time. Checked on the
 last round's outputs: the decoded output has as many rows as the bytes output, and no row has a decode_error.
 
@@ -45,6 +43,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "interop" / "standalone"))
 import test_datadir_oracle as harness  # noqa: E402
+from launcher import Launcher  # noqa: E402
 
 JAVA_SRC = HERE / "java" / "schema" / "SchemaProduce.java"
 # The harness's Standalone takes its configuration from the module's HERE: the broker-vs-storage benchmark's
@@ -97,54 +96,6 @@ def write_workload(lib: Path, classes: Path, run: Path, counts: dict[str, int]) 
     finally:
         s.stop()
     (run / "written.json").write_text(json.dumps(counts))
-
-
-LAUNCHER = r"""
-import json, os, sys, time
-for line in sys.stdin:
-    argv, env, err = json.loads(line)
-    t0 = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        os.dup2(os.open(os.devnull, os.O_RDWR), 0)
-        os.dup2(os.open(os.devnull, os.O_RDWR), 1)
-        os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
-        os.execve(argv[0], argv, env)
-    _, status, ru = os.wait4(pid, 0)
-    wall = time.perf_counter() - t0
-    print(json.dumps([wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)]))
-    sys.stdout.flush()
-"""
-
-
-class Launcher:
-    """Fresh processes forked by a small process (see the module doc): wall, CPU (user + system) and peak
-    resident MiB of each, from ``wait4``."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-S", "-c", LAUNCHER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-
-    def run(self, pythonpath: str, argv: list[str], data: Path, out: Path) -> tuple[float, float, float]:
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        args = [sys.executable, *(a.format(data=data, out=out) for a in argv)]
-        # as a user's installation runs: with its modules' bytecode cached
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": pythonpath}
-        err = out.parent / "stderr.txt"
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps([args, env, str(err)]) + "\n")
-        self.proc.stdin.flush()
-        wall, cpu, rss, code = json.loads(self.proc.stdout.readline())
-        if code != 0:
-            raise SystemExit(f"{argv} failed ({code}):\n{err.read_text()[-2000:]}")
-        return wall, cpu, rss
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait()
 
 
 SIZES = """

@@ -1,7 +1,8 @@
 """The user's read paths end to end, one checkout against another (issue 22: "bench figures for
 ``messages`` and ``export`` the same or better"): each path is a fresh ``python`` process, as a user
-runs it, timed by wall clock and CPU (the children's rusage), on one data directory written by
-:func:`spark_export.build` (six topics, every codec, batched, PIP-70 interceptors).
+runs it, timed by wall clock and CPU, with its peak RSS (bench/launcher.py: the child's own rusage), on
+one data directory written by :func:`spark_export.build` (six topics, every codec, batched, PIP-70
+interceptors).
 
     python bench/read_paths.py --size-mb 120 --rounds 3 \\
         before=/path/to/old/checkout/python after=python > result.json
@@ -16,15 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import launcher  # noqa: E402
 import spark_export  # noqa: E402
 
 TOPIC = "persistent://public/default/orders"
@@ -52,28 +51,6 @@ PATHS = {
 }  # fmt: skip
 
 
-def _run(pythonpath: str, argv: list[str], data: Path, out: Path) -> tuple[float, float, float]:
-    """One fresh ``python`` process: its wall seconds, CPU seconds (user + system) and peak resident MiB
-    (the child's own rusage, from ``wait4``)."""
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    args = [a.format(data=data, out=out) for a in argv]
-    # as a user's installation runs: with its modules' bytecode cached (a PYTHONDONTWRITEBYTECODE=1
-    # environment would compile every module of the package again in each process, 0.3-0.7 s here)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": pythonpath}
-    with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, ru = os.wait4(p.pid, 0)  # the child's own rusage (Popen.wait would reap it without)
-        wall = time.perf_counter() - t0
-        err.seek(0)
-        tail = err.read()[-2000:].decode(errors="replace")
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        raise SystemExit(f"{argv} failed under {pythonpath}:\n{tail}")
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=120)
@@ -92,13 +69,14 @@ def main() -> None:
         order = list(builds)[rnd % len(builds) :] + list(builds)[: rnd % len(builds)]
         for path, argv in PATHS.items():
             for b in order:
-                times[path][b].append(_run(os.path.abspath(builds[b]), argv, data, work / "out"))
+                times[path][b].append(launcher.run(os.path.abspath(builds[b]), argv, data, work / "out"))
     base = next(iter(builds))
     result = {
         "entry_log_bytes": logs,
         "rounds": a.rounds,
         "paths": {
-            p: {b: {"wall_s": statistics.median(r[0] for r in v), "cpu_s": statistics.median(r[1] for r in v)}
+            p: {b: {"wall_s": statistics.median(r[0] for r in v), "cpu_s": statistics.median(r[1] for r in v),
+                    "max_rss_mib": max(r[2] for r in v)}
                 for b, v in per.items()}
             for p, per in times.items()
         },
