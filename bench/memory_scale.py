@@ -7,8 +7,10 @@ entry logs"), and ``export --engine spark`` against ``--engine local`` on the sa
 The directory: :func:`spark_export.build` (``--topics`` topics, JSON-like messages of 0.2-2 KiB batched up to
 100 messages or 128 KiB, LZ4/ZSTD/SNAPPY/none, PIP-70 interceptors, ledgers of 2000 entries) written until the
 bookie holds ``--size-mb`` of entry logs; kept under ``--work`` and reused. Each path is a fresh process forked
-by bench/launcher.py's launcher (the child's own peak RSS; a Spark job's JVM is its descendant, counted as the
-largest of the tree, not the sum), ``--rounds`` times; reported: wall and CPU medians, the highest peak RSS.
+by bench/launcher.py's launcher (the child's own peak RSS and CPU), ``--rounds`` times; reported: wall and CPU
+medians, the highest peak RSS. A Spark job's JVM and Python workers outlive the driver's ``wait`` (neither its
+CPU nor its memory reaches the driver's rusage): Spark runs are sampled instead (bench/spark_memory.py's
+``run_sampled``: the process tree's resident memory every 0.2 s, peak of the sum, and its CPU seconds).
 
 Paths, every topic of the directory unless said:
 
@@ -41,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import launcher  # noqa: E402
 import spark_export  # noqa: E402
+import spark_memory  # noqa: E402
 
 # (no braces in these scripts: the launcher formats {data} and {out} into every argument)
 STREAM = """
@@ -90,6 +93,14 @@ def paths(spark: bool) -> dict[str, list[str]]:
     return p
 
 
+def sampled(argv: list[str], data: Path, out: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """A Spark job's wall seconds, CPU seconds and peak resident MiB of its process tree."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    r = spark_memory.run_sampled([sys.executable, *(a.format(data=data, out=out) for a in argv)], env=env)
+    return r["seconds"], r["cpu_seconds"], r["peak_total_mb"]
+
+
 def cluster_runs(pythonpath: str, data: Path, work: Path, rounds: int) -> dict[str, list[tuple[float, float, float]]]:
     """``export --engine spark`` through a standalone cluster of 1, then 2 one-core workers (the driver a fresh
     process; its peak RSS is the driver's, the executors being the workers' children)."""
@@ -102,9 +113,9 @@ def cluster_runs(pythonpath: str, data: Path, work: Path, rounds: int) -> dict[s
                 "-m", "pulsarkit", "export", "{data}", "--to", "parquet", "{out}/export", "--engine", "spark",
                 "--master", cluster.master_url, "--no-progress",
             ]  # fmt: skip
-            env = cluster.driver_env()
+            env = cluster.driver_env() | {"PYTHONPATH": pythonpath}
             for _ in range(rounds):
-                r = launcher.run(pythonpath, argv, data, work / "out", env=env)
+                r = sampled(argv, data, work / "out", env)
                 out.setdefault(f"`export --engine spark` standalone, {n} worker(s) x 1 core", []).append(r)
                 print(f"cluster {n}: {r[0]:.1f} s", file=sys.stderr)
     return out
@@ -136,7 +147,10 @@ def main() -> None:
         for name, argv in paths(a.spark).items():
             if a.only and a.only not in name:
                 continue
-            r = launcher.run(pythonpath, argv, data, work / "out")
+            if "spark" in name:
+                r = sampled(argv, data, work / "out", os.environ | {"PYTHONPATH": pythonpath})
+            else:
+                r = launcher.run(pythonpath, argv, data, work / "out")
             runs.setdefault(name, []).append(r)
             if (work / "out" / "stats.json").exists():
                 stats[name] = json.loads((work / "out" / "stats.json").read_text())

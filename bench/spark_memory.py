@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spark_export import build  # noqa: E402
@@ -38,14 +39,15 @@ spark.stop()
 """
 
 
-def _tree(pid: int) -> dict[str, int]:
+def _tree(pid: int) -> dict[str, Any]:
     """Resident bytes of ``pid``'s tree by part: ``driver`` (pid itself: the plan of ``export --engine
     spark``), ``jvm`` (in local mode the driver's and the executor's), ``task_workers`` (the Python
     workers running the tasks, and their daemon: with the JVM, what an executor of a cluster holds),
     ``planning_workers`` (the data source's planning, ``pyspark.sql.worker.*``: on the driver of a
-    cluster); ``worker_max``, the largest task worker."""
+    cluster); ``worker_max``, the largest task worker; ``cpu_ticks``, each process's user + system clock ticks
+    so far."""
     children: dict[int, list[int]] = {}
-    info: dict[int, tuple[int, str, str]] = {}
+    info: dict[int, tuple[int, str, str, int]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -55,14 +57,15 @@ def _tree(pid: int) -> dict[str, int]:
             fields = stat.rsplit(")", 1)[1].split()
             children.setdefault(int(fields[1]), []).append(int(d))
             cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            info[int(d)] = (int(fields[21]) * PAGE, name, cmd)
+            info[int(d)] = (int(fields[21]) * PAGE, name, cmd, int(fields[11]) + int(fields[12]))
         except (OSError, IndexError, ValueError):
             continue
     out = {"driver": 0, "jvm": 0, "task_workers": 0, "planning_workers": 0, "worker_max": 0, "task_processes": 0}
+    ticks: dict[int, int] = {}
     todo = [pid]
     while todo:
         p = todo.pop()
-        rss, name, cmd = info.get(p, (0, "", ""))
+        rss, name, cmd, ticks[p] = info.get(p, (0, "", "", 0))
         todo += children.get(p, [])
         if p == pid:
             out["driver"] += rss
@@ -75,22 +78,25 @@ def _tree(pid: int) -> dict[str, int]:
             out["task_processes"] += 1
             if "pyspark.worker" in cmd and "daemon" in cmd and rss > out["worker_max"]:
                 out["worker_max"] = rss
-    return out
+    return out | {"cpu_ticks": ticks}
 
 
-def run_sampled(cmd: list[str], interval: float = 0.2) -> dict:
-    """Runs ``cmd``; peaks of its tree's resident memory (total and per part) and its duration."""
+def run_sampled(cmd: list[str], interval: float = 0.2, env: dict[str, str] | None = None) -> dict:
+    """Runs ``cmd``; peaks of its tree's resident memory (total and per part), its duration and the CPU
+    seconds of its tree (the sum of each process's last sample: up to ``interval`` of each one's end is missed)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     keys = ("total", "executor", "driver", "jvm", "task_workers", "planning_workers", "worker_max")
     peaks = dict.fromkeys(keys, 0)
     processes = 0
+    cpu: dict[int, int] = {}
     done = threading.Event()
 
     def sample() -> None:
         nonlocal processes
         while not done.is_set():
             parts = _tree(proc.pid)
+            cpu.update(parts.pop("cpu_ticks"))
             parts["executor"] = parts["jvm"] + parts["task_workers"]
             parts["total"] = parts["driver"] + parts["jvm"] + parts["task_workers"] + parts["planning_workers"]
             if parts["task_workers"] > peaks["task_workers"]:
@@ -108,6 +114,7 @@ def run_sampled(cmd: list[str], interval: float = 0.2) -> dict:
         raise RuntimeError(f"{cmd} failed ({proc.returncode}): {err[-3000:]}")
     return {
         "seconds": round(time.perf_counter() - t, 1),
+        "cpu_seconds": round(sum(cpu.values()) / os.sysconf("SC_CLK_TCK"), 1),
         **{f"peak_{k}_mb": round(v / 2**20) for k, v in peaks.items()},
         "task_processes_at_peak": processes,
     }
