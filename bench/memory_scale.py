@@ -100,6 +100,7 @@ def sampled(argv: list[str], data: Path, out: Path, env: dict[str, str]) -> tupl
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     r = spark_memory.run_sampled([sys.executable, *(a.format(data=data, out=out) for a in argv)], env=env)
+    print(f"  {json.dumps(r)}", file=sys.stderr)  # per part: the JVM, the task workers, the driver
     return r["seconds"], r["cpu_seconds"], r["peak_total_mb"]
 
 

@@ -44,8 +44,8 @@ def _tree(pid: int) -> dict[str, Any]:
     spark``), ``jvm`` (in local mode the driver's and the executor's), ``task_workers`` (the Python
     workers running the tasks, and their daemon: with the JVM, what an executor of a cluster holds),
     ``planning_workers`` (the data source's planning, ``pyspark.sql.worker.*``: on the driver of a
-    cluster); ``worker_max``, the largest task worker; ``cpu_ticks``, each process's user + system clock ticks
-    so far."""
+    cluster); ``worker_max``, the largest task worker; ``cpu_ticks``, each process's part and user + system
+    clock ticks so far."""
     children: dict[int, list[int]] = {}
     info: dict[int, tuple[int, str, str, int]] = {}
     for d in os.listdir("/proc"):
@@ -61,19 +61,23 @@ def _tree(pid: int) -> dict[str, Any]:
         except (OSError, IndexError, ValueError):
             continue
     out = {"driver": 0, "jvm": 0, "task_workers": 0, "planning_workers": 0, "worker_max": 0, "task_processes": 0}
-    ticks: dict[int, int] = {}
+    ticks: dict[int, tuple[str, int]] = {}
     todo = [pid]
     while todo:
         p = todo.pop()
-        rss, name, cmd, ticks[p] = info.get(p, (0, "", "", 0))
+        rss, name, cmd, t = info.get(p, (0, "", "", 0))
         todo += children.get(p, [])
         if p == pid:
             out["driver"] += rss
+            ticks[p] = ("driver", t)
         elif name == "java":
             out["jvm"] = max(out["jvm"], rss)  # a JVM's short-lived fork shares its pages: count one
+            ticks[p] = ("jvm", t)
         elif "pyspark.sql.worker" in cmd:
             out["planning_workers"] += rss
+            ticks[p] = ("planning_workers", t)
         else:
+            ticks[p] = ("task_workers", t)
             out["task_workers"] += rss
             out["task_processes"] += 1
             if "pyspark.worker" in cmd and "daemon" in cmd and rss > out["worker_max"]:
@@ -89,7 +93,7 @@ def run_sampled(cmd: list[str], interval: float = 0.2, env: dict[str, str] | Non
     keys = ("total", "executor", "driver", "jvm", "task_workers", "planning_workers", "worker_max")
     peaks = dict.fromkeys(keys, 0)
     processes = 0
-    cpu: dict[int, int] = {}
+    cpu: dict[int, tuple[str, int]] = {}
     done = threading.Event()
 
     def sample() -> None:
@@ -112,9 +116,12 @@ def run_sampled(cmd: list[str], interval: float = 0.2, env: dict[str, str] | Non
     th.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd} failed ({proc.returncode}): {err[-3000:]}")
+    hz = os.sysconf("SC_CLK_TCK")
+    parts = ("driver", "jvm", "task_workers", "planning_workers")
     return {
         "seconds": round(time.perf_counter() - t, 1),
-        "cpu_seconds": round(sum(cpu.values()) / os.sysconf("SC_CLK_TCK"), 1),
+        "cpu_seconds": round(sum(t for _, t in cpu.values()) / hz, 1),
+        **{f"cpu_{k}_s": round(sum(t for part, t in cpu.values() if part == k) / hz, 1) for k in parts},
         **{f"peak_{k}_mb": round(v / 2**20) for k, v in peaks.items()},
         "task_processes_at_peak": processes,
     }
