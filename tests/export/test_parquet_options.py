@@ -4,7 +4,7 @@
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pulsarkit.export.staging import StagingWriter
-from pulsarkit.scan.schema import NO_DICTIONARY, arrow_schema, message_fields
+from pulsarkit.scan.schema import NO_DICTIONARY, RowGroups, arrow_schema, message_fields
 
 
 def test_staged_files_have_no_dictionary_for_payload_and_ids(tmp_path):
@@ -25,3 +25,45 @@ def test_staged_files_have_no_dictionary_for_payload_and_ids(tmp_path):
         assert not any("DICT" in e for e in encodings[name]), (name, encodings[name])
     assert any("DICT" in e for e in encodings["producer_name"])
     assert pq.read_table(f).column("payload").to_pylist() == [r["payload"] for r in rows]
+
+
+def _batch(topic: str, first: int, n: int, day: int = 0) -> pa.RecordBatch:
+    rows = [
+        {"topic": topic, "partition": -1, "ledger_id": 7, "entry_id": i, "batch_index": -1,
+         "payload": bytes([i % 251]) * 1000, "publish_time": 1_700_000_000_000 + day * 86_400_000,
+         "sequence_id": i, "broker_index": i, "producer_name": "p", "null_value": False, "encrypted": False}
+        for i in range(first, first + n)
+    ]  # fmt: skip
+    return pa.RecordBatch.from_pylist(rows, schema=arrow_schema(message_fields()))
+
+
+def test_rows_are_gathered_into_row_groups_of_about_row_group_bytes(tmp_path):
+    # an open writer keeps metadata per row group until it closes: a row group per read batch grew a
+    # 10 GB export by hundreds of MiB (bench/RESULTS.md, issue 24, `memory`)
+    batches = [_batch("persistent://public/default/t", i * 100, 100) for i in range(30)]  # ~100 kB each
+    limit = 1 << 20
+    with pq.ParquetWriter(tmp_path / "m.parquet", batches[0].schema) as w:
+        groups = RowGroups(w, limit=limit)
+        for b in batches:
+            groups.add(b)
+        groups.flush()
+    md = pq.read_metadata(tmp_path / "m.parquet")
+    total = sum(b.nbytes for b in batches)
+    assert md.num_rows == 3000
+    assert total // limit <= md.num_row_groups <= total // limit + 1 < len(batches)
+    assert pq.read_table(tmp_path / "m.parquet").column("entry_id").to_pylist() == list(range(3000))
+
+
+def test_staging_holds_back_only_the_topic_and_day_being_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(RowGroups.__init__, "__defaults__", (1 << 30,))  # nothing flushed by size
+    t1, t2 = "persistent://public/default/a", "persistent://public/default/b"
+    w = StagingWriter(tmp_path)
+    w.write(_batch(t1, 0, 50))
+    w.write(_batch(t1, 50, 50))
+    w.write(_batch(t1, 100, 50, day=1))  # a new day: the first day's rows are written as one row group
+    w.write(_batch(t2, 0, 50))
+    w.write(_batch(t1, 150, 50, day=1))  # back to t1's second day: another row group there
+    w.close()
+    files = {(f.parent.parent.name, f.parent.name): pq.ParquetFile(f).metadata for f in tmp_path.rglob("*.parquet")}
+    groups = {k[0][-1] + k[1][-2:]: (m.num_rows, m.num_row_groups) for k, m in files.items()}
+    assert groups == {"a14": (100, 1), "a15": (100, 2), "b14": (50, 1)}

@@ -46,7 +46,7 @@ from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
 from ..scan.records import DataDirError, topic_dict
-from ..scan.schema import arrow_schema, json_record, message_fields, parquet_options
+from ..scan.schema import RowGroups, arrow_schema, json_record, message_fields, parquet_options
 from .command import (
     EXIT_DATA_PROBLEMS,
     EXIT_OK,
@@ -421,10 +421,12 @@ def _print_records(
         if args.format == "parquet":
             schema = arrow_schema(message_fields(markers))
             with pq.ParquetWriter(_out_file(args), schema, **parquet_options(schema)) as w:
+                groups = RowGroups(w)
                 for b in batches:
-                    w.write_batch(b)
+                    groups.add(b)
                     n += b.num_rows
                     prog.update(n)
+                groups.flush()
         elif args.format == "jsonl":
             # rendered natively a batch at a time (ASCII, as json.dumps of json_record), written in blocks
             out, write = _binary_out(args.dest)

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..scan import MESSAGE_FIELDS, arrow_schema
-from ..scan.schema import parquet_options
+from ..scan.schema import RowGroups, parquet_options
 from .paths import PRIVATE_DIR, short_name
 from .protocol import ExportRefused
 
@@ -51,12 +51,16 @@ def with_date(b: pa.RecordBatch) -> pa.RecordBatch:
 
 class StagingWriter:
     """Message batches (the scan's columns) into ``directory/topic=.../date=.../part-00000.parquet``,
-    one open writer per (topic, date) until :meth:`close`."""
+    one open writer per (topic, date) until :meth:`close`, in row groups of about ``ROW_GROUP_BYTES``
+    (:class:`pulsarkit.scan.schema.RowGroups`; only the (topic, date) being written holds rows back, so at
+    most one row group's rows are buffered)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.schema = arrow_schema(FILE_FIELDS)
         self._writers: dict[tuple[str, str], pq.ParquetWriter] = {}
+        self._groups: dict[tuple[str, str], RowGroups] = {}
+        self._current: tuple[str, str] | None = None
 
     def write(self, batch: pa.RecordBatch) -> None:
         # rows decoded with their topic's schema (``decode="schema"``) keep their own columns
@@ -82,11 +86,17 @@ class StagingWriter:
                 w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(
                     d / "part-00000.parquet", schema, **parquet_options(schema)
                 )
-            w.write_table(rows.cast(w.schema))
+                self._groups[(g["t"], g["d"])] = RowGroups(w)
+            key = (g["t"], g["d"])
+            if self._current is not None and self._current != key:
+                self._groups[self._current].flush()
+            self._current = key
+            self._groups[key].add(rows.cast(w.schema))
 
     def close(self) -> None:
-        writers, self._writers = self._writers, {}
-        for w in writers.values():
+        writers, groups, self._writers, self._groups, self._current = self._writers, self._groups, {}, {}, None
+        for key, w in writers.items():
+            groups[key].flush()
             w.close()
 
 

@@ -66,6 +66,37 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
     return {"use_dictionary": [n for n in schema.names if n not in NO_DICTIONARY]}
 
 
+#: Arrow bytes gathered into one Parquet row group. An open ``ParquetWriter`` keeps 17-25 KiB of metadata per
+#: row group it wrote (outside pyarrow's pool, statistics or not) until it closes: with each read batch (about
+#: 1-6 MB) its own row group, ``messages --format parquet`` over 10.8 GB of entry logs peaked at 640 MiB and
+#: ``export`` at 419 MiB, against 192 and 207 MiB at 1.1 GB (bench/RESULTS.md, issue 24, ``memory``).
+ROW_GROUP_BYTES = 32 << 20
+
+
+class RowGroups:
+    """Record batches (or tables) gathered and written to ``writer`` (a ``pyarrow.parquet.ParquetWriter``) as
+    tables of about :data:`ROW_GROUP_BYTES`, each one row group: a tenth of the row groups of a batch each, for
+    one buffer. :meth:`flush` writes what is gathered (before the writer closes)."""
+
+    def __init__(self, writer: Any, limit: int = ROW_GROUP_BYTES) -> None:
+        self._writer, self._limit = writer, limit
+        self._batches: list[pa.RecordBatch | pa.Table] = []
+        self._bytes = 0
+
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        self._batches.append(batch)
+        self._bytes += batch.nbytes
+        if self._bytes >= self._limit:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._batches:
+            parts, self._batches, self._bytes = self._batches, [], 0
+            t = pa.concat_tables(p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts)
+            # one row group whatever the rows (write_table would cut at 1 Mi rows)
+            self._writer.write_table(t, row_group_size=max(t.num_rows, 1))
+
+
 def message_fields(markers: bool = False) -> list[tuple[str, pa.DataType]]:
     return MESSAGE_FIELDS + ([MARKER_FIELD] if markers else [])
 
