@@ -11,12 +11,14 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pyarrow as pa
+
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, shortened_topics, staged_table
 from .tabletypes import to_table_types
 from .target import Target, optional_package
-from .upsert import changed_predicate, merge_key, merge_predicate
+from .upsert import STATE_COLUMNS, changed_predicate, delete_predicate, merge_key, states_by_topic
 
 #: the key of a pulsarkit commit's custom metadata: the marks document
 DELTA_MARKS_KEY = "pulsarkit.export"
@@ -69,14 +71,24 @@ class DeltaTarget(Target):
             ) from None
         return None
 
+    def upsert_state(self, topics: list[str]) -> dict[str, pa.Table] | None:
+        if not (self.out / DELTA_LOG).is_dir():
+            return None
+        table = self.deltalake.DeltaTable(str(self.out))
+        key = merge_key([f.name for f in table.schema().fields])
+        columns = ["topic", key, *STATE_COLUMNS[2:]]
+        rows = table.to_pyarrow_table(columns=columns, filters=[("topic", "in", topics)])
+        return states_by_topic(rows.select(columns).rename_columns(list(STATE_COLUMNS)), topics)
+
     def _write(self, data: Any, props: Any) -> None:
-        if self.replace and (self.out / DELTA_LOG).is_dir():
-            # --mode upsert: the snapshot MERGEd by key in one commit: a key whose message is the same is
-            # left alone, a changed one updated, a new one inserted, one no longer in the snapshot deleted
+        if (self.replace or self.deleted) and (self.out / DELTA_LOG).is_dir():
+            # --mode upsert: MERGEd by key in one commit: a key whose message is the same is left alone, a
+            # changed one updated, a new one inserted; deleted: a replaced topic's keys no longer in its snapshot,
+            # a continued topic's keys a tombstone deleted (its rows are only what changed since its mark)
             key = merge_key(data.column_names)
             table = self.deltalake.DeltaTable(str(self.out))
             version = table.version()
-            (
+            merge = (
                 table.merge(
                     data,
                     f"t.topic = s.topic AND t.{key} = s.{key}",
@@ -86,9 +98,9 @@ class DeltaTarget(Target):
                 )
                 .when_matched_update_all(predicate=changed_predicate())
                 .when_not_matched_insert_all()
-                .when_not_matched_by_source_delete(predicate=merge_predicate(self.replace))
-                .execute()
             )
+            gone = delete_predicate(self.replace, self.deleted, key)
+            (merge.when_not_matched_by_source_delete(predicate=gone) if gone else merge).execute()
             if self.deltalake.DeltaTable(str(self.out)).version() != version:
                 return
             # a MERGE that changes no row commits nothing (delta-rs), not even its marks: they go in an empty

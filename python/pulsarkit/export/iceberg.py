@@ -25,7 +25,7 @@ from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, ref
 from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_table
 from .tabletypes import to_table_types
 from .target import Target, optional_package
-from .upsert import merge_key
+from .upsert import STATE_COLUMNS, merge_key, states_by_topic
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
 #: the table in the export's own catalog
@@ -150,6 +150,17 @@ class IcebergTarget(Target):
         except NoSuchTableError:  # the first run died before its commit: the export is empty
             return None
 
+    def upsert_state(self, topics: list[str]) -> dict[str, pa.Table] | None:
+        from pyiceberg.expressions import In
+
+        table = self._table()
+        if table is None:
+            return None
+        key = merge_key([f.name for f in table.schema().fields])
+        columns = ("topic", key, *STATE_COLUMNS[2:])
+        rows = table.scan(row_filter=In("topic", topics), selected_fields=columns).to_arrow()
+        return states_by_topic(rows.select(list(columns)).rename_columns(list(STATE_COLUMNS)), topics)
+
     @staticmethod
     def _last_marks(table: Any) -> tuple[ExportMarks | None, str | None]:
         """The marks of the last pulsarkit snapshot and the run that made it."""
@@ -213,21 +224,33 @@ class IcebergTarget(Target):
             )
             tx.append(data, snapshot_properties=props)
             table = tx.commit_transaction()
-        elif self.replace:
-            # --mode upsert, one catalog commit: the keys no longer in the topics' snapshot deleted, then an
-            # upsert by (topic, key) that rewrites only the rows whose message changed (copy-on-write)
-            from pyiceberg.expressions import And, In, Not
+        elif self.replace or self.deleted:
+            # --mode upsert, one catalog commit: the keys no longer in a replaced topic's snapshot and those a
+            # tombstone deleted in a topic continued from its mark deleted, then an upsert by (topic, key)
+            # that rewrites only the rows whose message changed (copy-on-write)
+            from pyiceberg.expressions import And, EqualTo, In, Not, Or
 
             key = merge_key(data.column_names)
-            gone = In("topic", sorted(self.replace))
-            if data.num_rows:
-                keys = sorted(set(data.column(key).to_pylist()))
-                gone = And(gone, Not(In(key, keys)))
+            gone = None
+            if self.replace:
+                gone = In("topic", sorted(self.replace))
+                kept = {
+                    k
+                    for t, k in zip(data.column("topic").to_pylist(), data.column(key).to_pylist())
+                    if t in self.replace
+                }
+                if kept:
+                    gone = And(gone, Not(In(key, sorted(kept))))
+            for t, keys in sorted(self.deleted.items()):
+                if keys:
+                    tomb = And(EqualTo("topic", t), In(key, sorted(keys)))
+                    gone = tomb if gone is None else Or(gone, tomb)
             if decoded:
                 self._check_fits(table, data)
             before = table.metadata.current_snapshot_id
             with table.transaction() as tx:
-                tx.delete(gone, snapshot_properties=props)
+                if gone is not None:
+                    tx.delete(gone, snapshot_properties=props)
                 if data.num_rows:
                     tx.upsert(data, join_cols=["topic", key], snapshot_properties=props)
                 if tx.table_metadata.current_snapshot_id == before:

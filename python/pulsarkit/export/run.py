@@ -36,7 +36,7 @@ from .parquet import ParquetTarget
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, check_output, gaps, locked, new_run_id
 from .tabletypes import TABLE_FORMATS, table_schema
 from .target import Target
-from .upsert import MODES, UPSERT_TARGETS, Positions, keep_retained, retained
+from .upsert import MODES, UPSERT_TARGETS, Positions, continued, keep_retained, retained, retained_since
 
 #: the table formats, by their ``--to`` name
 TARGETS: dict[str, type[Target]] = {t.name: t for t in (ParquetTarget, DeltaTarget, IcebergTarget)}
@@ -348,11 +348,19 @@ def _export(
                 stop: dict[str, Cut] = {}
                 if until_ids or until_time is not None:
                     bounds, stop = resolve_until(dd, selected_topics(dd, topics), before, until_ids, until_time)
+                # upsert: a topic continued from its mark reads what came since; another is read whole, its
+                # snapshot made again (only the topics whose mark moved)
+                going_on: dict[str, pa.Table] = {}
+                upsert_notes: list[str] = []
+                ours = {t: m for t, m in before.items() if not filters or t in filters[0][2]}  # this run's topics
+                if mode == "upsert" and ours:
+                    states = target.upsert_state(sorted(ours))
+                    if states is not None:
+                        going_on, upsert_notes = continued(dd, ours, states)
                 p = plan_data_dir(
                     dd,
                     source,
-                    # upsert: each topic read whole, its snapshot made again (only the topics whose mark moved)
-                    after=dict(before) if mode == "append" else {},
+                    after=dict(before) if mode == "append" else {t: before[t] for t in going_on},
                     until=bounds or None,
                     filters=filters,
                     max_partition_bytes=max_partition_bytes,
@@ -375,9 +383,14 @@ def _export(
                 if mode == "upsert":
                     if stop or resume:
                         raise DataDirError("--mode upsert takes --until LEDGER:ENTRY without a batch index")
-                    latest = {t: retained(dd, t, m) for t, m in moved.items()}
+                    latest = {}
+                    for t, m in moved.items():
+                        if t in going_on:
+                            latest[t], target.deleted[t] = retained_since(dd, t, before[t], m, going_on[t])
+                        else:
+                            latest[t] = retained(dd, t, m)
                     p = dataclasses.replace(p, partitions=[x for x in p.partitions if x.topic in latest])
-                    target.replace = set(latest)
+                    target.replace = set(latest) - set(going_on)
                 schemas = None
                 if decode == "schema":  # each topic's history read once, here (the directory is open)
                     # the topics read and those whose mark moves (a run of markers only has no rows, yet
@@ -388,7 +401,7 @@ def _export(
                         target.row_schema = one_table_schema(schemas, to)
             for issue in p.issues:
                 log(f"warning: {issue}")
-            warnings = gaps(before, p.topic_ledgers.get(source, {}))
+            warnings = [*upsert_notes, *gaps(before, p.topic_ledgers.get(source, {}))]
             for w in warnings:
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}

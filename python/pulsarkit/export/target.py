@@ -79,6 +79,9 @@ class Target(ABC):
         self.last_run: str | None = None
         #: ``--mode upsert``: the topics whose committed rows the next commit replaces by its own (a snapshot)
         self.replace: set[str] = set()
+        #: ``--mode upsert``: the topics the next commit continues from their marks (its rows: only what changed),
+        #: each with the keys a tombstone deleted since
+        self.deleted: dict[str, frozenset[str]] = {}
         #: ``--decode schema`` to a table: the decoded rows' columns (:func:`.run.one_table_schema`), what a commit
         #: of no rows still makes the table with
         self.row_schema: pa.Schema | None = None
@@ -113,6 +116,12 @@ class Target(ABC):
     def _unwritable(self, staged: list[Path]) -> set[str]:
         """Topics of the staged files the format cannot write. None by default (Parquet shortens names)."""
         return set()
+
+    def upsert_state(self, topics: list[str]) -> dict[str, pa.Table] | None:
+        """``--mode upsert``: the committed rows of ``topics`` as phase one's seed (``key``: the merge key,
+        ``ledger_id``, ``entry_id``, ``batch_index``), so that a run continues them from their marks. None: the
+        format rewrites a topic's snapshot whole (Parquet), so it reads the topic whole."""
+        return None
 
     def _recover_committed(self) -> None:
         """What a run that committed may have left to finish (Parquet: a replaced upsert snapshot). Nothing here."""
