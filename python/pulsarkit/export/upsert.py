@@ -50,7 +50,11 @@ def retained(dd: DataDir, topic: str, until: Mark) -> Positions:
     per key up to ``until`` (inclusive), tombstoned keys left out: compaction's phase one."""
     if until.entry_id < 0 and until.ledger_id < 0:
         return frozenset()
-    r = phase_one(dd, topic, up_to=Position(*until), view=True).retained()
+    # the compacted view is the state at the compaction's horizon (what it superseded up to there is gone):
+    # the state at an earlier position is the topic's own entries'
+    horizon = dd.topic(topic).compaction_horizon
+    view = horizon is None or Position(*until) >= horizon
+    r = phase_one(dd, topic, up_to=Position(*until), view=view).retained()
     return frozenset(
         zip(r.column("ledger_id").to_pylist(), r.column("entry_id").to_pylist(), r.column("batch_index").to_pylist())
     )
