@@ -2,8 +2,10 @@
 Pulsar topic compaction's rules, at the run's position.
 
 The rules are not restated here: the retained messages are those of compaction's phase one, the native
-``LatestForKey`` over the topic's compacted view up to the run's mark (:func:`pulsarkit.analysis.compaction.phase_one`,
-what ``pulsarkit compacted`` and the compactor use): a message with a null value, or an empty payload, deletes
+``LatestForKey`` up to the run's mark (:func:`pulsarkit.analysis.compaction.phase_one`, what ``pulsarkit compacted``
+and the compactor use), over the topic's compacted view when the mark is at or past the broker's compaction
+horizon (so keys whose messages retention trimmed since keep their compacted message), else over the topic's
+own entries (the view is the state at the horizon): a message with a null value, or an empty payload, deletes
 its key; a message without a key is not retained (compaction's default, ``topicCompactionRetainNullKey=false``).
 The rows are the export's own read of the topic, kept only at the retained positions (:func:`keep_retained`).
 
