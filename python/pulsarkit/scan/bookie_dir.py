@@ -1,7 +1,8 @@
 """The bookie side of a data directory, read-only: where a standalone or a bookie keeps its
 directories, which bookie a directory belongs to (its cookie), and each ledger directory's entry logs
-and ``ledgers``/``locations`` indexes (read through private copies; a missing or unreadable index is
-rebuilt by scanning the entry logs)."""
+and ``ledgers``/``locations`` indexes (read through private copies; the ``locations`` copy stays open
+and is read by ledger, :class:`LocationIndex`; a missing or unreadable index is rebuilt by scanning the
+entry logs)."""
 
 from __future__ import annotations
 
@@ -216,7 +217,7 @@ class LocationIndex(Mapping[int, dict[int, int]]):
 
     def _hold(self, copy: key_value_storage.ReadOnlyCopy) -> None:
         self._copy = copy
-        self._finalizer = weakref.finalize(self, copy.close)
+        self._finalizer = weakref.finalize(self, _close_copy, copy, os.getpid())
 
     def _db(self) -> key_value_storage.ReadOnlyCopy:
         if self._copy is None:
@@ -305,6 +306,12 @@ class LocationIndex(Mapping[int, dict[int, int]]):
     def values(self) -> Any:
         self.load_all()
         return self._cache.values()
+
+
+def _close_copy(copy: key_value_storage.ReadOnlyCopy, pid: int) -> None:
+    # only in the process that made it: a forked child exiting must not remove its parent's copy
+    if os.getpid() == pid:
+        copy.close()
 
 
 def _after(prefix: bytes) -> bytes | None:

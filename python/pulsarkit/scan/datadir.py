@@ -23,9 +23,13 @@ Whatever the source, the metadata is read through one interface
 (:class:`~pulsarkit.metadata.reader.MetadataReader`) by one code path.
 
 Nothing under those paths is ever written (no ``LOCK``/``LOG`` file, no RocksDB compaction): each
-RocksDB (the metadata store, ``ledgers/``, ``locations/``) is copied into a temporary directory, opened
-there (replaying its WAL, where a short run's metadata lives), read completely and removed at once,
-also on errors. Entry logs and journals are read in place, read-only.
+RocksDB (the metadata store, ``ledgers/``, ``locations/``) is copied into a temporary directory and opened
+there (replaying its WAL, where a short run's metadata lives). The metadata store and ``ledgers/`` are read
+completely and removed at once, also on errors; each ``locations/`` copy stays open for the life of the
+:class:`DataDir` and is read by ledger, a ledger's key range when the ledger is first read or its figures
+asked for (:class:`LedgerMap`), so opening a directory and reading one topic reads that topic's ledgers, not
+every entry of the directory; it is removed by :meth:`DataDir.close` (``with``), or when the ``DataDir``
+is collected or the process exits. Entry logs and journals are read in place, read-only.
 
 A bookie's entries come from its ``locations`` index and entry logs, plus the journal entries after
 the bookie's ``lastMark`` that the index does not hold: what bookie recovery replays after an
