@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from ..analysis.decoded import DECODE_MODES, decode_batch, decoded_schema, topic_schema
+from ..analysis.schemas import schema_id
 from ..broker.topic_name import ml_to_topic
 from ..codec.schema import TopicSchema
 from ..scan import DataDir, ScanPartition, ScanPlan, plan_data_dir, read_partition
@@ -34,7 +35,7 @@ from .iceberg import IcebergTarget
 from .marks import ExportMarks, Mark, MessageId
 from .parquet import ParquetTarget
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, check_output, gaps, locked, new_run_id
-from .tabletypes import TABLE_FORMATS, table_schema
+from .tabletypes import TABLE_FORMATS, Incompatible, evolved_schema, same_schema, table_schema
 from .target import Target
 from .upsert import MODES, UPSERT_TARGETS, Positions, keep_retained, retained
 
@@ -386,6 +387,11 @@ def _export(
                     schemas = {t: topic_schema(dd, t) for t in read}
                     if to in TABLE_FORMATS:
                         target.row_schema = one_table_schema(schemas, to)
+                        target.evolve_to = evolution(target, schemas, to)
+                    versions = {t: s.newest.version for t, s in schemas.items() if s.newest.version is not None}
+                    target.committed = dataclasses.replace(
+                        target.committed, schema_versions={**target.committed.schema_versions, **versions}
+                    )
             for issue in p.issues:
                 log(f"warning: {issue}")
             warnings = gaps(before, p.topic_ledgers.get(source, {}))
@@ -476,6 +482,38 @@ def one_table_schema(schemas: dict[str, TopicSchema], to: str) -> pa.Schema | No
         return None
     rows = decoded_schema(schemas[next(iter(found.values()))])
     return pa.schema([rows.field("topic"), *(f for f in rows if f.name != "topic"), pa.field("date", pa.string())])
+
+
+def evolution(target: Target, schemas: dict[str, TopicSchema], to: str) -> pa.Schema | None:
+    """The schema the table in ``target`` takes this run's decoded rows in (None: no table yet): its own, or evolved
+    by :func:`.tabletypes.evolved_schema` when a topic's newest schema version changed since the table was written.
+    Only a schema the table's topics already have evolves it (another topic's rows of another schema are refused:
+    one table, one schema), and a change it cannot make is refused naming both schema versions and the column."""
+    stored = target.stored_schema()
+    if stored is None or target.row_schema is None:
+        return None
+    new = table_schema(target.row_schema, to)
+    if same_schema(stored, new):
+        return evolved_schema(stored, new, to)  # the table's own (its column order, as its reader gives it)
+    table_ids = {schema_id(t) for t in target.committed.marks}
+    others = sorted(t for t in schemas if schema_id(t) not in table_ids)
+    if others:
+        raise ExportRefused(
+            f"{target.out}: the rows of {others[0]} do not fit the {to} table's schema, which is of other topics' "
+            "schema (one table, one schema; only a topic's own new schema versions evolve it): export them into "
+            "another OUT"
+        )
+    was = target.committed.schema_versions
+    # the topic whose version moved (any of the run's when the table's record of versions is older than it)
+    topic = next((t for t in sorted(schemas) if was.get(t) != schemas[t].newest.version), min(schemas))
+    before = f"schema version {was[topic]}" if topic in was else "an earlier schema version"
+    try:
+        return evolved_schema(stored, new, to)
+    except Incompatible as e:
+        raise ExportRefused(
+            f"{target.out}: {topic}'s schema version {schemas[topic].newest.version} does not evolve the {to} "
+            f"table written with its {before}: {e}; export it into another OUT"
+        ) from None
 
 
 def committed_marks(out: str) -> tuple[str, ExportMarks]:
