@@ -337,3 +337,20 @@ def test_a_narrowed_field_is_refused_naming_both_versions(schema_oracle, tmp_pat
         export(str(data), to, str(out), topics=[AVRO], decode="schema", log=_quiet)
     assert _read(to, out).equals(before)
     assert committed_marks(str(out))[1].schema_versions == {AVRO: 0}
+
+
+@pytest.mark.parametrize("to", ["delta", "iceberg"])
+def test_an_upsert_table_evolves_too(schema_oracle, tmp_path, monkeypatch, to):  # noqa: F811
+    """``--mode upsert``: the MERGE (Delta) or the delete and upsert (Iceberg) evolve the table in their commit."""
+    data = schema_oracle / "data"
+    export(str(data), "parquet", str(tmp_path / "parquet"), topics=[AVRO], decode="schema", mode="upsert", log=_quiet)
+    parquet = _parquet(tmp_path / "parquet", "schema-avro")
+    out = tmp_path / to
+    _registry(monkeypatch, _only_v0)
+    until = {AVRO: _last_v0(data)}
+    export(str(data), to, str(out), topics=[AVRO], decode="schema", mode="upsert", until=until, log=_quiet)
+    _registry(monkeypatch, None)
+    export(str(data), to, str(out), topics=[AVRO], decode="schema", mode="upsert", log=_quiet)
+    table = _read(to, out)
+    assert "score" in table.schema.field("value").type.names
+    _same(parquet, table, f"{to} upsert evolved")
