@@ -76,7 +76,7 @@ class ExportJob:
     #: ``schema``: each topic's rows decoded with its schema (:mod:`pulsarkit.analysis.decoded`), by topic
     schemas: dict[str, TopicSchema] | None = None
     #: batches cut by ``--until LEDGER:ENTRY:BATCH`` (topic -> last message exported), and the cut a
-    #: previous run left (topic -> first message still to export); only the local engine applies them
+    #: previous run left (topic -> first message still to export); applied by :meth:`rows`
     stop: dict[str, Cut] = dataclasses.field(default_factory=dict)
     resume: dict[str, Cut] = dataclasses.field(default_factory=dict)
     #: ``--mode upsert``: per topic, the positions of its latest message per key (the rows kept)
@@ -85,6 +85,46 @@ class ExportJob:
     @property
     def planned_bytes(self) -> int:
         return sum(p.bytes for p in self.plan.partitions)
+
+    def rows(self) -> RowRules:
+        """What makes the planned partitions' batches this run's rows, in any engine."""
+        return RowRules(self.on_error, self.stop, self.resume, self.latest, self.schemas)
+
+
+@dataclass(frozen=True)
+class RowRules:
+    """A planned partition's batches made the export's rows, the same in every engine (a Spark task gets a copy,
+    :meth:`only`): read with ``on_error``, cut at a batch (``stop``: up to the last message exported; ``resume``:
+    from the first one still to export), kept at upsert's retained positions (``latest``), decoded with the topic's
+    schema (``schemas``)."""
+
+    on_error: str
+    stop: dict[str, Cut]
+    resume: dict[str, Cut]
+    latest: dict[str, Positions] | None
+    schemas: dict[str, TopicSchema] | None
+
+    def only(self, topics: set[str]) -> RowRules:
+        """These rules for ``topics`` alone (what one task reads)."""
+        return RowRules(
+            self.on_error,
+            {t: c for t, c in self.stop.items() if t in topics},
+            {t: c for t, c in self.resume.items() if t in topics},
+            {t: k for t, k in self.latest.items() if t in topics} if self.latest is not None else None,
+            {t: s for t, s in self.schemas.items() if t in topics} if self.schemas is not None else None,
+        )
+
+    def batches(self, part: ScanPartition, found: ReadIssues) -> Iterator[pa.RecordBatch]:
+        """``part``'s rows, in batches (none empty); its read's issues added to ``found``."""
+        topic = part.topic or ""
+        stop, resume = self.stop.get(topic), self.resume.get(topic)
+        latest = self.latest.get(topic, frozenset()) if self.latest is not None else None
+        for b in read_part(part, self.on_error, found):
+            b = cut_rows(b, stop, resume) if stop or resume else b
+            b = keep_retained(b, latest) if latest is not None else b
+            if not b.num_rows:
+                continue
+            yield decode_batch(b, self.schemas[topic]) if self.schemas is not None else b
 
 
 @dataclass
@@ -118,9 +158,11 @@ def _collector(issues: list[str], part: ScanPartition) -> OnIssue:
 class Engine(Protocol):
     """What stages a planned run's rows into the target: :meth:`Target.write` in this process, or data
     files written into :attr:`Target.staging` by other processes. Returns the reads' issues (None: the
-    engine cannot collect them, and says so in a warning)."""
+    engine cannot collect them, and says so in a warning). ``rules``: whether its rows are
+    :meth:`ExportJob.rows`' (decoded, cut, upsert's): an engine without them runs none of those."""
 
     name: str
+    rules: bool
 
     def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues | None: ...
 
@@ -129,19 +171,15 @@ class LocalEngine:
     """Decodes the planned partitions in this process with the native kernels."""
 
     name = "local"
+    rules = True
 
     def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues:
         done = 0
         found = ReadIssues([])
+        rows = job.rows()
         for task in job.plan.tasks():
             for part in task:
-                stop, resume = job.stop.get(part.topic or ""), job.resume.get(part.topic or "")
-                latest = job.latest.get(part.topic or "", frozenset()) if job.latest is not None else None
-                for b in read_part(part, job.on_error, found):
-                    b = cut_rows(b, stop, resume) if stop or resume else b
-                    b = keep_retained(b, latest) if latest is not None else b
-                    if job.schemas is not None and b.num_rows:
-                        b = decode_batch(b, job.schemas[part.topic or ""])
+                for b in rows.batches(part, found):
                     target.write(b)
                 done += part.bytes
                 progress.update(done, part.topic or "")
@@ -259,7 +297,7 @@ def export(
     process). ``progress`` makes a reporter given the planned bytes; ``log`` takes the notes and
     warnings (default: stderr). ``decode="schema"`` writes each topic's rows decoded with its schema
     (typed ``key``/``value``, ``schema_version``, ``decode_error``: :mod:`pulsarkit.analysis.decoded`), its
-    files with that topic's table schema; on the local engine only. A Delta or Iceberg export is one table: its
+    files with that topic's table schema (the local and ``spark`` engines). A Delta or Iceberg export is one table: its
     topics must decode to one table schema (:func:`one_table_schema`), stored with :mod:`.tabletypes`' rules.
     The export is private: the process umask is 077 while the run writes
     (it is the process's, so other threads writing meanwhile create private files too)."""
@@ -404,11 +442,11 @@ def _export(
                 stop=stop, resume=resume, latest=latest,
             )  # fmt: skip
             chosen = engine(job)
-            if schemas is not None and chosen.name != "local":
-                raise DataDirError(f"--decode schema runs on the local engine only (not {chosen.name} yet)")
-            if (stop or resume or latest is not None) and chosen.name != "local":
+            if (schemas is not None or stop or resume or latest is not None) and not chosen.rules:
+                # the engine reads through the Spark data source, which has none of these (spark-sql)
                 raise DataDirError(
-                    f"--mode upsert and a batch cut (--until with a batch index) need --engine local, not {chosen.name}"
+                    "--decode schema, --mode upsert and a batch cut (--until with a batch index) need --engine local "
+                    f"or spark, not {chosen.name}"
                 )
             log(
                 f"{len(p.partitions)} partition(s), about {job.planned_bytes} bytes, {len(advanced)} topic(s) with "
