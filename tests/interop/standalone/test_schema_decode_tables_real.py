@@ -354,3 +354,24 @@ def test_an_upsert_table_evolves_too(schema_oracle, tmp_path, monkeypatch, to): 
     table = _read(to, out)
     assert "score" in table.schema.field("value").type.names
     _same(parquet, table, f"{to} upsert evolved")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("to", ["parquet", "delta", "iceberg"])
+def test_the_spark_engine_writes_the_local_engines_decoded_tables(schema_oracle, spark, tmp_path, to):  # noqa: F811
+    """``--engine spark --decode schema``: each topic's rows decoded in Spark's tasks (the topic's schema shipped to
+    them), the same table as the local engine's, column for column (nested records, maps, uint64, nanoseconds)."""
+    from pulsarkit.spark import export as spark_export
+
+    data = schema_oracle / "data"
+    for name in TOPICS:
+        outs = {e: tmp_path / f"{name}-{e}" for e in ("local", "spark")}
+        for engine, out in outs.items():
+            s = spark_export.export(str(data), to, str(out), topics=[NS + name], decode="schema", engine=engine,
+                                    spark=spark, log=_quiet)  # fmt: skip
+            assert s.engine == engine and s.rows > 0
+        if to == "parquet":
+            local, on_spark = _parquet(outs["local"], name), _parquet(outs["spark"], name)
+        else:
+            local, on_spark = _read(to, outs["local"]), _read(to, outs["spark"])
+        assert on_spark.schema == local.schema and on_spark.to_pylist() == local.to_pylist(), (name, to)
