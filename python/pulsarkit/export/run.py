@@ -298,7 +298,8 @@ def export(
     warnings (default: stderr). ``decode="schema"`` writes each topic's rows decoded with its schema
     (typed ``key``/``value``, ``schema_version``, ``decode_error``: :mod:`pulsarkit.analysis.decoded`), its
     files with that topic's table schema (the local and ``spark`` engines). A Delta or Iceberg export is one table: its
-    topics must decode to one table schema (:func:`one_table_schema`), stored with :mod:`.tabletypes`' rules.
+    topics must decode to one table schema (:func:`one_table_schema`), stored with :mod:`.tabletypes`' rules, which
+    evolves with their new schema versions (:func:`evolution`).
     The export is private: the process umask is 077 while the run writes
     (it is the process's, so other threads writing meanwhile create private files too)."""
     t0 = time.perf_counter()
