@@ -7,7 +7,8 @@ property ``pulsarkit.export`` carries the marks. The catalog's row pointing at t
 JSON is the commit point; what an append writes before it (data files, manifests, a metadata JSON)
 is invisible until then, and what a run that died left of it is removed by the next run. Rows decoded with their
 topic's schema (``--decode schema``) make a table of their own schema, their types as :mod:`.tabletypes` stores
-them. Needs ``pyiceberg`` (with its ``sql-sqlite`` extra), imported only when an Iceberg export is opened."""
+them; a new schema version's rows evolve it in the commit that adds them (``union_by_name``). Needs ``pyiceberg``
+(with its ``sql-sqlite`` extra), imported only when an Iceberg export is opened."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_table
-from .tabletypes import to_table_types
+from .tabletypes import conform, to_table_types
 from .target import Target, optional_package
 from .upsert import STATE_COLUMNS, merge_key, states_by_topic
 
@@ -177,17 +178,16 @@ class IcebergTarget(Target):
         if self._catalog is not None:
             self._catalog.engine.dispose()  # closes the SQLite file
 
-    def _check_fits(self, table: Any, data: pa.Table) -> None:
-        """Decoded rows of another schema than the table's are refused in one line (pyiceberg's says it in a table)."""
-        from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible
+    def stored_schema(self) -> pa.Schema | None:
+        table = self._table() if (self.out / ICEBERG_CATALOG).is_file() else None
+        return None if table is None else table.schema().as_arrow()
 
-        try:
-            _check_pyarrow_schema_compatible(table.schema(), data.schema)
-        except ValueError:
-            raise ExportRefused(
-                f"{self.out}: this run's decoded rows do not fit the Iceberg table's schema (a new schema version "
-                "of its topic, or another topic's rows?): export them into another OUT"
-            ) from None
+    def _evolve(self, tx: Any) -> None:
+        """The table's schema evolved, in the transaction ``tx``, to :attr:`evolve_to` (new fields added, widened
+        types promoted: what :func:`.tabletypes.evolved_schema` allowed); no change when it is the table's."""
+        if self.evolve_to is not None:
+            with tx.update_schema() as update:
+                update.union_by_name(iceberg_schema(self.evolve_to))
 
     def _unwritable(self, staged: list[Path]) -> set[str]:
         return shortened_topics(staged)  # the writer names partition directories in full
@@ -199,6 +199,8 @@ class IcebergTarget(Target):
         decoded = marks.decode == "schema"
         if decoded:  # decoded rows: their types as Iceberg stores them (microseconds, no unsigned, ...)
             data = to_table_types(data, self.name)
+        if self.evolve_to is not None:  # the table's schema, evolved (in this commit) to take them
+            data = conform(data, self.evolve_to)
         props = {ICEBERG_MARKS_KEY: json.dumps(marks.to_json(run), sort_keys=True)}
         table = self._table()
         if table is None:
@@ -245,10 +247,9 @@ class IcebergTarget(Target):
                 if keys:
                     tomb = And(EqualTo("topic", t), In(key, sorted(keys)))
                     gone = tomb if gone is None else Or(gone, tomb)
-            if decoded:
-                self._check_fits(table, data)
             before = table.metadata.current_snapshot_id
             with table.transaction() as tx:
+                self._evolve(tx)
                 if gone is not None:
                     tx.delete(gone, snapshot_properties=props)
                 if data.num_rows:
@@ -259,8 +260,9 @@ class IcebergTarget(Target):
                     tx.append(data.schema.empty_table(), snapshot_properties=props)
             table = self._table()
         else:
-            if decoded:
-                self._check_fits(table, data)
-            table.append(data, snapshot_properties=props)
+            with table.transaction() as tx:  # the schema's evolution and the append: one catalog commit
+                self._evolve(tx)
+                tx.append(data, snapshot_properties=props)
+            table = self._table()
         self._metadata_location = table.metadata_location
         return None

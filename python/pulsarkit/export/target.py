@@ -85,6 +85,9 @@ class Target(ABC):
         #: ``--decode schema`` to a table: the decoded rows' columns (:func:`.run.one_table_schema`), what a commit
         #: of no rows still makes the table with
         self.row_schema: pa.Schema | None = None
+        #: ``--decode schema`` into a table that exists: the schema its commit writes (the table's own, or evolved to
+        #: take a new schema version's rows: :func:`.tabletypes.evolved_schema`); the rows are conformed to it
+        self.evolve_to: pa.Schema | None = None
         try:
             #: what a run that did not finish left (its journal), read before the ownership checks: its files are ours
             audit(out)  # before anything is opened in OUT (the Iceberg catalog writes when opened)
@@ -149,6 +152,11 @@ class Target(ABC):
         if self._writer is not None:
             writer, self._writer = self._writer, None
             writer.close()
+
+    def stored_schema(self) -> pa.Schema | None:
+        """The committed table's columns as its reader gives them (Delta, Iceberg); None: no table yet, or a format
+        without one schema (Parquet: each run's files have their own)."""
+        return None
 
     @property
     def metadata_location(self) -> str | None:
