@@ -438,7 +438,9 @@ def _spark_plain(v):
     return _plain(v)
 
 
-@pytest.mark.parametrize("name", ["schema-avro", "schema-kv-separated", "schema-protobuf-native", "schema-timestamp"])
+@pytest.mark.parametrize(
+    "name", ["schema-avro", "schema-kv-separated", "schema-protobuf-native", "schema-protobuf", "schema-timestamp"]
+)
 def test_the_spark_source_decodes_as_messages_table(schema_oracle, spark, name):
     data, topic = schema_oracle / "data", NS + name
     r = spark.read.format("pulsarkit").option("decode", "schema").option("topics", json.dumps([topic]))
