@@ -6,8 +6,6 @@ from __future__ import annotations
 import array
 import itertools
 import os
-import queue
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -287,14 +285,12 @@ def read_partition(
     stats: ReadStats | None = None,
     acks: AckFilter | None = None,
     on_issue: OnIssue | None = None,
-    read_ahead: int = 0,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one partition as Arrow record batches of ``columns`` (default: all, in the order
     of :data:`MESSAGE_FIELDS` / :data:`ENTRY_FIELDS`). What gives no rows (an unreadable entry, a
     broken chunk...) goes to ``on_issue`` and the read goes on (``on_error="fail"`` raises
     :class:`UnreadableEntry` instead). ``stats``, when given, counts what was read from the entry
-    logs (:class:`ReadStats`); ``acks`` leaves out what a subscription acknowledged (a backlog);
-    ``read_ahead`` > 0: messages decoded by a thread up to that many batches ahead (:func:`read_ahead_of`)."""
+    logs (:class:`ReadStats`); ``acks`` leaves out what a subscription acknowledged (a backlog)."""
     if part is None:
         return
     if not isinstance(part, ScanPartition):
@@ -312,7 +308,6 @@ def read_partition(
                 stats=stats,
                 acks=acks,
                 on_issue=on_issue,
-                read_ahead=read_ahead,
             )
         return
     fields = message_fields(markers) if kind == "messages" else ENTRY_FIELDS
@@ -346,25 +341,6 @@ def read_partition(
             if out.num_rows:
                 yield _select(out, schema)
         return
-    rows = _message_rows(
-        part, schema, txn, markers, filters, on_error, batch_entries, batch_bytes, stats, acks, on_issue
-    )
-    yield from (read_ahead_of(rows, read_ahead) if read_ahead > 0 else rows)
-
-
-def _message_rows(
-    part: ScanPartition,
-    schema: pa.Schema,
-    txn: str,
-    markers: bool,
-    filters: Sequence[Filter],
-    on_error: str,
-    batch_entries: int,
-    batch_bytes: int,
-    stats: ReadStats | None,
-    acks: AckFilter | None,
-    on_issue: OnIssue | None,
-) -> Iterator[pa.RecordBatch]:
     state = MessageState(part, txn, markers, on_issue)
     try:
         for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats, on_issue):
@@ -381,50 +357,6 @@ def _message_rows(
         # the Arrow pool keeps freed pages for reuse; a Spark worker then sits idle holding a
         # partition's peak until its next task: hand them back
         pa.default_memory_pool().release_unused()
-
-
-_DONE = object()
-
-
-def read_ahead_of(items: Iterator[Any], depth: int) -> Iterator[Any]:
-    """``items``, computed by a thread up to ``depth`` items ahead of the consumer (the read's native
-    work releases the GIL, so it overlaps the consumer's writing). What the thread raises is raised
-    here in its place; a consumer that stops early stops the thread (after the item it is on)."""
-    q: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def run() -> None:
-        try:
-            for item in items:
-                q.put((item, None))
-                if stop.is_set():
-                    return
-            q.put((_DONE, None))
-        except BaseException as e:  # handed to the consumer, raised there
-            q.put((_DONE, e))
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-
-    t = threading.Thread(target=run, name="pulsarkit-read-ahead", daemon=True)
-    t.start()
-    try:
-        while True:
-            item, err = q.get()
-            if err is not None:
-                raise err
-            if item is _DONE:
-                return
-            yield item
-    finally:
-        stop.set()
-        while t.is_alive():  # unblock a put, so the thread sees the stop
-            try:
-                q.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        t.join()
 
 
 def _counting(stats: ReadStats, on_issue: OnIssue | None) -> OnIssue:
