@@ -40,6 +40,7 @@ NATIVE = {
     "read": "entry reads + digest checks (native)",
     "bulk_decode_metadata": "metadata decode (native)",
     "bulk_explode_messages": "decompress + explode (native)",
+    "bulk_assemble_messages": "metadata + decompress + explode + the rows' columns (native, one call per batch)",
 }
 
 

@@ -322,7 +322,7 @@ def file_hashes(root: Path) -> dict[str, tuple[str, int]]:
 
 def tmp_copies() -> set[str]:
 
-    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("pulsarkit-ro-")}
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("pulsarkit-rocksdb-")}
 
 
 # ------------------------------------------------------------------------------ many bookies

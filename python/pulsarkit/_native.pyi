@@ -154,6 +154,18 @@ def bulk_explode_messages(
     verify_checksum: bool = True,
     max_uncompressed_size: int = ...,
 ) -> Any: ...
+def bulk_assemble_messages(
+    entries: Any,
+    ledger_ids: Any,
+    entry_ids: Any,
+    topic: str | None,
+    partition: int,
+    markers: bool,
+    txn: tuple[Any, Any, Any, str],
+    committed: bool,
+    time_filters: list[tuple[str, str, list[int]]],
+    max_uncompressed_size: int = ...,
+) -> tuple[Any, Any]: ...
 def bulk_json_lines(batch: Any) -> bytes: ...
 
 # Transaction logs (PIP-160)

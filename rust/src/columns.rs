@@ -259,12 +259,20 @@ impl PushMap {
         self.valid.resize(self.valid.len() + k, true);
     }
     pub(crate) fn fields() -> arrow_schema::Fields {
-        vec![Field::new("keys", DataType::Utf8, false), Field::new("values", DataType::Utf8, true)].into()
+        Self::named("keys", "values")
+    }
+    /// The entries' fields: keys never null, values nullable.
+    pub(crate) fn named(key: &str, value: &str) -> arrow_schema::Fields {
+        vec![Field::new(key, DataType::Utf8, false), Field::new(value, DataType::Utf8, true)].into()
     }
     pub(crate) fn finish(self) -> ArrayRef {
+        self.finish_named(Self::fields())
+    }
+    /// The map with the entries' fields named as given (pyarrow's `map_` names them `key`, `value`).
+    pub(crate) fn finish_named(self, fields: arrow_schema::Fields) -> ArrayRef {
         let nulls = nulls(self.valid, self.nulls);
-        let entries = StructArray::new(Self::fields(), vec![self.keys.utf8(), self.values.utf8()], None);
-        let field = Arc::new(Field::new("entries", DataType::Struct(Self::fields()), false));
+        let entries = StructArray::new(fields.clone(), vec![self.keys.utf8(), self.values.utf8()], None);
+        let field = Arc::new(Field::new("entries", DataType::Struct(fields), false));
         Arc::new(
             MapArray::try_new(field, OffsetBuffer::new(self.offsets.into()), entries, nulls, false)
                 .expect("map offsets are consistent"),

@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import struct
+import tempfile
 from pathlib import Path
 
 import pulsarkit as pk
@@ -36,11 +37,22 @@ from pulsarkit.analysis.transactions import Transaction, transactions
 from pulsarkit.bookkeeper.journal import journal_table, scan_journal
 from pulsarkit.codec.txn import decode_txn_log_entry
 from pulsarkit.managed_ledger import Position
+from pulsarkit.scan.bookie_dir import LocationIndex
 from pulsarkit.scan.datadir import open_data_dir
 from pulsarkit.scan.records import DataDirError
 from pulsarkit.scan.schema import json_record
 
 ORDERS_PENDING_ACK = "persistent://public/default/orders-sub-none__transaction_pending_ack"
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch) -> Path:
+    """A temporary directory of the test's own for RocksDB copies, so that counting them sees no other
+    process's."""
+    d = tmp_path / "tmp"
+    d.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(d))
+    return d
 
 
 # ------------------------------------------------------------------------------ tests
@@ -232,21 +244,22 @@ def test_arrow_table_matches_records(synthetic):
         assert json_record(a) == b
 
 
-def test_never_writes_one_byte_also_read_only_fs(synthetic, tmp_path):
+def test_never_writes_one_byte_also_read_only_fs(synthetic, tmp_path, private_tmp):
     root, _ = synthetic
     copy = tmp_path / "ro"
     shutil.copytree(root, copy)
     before = file_hashes(copy)
     tmp_before = tmp_copies()
+    assert tmp_before == set()  # a private temporary directory: no other process's copies in it
     for dirpath, dirs, files in os.walk(copy):
         for n in files + dirs:
             p = os.path.join(dirpath, n)
             os.chmod(p, os.stat(p).st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     os.chmod(copy, 0o555)
     try:
-        dd = open_data_dir(copy)
-        n = len(list(read_messages(dd, txn="all", markers=True, include_system=True)))
-        assert n > 0 and dd.ledger_list() and dd.topics()
+        with open_data_dir(copy) as dd:  # the location index's copy lives until close
+            n = len(list(read_messages(dd, txn="all", markers=True, include_system=True)))
+            assert n > 0 and dd.ledger_list() and dd.topics()
     finally:
         for dirpath, _dirs, _files in os.walk(copy):
             os.chmod(dirpath, 0o755)
@@ -254,7 +267,7 @@ def test_never_writes_one_byte_also_read_only_fs(synthetic, tmp_path):
     assert tmp_copies() == tmp_before
 
 
-def test_temporary_copies_removed_on_errors(tmp_path):
+def test_temporary_copies_removed_on_errors(tmp_path, private_tmp):
     bad = tmp_path / "bad"
     (bad / "metadata").mkdir(parents=True)
     (bad / "metadata" / "CURRENT").write_text("MANIFEST-000099\n")
@@ -596,3 +609,41 @@ def test_iter_messages_after_a_position_on_a_partitioned_topic(synthetic):
     first = every[0]["message_id"]
     after = list(iter_messages(dd, PARTS, start=Position(first["ledger_id"], first["entry_id"])))
     assert after == [r for r in every if r["message_id"] != first]
+
+
+def test_reading_one_topic_looks_up_only_its_ledgers(synthetic, private_tmp):
+    """Opening a directory reads no ledger's locations; reading a topic reads its ledgers' key ranges of the
+    location index (and its cursor ledger's), not the index whole; a whole-directory listing then sees
+    every ledger as an eager read does."""
+    root, facts = synthetic
+    with open_data_dir(root) as dd:
+        (index,) = [b.locations for b in dd._bookies]
+        assert isinstance(index, LocationIndex)
+        assert index.lookups == [] and index.full_reads == 0 and dd.ledgers.figured == frozenset()
+        assert len(tmp_copies()) == 1  # the index's private copy, open for the lookups
+        ml = dd.resolve(ORDERS)
+        table = messages_table(dd, topics=[ORDERS])
+        mine = set(dd.ml_ledgers(ml)) | {c.cursor_ledger_id for c in dd.cursors(ml)}
+        assert table.num_rows > 0
+        assert set(facts["orders_ledgers"]) <= set(index.lookups) <= mine
+        assert len(index.lookups) == len(set(index.lookups))  # each looked up once, then cached
+        assert index.full_reads == 0 and set(dd.ledgers.figured) <= mine
+        assert len(dd.ledgers.figured) < len(dd.ledgers)
+        partly = dd.ledgers_table()  # every ledger: the rest read in one pass over the index
+        assert index.full_reads == 1
+        issues = list(dd.issues)
+    assert tmp_copies() == set()  # close() removed the copy
+    with open_data_dir(root) as eager:
+        everything = eager.ledgers_table()
+        (eager_index,) = [b.locations for b in eager._bookies]
+        assert eager_index.lookups == [] and eager_index.full_reads == 1
+        assert table.equals(messages_table(eager, topics=[ORDERS]))
+        assert eager.issues == issues
+    assert partly.equals(everything)
+    # a lookup after close opens a new copy (removed again on close)
+    dd = open_data_dir(root)
+    dd.close()
+    assert tmp_copies() == set()
+    assert [e for e, _ in dd.entries(facts["orders_ledgers"][0])] == [0, 1, 2, 3]
+    dd.close()
+    assert tmp_copies() == set()

@@ -1,9 +1,10 @@
 """The export's hand-off with a real client (pulsar-client, the C++ client underneath): messages a real
 producer published (batched) through the fake broker, exported broker-less up to a message id inside a
 batch (or at an entry's end), then a real Reader on a broker restarted on a copy of the same directory,
-started at the summary's ``last`` (exclusive, the Reader's default) and, for a cut batch, at ``next``
-(inclusive): the union is every message published, none twice. (With an entry-level id, this client
-reads an inclusive start as exclusive: it skips the entry, hence ``last``.)
+started at the summary's ``next``, inclusive (the documented hand-off), and, for a cut batch, exclusively
+at ``last``: the union is every message published, none twice. (After a whole batch, an exclusive start at
+the entry-level ``last`` would read the batch again, on a real broker as on this one:
+``standalone/test_handoff_real.py`` runs the documented example against a real standalone.)
 
 The fake broker indexes the entries it stores for dispatch; on a restart the test indexes the entries the
 directory already holds, as the C++ placeholder test of the standalone oracle does."""
@@ -66,7 +67,7 @@ def test_a_real_reader_started_at_next_gets_exactly_what_the_export_left(tmp_pat
     assert last == until
     exported = ds.dataset(out, format="parquet", partitioning="hive").to_table().column("payload").to_pylist()
 
-    starts = [(last, False)] + ([(nxt, True)] if inside_batch else [])
+    starts = [(nxt, True)] + ([(last, False)] if inside_batch else [])
     for n, (mid, inclusive) in enumerate(starts):
         copy = tmp_path / f"copy-{n}"
         shutil.copytree(data, copy)

@@ -105,17 +105,34 @@ def compacted_table(dd: DataDir, topic: str) -> Any:
 
 
 def phase_one(
-    dd: DataDir, topic: str, up_to: Position | None = None, event_time_order: bool = False, view: bool = False
+    dd: DataDir,
+    topic: str,
+    up_to: Position | None = None,
+    event_time_order: bool = False,
+    view: bool = False,
+    after: Position | None = None,
+    seed: pa.Table | None = None,
 ) -> Any:
     """pulsarkit's phase one over the topic's own entries up to ``up_to`` (default: the compaction
     horizon, else the end): the native ``LatestForKey``. ``view``: over the compacted view instead (what
     the ``__compaction`` reader reads: the compacted ledger, then the topic after the horizon), so a key
-    whose messages retention trimmed after a compaction keeps its compacted message."""
+    whose messages retention trimmed after a compaction keeps its compacted message. ``after``: only the
+    topic's own entries after it, each key continuing from ``seed`` (``key``, ``ledger_id``, ``entry_id``,
+    ``batch_index``: the retained messages at ``after``, tombstoned keys absent); the result of a read from
+    the start as long as every entry after ``after`` is still in the topic (an incremental upsert export)."""
     t = dd.topic(topic)
     end = up_to or t.compaction_horizon or dd.ml_last_position(t.managed_ledger)
     latest = _native.LatestForKey(event_time_order)
+    if seed is not None:
+        cols = (seed.column(c).to_pylist() for c in ("key", "ledger_id", "entry_id", "batch_index"))
+        for key, lid, eid, bi in zip(*cols):
+            latest.insert(key, lid, eid, bi)
     rows: list[tuple[int, int, bytes]] = []
-    for pos, d in compacted_topic(dd, topic).read_entries() if view else dd.ml_entries(t.managed_ledger):
+    if after is not None:
+        entries = dd.ml_entries(t.managed_ledger, after)
+    else:
+        entries = compacted_topic(dd, topic).read_entries() if view else dd.ml_entries(t.managed_ledger)
+    for pos, d in entries:
         if pos > end:
             break
         rows.append((pos.ledger_id, pos.entry_id, _data(d)))

@@ -277,6 +277,22 @@ class ReadOnlyCopy:
         except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
             raise self._damaged(e) from None
 
+    def range(self, start: bytes, stop: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """The pairs with ``start <= key < stop`` (to the end without ``stop``), in key order: one seek,
+        so a lookup costs what it reads, not the size of the database."""
+        it = self.db.iter()
+        it.seek(start)
+        while it.valid():
+            k = bytes(it.key())
+            if stop is not None and k >= stop:
+                break
+            yield k, bytes(it.value())
+            it.next()
+        try:
+            it.status()
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
+            raise self._damaged(e) from None
+
     def close(self) -> None:
         db = self.__dict__.pop("db", None)
         if db is not None:

@@ -98,7 +98,8 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         choices=("bytes", "schema"),
         default="bytes",
         help="'schema' writes each topic's payloads decoded with its schema: typed key/value columns "
-        "(local engine; a Delta or Iceberg export is one table: its topics must share one table schema)",
+        "(engines local and spark; a Delta or Iceberg export is one table: its topics must share one table schema, "
+        "which evolves with their new compatible schema versions)",
     )
     progress_arg(p)
 

@@ -11,10 +11,12 @@ After a run, each topic whose mark moved has ``next`` in the marks (and in the s
 message id after the last exported message, the position a Pulsar reader or consumer (``seek``, or a
 reader's start message id, inclusive) starts from so that nothing is lost or read twice. It is the next
 batch index inside a cut batch, else the next message the directory holds (entry level, batch index
--1), else the entry after the mark when the topic holds nothing more yet. ``last`` (:func:`last_exported`)
-is the same hand-off for a Reader started exclusively (its default) at the last exported message: with
-an entry-level id, clients differ on what an inclusive start means (the C++ client skips the entry), an
-exclusive start at ``last`` does not."""
+-1), else the entry after the mark when the topic holds nothing more yet. A real broker starts a Reader at
+its start id's entry and the client drops what comes before it (before or up to it, when exclusive); the
+Python (C++) and Java clients' Readers started at ``next`` inclusive take over exactly
+(``docs/handoff.md``, tested against a real standalone). ``last`` (:func:`last_exported`) is the last
+exported message id: after a whole batch it is entry-level, and an exclusive start there reads that batch
+again, so it is shown, not the hand-off."""
 
 from __future__ import annotations
 
@@ -124,8 +126,9 @@ def cut_rows(batch: pa.RecordBatch, stop: Cut | None, resume: Cut | None) -> pa.
 
 
 def last_exported(mark: Mark, nxt: MessageId) -> MessageId:
-    """The last message id a run exported (entry level unless it cut a batch): a Reader started there,
-    exclusive (its default), reads from ``nxt`` on, whatever the client does with an inclusive entry-level id."""
+    """The last message id a run exported (entry level unless it cut a batch). A Reader started there
+    exclusively reads from ``nxt`` on only when that entry is not a batch (a real broker gives a whole batch
+    again to an exclusive entry-level start): the hand-off is ``nxt``, inclusive."""
     if nxt.batch_index >= 0:
         return MessageId(nxt.ledger_id, nxt.entry_id, nxt.batch_index - 1)
     return MessageId(mark.ledger_id, mark.entry_id)

@@ -7,7 +7,8 @@ property ``pulsarkit.export`` carries the marks. The catalog's row pointing at t
 JSON is the commit point; what an append writes before it (data files, manifests, a metadata JSON)
 is invisible until then, and what a run that died left of it is removed by the next run. Rows decoded with their
 topic's schema (``--decode schema``) make a table of their own schema, their types as :mod:`.tabletypes` stores
-them. Needs ``pyiceberg`` (with its ``sql-sqlite`` extra), imported only when an Iceberg export is opened."""
+them; a new schema version's rows evolve it in the commit that adds them (``union_by_name``). Needs ``pyiceberg``
+(with its ``sql-sqlite`` extra), imported only when an Iceberg export is opened."""
 
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_table
-from .tabletypes import to_table_types
+from .tabletypes import conform, to_table_types
 from .target import Target, optional_package
-from .upsert import merge_key
+from .upsert import STATE_COLUMNS, merge_key, states_by_topic
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
 #: the table in the export's own catalog
@@ -150,6 +151,17 @@ class IcebergTarget(Target):
         except NoSuchTableError:  # the first run died before its commit: the export is empty
             return None
 
+    def upsert_state(self, topics: list[str]) -> dict[str, pa.Table] | None:
+        from pyiceberg.expressions import In
+
+        table = self._table()
+        if table is None:
+            return None
+        key = merge_key([f.name for f in table.schema().fields])
+        columns = ("topic", key, *STATE_COLUMNS[2:])
+        rows = table.scan(row_filter=In("topic", topics), selected_fields=columns).to_arrow()
+        return states_by_topic(rows.select(list(columns)).rename_columns(list(STATE_COLUMNS)), topics)
+
     @staticmethod
     def _last_marks(table: Any) -> tuple[ExportMarks | None, str | None]:
         """The marks of the last pulsarkit snapshot and the run that made it."""
@@ -166,17 +178,16 @@ class IcebergTarget(Target):
         if self._catalog is not None:
             self._catalog.engine.dispose()  # closes the SQLite file
 
-    def _check_fits(self, table: Any, data: pa.Table) -> None:
-        """Decoded rows of another schema than the table's are refused in one line (pyiceberg's says it in a table)."""
-        from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible
+    def stored_schema(self) -> pa.Schema | None:
+        table = self._table() if (self.out / ICEBERG_CATALOG).is_file() else None
+        return None if table is None else table.schema().as_arrow()
 
-        try:
-            _check_pyarrow_schema_compatible(table.schema(), data.schema)
-        except ValueError:
-            raise ExportRefused(
-                f"{self.out}: this run's decoded rows do not fit the Iceberg table's schema (a new schema version "
-                "of its topic, or another topic's rows?): export them into another OUT"
-            ) from None
+    def _evolve(self, tx: Any) -> None:
+        """The table's schema evolved, in the transaction ``tx``, to :attr:`evolve_to` (new fields added, widened
+        types promoted: what :func:`.tabletypes.evolved_schema` allowed); no change when it is the table's."""
+        if self.evolve_to is not None:
+            with tx.update_schema() as update:
+                update.union_by_name(iceberg_schema(self.evolve_to))
 
     def _unwritable(self, staged: list[Path]) -> set[str]:
         return shortened_topics(staged)  # the writer names partition directories in full
@@ -188,6 +199,8 @@ class IcebergTarget(Target):
         decoded = marks.decode == "schema"
         if decoded:  # decoded rows: their types as Iceberg stores them (microseconds, no unsigned, ...)
             data = to_table_types(data, self.name)
+        if self.evolve_to is not None:  # the table's schema, evolved (in this commit) to take them
+            data = conform(data, self.evolve_to)
         props = {ICEBERG_MARKS_KEY: json.dumps(marks.to_json(run), sort_keys=True)}
         table = self._table()
         if table is None:
@@ -213,21 +226,32 @@ class IcebergTarget(Target):
             )
             tx.append(data, snapshot_properties=props)
             table = tx.commit_transaction()
-        elif self.replace:
-            # --mode upsert, one catalog commit: the keys no longer in the topics' snapshot deleted, then an
-            # upsert by (topic, key) that rewrites only the rows whose message changed (copy-on-write)
-            from pyiceberg.expressions import And, In, Not
+        elif self.replace or self.deleted:
+            # --mode upsert, one catalog commit: the keys no longer in a replaced topic's snapshot and those a
+            # tombstone deleted in a topic continued from its mark deleted, then an upsert by (topic, key)
+            # that rewrites only the rows whose message changed (copy-on-write)
+            from pyiceberg.expressions import And, EqualTo, In, Not, Or
 
             key = merge_key(data.column_names)
-            gone = In("topic", sorted(self.replace))
-            if data.num_rows:
-                keys = sorted(set(data.column(key).to_pylist()))
-                gone = And(gone, Not(In(key, keys)))
-            if decoded:
-                self._check_fits(table, data)
+            gone = None
+            if self.replace:
+                gone = In("topic", sorted(self.replace))
+                kept = {
+                    k
+                    for t, k in zip(data.column("topic").to_pylist(), data.column(key).to_pylist())
+                    if t in self.replace
+                }
+                if kept:
+                    gone = And(gone, Not(In(key, sorted(kept))))
+            for t, keys in sorted(self.deleted.items()):
+                if keys:
+                    tomb = And(EqualTo("topic", t), In(key, sorted(keys)))
+                    gone = tomb if gone is None else Or(gone, tomb)
             before = table.metadata.current_snapshot_id
             with table.transaction() as tx:
-                tx.delete(gone, snapshot_properties=props)
+                self._evolve(tx)
+                if gone is not None:
+                    tx.delete(gone, snapshot_properties=props)
                 if data.num_rows:
                     tx.upsert(data, join_cols=["topic", key], snapshot_properties=props)
                 if tx.table_metadata.current_snapshot_id == before:
@@ -236,8 +260,9 @@ class IcebergTarget(Target):
                     tx.append(data.schema.empty_table(), snapshot_properties=props)
             table = self._table()
         else:
-            if decoded:
-                self._check_fits(table, data)
-            table.append(data, snapshot_properties=props)
+            with table.transaction() as tx:  # the schema's evolution and the append: one catalog commit
+                self._evolve(tx)
+                tx.append(data, snapshot_properties=props)
+            table = self._table()
         self._metadata_location = table.metadata_location
         return None

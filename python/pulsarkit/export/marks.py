@@ -71,22 +71,33 @@ class ExportMarks:
     mode: str = "append"
     #: ``bytes`` (the payloads) or ``schema`` (rows decoded with their topic's schema): one kind of row per export
     decode: str = "bytes"
+    #: ``decode="schema"``: per topic, the schema version its rows were last decoded to (the newest then): what a
+    #: table's schema evolved from (absent in older exports)
+    schema_versions: dict[str, int] = field(default_factory=dict)
 
     def advanced(self, marks: dict[str, Mark], next: dict[str, MessageId] | None = None) -> ExportMarks:
         """These marks with ``marks`` (and hand-off positions ``next``) over them (a topic not in them
         keeps its own)."""
-        return ExportMarks(self.source, {**self.marks, **marks}, {**self.next, **(next or {})}, self.mode, self.decode)
+        return ExportMarks(
+            self.source,
+            {**self.marks, **marks},
+            {**self.next, **(next or {})},
+            self.mode,
+            self.decode,
+            self.schema_versions,
+        )
 
     def marks_json(self) -> dict[str, list[int]]:
         return {t: list(m) for t, m in self.marks.items()}
 
     def extra_json(self) -> dict[str, Any]:
         """The optional fields of the marks document (``next``: topic -> [ledger, entry, batch]; ``mode``;
-        ``decode``)."""
+        ``decode``; ``schema_versions``)."""
         return {
             **({"next": {t: list(n) for t, n in self.next.items()}} if self.next else {}),
             **({"mode": self.mode} if self.mode != "append" else {}),
             **({"decode": self.decode} if self.decode != "bytes" else {}),
+            **({"schema_versions": dict(sorted(self.schema_versions.items()))} if self.schema_versions else {}),
         }
 
     def to_json(self, run: RunRecord) -> dict[str, Any]:
@@ -108,4 +119,5 @@ class ExportMarks:
             {t: MessageId(int(p[0]), int(p[1]), int(p[2])) for t, p in doc.get("next", {}).items()},
             str(doc.get("mode", "append")),
             str(doc.get("decode", "bytes")),
+            {str(t): int(v) for t, v in doc.get("schema_versions", {}).items()},
         )

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from ..analysis.decoded import DECODE_MODES, decode_batch, decoded_schema, topic_schema
+from ..analysis.schemas import schema_id
 from ..broker.topic_name import ml_to_topic
 from ..codec.schema import TopicSchema
 from ..scan import DataDir, ScanPartition, ScanPlan, plan_data_dir, read_partition
@@ -34,9 +35,9 @@ from .iceberg import IcebergTarget
 from .marks import ExportMarks, Mark, MessageId
 from .parquet import ParquetTarget
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, check_output, gaps, locked, new_run_id
-from .tabletypes import TABLE_FORMATS, table_schema
+from .tabletypes import TABLE_FORMATS, Incompatible, evolved_schema, same_schema, table_schema
 from .target import Target
-from .upsert import MODES, UPSERT_TARGETS, Positions, keep_retained, retained
+from .upsert import MODES, UPSERT_TARGETS, Positions, continued, keep_retained, retained, retained_since
 
 #: the table formats, by their ``--to`` name
 TARGETS: dict[str, type[Target]] = {t.name: t for t in (ParquetTarget, DeltaTarget, IcebergTarget)}
@@ -75,7 +76,7 @@ class ExportJob:
     #: ``schema``: each topic's rows decoded with its schema (:mod:`pulsarkit.analysis.decoded`), by topic
     schemas: dict[str, TopicSchema] | None = None
     #: batches cut by ``--until LEDGER:ENTRY:BATCH`` (topic -> last message exported), and the cut a
-    #: previous run left (topic -> first message still to export); only the local engine applies them
+    #: previous run left (topic -> first message still to export); applied by :meth:`rows`
     stop: dict[str, Cut] = dataclasses.field(default_factory=dict)
     resume: dict[str, Cut] = dataclasses.field(default_factory=dict)
     #: ``--mode upsert``: per topic, the positions of its latest message per key (the rows kept)
@@ -84,6 +85,46 @@ class ExportJob:
     @property
     def planned_bytes(self) -> int:
         return sum(p.bytes for p in self.plan.partitions)
+
+    def rows(self) -> RowRules:
+        """What makes the planned partitions' batches this run's rows, in any engine."""
+        return RowRules(self.on_error, self.stop, self.resume, self.latest, self.schemas)
+
+
+@dataclass(frozen=True)
+class RowRules:
+    """A planned partition's batches made the export's rows, the same in every engine (a Spark task gets a copy,
+    :meth:`only`): read with ``on_error``, cut at a batch (``stop``: up to the last message exported; ``resume``:
+    from the first one still to export), kept at upsert's retained positions (``latest``), decoded with the topic's
+    schema (``schemas``)."""
+
+    on_error: str
+    stop: dict[str, Cut]
+    resume: dict[str, Cut]
+    latest: dict[str, Positions] | None
+    schemas: dict[str, TopicSchema] | None
+
+    def only(self, topics: set[str]) -> RowRules:
+        """These rules for ``topics`` alone (what one task reads)."""
+        return RowRules(
+            self.on_error,
+            {t: c for t, c in self.stop.items() if t in topics},
+            {t: c for t, c in self.resume.items() if t in topics},
+            {t: k for t, k in self.latest.items() if t in topics} if self.latest is not None else None,
+            {t: s for t, s in self.schemas.items() if t in topics} if self.schemas is not None else None,
+        )
+
+    def batches(self, part: ScanPartition, found: ReadIssues) -> Iterator[pa.RecordBatch]:
+        """``part``'s rows, in batches (none empty); its read's issues added to ``found``."""
+        topic = part.topic or ""
+        stop, resume = self.stop.get(topic), self.resume.get(topic)
+        latest = self.latest.get(topic, frozenset()) if self.latest is not None else None
+        for b in read_part(part, self.on_error, found):
+            b = cut_rows(b, stop, resume) if stop or resume else b
+            b = keep_retained(b, latest) if latest is not None else b
+            if not b.num_rows:
+                continue
+            yield decode_batch(b, self.schemas[topic]) if self.schemas is not None else b
 
 
 @dataclass
@@ -117,9 +158,11 @@ def _collector(issues: list[str], part: ScanPartition) -> OnIssue:
 class Engine(Protocol):
     """What stages a planned run's rows into the target: :meth:`Target.write` in this process, or data
     files written into :attr:`Target.staging` by other processes. Returns the reads' issues (None: the
-    engine cannot collect them, and says so in a warning)."""
+    engine cannot collect them, and says so in a warning). ``rules``: whether its rows are
+    :meth:`ExportJob.rows`' (decoded, cut, upsert's): an engine without them runs none of those."""
 
     name: str
+    rules: bool
 
     def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues | None: ...
 
@@ -128,19 +171,15 @@ class LocalEngine:
     """Decodes the planned partitions in this process with the native kernels."""
 
     name = "local"
+    rules = True
 
     def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues:
         done = 0
         found = ReadIssues([])
+        rows = job.rows()
         for task in job.plan.tasks():
             for part in task:
-                stop, resume = job.stop.get(part.topic or ""), job.resume.get(part.topic or "")
-                latest = job.latest.get(part.topic or "", frozenset()) if job.latest is not None else None
-                for b in read_part(part, job.on_error, found):
-                    b = cut_rows(b, stop, resume) if stop or resume else b
-                    b = keep_retained(b, latest) if latest is not None else b
-                    if job.schemas is not None and b.num_rows:
-                        b = decode_batch(b, job.schemas[part.topic or ""])
+                for b in rows.batches(part, found):
                     target.write(b)
                 done += part.bytes
                 progress.update(done, part.topic or "")
@@ -258,8 +297,9 @@ def export(
     process). ``progress`` makes a reporter given the planned bytes; ``log`` takes the notes and
     warnings (default: stderr). ``decode="schema"`` writes each topic's rows decoded with its schema
     (typed ``key``/``value``, ``schema_version``, ``decode_error``: :mod:`pulsarkit.analysis.decoded`), its
-    files with that topic's table schema; on the local engine only. A Delta or Iceberg export is one table: its
-    topics must decode to one table schema (:func:`one_table_schema`), stored with :mod:`.tabletypes`' rules.
+    files with that topic's table schema (the local and ``spark`` engines). A Delta or Iceberg export is one table: its
+    topics must decode to one table schema (:func:`one_table_schema`), stored with :mod:`.tabletypes`' rules, which
+    evolves with their new schema versions (:func:`evolution`).
     The export is private: the process umask is 077 while the run writes
     (it is the process's, so other threads writing meanwhile create private files too)."""
     t0 = time.perf_counter()
@@ -348,11 +388,19 @@ def _export(
                 stop: dict[str, Cut] = {}
                 if until_ids or until_time is not None:
                     bounds, stop = resolve_until(dd, selected_topics(dd, topics), before, until_ids, until_time)
+                # upsert: a topic continued from its mark reads what came since; another is read whole, its
+                # snapshot made again (only the topics whose mark moved)
+                going_on: dict[str, pa.Table] = {}
+                upsert_notes: list[str] = []
+                ours = {t: m for t, m in before.items() if not filters or t in filters[0][2]}  # this run's topics
+                if mode == "upsert" and ours:
+                    states = target.upsert_state(sorted(ours))
+                    if states is not None:
+                        going_on, upsert_notes = continued(dd, ours, states)
                 p = plan_data_dir(
                     dd,
                     source,
-                    # upsert: each topic read whole, its snapshot made again (only the topics whose mark moved)
-                    after=dict(before) if mode == "append" else {},
+                    after=dict(before) if mode == "append" else {t: before[t] for t in going_on},
                     until=bounds or None,
                     filters=filters,
                     max_partition_bytes=max_partition_bytes,
@@ -375,9 +423,14 @@ def _export(
                 if mode == "upsert":
                     if stop or resume:
                         raise DataDirError("--mode upsert takes --until LEDGER:ENTRY without a batch index")
-                    latest = {t: retained(dd, t, m) for t, m in moved.items()}
+                    latest = {}
+                    for t, m in moved.items():
+                        if t in going_on:
+                            latest[t], target.deleted[t] = retained_since(dd, t, before[t], m, going_on[t])
+                        else:
+                            latest[t] = retained(dd, t, m)
                     p = dataclasses.replace(p, partitions=[x for x in p.partitions if x.topic in latest])
-                    target.replace = set(latest)
+                    target.replace = set(latest) - set(going_on)
                 schemas = None
                 if decode == "schema":  # each topic's history read once, here (the directory is open)
                     # the topics read and those whose mark moves (a run of markers only has no rows, yet
@@ -386,9 +439,14 @@ def _export(
                     schemas = {t: topic_schema(dd, t) for t in read}
                     if to in TABLE_FORMATS:
                         target.row_schema = one_table_schema(schemas, to)
+                        target.evolve_to = evolution(target, schemas, to)
+                    versions = {t: s.newest.version for t, s in schemas.items() if s.newest.version is not None}
+                    target.committed = dataclasses.replace(
+                        target.committed, schema_versions={**target.committed.schema_versions, **versions}
+                    )
             for issue in p.issues:
                 log(f"warning: {issue}")
-            warnings = gaps(before, p.topic_ledgers.get(source, {}))
+            warnings = [*upsert_notes, *gaps(before, p.topic_ledgers.get(source, {}))]
             for w in warnings:
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}
@@ -398,11 +456,11 @@ def _export(
                 stop=stop, resume=resume, latest=latest,
             )  # fmt: skip
             chosen = engine(job)
-            if schemas is not None and chosen.name != "local":
-                raise DataDirError(f"--decode schema runs on the local engine only (not {chosen.name} yet)")
-            if (stop or resume or latest is not None) and chosen.name != "local":
+            if (schemas is not None or stop or resume or latest is not None) and not chosen.rules:
+                # the engine reads through the Spark data source, which has none of these (spark-sql)
                 raise DataDirError(
-                    f"--mode upsert and a batch cut (--until with a batch index) need --engine local, not {chosen.name}"
+                    "--decode schema, --mode upsert and a batch cut (--until with a batch index) need --engine local "
+                    f"or spark, not {chosen.name}"
                 )
             log(
                 f"{len(p.partitions)} partition(s), about {job.planned_bytes} bytes, {len(advanced)} topic(s) with "
@@ -476,6 +534,38 @@ def one_table_schema(schemas: dict[str, TopicSchema], to: str) -> pa.Schema | No
         return None
     rows = decoded_schema(schemas[next(iter(found.values()))])
     return pa.schema([rows.field("topic"), *(f for f in rows if f.name != "topic"), pa.field("date", pa.string())])
+
+
+def evolution(target: Target, schemas: dict[str, TopicSchema], to: str) -> pa.Schema | None:
+    """The schema the table in ``target`` takes this run's decoded rows in (None: no table yet): its own, or evolved
+    by :func:`.tabletypes.evolved_schema` when a topic's newest schema version changed since the table was written.
+    Only a schema the table's topics already have evolves it (another topic's rows of another schema are refused:
+    one table, one schema), and a change it cannot make is refused naming both schema versions and the column."""
+    stored = target.stored_schema()
+    if stored is None or target.row_schema is None:
+        return None
+    new = table_schema(target.row_schema, to)
+    if same_schema(stored, new):
+        return evolved_schema(stored, new, to)  # the table's own (its column order, as its reader gives it)
+    table_ids = {schema_id(t) for t in target.committed.marks}
+    others = sorted(t for t in schemas if schema_id(t) not in table_ids)
+    if others:
+        raise ExportRefused(
+            f"{target.out}: the rows of {others[0]} do not fit the {to} table's schema, which is of other topics' "
+            "schema (one table, one schema; only a topic's own new schema versions evolve it): export them into "
+            "another OUT"
+        )
+    was = target.committed.schema_versions
+    # the topic whose version moved (any of the run's when the table's record of versions is older than it)
+    topic = next((t for t in sorted(schemas) if was.get(t) != schemas[t].newest.version), min(schemas))
+    before = f"schema version {was[topic]}" if topic in was else "an earlier schema version"
+    try:
+        return evolved_schema(stored, new, to)
+    except Incompatible as e:
+        raise ExportRefused(
+            f"{target.out}: {topic}'s schema version {schemas[topic].newest.version} does not evolve the {to} "
+            f"table written with its {before}: {e}; export it into another OUT"
+        ) from None
 
 
 def committed_marks(out: str) -> tuple[str, ExportMarks]:

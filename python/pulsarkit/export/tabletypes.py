@@ -16,7 +16,15 @@ each decoded column is cast, nested fields included, by these rules (:func:`tabl
   column.
 
 Every other type (structs, lists, maps, strings, binary, booleans, the other integers and floats, dates, decimals)
-is stored as it is, and nulls stay nulls."""
+is stored as it is, and nulls stay nulls.
+
+**Evolution** (:func:`evolved_schema`): when a topic's newest schema version changes between two runs, the next
+run's table schema is the union of the table's and the new one, by column (and nested field) name: a new field is
+added, nullable (the earlier rows hold nulls); a field the new version no longer has stays, nullable, and the new
+rows hold nulls there (Avro's resolution); Iceberg widens ``int`` to ``long``, ``float`` to ``double`` and a
+decimal's precision (same scale), as its schema evolution allows. Every other change (a type narrowed, or changed to
+another kind, a map's key type, and any widening in Delta, which deltalake cannot do) is refused, naming the column
+and both types (:class:`Incompatible`)."""
 
 from __future__ import annotations
 
@@ -122,4 +130,107 @@ def to_table_types(table: pa.Table, to: str) -> pa.Table:
     return table.cast(table_schema(table.schema, to)) if to == "delta" else table
 
 
-__all__ = ["TABLE_FORMATS", "table_schema", "to_table_types"]
+class Incompatible(ExportRefused):
+    """A change of a column's type that a table cannot evolve to: ``column`` (a dotted path), the table's type and
+    the new one, and why."""
+
+    def __init__(self, column: str, old: pa.DataType, new: pa.DataType, why: str) -> None:
+        self.column, self.old, self.new, self.why = column, old, new, why
+        super().__init__(f"column {column}: the table's {old} cannot become {new} ({why})")
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """``t`` without what a table's reader gives differently from what was written: large strings, binaries and
+    lists, the names of list items and map entries, a UTC zone's spelling, nested fields' metadata."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain(f.type), f.nullable) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_plain(t.key_type), pa.field("value", _plain(t.item_type), t.item_field.nullable))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(pa.field("item", _plain(t.value_type), t.value_field.nullable))
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return pa.timestamp(t.unit, tz="UTC")  # both formats store an instant: "+00:00", "Etc/UTC" are one zone
+    return t
+
+
+#: the widenings Iceberg's schema evolution allows (a decimal's precision is checked apart)
+_ICEBERG_WIDENS = {(pa.int32(), pa.int64()), (pa.float32(), pa.float64())}
+
+
+def _merge_fields(old: list[pa.Field], new: list[pa.Field], to: str, where: str) -> list[pa.Field]:
+    """The table's fields in their order (those the new rows lack made nullable), then the new ones (nullable)."""
+    theirs = {f.name: f for f in new}
+    out = []
+    for f in old:
+        path = f"{where}.{f.name}" if where else f.name
+        if f.name in theirs:
+            n = theirs[f.name]
+            out.append(pa.field(f.name, _merge(f.type, n.type, to, path), f.nullable or n.nullable))
+        else:
+            out.append(pa.field(f.name, _plain(f.type), True))
+    mine = {f.name for f in old}
+    return out + [pa.field(f.name, _plain(f.type), True) for f in new if f.name not in mine]
+
+
+def _merge(old: pa.DataType, new: pa.DataType, to: str, where: str) -> pa.DataType:
+    o, n = _plain(old), _plain(new)
+    if o == n:
+        return o
+    if pa.types.is_struct(o) and pa.types.is_struct(n):
+        return pa.struct(_merge_fields(list(o), list(n), to, where))
+    if pa.types.is_list(o) and pa.types.is_list(n):
+        item = _merge(o.value_type, n.value_type, to, where + "[]")
+        return pa.list_(pa.field("item", item, o.value_field.nullable or n.value_field.nullable))
+    if pa.types.is_map(o) and pa.types.is_map(n):
+        if o.key_type != n.key_type:
+            raise Incompatible(where + " (key)", o.key_type, n.key_type, "a map's key type does not change")
+        item = _merge(o.item_type, n.item_type, to, where + " (value)")
+        return pa.map_(o.key_type, pa.field("value", item, o.item_field.nullable or n.item_field.nullable))
+    wider = (o, n) in _ICEBERG_WIDENS or (
+        pa.types.is_decimal(o) and pa.types.is_decimal(n) and o.scale == n.scale and o.precision < n.precision
+    )
+    if wider and to == "iceberg":
+        return n
+    if wider:
+        raise Incompatible(where, o, n, "a widening a Delta table written by deltalake cannot make")
+    if (n, o) in _ICEBERG_WIDENS or (pa.types.is_decimal(o) and pa.types.is_decimal(n)):
+        raise Incompatible(where, o, n, "the type is narrowed")
+    raise Incompatible(where, o, n, f"no {to} schema evolution changes one to the other")
+
+
+def same_schema(stored: pa.Schema, new: pa.Schema) -> bool:
+    """Whether ``new`` (a run's :func:`table_schema`) is the table's ``stored`` schema (as its reader gives it),
+    column order aside."""
+    plain = {f.name: (_plain(f.type), f.nullable) for f in stored}
+    return plain == {f.name: (_plain(f.type), f.nullable) for f in new}
+
+
+def evolved_schema(stored: pa.Schema, new: pa.Schema, to: str) -> pa.Schema:
+    """The schema a ``to`` table of schema ``stored`` evolves to for rows of schema ``new`` (the module doc's rules);
+    raises :class:`Incompatible` for a change it cannot make."""
+    return pa.schema(_merge_fields(list(stored), list(new), to, ""))
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table``'s rows as ``schema`` (an :func:`evolved_schema` of theirs): the columns and nested fields they lack
+    null, the widened ones cast (exactly: every cast here widens)."""
+    cols = [
+        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+__all__ = [
+    "TABLE_FORMATS",
+    "Incompatible",
+    "conform",
+    "evolved_schema",
+    "same_schema",
+    "table_schema",
+    "to_table_types",
+]

@@ -79,9 +79,15 @@ class Target(ABC):
         self.last_run: str | None = None
         #: ``--mode upsert``: the topics whose committed rows the next commit replaces by its own (a snapshot)
         self.replace: set[str] = set()
+        #: ``--mode upsert``: the topics the next commit continues from their marks (its rows: only what changed),
+        #: each with the keys a tombstone deleted since
+        self.deleted: dict[str, frozenset[str]] = {}
         #: ``--decode schema`` to a table: the decoded rows' columns (:func:`.run.one_table_schema`), what a commit
         #: of no rows still makes the table with
         self.row_schema: pa.Schema | None = None
+        #: ``--decode schema`` into a table that exists: the schema its commit writes (the table's own, or evolved to
+        #: take a new schema version's rows: :func:`.tabletypes.evolved_schema`); the rows are conformed to it
+        self.evolve_to: pa.Schema | None = None
         try:
             #: what a run that did not finish left (its journal), read before the ownership checks: its files are ours
             audit(out)  # before anything is opened in OUT (the Iceberg catalog writes when opened)
@@ -114,6 +120,12 @@ class Target(ABC):
         """Topics of the staged files the format cannot write. None by default (Parquet shortens names)."""
         return set()
 
+    def upsert_state(self, topics: list[str]) -> dict[str, pa.Table] | None:
+        """``--mode upsert``: the committed rows of ``topics`` as phase one's seed (``key``: the merge key,
+        ``ledger_id``, ``entry_id``, ``batch_index``), so that a run continues them from their marks. None: the
+        format rewrites a topic's snapshot whole (Parquet), so it reads the topic whole."""
+        return None
+
     def _recover_committed(self) -> None:
         """What a run that committed may have left to finish (Parquet: a replaced upsert snapshot). Nothing here."""
 
@@ -140,6 +152,11 @@ class Target(ABC):
         if self._writer is not None:
             writer, self._writer = self._writer, None
             writer.close()
+
+    def stored_schema(self) -> pa.Schema | None:
+        """The committed table's columns as its reader gives them (Delta, Iceberg); None: no table yet, or a format
+        without one schema (Parquet: each run's files have their own)."""
+        return None
 
     @property
     def metadata_location(self) -> str | None:

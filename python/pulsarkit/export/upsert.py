@@ -2,28 +2,42 @@
 Pulsar topic compaction's rules, at the run's position.
 
 The rules are not restated here: the retained messages are those of compaction's phase one, the native
-``LatestForKey`` over the topic's compacted view up to the run's mark (:func:`pulsarkit.analysis.compaction.phase_one`,
-what ``pulsarkit compacted`` and the compactor use): a message with a null value, or an empty payload, deletes
+``LatestForKey`` up to the run's mark (:func:`pulsarkit.analysis.compaction.phase_one`, what ``pulsarkit compacted``
+and the compactor use), over the topic's compacted view when the mark is at or past the broker's compaction
+horizon (so keys whose messages retention trimmed since keep their compacted message), else over the topic's
+own entries (the view is the state at the horizon): a message with a null value, or an empty payload, deletes
 its key; a message without a key is not retained (compaction's default, ``topicCompactionRetainNullKey=false``).
 The rows are the export's own read of the topic, kept only at the retained positions (:func:`keep_retained`).
 
-Each run recomputes the state of every topic whose mark moved (reading the topic from its start) and
-replaces that topic's rows: Parquet writes the new snapshot's files and lists them in the marks file at
-the commit point, then deletes the files it replaced (a run that dies in between leaves them, and the
-next run deletes them); Delta MERGEs the snapshot by (``topic``, ``key``) in one commit carrying the
+A first run (and every Parquet run) computes the state of every topic whose mark moved, reading the topic
+from its start, and replaces that topic's rows: Parquet writes the new snapshot's files and lists them in the
+marks file at the commit point, then deletes the files it replaced (a run that dies in between leaves them,
+and the next run deletes them); Delta MERGEs the snapshot by (``topic``, ``key``) in one commit carrying the
 marks: a key whose message did not change is not rewritten, a new key is inserted, a deleted key is
 deleted; Iceberg, in one catalog commit, deletes the keys no longer in the snapshot and upserts by
-(``topic``, ``key``), which rewrites only the rows whose message changed (copy-on-write). A rerun
-after new messages or a tombstone therefore changes exactly those keys. Rows decoded with their topic's schema
-(``--decode schema``) are kept by the same message key (:func:`merge_key`)."""
+(``topic``, ``key``), which rewrites only the rows whose message changed (copy-on-write).
+
+A later Delta or Iceberg run continues each topic from its committed mark (:func:`continued`): phase one
+starts from the table's own rows (each key's retained position, :meth:`.target.Target.upsert_state`) and
+reads only the topic's entries after the mark, which gives the state a read from the start gives as long as
+every entry after the mark is still in the topic (a compaction since changes nothing then: the topic's own
+entries are read, not the compacted ledger, which has dropped tombstones). Only the rows after the mark are
+read and staged; the MERGE (Delta) or the upsert (Iceberg) writes them and deletes the keys a tombstone
+deleted since (:func:`delete_predicate`), leaving the other rows alone. When the mark cannot be trusted (its
+ledger trimmed since, past the topic's end, table rows after it, the rows unreadable), the topic is read
+from its start and replaced, with a warning saying why. A rerun after new messages or a tombstone therefore
+changes exactly those keys. Rows decoded with their topic's schema (``--decode schema``) are kept by the same
+message key (:func:`merge_key`)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..analysis.compaction import phase_one
 from ..managed_ledger.position import Position
 from ..scan import DataDir
+from ..scan.records import DataDirError
 from .marks import Mark
 
 MODES = ("append", "upsert")
@@ -38,10 +52,75 @@ def retained(dd: DataDir, topic: str, until: Mark) -> Positions:
     per key up to ``until`` (inclusive), tombstoned keys left out: compaction's phase one."""
     if until.entry_id < 0 and until.ledger_id < 0:
         return frozenset()
-    r = phase_one(dd, topic, up_to=Position(*until), view=True).retained()
+    # the compacted view is the state at the compaction's horizon (what it superseded up to there is gone):
+    # the state at an earlier position is the topic's own entries'
+    horizon = dd.topic(topic).compaction_horizon
+    view = horizon is None or Position(*until) >= horizon
+    r = phase_one(dd, topic, up_to=Position(*until), view=view).retained()
     return frozenset(
         zip(r.column("ledger_id").to_pylist(), r.column("entry_id").to_pylist(), r.column("batch_index").to_pylist())
     )
+
+
+def continued(
+    dd: DataDir, before: dict[str, Mark], states: dict[str, pa.Table]
+) -> tuple[dict[str, pa.Table], list[str]]:
+    """The topics of ``before`` (the committed marks) that this run continues from their mark, with their
+    table rows at it (``states``: per topic ``key``, ``ledger_id``, ``entry_id``, ``batch_index``), and why
+    the others are read from the start (one warning each; a topic gone from the data is no warning here)."""
+    out: dict[str, pa.Table] = {}
+    why: list[str] = []
+    for topic, mark in sorted(before.items()):
+        try:
+            ml = dd.resolve(topic)
+        except DataDirError:
+            continue  # gone: the run's gap warnings name it
+        reason = _untrusted(dd, ml, mark, states.get(topic))
+        if reason is None:
+            out[topic] = states[topic]
+        else:
+            why.append(
+                f"{topic}: upsert read from the start, not continued from its mark {mark[0]}:{mark[1]}: {reason}"
+            )
+    return out, why
+
+
+def _untrusted(dd: DataDir, ml: str, mark: Mark, state: pa.Table | None) -> str | None:
+    if state is None:
+        return "its rows in the table could not be read"
+    if mark.ledger_id >= 0 and mark.ledger_id not in dd.ml_ledgers(ml):
+        return "its ledger is gone from the topic (trimmed since), so what came after it may be too"
+    if Position(*mark) > dd.ml_last_position(ml):
+        return "it is past the topic's end (not this data's mark?)"
+    rows = zip(state.column("ledger_id").to_pylist(), state.column("entry_id").to_pylist())
+    if any(p > tuple(mark) for p in rows):
+        return "the table holds rows after it"
+    return None
+
+
+def retained_since(
+    dd: DataDir, topic: str, after: Mark, until: Mark, state: pa.Table
+) -> tuple[Positions, frozenset[str]]:
+    """A topic continued from its mark ``after`` up to ``until``: the positions of its latest messages per key
+    that come after ``after`` (the rows to read and write), and the keys of ``state`` (the table's rows at
+    ``after``) that a tombstone deleted since."""
+    r = phase_one(dd, topic, up_to=Position(*until), after=Position(*after), seed=state).retained()
+    positions = zip(
+        r.column("ledger_id").to_pylist(), r.column("entry_id").to_pylist(), r.column("batch_index").to_pylist()
+    )
+    new = frozenset(p for p in positions if p[:2] > tuple(after))
+    gone = frozenset(set(state.column("key").to_pylist()) - set(r.column("key").to_pylist()))
+    return new, gone
+
+
+#: the columns of an upsert table's rows phase one continues from (:meth:`.target.Target.upsert_state`)
+STATE_COLUMNS = ("topic", "key", "ledger_id", "entry_id", "batch_index")
+
+
+def states_by_topic(rows: pa.Table, topics: list[str]) -> dict[str, pa.Table]:
+    """An upsert table's rows (``STATE_COLUMNS``, the merge key named ``key``) per topic of ``topics``."""
+    rows = rows.select(list(STATE_COLUMNS))
+    return {t: rows.filter(pc.equal(rows.column("topic"), t)).drop_columns(["topic"]) for t in topics}
 
 
 def keep_retained(batch: pa.RecordBatch, positions: Positions) -> pa.RecordBatch:
@@ -62,8 +141,23 @@ def merge_key(columns: list[str]) -> str:
 
 def merge_predicate(topics: set[str]) -> str:
     """The SQL condition naming the topics whose rows a Delta MERGE may delete (the snapshot's topics)."""
-    quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in sorted(topics))
+    quoted = ", ".join(_quote(t) for t in sorted(topics))
     return f"t.topic IN ({quoted})"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def delete_predicate(replace: set[str], deleted: dict[str, frozenset[str]], key: str) -> str | None:
+    """The SQL condition on the rows a Delta MERGE deletes where its source has no row of their key: every
+    row of a replaced topic (its snapshot is the source) and the keys a tombstone deleted in a topic
+    continued from its mark (the source holds only what changed). None: nothing to delete."""
+    parts = [merge_predicate(replace)] if replace else []
+    for t, keys in sorted(deleted.items()):
+        if keys:
+            parts.append(f"(t.topic = {_quote(t)} AND t.{key} IN ({', '.join(_quote(k) for k in sorted(keys))}))")
+    return " OR ".join(parts) or None
 
 
 def changed_predicate() -> str:
@@ -75,8 +169,13 @@ __all__ = [
     "MODES",
     "UPSERT_TARGETS",
     "changed_predicate",
+    "STATE_COLUMNS",
+    "continued",
+    "delete_predicate",
     "keep_retained",
     "merge_key",
     "merge_predicate",
     "retained",
+    "retained_since",
+    "states_by_topic",
 ]

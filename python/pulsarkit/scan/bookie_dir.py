@@ -1,13 +1,16 @@
 """The bookie side of a data directory, read-only: where a standalone or a bookie keeps its
 directories, which bookie a directory belongs to (its cookie), and each ledger directory's entry logs
-and ``ledgers``/``locations`` indexes (read through private copies; a missing or unreadable index is
-rebuilt by scanning the entry logs)."""
+and ``ledgers``/``locations`` indexes (read through private copies; the ``locations`` copy stays open
+and is read by ledger, :class:`LocationIndex`; a missing or unreadable index is rebuilt by scanning the
+entry logs)."""
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Mapping, Sequence
+import threading
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,6 +181,171 @@ def read_rocksdb(src: Path, what: str) -> list[tuple[bytes, bytes]]:
         raise DataDirError(str(e), str(src)) from None
 
 
+class LocationIndex(Mapping[int, dict[int, int]]):
+    """A ledger directory's ``locations`` index (DbLedgerStorage: key ledger id + entry id, value the
+    entry's location, all big-endian longs), read by ledger: ``index[ledger]`` is its entries' locations,
+    looked up with one seek over its key range on first use and cached; iterating the ledgers skips from
+    one ledger's keys to the next's (a seek per ledger, not a read of every entry). :meth:`load_all`
+    reads the whole index in one pass, for what needs every ledger.
+
+    It holds the index's private read-only copy (:class:`~pulsarkit.bookkeeper.key_value_storage.ReadOnlyCopy`,
+    the user's directory never opened) until :meth:`close`, or until it is collected or the process exits
+    (no copy is left behind). A lookup after :meth:`close` opens a new copy. A copy whose table files turn out
+    damaged at a lookup is an ``unreadable_index`` issue passed to ``on_damage``, which gives the locations
+    to use instead (the entry logs scanned)."""
+
+    def __init__(
+        self,
+        path: Path,
+        copy: key_value_storage.ReadOnlyCopy,
+        on_damage: Any,
+    ) -> None:
+        self.path = path
+        self._copy: key_value_storage.ReadOnlyCopy | None = None
+        self._finalizer: Any = None
+        self._hold(copy)
+        self._on_damage = on_damage
+        self._cache: dict[int, dict[int, int]] = {}
+        self._ids: list[int] | None = None
+        self._id_set: tuple[list[int], frozenset[int]] | None = None
+        self._complete = False
+        self._lock = threading.RLock()
+        #: ledger ids looked up one by one, in order (a seam for tests: what a read opened of the index)
+        self.lookups: list[int] = []
+        #: how many times the whole index was read (:meth:`load_all`)
+        self.full_reads = 0
+
+    def _hold(self, copy: key_value_storage.ReadOnlyCopy) -> None:
+        self._copy = copy
+        self._finalizer = weakref.finalize(self, _close_copy, copy, os.getpid())
+
+    def _db(self) -> key_value_storage.ReadOnlyCopy:
+        if self._copy is None:
+            self._hold(key_value_storage.ReadOnlyCopy(self.path, error=DataDirError, what="locations index"))
+        assert self._copy is not None
+        return self._copy
+
+    def _read(self, fn: Any) -> Any:
+        """``fn(copy)``; on a damaged table file, the locations ``on_damage`` rebuilt instead (whole)."""
+        try:
+            return fn(self._db())
+        except (PulsarkitError, OSError) as e:
+            why = e.reason if isinstance(e, DataDirError) else str(e)
+            self._cache = self._on_damage(Issue("unreadable_index", str(self.path), None, why))
+            self._ids = list(self._cache)
+            self._complete = True
+            self.close()
+            return None
+
+    def close(self) -> None:
+        """Removes the private copy (cached ledgers stay readable)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._copy = self._finalizer = None
+
+    def __getitem__(self, ledger_id: int) -> dict[int, int]:
+        got = self._cache.get(ledger_id)
+        if got is None:
+            if self._complete or ledger_id not in self._ledger_set():
+                raise KeyError(ledger_id)
+            with self._lock:
+                got = self._cache.get(ledger_id)
+                if got is None:
+                    self.lookups.append(ledger_id)
+                    prefix = _LONG.pack(ledger_id)
+                    pairs = self._read(lambda db: list(db.range(prefix, _after(prefix))))
+                    if pairs is None:  # damaged: rebuilt whole
+                        return self[ledger_id]
+                    got = self._cache[ledger_id] = _locations(pairs).get(ledger_id, {})
+        return got
+
+    def _ledger_ids(self) -> list[int]:
+        """The ledgers with at least one well-formed key, in key order (a seek per ledger)."""
+        if self._ids is None:
+            with self._lock:
+                if self._ids is None:
+                    got = self._read(_skip_scan)
+                    if got is not None:
+                        self._ids = got
+        assert self._ids is not None
+        return self._ids
+
+    def _ledger_set(self) -> frozenset[int]:
+        ids = self._ledger_ids()
+        if self._id_set is None or self._id_set[0] is not ids:
+            self._id_set = (ids, frozenset(ids))
+        return self._id_set[1]
+
+    def __contains__(self, ledger_id: object) -> bool:
+        return ledger_id in self._cache or ledger_id in self._ledger_set()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ledger_ids())
+
+    def __len__(self) -> int:
+        return len(self._ledger_ids())
+
+    def load_all(self) -> None:
+        """Reads every ledger's locations in one pass over the index (once)."""
+        if self._complete:
+            return
+        with self._lock:
+            if self._complete:
+                return
+            self.full_reads += 1
+            pairs = self._read(lambda db: list(db.items()))
+            if pairs is not None:
+                self._cache = _locations(pairs)
+                self._ids = list(self._cache)
+                self._complete = True
+
+    def items(self) -> Any:
+        self.load_all()
+        return self._cache.items()
+
+    def values(self) -> Any:
+        self.load_all()
+        return self._cache.values()
+
+
+def _close_copy(copy: key_value_storage.ReadOnlyCopy, pid: int) -> None:
+    # only in the process that made it: a forked child exiting must not remove its parent's copy
+    if os.getpid() == pid:
+        copy.close()
+
+
+def _after(prefix: bytes) -> bytes | None:
+    """The first key past every key starting with ``prefix`` (None: no such key, the prefix is all 0xff)."""
+    n = int.from_bytes(prefix, "big") + 1
+    return n.to_bytes(len(prefix), "big") if n < 1 << (8 * len(prefix)) else None
+
+
+def _locations(pairs: Sequence[tuple[bytes, bytes]]) -> dict[int, dict[int, int]]:
+    """ledger -> entry -> location of an index's pairs (keys that are not ledger + entry skipped)."""
+    out: dict[int, dict[int, int]] = {}
+    for k, v in pairs:
+        if len(k) != 16 or len(v) != 8:
+            continue
+        lid, eid = _KEY.unpack(k)
+        out.setdefault(lid, {})[eid] = _LONG.unpack(v)[0]
+    return out
+
+
+def _skip_scan(db: key_value_storage.ReadOnlyCopy) -> list[int]:
+    """The ledger ids of a locations index: from each ledger's first well-formed key, a seek past its keys."""
+    out: list[int] = []
+    start: bytes | None = b""
+    while start is not None:
+        nxt = None
+        for k, v in db.range(start):
+            if len(k) == 16 and len(v) == 8:
+                out.append(_LONG.unpack(k[:8])[0])
+                nxt = _after(k[:8])
+                break
+        start = nxt
+    return out
+
+
 @dataclass(frozen=True)
 class LogRead:
     """What opening a bookie directory reads of one entry log (:func:`read_log`)."""
@@ -213,14 +381,19 @@ class BookieDir:
         index_current: Path,
         issues: list[Issue],
         log_reads: Mapping[int, LogRead] | None = None,
+        report: Any = None,
     ) -> None:
         """``log_reads``: what :func:`read_log` gave for some of its logs, read elsewhere (Spark tasks);
-        the other logs are read here."""
+        the other logs are read here. ``report``: where an issue met after opening goes (a damaged index
+        found at a lookup); default ``issues.append``."""
         self.current = current
         self.index_current = index_current
         self.reader = entrylog.EntryLogReader(str(current))
         self.ledger_data: dict[int, Any] = {}
-        self.locations: dict[int, dict[int, int]] = {}
+        #: ledger -> entry -> location: the index read lazily (:class:`LocationIndex`), or, without a
+        #: readable index, what scanning the entry logs found
+        self.locations: Mapping[int, dict[int, int]] = {}
+        self._report = report or issues.append
         self.log_ledger_bytes: dict[int, int] = {}
         #: log id -> its ``EntryLogMetadata`` (total and remaining size, bytes per ledger)
         self.log_metadata: dict[int, Any] = {}
@@ -244,14 +417,10 @@ class BookieDir:
             issues.append(Issue("missing_index", str(led), None, "no readable ledgers/ RocksDB; ledger flags unknown"))
         loc = index_current / "locations"
         self.log_ids = self.reader.log_ids()
-        pairs = self._index(loc, "locations index", issues)
-        if pairs is not None:
-            for k, v in pairs:
-                if len(k) != 16 or len(v) != 8:
-                    continue
-                lid, eid = _KEY.unpack(k)
-                self.locations.setdefault(lid, {})[eid] = _LONG.unpack(v)[0]
-            self.scanned = False
+        self.scanned = False
+        index = self._open_index(loc, issues)
+        if index is not None:
+            self.locations = index
         else:
             issues.append(
                 Issue(
@@ -261,7 +430,7 @@ class BookieDir:
                     "no readable locations/ RocksDB; entry locations rebuilt by scanning the entry logs",
                 )
             )
-            self._scan_all(issues)
+            self.locations = self._scan_all()
             self.scanned = True
         given = log_reads or {}
         for log_id in self.log_ids:
@@ -311,13 +480,53 @@ class BookieDir:
             issues.append(Issue("unreadable_index", str(path), None, e.reason))
             return None
 
-    def _scan_all(self, issues: list[Issue]) -> None:
+    def _open_index(self, path: Path, issues: list[Issue]) -> LocationIndex | None:
+        """The locations index kept open for lookups by ledger, or None (with an issue) when it is missing
+        or cannot be opened; its ledger ids are read now, so that damage met there is found at open."""
+        if not is_rocksdb(path):
+            return None
+        try:
+            copy = key_value_storage.ReadOnlyCopy(path, error=DataDirError, what="locations index")
+        except DataDirError as e:
+            issues.append(Issue("unreadable_index", str(path), None, e.reason))
+            return None
+        index = LocationIndex(path, copy, self._index_damaged)
+        len(index)  # the ledger ids (a damaged copy falls back to the scan here, at open)
+        return index
+
+    def _index_damaged(self, issue: Issue) -> dict[int, dict[int, int]]:
+        """A table file of the index turned out damaged at a lookup: the entry logs scanned instead."""
+        self._report(issue)
+        self._report(
+            Issue(
+                "missing_index",
+                issue.path,
+                None,
+                "no readable locations/ RocksDB; entry locations rebuilt by scanning the entry logs",
+            )
+        )
+        self.scanned = True
+        return self._scan_all()
+
+    def _scan_all(self) -> dict[int, dict[int, int]]:
         # Later logs win: compaction copies live entries forward into newer logs.
+        out: dict[int, dict[int, int]] = {}
         for log_id in self.log_ids:
             scan = self.reader.scan(log_id, resync=False)
             for r in scan:
                 if r.ledger_id >= 0:
-                    self.locations.setdefault(r.ledger_id, {})[r.entry_id] = r.location
+                    out.setdefault(r.ledger_id, {})[r.entry_id] = r.location
+        return out
+
+    def load_locations(self) -> None:
+        """Every ledger's locations read at once (one pass over the index), for what reads them all."""
+        if isinstance(self.locations, LocationIndex):
+            self.locations.load_all()
+
+    def close(self) -> None:
+        """Removes the index's private copy (ledgers already looked up stay known)."""
+        if isinstance(self.locations, LocationIndex):
+            self.locations.close()
 
 
 # ------------------------------------------------------------------------ several bookies
@@ -448,6 +657,7 @@ __all__ = [
     "BookieDir",
     "BookieMapping",
     "Cookie",
+    "LocationIndex",
     "LogRead",
     "bookie_ids",
     "bookie_ledger_dir",

@@ -23,9 +23,13 @@ Whatever the source, the metadata is read through one interface
 (:class:`~pulsarkit.metadata.reader.MetadataReader`) by one code path.
 
 Nothing under those paths is ever written (no ``LOCK``/``LOG`` file, no RocksDB compaction): each
-RocksDB (the metadata store, ``ledgers/``, ``locations/``) is copied into a temporary directory, opened
-there (replaying its WAL, where a short run's metadata lives), read completely and removed at once,
-also on errors. Entry logs and journals are read in place, read-only.
+RocksDB (the metadata store, ``ledgers/``, ``locations/``) is copied into a temporary directory and opened
+there (replaying its WAL, where a short run's metadata lives). The metadata store and ``ledgers/`` are read
+completely and removed at once, also on errors; each ``locations/`` copy stays open for the life of the
+:class:`DataDir` and is read by ledger, a ledger's key range when the ledger is first read or its figures
+asked for (:class:`LedgerMap`), so opening a directory and reading one topic reads that topic's ledgers, not
+every entry of the directory; it is removed by :meth:`DataDir.close` (``with``), or when the ``DataDir``
+is collected or the process exits. Entry logs and journals are read in place, read-only.
 
 A bookie's entries come from its ``locations`` index and entry logs, plus the journal entries after
 the bookie's ``lastMark`` that the index does not hold: what bookie recovery replays after an
@@ -38,8 +42,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import urllib.parse
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,6 +209,56 @@ def metadata_store_metadata(metadata_store: str, configuration_metadata_store: s
 # -------------------------------------------------------------------------------- data dir
 
 
+class LedgerMap(Mapping[int, Ledger]):
+    """A data directory's ledgers by id. What metadata says of a ledger is there from the start; what the
+    bookies hold of it (``entries_on_bookie``, ``last_entry_id`` of an open or deleted ledger, bytes, ...)
+    is read from its own index range when it is first asked for, so that opening a directory and reading
+    one topic reads only that topic's ledgers. Going through every ledger (:meth:`values`, :meth:`items`)
+    first reads the bookies' indexes whole, in one pass each."""
+
+    def __init__(self, ledgers: dict[int, Ledger], fill: Callable[[Ledger], None], fill_all: Callable[[], None]):
+        self._ledgers = ledgers
+        self._todo = set(ledgers)
+        self._fill = fill
+        self._fill_all = fill_all
+        self._lock = threading.RLock()
+
+    def __getitem__(self, ledger_id: int) -> Ledger:
+        led = self._ledgers[ledger_id]
+        if ledger_id in self._todo:
+            with self._lock:
+                if ledger_id in self._todo:
+                    self._todo.discard(ledger_id)  # first: filling may read the ledger's own entries
+                    self._fill(led)
+        return led
+
+    def __contains__(self, ledger_id: object) -> bool:
+        return ledger_id in self._ledgers
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ledgers)
+
+    def __len__(self) -> int:
+        return len(self._ledgers)
+
+    def _every(self) -> None:
+        if self._todo:
+            self._fill_all()
+
+    def values(self) -> ValuesView[Ledger]:
+        self._every()
+        return super().values()
+
+    def items(self) -> ItemsView[int, Ledger]:
+        self._every()
+        return super().items()
+
+    @property
+    def figured(self) -> frozenset[int]:
+        """The ledgers whose figures were read (a seam for tests: what a read looked at)."""
+        return frozenset(self._ledgers) - self._todo
+
+
 class DataDir:
     """A Pulsar data directory, read-only. Build one with :func:`open_data_dir`."""
 
@@ -247,6 +302,7 @@ class DataDir:
                 self._current(i),
                 self.issues,
                 (log_reads or {}).get(os.path.realpath(self._current(d))),
+                self.report,
             )
             for d, i in zip(self.ledger_dirs, self.index_dirs, strict=False)
         ]
@@ -330,7 +386,7 @@ class DataDir:
 
     def entry_locations(self, ledgers: Collection[int] | None = None) -> Iterator[tuple[str, int, int, int]]:
         """``(current dir, ledger id, entry id, location)`` of every entry in the bookies' location indexes
-        (only those of ``ledgers``, in ledger order, when given)."""
+        (only those of ``ledgers``, in ledger order, when given: only their key ranges are read)."""
         for b in self._bookies:
             for lid, entries in (
                 b.locations.items() if ledgers is None else ((x, b.locations.get(x, {})) for x in sorted(ledgers))
@@ -339,8 +395,11 @@ class DataDir:
                     yield str(b.current), lid, eid, loc
 
     def close(self) -> None:
-        """Closes the entry-log files (the RocksDB copies were read and removed when it was opened)."""
+        """Closes the entry-log files and removes the location indexes' private copies (the other RocksDB
+        copies were read and removed when it was opened). What was already looked up stays readable; a
+        lookup after it opens a new copy."""
         for b in self._bookies:
+            b.close()
             for log_id in b.log_ids:
                 b.reader.evict(log_id)
 
@@ -475,7 +534,13 @@ class DataDir:
                 return b
         return None
 
+    def _holds_any(self, lid: int) -> bool:
+        """Whether some bookie's index or journal holds an entry of a ledger (no index range read)."""
+        return any(lid in b.locations for b in self._bookies) or bool(self.journal.get(lid))
+
     def _build_ledgers(self) -> None:
+        """Every ledger with what its metadata and its managed ledger or cursor say; what the bookies hold
+        of it (:meth:`_bookie_stats`) is read when the ledger is first asked for (:class:`LedgerMap`)."""
         ids = set(self.ledger_metadata)
         for b in self._bookies:
             ids |= set(b.locations) | set(b.log_ledger_bytes) | set(b.ledger_data)
@@ -494,7 +559,7 @@ class DataDir:
                     cursor_owner[ci.cursorsLedgerId] = (ml, name)
         # a ledger its managed ledger or cursor still names but that has no metadata: deleted under it
         ids |= set(owner) | set(cursor_owner)
-        self.ledgers: dict[int, Ledger] = {}
+        ledgers: dict[int, Ledger] = {}
         for lid in sorted(ids):
             md = self.ledger_metadata.get(lid)
             led = Ledger(lid, "deleted")
@@ -533,28 +598,50 @@ class DataDir:
                 led.topic = ml_to_topic(led.managed_ledger)
             if led.kind == "compacted" and "pulsar/compactedTopic" in led.custom_metadata:
                 led.topic = led.custom_metadata["pulsar/compactedTopic"].decode("utf-8", "replace")
-            self._bookie_stats(led)
-            if md is not None and lid in owner and led.last_entry_id >= 0 and led.entries_on_bookie == 0:
+            # a closed ledger's last entry is its metadata's; any other's is what the bookies hold, so
+            # only a closed one can claim entries none holds
+            claimed = led.metadata_last_entry_id if led.state == "CLOSED" else None
+            if md is not None and lid in owner and claimed is not None and claimed >= 0 and not self._holds_any(lid):
                 # the metadata outlived the data: a topic reading it would silently lose these entries
                 self.report(
                     Issue(
                         "ledger_data_missing",
                         str(self.metadata_dir),
                         None,
-                        f"ledger {lid} of {owner[lid]} has metadata claiming {led.last_entry_id + 1} entries "
+                        f"ledger {lid} of {owner[lid]} has metadata claiming {claimed + 1} entries "
                         "but no given bookie holds any of them",
                         lid,
                     )
                 )
-            self.ledgers[lid] = led
-            if led.state == "DELETED":
-                led.deleted_guess = self._guess(lid)
-        for ml in self.ml_infos:
-            for c in self.cursors(ml):
-                if c.name == COMPACTION_CURSOR and COMPACTED_LEDGER_PROPERTY in c.properties:
-                    cl = self.ledgers.get(c.properties[COMPACTED_LEDGER_PROPERTY])
-                    if cl is not None:
-                        cl.referenced = True
+            ledgers[lid] = led
+        self._compacted: set[int] | None = None
+        #: ledger id -> :class:`Ledger`; a ledger's figures from the bookies are read on first access
+        self.ledgers: LedgerMap = LedgerMap(ledgers, self._ledger_figures, self._load_locations)
+
+    def _ledger_figures(self, led: Ledger) -> None:
+        """What the bookies hold of a ledger (entries, bytes, last entry of an open or deleted one), what a
+        deleted one held, and whether a compaction cursor keeps it: read from its index range only."""
+        self._bookie_stats(led)
+        if led.state == "DELETED":
+            led.deleted_guess = self._guess(led.ledger_id)
+        if not led.referenced and led.ledger_id in self._compacted_ledgers():
+            led.referenced = True
+
+    def _compacted_ledgers(self) -> set[int]:
+        """The compacted ledgers the topics' compaction cursors name (only compacted topics' cursors read)."""
+        if self._compacted is None:
+            self._compacted = set()
+            for ml, infos in self.cursor_infos.items():
+                if ml not in self.ml_infos or not any(urllib.parse.unquote_plus(n) == COMPACTION_CURSOR for n in infos):
+                    continue
+                for c in self.cursors(ml):
+                    if c.name == COMPACTION_CURSOR and COMPACTED_LEDGER_PROPERTY in c.properties:
+                        self._compacted.add(c.properties[COMPACTED_LEDGER_PROPERTY])
+        return self._compacted
+
+    def _load_locations(self) -> None:
+        for b in self._bookies:
+            b.load_locations()
 
     @staticmethod
     def _kind(cm: dict[str, bytes]) -> tuple[str, str | None, str | None]:

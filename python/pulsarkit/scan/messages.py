@@ -3,19 +3,24 @@ read-committed filter and a subscription's acknowledgements), applied to a batch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import array
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import bulk
+from .. import _native
 from ..codec.chunks import ChunkAssembler
 from ..codec.entry import Entry
 from ..errors import PulsarkitError
 from .partition import ScanPartition
 from .records import Issue
-from .schema import MASK, TIME_COLUMNS, Filter, Pos, arrow_schema, filter_mask, message_fields
+from .schema import MASK, TIME_COLUMNS, Filter, Pos, arrow_schema, message_fields
+
+#: The state of a transaction neither a marker in the topic nor the coordinators know.
+UNKNOWN = "UNKNOWN"
 
 
 def signed(v: int | None) -> int | None:
@@ -53,9 +58,10 @@ class MessageState:
     transactional message carries its transaction's state (its marker in the topic, else the
     coordinators'), and read-committed drops all but committed ones, before anything is decompressed.
 
-    Plain entries (most) are decoded column-wise by the core (``decode_metadata``, then
-    ``explode_messages``); markers, encrypted entries and chunks go through :class:`EntryRules`, one
-    entry at a time. What gives no rows goes to ``on_issue`` (and :attr:`bad`)."""
+    Plain entries (most) are turned into rows by one native call per batch
+    (``bulk_assemble_messages``, GIL released: ``rust/src/bulk/assemble.rs``); markers, encrypted
+    entries and chunks go through :class:`EntryRules`, one entry at a time. What gives no rows goes to
+    ``on_issue`` (and :attr:`bad`)."""
 
     def __init__(self, part: ScanPartition, txn: str, markers: bool, on_issue: OnIssue | None = None) -> None:
         self.part = part
@@ -69,6 +75,7 @@ class MessageState:
             part.topic, part.partition, part.markers, part.coordinator, txn=txn, markers=markers, on_bad=self._bad
         )
         self.state = self.rules.state
+        self.txn_table = _txn_table([*part.markers, *part.coordinator], self.state)
 
     def _bad(
         self,
@@ -115,127 +122,66 @@ class MessageState:
             if len(keep_at) < len(lids):
                 lids, eids, datas = [lids[i] for i in keep_at], [eids[i] for i in keep_at], [datas[i] for i in keep_at]
                 errs = [errs[i] for i in keep_at] if errs is not None else None
-        n = len(lids)
         entries = pa.array(datas, pa.binary())
-        md = bulk.decode_metadata(entries)
-        undecoded = pc.and_(pc.is_valid(md.column("error")), pc.is_valid(entries))
-        marker = pc.fill_null(pc.not_equal(md.column("marker_type"), 0), False)
-        chunk = pc.fill_null(
-            pc.and_(pc.is_valid(md.column("uuid")), pc.greater(md.column("num_chunks_from_msg"), 1)), False
-        )
-        special = pc.or_(pc.or_(marker, chunk), pc.fill_null(md.column("encrypted"), False))
-        special = pc.and_(special, pc.and_(pc.is_valid(entries), pc.invert(undecoded)))
-        # transaction state per entry; read-committed drops whole entries before any decompression
-        most = md.column("txnid_most_bits").to_pylist()
-        least = md.column("txnid_least_bits").to_pylist()
-        states: list[str | None] = [None] * n
-        for i in range(n):
-            if most[i] is not None or least[i] is not None:
-                states[i] = self.state(((most[i] or 0) & MASK, (least[i] or 0) & MASK))
-        if pc.any(undecoded).as_py():
-            why = md.column("error")
-            for i in pc.indices_nonzero(undecoded).to_pylist():
-                self._bad("bad_entry", lids[i], eids[i], f"not a Pulsar entry: {why[i].as_py()}")
-        plain_mask = pc.and_(pc.invert(special), pc.and_(pc.is_valid(entries), pc.invert(undecoded)))
-        if self.committed:
-            ok = pa.array([s is None or s == "COMMITTED" for s in states], pa.bool_())
-            plain_mask = pc.and_(plain_mask, ok)
-        pt = [(c, op, ref) for c, op, ref in filters if c in TIME_COLUMNS]
-        if pt:  # every row of a plain entry has the entry's times: drop it before it is decompressed
-            times = pa.table({c: md.column(c) for c in TIME_COLUMNS})
-            m = filter_mask(times, pt, TIME_COLUMNS)
-            if m is not None:
-                plain_mask = pc.and_(plain_mask, m)
-        plain_idx = pc.indices_nonzero(plain_mask)
-        parts = []
-        if len(plain_idx):
-            parts.append(self._kernel_rows(entries.take(plain_idx), plain_idx, lids, eids, md, states))
-        spec_idx = pc.indices_nonzero(special).to_pylist()
+        pt = [(c, op, _int64_values(ref if op == "in" else [ref])) for c, op, ref in filters if c in TIME_COLUMNS]
+        # one GIL-free native call: metadata, transaction states, read-committed and the time filters
+        # (every row of a plain entry has the entry's times: dropped before it is decompressed), explode,
+        # the plain entries' rows in the one schema (+ _ord); the others' status per entry
+        rows, info = _native.bulk_assemble_messages(
+            entries, _int64(lids), _int64(eids), self.part.topic, self.part.partition, self.markers,
+            self.txn_table, self.committed, pt,
+        )  # fmt: skip
+        status = info.column("status").to_numpy()
+        if (status > _SPECIAL).any():
+            why = info.column("error")
+            for code, prefix in ((_NOT_AN_ENTRY, "not a Pulsar entry"), (_UNDECODABLE, "messages undecodable")):
+                for i in np.flatnonzero(status == code).tolist():
+                    self._bad("bad_entry", lids[i], eids[i], f"{prefix}: {why[i].as_py()}")
+        parts = [pa.Table.from_batches([rows])] if rows.num_rows else []
+        spec_idx = np.flatnonzero(status == _SPECIAL).tolist()
         if spec_idx:
-            rows = []
+            special = []
             for i in spec_idx:
                 for r in self.rules.rows(lids[i], eids[i], datas[i]):  # type: ignore[arg-type]
                     r["_ord"] = i
-                    rows.append(r)
-            if rows:
-                parts.append(pa.Table.from_pylist(rows, schema=arrow_schema(self.fields + [("_ord", pa.int64())])))
+                    special.append(r)
+            if special:
+                parts.append(pa.Table.from_pylist(special, schema=arrow_schema(self.fields + [("_ord", pa.int64())])))
         if not parts:
             return arrow_schema(self.fields).empty_table()
         t = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         if len(parts) > 1:
             t = t.take(pc.sort_indices(t, [("_ord", "ascending"), ("batch_index", "ascending")]))
         if acks is not None:
-            t = _acked_out(t, acks, lids, eids, md)
+            t = _acked_out(t, acks, lids, eids, info.column("batch_size").to_pylist())
         return t.drop_columns(["_ord"])
 
-    def _kernel_rows(
-        self,
-        entries: pa.Array,
-        idx: pa.Array,
-        lids: list[int],
-        eids: list[int],
-        md: pa.RecordBatch,
-        states: list[str | None],
-    ) -> pa.Table:
-        out = bulk.explode_messages(entries)
-        ok = pc.is_null(out.column("error"))
-        # an entry that does not decode is skipped whole, as the single process skips it
-        bad_entries = pc.unique(pc.filter(out.column("entry_index"), pc.invert(ok)))
-        if len(bad_entries):
-            bad = pc.is_in(out.column("entry_index"), value_set=bad_entries)
-            why = pc.filter(out, pc.invert(ok))
-            first = dict(zip(why.column("entry_index").to_pylist(), why.column("error").to_pylist(), strict=True))
-            for j in bad_entries.to_pylist():
-                i = idx[j].as_py()
-                self._bad("bad_entry", lids[i], eids[i], f"messages undecodable: {first[j]}")
-            out = out.filter(pc.invert(bad))
-        ei = out.column("entry_index")
-        src = idx.take(ei)  # row -> index in the batch
-        k = len(out)
-        part = self.part
-        null_value = pc.fill_null(out.column("null_value"), False)
-        ev = out.column("event_time")
-        st = pa.array(states, pa.string()).take(src)
-        txm = md.column("txnid_most_bits").take(src)
-        txl = md.column("txnid_least_bits").take(src)
-        has_txn = pc.is_valid(st)
-        cols = {
-            "topic": pa.array([part.topic] * k, pa.string()),
-            "partition": pa.array([part.partition] * k, pa.int32()),
-            "ledger_id": pa.array(lids, pa.int64()).take(src),
-            "entry_id": pa.array(eids, pa.int64()).take(src),
-            "batch_index": out.column("batch_index"),
-            "key": out.column("key"),
-            "properties": out.column("properties"),
-            "payload": (  # Java's getData() is null for a null value; no copy when there is none
-                pc.if_else(null_value, pa.scalar(None, out.column("payload").type), out.column("payload"))
-                if pc.any(null_value).as_py()
-                else out.column("payload")
-            ),
-            "publish_time": out.column("publish_time"),
-            "event_time": pc.if_else(pc.equal(ev, 0), pa.scalar(None, pa.int64()), ev),
-            "sequence_id": out.column("sequence_id"),
-            "producer_name": out.column("producer_name"),
-            "null_value": null_value,
-            "encrypted": pa.array([False] * k, pa.bool_()),
-            "broker_timestamp": out.column("broker_timestamp"),
-            "broker_index": out.column("index"),
-            "txn_most_bits": pc.if_else(has_txn, pc.fill_null(txm, 0), pa.scalar(None, pa.int64())),
-            "txn_least_bits": pc.if_else(has_txn, pc.fill_null(txl, 0), pa.scalar(None, pa.int64())),
-            "txn_state": st,
-            "schema_version": md.column("schema_version").take(src),
-        }
-        if self.markers:
-            cols["marker"] = pa.nulls(k, pa.string())
-        cols["_ord"] = src.cast(pa.int64())
-        schema = arrow_schema(self.fields + [("_ord", pa.int64())])
-        arrays = []
-        for f in schema:
-            c = cols[f.name]
-            if isinstance(c, pa.ChunkedArray):
-                c = c.combine_chunks()
-            arrays.append(c if c.type == f.type else c.cast(f.type))
-        return pa.Table.from_arrays(arrays, schema=schema)
+
+#: ``status`` of :func:`pulsarkit._native.bulk_assemble_messages`' per-entry batch (0: a plain entry,
+#: its rows in the batch; 4: a null entry, reported by the caller).
+_SPECIAL, _NOT_AN_ENTRY, _UNDECODABLE = 1, 2, 3
+
+
+def _int64(values: Sequence[int]) -> pa.Array:
+    """An int64 array of ints, built from a buffer (``pa.array`` of a list reaches pyarrow's pandas check)."""
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(array.array("q", values))])
+
+
+def _int64_values(values: Any) -> list[int]:
+    """A filter's values as the int64s its column compares them as."""
+    return pa.array(list(values), pa.int64()).to_pylist()
+
+
+def _txn_table(keys: Iterable[Pos], state: Callable[[Pos], str]) -> tuple[pa.Array, pa.Array, pa.Array, str]:
+    """The known transactions' states for the native assembly: most and least bits (signed, sorted as
+    unsigned), each one's state, and the state of any other (``state`` gives both)."""
+    keys = sorted(k for k in set(keys) if 0 <= k[0] <= MASK and 0 <= k[1] <= MASK)
+    return (
+        _int64([signed(a) for a, _ in keys]),  # type: ignore[misc]
+        _int64([signed(b) for _, b in keys]),  # type: ignore[misc]
+        pa.array([state(k) for k in keys], pa.string()),
+        UNKNOWN,
+    )
 
 
 class EntryRules:
@@ -274,7 +220,7 @@ class EntryRules:
             return "COMMITTED"
         if m == "TXN_ABORT":
             return "ABORTED"
-        return self.coordinator.get(key) or "UNKNOWN"
+        return self.coordinator.get(key) or UNKNOWN
 
     def rows(self, lid: int, eid: int, data: bytes) -> list[dict[str, Any]]:
         """The rows of one marker, encrypted entry or chunk."""
@@ -350,13 +296,12 @@ class EntryRules:
         return out
 
 
-def _acked_out(t: pa.Table, acks: AckFilter, lids: list[int], eids: list[int], md: Any) -> pa.Table:
-    """The rows without the batch indexes a subscription acknowledged (``_ord``: each row's entry)."""
-    batch = md.column("is_batch").to_pylist()
-    size = md.column("num_messages").to_pylist()
+def _acked_out(t: pa.Table, acks: AckFilter, lids: list[int], eids: list[int], size: list[int | None]) -> pa.Table:
+    """The rows without the batch indexes a subscription acknowledged (``_ord``: each row's entry;
+    ``size``: each entry's batch size, None when it is no batch)."""
     wanted: dict[int, set[int]] = {}
     for i in set(t.column("_ord").to_pylist()):
-        if batch[i]:
+        if size[i] is not None:
             w = acks.batch_indexes(lids[i], eids[i], size[i])
             if w is not None:
                 wanted[i] = w

@@ -5,11 +5,13 @@ choice of ``pulsarkit export --engine auto|local|spark|spark-sql``.
 input is over ``spark_threshold`` bytes (default 1 GiB: below it one process is faster, see
 ``bench/RESULTS.md``) and pyspark is installed, else ``local``; the summary says which ran. ``local``
 plans and decodes in this process with the native kernels. ``spark`` runs the same decoding and
-Parquet writing in Spark tasks (``master``, default ``local[2]``): the driver plans, each task reads
-its partitions and writes its own files, and no row passes through the JVM (the staging directory and
-the data directory must be visible to the executors, as the data directory must be to any reader).
+Parquet writing in Spark tasks (``master``, default ``local[2]``; the same rows, ``--decode schema``, ``--mode
+upsert`` and batch cuts included): the driver plans, each task reads its partitions and writes its own
+files, and no row passes through the JVM (the staging directory and the data directory must be visible to
+the executors, as the data directory must be to any reader).
 ``spark-sql`` reads through the ``pulsarkit`` data source and writes with Spark's Parquet writer (the
-rows become Spark rows: slower, but the DataFrame path any other Spark sink would take). Every engine
+rows become Spark rows: slower, but the DataFrame path any other Spark sink would take; it runs none of
+``--decode schema``, ``--mode upsert`` or a batch cut, which the run refuses). Every engine
 gives the same rows in the same layout, committed the same way by the same
 :class:`~pulsarkit.export.Target` on the driver (Delta and Iceberg: it appends the staged files
 through deltalake or pyiceberg)."""
@@ -24,7 +26,7 @@ from typing import Any
 
 from ..export import Engine, ExportJob, ExportSummary, LocalEngine, ReadIssues, Reporter, StagingWriter, Target
 from ..export import export as export_locally
-from ..export.run import log_to_stderr, read_part
+from ..export.run import RowRules, log_to_stderr
 from ..export.staging import DAY_MS, PARTITION_COLUMNS
 from ..scan import DataDirSpec, ScanPartition
 from ..scan.records import DataDirError
@@ -76,19 +78,20 @@ def spark_session(master: str | None) -> Any:
 
 
 class _TaskWriter:
-    """A Spark task of the ``spark`` engine: the same decoding and writing as the local engine, on an
-    executor, into its own directory under the staging directory (which the executors must see)."""
+    """A Spark task of the ``spark`` engine: the same rows as the local engine's (:class:`RowRules`: decoded with
+    their topic's schema, cut at a batch, upsert's), made on an executor and written into the task's own directory
+    under the staging directory (which the executors must see)."""
 
-    def __init__(self, staging: str, on_error: str) -> None:
-        self.staging, self.on_error = staging, on_error
+    def __init__(self, staging: str) -> None:
+        self.staging = staging
 
-    def __call__(self, items: Iterator[tuple[int, list[ScanPartition]]]) -> Iterator[ReadIssues]:
-        for i, task in items:
+    def __call__(self, items: Iterator[tuple[int, list[ScanPartition], RowRules]]) -> Iterator[ReadIssues]:
+        for i, task, rows in items:
             writer = StagingWriter(Path(self.staging) / f"task-{i:05d}")
             found = ReadIssues([])
             try:
                 for part in task:
-                    for b in read_part(part, self.on_error, found):
+                    for b in rows.batches(part, found):
                         writer.write(b)
             finally:
                 writer.close()
@@ -100,17 +103,20 @@ class SparkTasks:
     session is ``session``, or one for ``master`` started when there is work."""
 
     name = "spark"
+    rules = True
 
     def __init__(self, session: Any, master: str | None = None) -> None:
         self.session, self.master = session, master
 
     def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues:
-        tasks = list(enumerate(job.plan.tasks()))
+        rows = job.rows()
+        # each task with the rules of its own topics (the schemas it decodes with, the positions upsert keeps)
+        tasks = [(i, t, rows.only({p.topic or "" for p in t})) for i, t in enumerate(job.plan.tasks())]
         found = ReadIssues([])
         if tasks:
             session = self.session or spark_session(self.master)
             rdd = session.sparkContext.parallelize(tasks, len(tasks))
-            for task_found in rdd.mapPartitions(_TaskWriter(str(target.staging), job.on_error)).collect():
+            for task_found in rdd.mapPartitions(_TaskWriter(str(target.staging))).collect():
                 found.add(task_found)
         return found
 
@@ -120,6 +126,8 @@ class SparkSql:
     Parquet writer into the staging directory."""
 
     name = "spark-sql"
+    #: the data source's rows: no decoding by the export's rules, no batch cut, no upsert (the run refuses them)
+    rules = False
 
     def __init__(self, session: Any, master: str | None = None) -> None:
         self.session, self.master = session, master

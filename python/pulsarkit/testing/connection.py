@@ -312,7 +312,7 @@ class _Connection:
             return
         sub, topic = c.sub, c.sub.topic
         if r.HasField("message_id"):
-            pos = _start_position(topic, r.message_id, inclusive=True)
+            pos = _start_position(topic, r.message_id)
         elif r.HasField("message_publish_time"):
             # The broker's PersistentMessageFinder (the topic's), over the managed ledger
             found = topic.persistent.find_position_by_time(r.message_publish_time)

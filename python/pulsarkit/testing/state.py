@@ -136,17 +136,14 @@ def _copy(msg: Any) -> Any:
     return c
 
 
-def _start_position(topic: _Topic, mid: Any, inclusive: bool = False) -> int:
-    """Where a cursor starts for a given message id: ``earliest`` -> 0, ``latest`` -> end; a batch
-    message id starts at its entry (the client drops earlier batch indexes); otherwise the entry after
-    it (or the entry itself for ``inclusive``, as Pulsar's seek does)."""
+def _start_position(topic: _Topic, mid: Any) -> int:
+    """Where a cursor starts for a given message id: ``earliest`` -> 0, ``latest`` -> end; otherwise the
+    id's entry itself, batch index or not, as a real broker starts a Reader (one entry back from the id,
+    then the next valid position) and seeks: the client drops what comes before the id (before or up to
+    it, for an exclusive start; checked against a real standalone by test_handoff_real.py)."""
     lid, eid = mid.ledgerId, mid.entryId
     if (lid, eid) == _LATEST:
         return len(topic.entries)
     if lid >= 2**63:  # -1 as uint64: earliest
         return 0
-    i = topic.index_of(lid, eid)
-    exact = i < len(topic.entries) and tuple(topic.entries[i].position) == (lid, eid)
-    if exact and not inclusive and mid.batch_index < 0:
-        return i + 1
-    return i
+    return topic.index_of(lid, eid)

@@ -108,6 +108,16 @@ impl<'a> PositionedEntries<'a> {
         self.entries.len()
     }
 
+    /// The entries' bytes.
+    pub fn column(&self) -> &EntryColumn<'a> {
+        &self.entries
+    }
+
+    /// The ledger and entry ids, row by row (a null id reads as its slot's value).
+    pub fn ids(&self) -> (&'a [i64], &'a [i64]) {
+        (self.ledger_ids.values(), self.entry_ids.values())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

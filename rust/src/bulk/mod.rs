@@ -1,5 +1,6 @@
 //! Arrow kernels: one call per column of entries, one output row per input row (or per message for
 //! `explode`). A corrupt entry yields nulls plus a message in the `error` column, never a dropped row.
+pub mod assemble;
 pub mod compaction;
 pub mod json;
 pub mod txn;
@@ -323,6 +324,22 @@ fn raw<'a>(d: &Decoded<'a>, r: &Option<std::ops::Range<usize>>) -> Option<&'a [u
     r.as_ref().map(|r| &data[base + r.start..base + r.end])
 }
 
+/// The metadata's strings, each checked as UTF-8, and its codec: an entry whose metadata fails these
+/// does not decode (`decode_metadata` gives it an `error`).
+#[allow(clippy::type_complexity)]
+fn meta_strings<'a>(
+    dec: &Decoded<'a>,
+) -> Result<(Option<&'a str>, Option<&'a str>, Option<&'a str>, Option<&'a str>, Codec)> {
+    let m = &dec.meta;
+    Ok((
+        utf8(dec, &m.producer_name, "producer_name")?,
+        utf8(dec, &m.partition_key, "partition_key")?,
+        utf8(dec, &m.uuid, "uuid")?,
+        utf8(dec, &m.replicated_from, "replicated_from")?,
+        Codec::from_wire(m.compression)?,
+    ))
+}
+
 /// Decodes framing, broker entry metadata and the commonly used MessageMetadata fields into columns.
 pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch {
     let n = col.len();
@@ -392,16 +409,7 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
             }
         };
         let m = &dec.meta;
-        let strings = (|| {
-            Ok::<_, Error>((
-                utf8(&dec, &m.producer_name, "producer_name")?,
-                utf8(&dec, &m.partition_key, "partition_key")?,
-                utf8(&dec, &m.uuid, "uuid")?,
-                utf8(&dec, &m.replicated_from, "replicated_from")?,
-                Codec::from_wire(m.compression)?,
-            ))
-        })();
-        let (p, k, u, rf, codec) = match strings {
+        let (p, k, u, rf, codec) = match meta_strings(&dec) {
             Ok(s) => s,
             Err(e) => {
                 null_row!(i, Some(e));
@@ -627,9 +635,9 @@ impl ExplodeRows {
 /// The bytes of payload explode will emit: each entry's stored payload, or its declared uncompressed
 /// size within `limit`. Declared sizes are input, so the total is capped at 64x the input; it only
 /// sizes a reservation, never a read.
-fn payload_estimate(col: &EntryColumn, limit: usize) -> usize {
+fn payload_estimate(col: &EntryColumn, rows: impl Iterator<Item = usize>, limit: usize) -> usize {
     let mut total = 0usize;
-    for i in 0..col.len() {
+    for i in rows {
         let Some(d) = col.get(i) else { continue };
         let Ok(layout) = parse_layout(d) else { continue };
         let stored = layout.payload.len();
@@ -642,13 +650,17 @@ fn payload_estimate(col: &EntryColumn, limit: usize) -> usize {
     total.min(col.total_bytes().saturating_mul(64))
 }
 
+/// Scratch buffers reused from entry to entry by [`explode_entry`].
+#[derive(Default)]
+struct ExplodeScratch {
+    recs: Vec<RecordRef>,
+    prop_ranges: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    body: Vec<u8>,
+}
+
 /// Explodes entries into one row per message, decompressing and splitting batches.
 /// `entry_index` points back at the input row, so callers can carry ledger/entry ids along.
 /// A corrupt entry yields exactly one row with `batch_index` null and the `error` set.
-///
-/// Batches in the canonical encoding are split in place ([`scan_batch_refs`]: borrowed ranges, each
-/// byte copied once into the output); anything else goes through [`entry_messages`], the
-/// single-entry decoder, which gives the same rows or the exact error.
 pub fn explode_messages(
     col: &EntryColumn,
     include_compacted_out: bool,
@@ -656,143 +668,150 @@ pub fn explode_messages(
     limit: usize,
 ) -> RecordBatch {
     let n = col.len();
-    let mut out = ExplodeRows::new(n, payload_estimate(col, limit));
-    let mut recs: Vec<RecordRef> = Vec::new();
-    let mut prop_ranges = Vec::new();
-    let mut scratch = Vec::new();
-
+    let mut out = ExplodeRows::new(n, payload_estimate(col, 0..n, limit));
+    let mut scratch = ExplodeScratch::default();
     for i in 0..n {
         let Some(d) = col.get(i) else {
             out.failed(i, None);
             continue;
         };
-        let p = match parse_entry(d, verify_checksum) {
-            Ok(p) => p,
-            Err(e) => {
-                out.failed(i, Some(e.to_string()));
-                continue;
-            }
-        };
-        let md = &p.metadata;
-        let bem = || {
-            p.layout
-                .broker_entry_metadata
-                .as_ref()
-                .map(|r| decode_broker_entry_metadata(&d[r.clone()], r.start))
-                .transpose()
-        };
-        let common = |bem: Option<crate::codec::proto::BrokerEntryMetadata>| EntryCommon {
-            row: i as i64,
-            publish_time: md.publish_time as i64,
-            producer: &md.producer_name,
-            broker_timestamp: bem.as_ref().and_then(|b| b.broker_timestamp).map(|v| v as i64),
-            broker_index: bem.as_ref().and_then(|b| b.index),
-            batch_size: md.num_messages_in_batch.map(i64::from),
-        };
-        let nonzero = |t: Option<u64>| t.filter(|&t| t != 0);
-        if md.compacted_batch_indexes.is_empty() {
-            if let Ok(body) = payload_body(d, &p, limit, &mut scratch) {
-                match md.num_messages_in_batch {
-                    None => {
-                        // A single message: the whole body, its fields from the entry's metadata.
-                        match bem() {
-                            Ok(b) => out.message(
-                                &common(b),
-                                MessageFields {
-                                    batch_index: -1,
-                                    payload: body,
-                                    key: md.partition_key.as_deref().map(str::as_bytes),
-                                    ordering_key: md.ordering_key.as_deref(),
-                                    properties: md.properties.iter().map(|kv| (kv.key.as_bytes(), kv.value.as_bytes())),
-                                    event_time: nonzero(md.event_time),
-                                    sequence_id: md.sequence_id,
-                                    null_value: md.null_value.unwrap_or(false),
-                                    compacted_out: false,
-                                },
-                            ),
-                            Err(e) => out.failed(i, Some(e.to_string())),
-                        }
-                        continue;
-                    }
-                    Some(count) if scan_batch_refs(body, count, &mut recs, &mut prop_ranges) => {
-                        match bem() {
-                            Ok(b) if include_compacted_out || !recs.iter().any(|r| r.compacted_out) => {
-                                out.batch(&common(b), body, &recs, &prop_ranges, md.sequence_id);
-                            }
-                            Ok(b) => {
-                                let c = common(b);
-                                for (bi, r) in recs.iter().enumerate() {
-                                    if r.compacted_out && !include_compacted_out {
-                                        continue;
-                                    }
-                                    let range = |r: &Option<std::ops::Range<usize>>| r.clone().map(|r| &body[r]);
-                                    out.message(
-                                        &c,
-                                        MessageFields {
-                                            batch_index: bi as i32,
-                                            payload: &body[r.payload.clone()],
-                                            key: range(&r.key),
-                                            ordering_key: range(&r.ordering_key),
-                                            properties: prop_ranges[r.properties.clone()]
-                                                .iter()
-                                                .map(|(k, v)| (&body[k.clone()], &body[v.clone()])),
-                                            event_time: nonzero(r.event_time),
-                                            sequence_id: r.sequence_id.unwrap_or(md.sequence_id),
-                                            null_value: r.null_value,
-                                            compacted_out: r.compacted_out,
-                                        },
-                                    );
-                                }
-                            }
-                            Err(e) => out.failed(i, Some(e.to_string())),
-                        }
-                        continue;
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        // Everything else (PIP-429 retained-index batches, non-canonical encodings, errors): the
-        // single-entry decoder, whose result or error is the reference.
-        match entry_messages(d, &p, include_compacted_out, limit).and_then(|msgs| Ok((msgs, bem()?))) {
-            Ok((msgs, b)) => {
-                let c = common(b);
-                for m in &msgs {
-                    out.message(
-                        &c,
-                        MessageFields {
-                            batch_index: m.batch_index,
-                            payload: &m.payload,
-                            key: m.key.as_deref().map(str::as_bytes),
-                            ordering_key: m.ordering_key.as_deref(),
-                            properties: m.properties.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())),
-                            event_time: m.event_time,
-                            sequence_id: m.sequence_id,
-                            null_value: m.null_value,
-                            compacted_out: m.compacted_out,
-                        },
-                    );
-                }
-            }
-            Err(e) => out.failed(i, Some(e.to_string())),
+        if let Err(e) = explode_entry(&mut out, i, d, include_compacted_out, verify_checksum, limit, &mut scratch) {
+            out.failed(i, Some(e.to_string()));
         }
     }
-    let o = out;
-    batch(vec![
-        required("entry_index", Arc::new(PrimitiveArray::<Int64Type>::from(o.entry_index))),
-        nullable("batch_index", o.batch_index.finish()),
-        nullable("payload", o.payload.binary()),
-        nullable("key", o.key.utf8()),
-        nullable("ordering_key", o.okey.binary()),
-        nullable("properties", o.props.finish()),
-        nullable("event_time", o.event.finish()),
-        nullable("publish_time", o.publish.finish()),
-        nullable("producer_name", o.producer.utf8()),
-        nullable("sequence_id", o.seq.finish()),
-        nullable("null_value", o.null_value.finish()),
-        nullable("compacted_out", o.compacted_out.finish()),
-        nullable("broker_timestamp", o.b_ts.finish()),
-        nullable("index", o.msg_index.finish()),
-        error_column(o.err.utf8()),
-    ])
+    out.finish()
+}
+
+/// The messages of entry `row` (bytes `d`) appended to `out`; on an error nothing is appended.
+///
+/// Batches in the canonical encoding are split in place ([`scan_batch_refs`]: borrowed ranges, each
+/// byte copied once into the output); anything else goes through [`entry_messages`], the
+/// single-entry decoder, which gives the same rows or the exact error.
+fn explode_entry(
+    out: &mut ExplodeRows,
+    row: usize,
+    d: &[u8],
+    include_compacted_out: bool,
+    verify_checksum: bool,
+    limit: usize,
+    scratch: &mut ExplodeScratch,
+) -> Result<()> {
+    let p = parse_entry(d, verify_checksum)?;
+    let md = &p.metadata;
+    let bem = || {
+        p.layout
+            .broker_entry_metadata
+            .as_ref()
+            .map(|r| decode_broker_entry_metadata(&d[r.clone()], r.start))
+            .transpose()
+    };
+    let common = |bem: Option<crate::codec::proto::BrokerEntryMetadata>| EntryCommon {
+        row: row as i64,
+        publish_time: md.publish_time as i64,
+        producer: &md.producer_name,
+        broker_timestamp: bem.as_ref().and_then(|b| b.broker_timestamp).map(|v| v as i64),
+        broker_index: bem.as_ref().and_then(|b| b.index),
+        batch_size: md.num_messages_in_batch.map(i64::from),
+    };
+    let nonzero = |t: Option<u64>| t.filter(|&t| t != 0);
+    let ExplodeScratch { recs, prop_ranges, body: buf } = scratch;
+    if md.compacted_batch_indexes.is_empty() {
+        if let Ok(body) = payload_body(d, &p, limit, buf) {
+            match md.num_messages_in_batch {
+                None => {
+                    // A single message: the whole body, its fields from the entry's metadata.
+                    out.message(
+                        &common(bem()?),
+                        MessageFields {
+                            batch_index: -1,
+                            payload: body,
+                            key: md.partition_key.as_deref().map(str::as_bytes),
+                            ordering_key: md.ordering_key.as_deref(),
+                            properties: md.properties.iter().map(|kv| (kv.key.as_bytes(), kv.value.as_bytes())),
+                            event_time: nonzero(md.event_time),
+                            sequence_id: md.sequence_id,
+                            null_value: md.null_value.unwrap_or(false),
+                            compacted_out: false,
+                        },
+                    );
+                    return Ok(());
+                }
+                Some(count) if scan_batch_refs(body, count, recs, prop_ranges) => {
+                    let c = common(bem()?);
+                    if include_compacted_out || !recs.iter().any(|r| r.compacted_out) {
+                        out.batch(&c, body, recs, prop_ranges, md.sequence_id);
+                        return Ok(());
+                    }
+                    for (bi, r) in recs.iter().enumerate() {
+                        if r.compacted_out && !include_compacted_out {
+                            continue;
+                        }
+                        let range = |r: &Option<std::ops::Range<usize>>| r.clone().map(|r| &body[r]);
+                        out.message(
+                            &c,
+                            MessageFields {
+                                batch_index: bi as i32,
+                                payload: &body[r.payload.clone()],
+                                key: range(&r.key),
+                                ordering_key: range(&r.ordering_key),
+                                properties: prop_ranges[r.properties.clone()]
+                                    .iter()
+                                    .map(|(k, v)| (&body[k.clone()], &body[v.clone()])),
+                                event_time: nonzero(r.event_time),
+                                sequence_id: r.sequence_id.unwrap_or(md.sequence_id),
+                                null_value: r.null_value,
+                                compacted_out: r.compacted_out,
+                            },
+                        );
+                    }
+                    return Ok(());
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    // Everything else (PIP-429 retained-index batches, non-canonical encodings, errors): the
+    // single-entry decoder, whose result or error is the reference.
+    let msgs = entry_messages(d, &p, include_compacted_out, limit)?;
+    let c = common(bem()?);
+    for m in &msgs {
+        out.message(
+            &c,
+            MessageFields {
+                batch_index: m.batch_index,
+                payload: &m.payload,
+                key: m.key.as_deref().map(str::as_bytes),
+                ordering_key: m.ordering_key.as_deref(),
+                properties: m.properties.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())),
+                event_time: m.event_time,
+                sequence_id: m.sequence_id,
+                null_value: m.null_value,
+                compacted_out: m.compacted_out,
+            },
+        );
+    }
+    Ok(())
+}
+
+impl ExplodeRows {
+    fn finish(self) -> RecordBatch {
+        let o = self;
+        batch(vec![
+            required("entry_index", Arc::new(PrimitiveArray::<Int64Type>::from(o.entry_index))),
+            nullable("batch_index", o.batch_index.finish()),
+            nullable("payload", o.payload.binary()),
+            nullable("key", o.key.utf8()),
+            nullable("ordering_key", o.okey.binary()),
+            nullable("properties", o.props.finish()),
+            nullable("event_time", o.event.finish()),
+            nullable("publish_time", o.publish.finish()),
+            nullable("producer_name", o.producer.utf8()),
+            nullable("sequence_id", o.seq.finish()),
+            nullable("null_value", o.null_value.finish()),
+            nullable("compacted_out", o.compacted_out.finish()),
+            nullable("broker_timestamp", o.b_ts.finish()),
+            nullable("index", o.msg_index.finish()),
+            error_column(o.err.utf8()),
+        ])
+    }
 }

@@ -1,10 +1,13 @@
 //! Arrow bindings: each function takes any Arrow array (PyCapsule interface) of entry bytes and
 //! returns a pyarrow RecordBatch, doing all per-row work in one GIL-released native call.
 use super::errors::IntoPyResult;
-use crate::bulk::{self, EntryColumn};
+use crate::bulk::compaction::PositionedEntries;
+use crate::bulk::{self, assemble, EntryColumn};
 use crate::codec::compression::DEFAULT_DECOMPRESSION_LIMIT;
 use crate::error::Error;
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, RecordBatch, StringArray};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_arrow::{PyArray, PyRecordBatch};
@@ -66,6 +69,65 @@ fn bulk_explode_messages<'py>(
     run(py, entries, |c| bulk::explode_messages(c, include_compacted_out, verify_checksum, max_uncompressed_size))
 }
 
+/// A message read's batch: `(rows, per_entry)` (`bulk::assemble::assemble_messages`), all of it with
+/// the GIL released. `txn`: the known transactions' `(most, least, state)` arrays, sorted, and the
+/// state of any other; `time_filters`: `(column, op, values)`.
+#[pyfunction]
+#[pyo3(signature = (entries, ledger_ids, entry_ids, topic, partition, markers, txn, committed, time_filters,
+    max_uncompressed_size=DEFAULT_DECOMPRESSION_LIMIT))]
+#[allow(clippy::too_many_arguments)]
+fn bulk_assemble_messages<'py>(
+    py: Python<'py>,
+    entries: PyArray,
+    ledger_ids: PyArray,
+    entry_ids: PyArray,
+    topic: Option<String>,
+    partition: i32,
+    markers: bool,
+    txn: (PyArray, PyArray, PyArray, String),
+    committed: bool,
+    time_filters: Vec<(String, String, Vec<i64>)>,
+    max_uncompressed_size: usize,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let (e, l, n) = (entries.into_inner().0, ledger_ids.into_inner().0, entry_ids.into_inner().0);
+    let input = PositionedEntries::new(e.as_ref(), l.as_ref(), n.as_ref()).py_err(py)?;
+    let (most, least, states, unknown) = txn;
+    let (most, least, states) = (most.into_inner().0, least.into_inner().0, states.into_inner().0);
+    fn int64<'a>(a: &'a dyn Array, what: &str) -> crate::error::Result<&'a [i64]> {
+        a.as_primitive_opt::<Int64Type>()
+            .map(|a| a.values().as_ref())
+            .ok_or_else(|| Error::invalid(format!("{what} must be an Arrow int64 array, not {}", a.data_type())))
+    }
+    let states = states
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .ok_or_else(|| Error::invalid("the transaction states must be an Arrow string array"))
+        .py_err(py)?;
+    let txn = assemble::TxnStates::new(
+        int64(most.as_ref(), "the transactions' most bits").py_err(py)?,
+        int64(least.as_ref(), "the transactions' least bits").py_err(py)?,
+        states,
+        &unknown,
+    )
+    .py_err(py)?;
+    let time_filters = time_filters
+        .into_iter()
+        .map(|(c, op, v)| assemble::TimeFilter::new(&c, &op, v))
+        .collect::<crate::error::Result<Vec<_>>>()
+        .py_err(py)?;
+    let cx = assemble::BatchContext {
+        topic: topic.as_deref(),
+        partition,
+        markers,
+        txn,
+        committed,
+        time_filters: &time_filters,
+        limit: max_uncompressed_size,
+    };
+    let (rows, info) = py.detach(|| assemble::assemble_messages(&input, &cx)).py_err(py)?;
+    Ok((PyRecordBatch::new(rows).into_pyarrow(py)?, PyRecordBatch::new(info).into_pyarrow(py)?))
+}
+
 /// A batch of the message schema as JSON lines (bytes), rendered with the GIL released.
 #[pyfunction]
 fn bulk_json_lines<'py>(py: Python<'py>, batch: PyRecordBatch) -> PyResult<Bound<'py, PyBytes>> {
@@ -76,6 +138,6 @@ fn bulk_json_lines<'py>(py: Python<'py>, batch: PyRecordBatch) -> PyResult<Bound
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_all!(m, fn bulk_verify_checksums, bulk_peek_broker_entry_metadata, bulk_strip_broker_entry_metadata,
-        bulk_decode_metadata, bulk_explode_messages, bulk_json_lines);
+        bulk_decode_metadata, bulk_explode_messages, bulk_assemble_messages, bulk_json_lines);
     Ok(())
 }

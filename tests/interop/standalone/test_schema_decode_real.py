@@ -1,13 +1,15 @@
 """Messages decoded with their topic's schema (issue 23) against a real Pulsar 4.0.7 standalone: topics written by
 the real Java client (``schema_oracle/SchemaWorkload.java``) with AVRO (two compatible versions of one record, a
-null value), JSON (a POJO's definition), PROTOBUF_NATIVE (a descriptor), every primitive schema, KEY_VALUE INLINE
-and SEPARATED, and one payload that does not match the topic's INT64 schema (sent without a schema). The same
-program then reads every topic back with a Reader of ``Schema.AUTO_CONSUME()`` and dumps each value as JSON:
-pulsarkit's typed ``key``/``value`` columns must equal it field by field, nulls included, and the message the Java
-consumer cannot decode is pulsarkit's error row.
+null value), JSON (a POJO's definition), PROTOBUF_NATIVE (a descriptor), PROTOBUF (a class generated from
+``schema_oracle/shop.proto``), every primitive schema, KEY_VALUE INLINE and SEPARATED, and one payload that does
+not match the topic's INT64 schema (sent without a schema). The same program then reads every topic back with a
+Reader of ``Schema.AUTO_CONSUME()`` and dumps each value as JSON: pulsarkit's typed ``key``/``value`` columns must
+equal it field by field, nulls included, and the message the Java consumer cannot decode is pulsarkit's error row.
+``AUTO_CONSUME`` has no reader for PROTOBUF: that topic is dumped by a Reader of its generated class.
 
-Its own harness and cache key (a hash of ``schema_oracle/``): ``~/.cache/pulsarkit-tests/schema-oracle/<hash>``;
-one standalone start, a few hundred messages. The Pulsar jars are the data-directory oracle's (``_lib``)."""
+Its own harness and cache key (a hash of ``schema_oracle/`` and the protoc version):
+``~/.cache/pulsarkit-tests/schema-oracle/<hash>``; one standalone start, a few hundred messages. The Pulsar jars
+are the data-directory oracle's (``_lib``); ``protoc`` comes from Maven (``_protoc``)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import datetime as dt
 import fcntl
 import hashlib
 import json
+import platform
 import shutil
 import signal
 import subprocess
@@ -27,7 +30,7 @@ import numpy as np
 import pulsarkit as pk
 import pyarrow as pa
 import pytest
-from helpers import free_port
+from helpers import free_port, maven_copy_dependencies
 from pulsarkit.analysis.messages import messages_table
 from pulsarkit.analysis.schemas import schema_history
 from pulsarkit.cli import main
@@ -39,10 +42,12 @@ pytestmark = [pytest.mark.interop, pytest.mark.slow]
 HERE = Path(__file__).resolve().parent / "schema_oracle"
 CACHE = ORACLE_CACHE.parent / "schema-oracle"
 NS = "persistent://public/default/"
+#: the client's protobuf-java (pulsar-client-original 4.0.7 depends on 3.25.5, not shaded)
+PROTOC_VERSION = "3.25.5"
 
 
 def _hash() -> str:
-    h = hashlib.sha256(PULSAR_VERSION.encode())
+    h = hashlib.sha256((PULSAR_VERSION + PROTOC_VERSION).encode())
     for p in sorted(HERE.iterdir()):
         h.update(p.name.encode() + p.read_bytes())
     return h.hexdigest()[:16]
@@ -81,14 +86,48 @@ def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
             proc.wait()
 
 
+def _protoc() -> Path:
+    """``protoc`` from Maven (``com.google.protobuf:protoc``, an executable per platform), at the version of the
+    client's ``protobuf-java``: Pulsar's ``ProtobufSchema`` takes a ``GeneratedMessageV3``, which only the 3.x
+    code generator emits (4.x's extends ``GeneratedMessage`` and checks for a 4.x runtime)."""
+    machine = platform.machine().lower()
+    arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch_64", "arm64": "aarch_64"}[machine]
+    work = CACHE / f"protoc-{PROTOC_VERSION}"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "pom.xml").write_text(
+        "<project xmlns='http://maven.apache.org/POM/4.0.0'><modelVersion>4.0.0</modelVersion>"
+        "<groupId>pulsarkit.test</groupId><artifactId>protoc</artifactId><version>1</version><packaging>pom</packaging>"
+        "<dependencies><dependency><groupId>com.google.protobuf</groupId><artifactId>protoc</artifactId>"
+        f"<version>{PROTOC_VERSION}</version><classifier>linux-{arch}</classifier><type>exe</type></dependency>"
+        "</dependencies></project>"
+    )
+    (exe,) = maven_copy_dependencies(_tool("mvn"), work / "pom.xml", work, work / "bin", "protoc").glob("protoc-*")
+    exe.chmod(0o755)
+    return exe
+
+
+def _generated_classes(lib: Path, root: Path) -> Path:
+    """``shop.proto``'s Java class, generated and compiled for the workload's class path."""
+    src, classes = root / "gen" / "src", root / "gen" / "classes"
+    for d in (src, classes):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    subprocess.run([str(_protoc()), f"-I{HERE}", f"--java_out={src}", str(HERE / "shop.proto")], check=True)
+    javac = [_tool("javac"), "-nowarn", "-cp", f"{lib}/*", "-d", str(classes), *map(str, src.rglob("*.java"))]
+    subprocess.run(javac, check=True, capture_output=True)
+    return classes
+
+
 def _build(root: Path) -> None:
     lib = _lib(PULSAR_VERSION)
+    classes = _generated_classes(lib, root)
     run = root / "run"
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
     proc, port, web = _start(lib, run)
     try:
-        cmd = [_tool("java"), "-cp", f"{lib}/*", str(HERE / "SchemaWorkload.java"), f"pulsar://127.0.0.1:{port}"]
+        cmd = [_tool("java"), "-cp", f"{lib}/*:{classes}", str(HERE / "SchemaWorkload.java")]
+        cmd.append(f"pulsar://127.0.0.1:{port}")
         cmd.append(f"http://127.0.0.1:{web}")
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
@@ -97,6 +136,10 @@ def _build(root: Path) -> None:
         _stop(proc)
     dump = [line[4:] + "\n" for line in r.stdout.splitlines() if line.startswith("REC ")]
     (root / "java.jsonl").write_text("".join(dump))
+    generated = [line[10:] + "\n" for line in r.stdout.splitlines() if line.startswith("GENERATED ")]
+    (root / "java-generated.jsonl").write_text("".join(generated))
+    noreader = [line[9:] + "\n" for line in r.stdout.splitlines() if line.startswith("NOREADER ")]
+    (root / "java-noreader.jsonl").write_text("".join(noreader))
     admin = [line[7:] + "\n" for line in r.stdout.splitlines() if line.startswith("SCHEMA ")]
     (root / "admin-schemas.jsonl").write_text("".join(admin))
     shutil.copytree(run / "data", root / "data", symlinks=True)
@@ -188,7 +231,7 @@ def _same(java, ours, where: str) -> None:
 
 def test_decoded_values_equal_the_java_consumers(schema_oracle):
     java = _java_rows(schema_oracle)
-    assert len(java) == 21  # AVRO, JSON, PROTOBUF_NATIVE, 16 primitives, 2 KEY_VALUE
+    assert len(java) == 21  # AVRO, JSON, PROTOBUF_NATIVE, 16 primitives, 2 KEY_VALUE (PROTOBUF: its own test)
     mismatches: list[str] = []
     with pk.open_data_dir(schema_oracle / "data") as dd:
         for topic, expected in java.items():
@@ -240,6 +283,63 @@ def test_the_schema_history_equals_the_admin_apis(schema_oracle):
             assert dict(s.properties) == a["properties"], where
         topics = {a["topic"] for a in admin}
         assert all(len(schema_history(dd, [t])) == sum(a["topic"] == t for a in admin) for t in topics)
+
+
+#: the fields of shop.proto's Purchase the stored schema has no numbers for: nested messages (a map is a repeated
+#: entry message) and an enum, each with the value its unset field reads as
+UNNUMBERED = {"channel": "WEB", "address": None, "lines": [], "counts": []}
+
+
+def test_the_protobuf_topic_equals_its_generated_class(schema_oracle, capsys):
+    """``Schema.PROTOBUF(Purchase.class)`` (``shop.proto``, compiled by the protoc of the client's protobuf-java).
+    Java's ``AUTO_CONSUME`` cannot read the topic at all (the client has no generic reader for the PROTOBUF type),
+    so the values to equal are the generated class's (a Reader of ``Schema.PROTOBUF(Purchase.class)``). The stored
+    schema numbers only the root message's fields: a message setting a nested message, a map or an enum past its
+    first value is an error row naming the field, keeping the payload (never guessed); every other message equals
+    the class's view field by field (scalars, repeated scalars, unsigned as Java's signed, unset and empty values)."""
+    (noreader,) = [json.loads(x) for x in (schema_oracle / "java-noreader.jsonl").read_text().splitlines()]
+    assert noreader["topic"] == NS + "schema-protobuf" and "'PROTOBUF' is not supported" in noreader["error"]
+    java = [json.loads(x) for x in (schema_oracle / "java-generated.jsonl").read_text().splitlines()]
+    assert len(java) == 21 and {j["topic"] for j in java} == {NS + "schema-protobuf"}
+    with pk.open_data_dir(schema_oracle / "data") as dd:
+        table = messages_table(dd, NS + "schema-protobuf", decode="schema")
+        assert dd.issues == []
+    # the table is typed by the stored Avro-style schema, in the class's declaration order
+    ty = table.schema.field("value").type
+    assert [f.name for f in ty] == list(java[0]["value"])
+    assert ty.field("channel").type == pa.string() and pa.types.is_struct(ty.field("address").type)
+    assert ty.field("counts").type == pa.list_(pa.struct([("key", pa.string()), ("value", pa.int32())]))
+    ours = table.to_pylist()
+    assert [_java_id(r) for r in ours] == [r["id"] for r in java]
+    decoded, refused = [], []
+    for j, o in zip(java, ours, strict=True):
+        where, jv = f"schema-protobuf {j['id']}", j["value"]
+        assert o["schema_version"] == 0, where
+        if o["value"] is None:
+            assert o["payload"] and o["decode_error"], where
+            (field,) = [k for k in UNNUMBERED if f"field {k} is set" in o["decode_error"]]
+            assert jv[field] != UNNUMBERED[field], f"{where}: {field} is unset in Java's view"
+            refused.append(j["id"])
+            continue
+        assert o["decode_error"] is None, where
+        assert all(jv[k] == v for k, v in UNNUMBERED.items()), f"{where}: Java sees a field pulsarkit cannot read"
+        plain = _plain(o["value"])
+        assert set(plain) == set(jv), where
+        _same(jv, plain, where)
+        decoded.append(jv)
+    assert (len(decoded), len(refused)) == (11, 10)
+    # the data covers what it is meant to: unsigned past the signed range, empty and unset values, an empty payload
+    assert {-1} <= {d["big"] for d in decoded} and {-1} <= {d["code"] for d in decoded}
+    assert {"", "comment 0"} <= {d["comment"] for d in decoded} and {""} <= {d["id"] for d in decoded}
+    assert any(d["tags"] == [] and d["note"] == "" for d in decoded) and decoded[-1]["id"] == ""
+    # `pulsarkit schemas` gives the type, definition and properties the admin API gives
+    admin = [json.loads(x) for x in (schema_oracle / "admin-schemas.jsonl").read_text().splitlines()]
+    (a,) = [a for a in admin if a["topic"] == NS + "schema-protobuf"]
+    assert main(["schemas", str(schema_oracle / "data"), "--topic", "schema-protobuf", "--format", "json"]) == 0
+    (cli,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert (cli["type"], cli["version"], cli["properties"]) == ("PROTOBUF", 0, a["properties"])
+    assert cli["definition"].encode() == base64.b64decode(a["definition"])
+    assert json.loads(cli["definition"])["name"] == "Purchase" and "__PARSING_INFO__" in cli["properties"]
 
 
 def test_the_evolving_avro_topic_has_the_newest_versions_table_schema(schema_oracle):
@@ -338,7 +438,9 @@ def _spark_plain(v):
     return _plain(v)
 
 
-@pytest.mark.parametrize("name", ["schema-avro", "schema-kv-separated", "schema-protobuf-native", "schema-timestamp"])
+@pytest.mark.parametrize(
+    "name", ["schema-avro", "schema-kv-separated", "schema-protobuf-native", "schema-protobuf", "schema-timestamp"]
+)
 def test_the_spark_source_decodes_as_messages_table(schema_oracle, spark, name):
     data, topic = schema_oracle / "data", NS + name
     r = spark.read.format("pulsarkit").option("decode", "schema").option("topics", json.dumps([topic]))

@@ -492,7 +492,10 @@ class ProtobufCodec(RowCodec):
                         f"PROTOBUF: field {f.name} is set, and the stored schema has no field numbers for a nested "
                         "message's fields or an enum's values"
                     )
-                if f.name in self.enum_default and not _is_repeated(f):
+                # unset, it reads as proto's unset value: none repeated (the Avro array, not null), an enum's first
+                if _is_repeated(f):
+                    out[f.name] = []
+                elif f.name in self.enum_default:
                     out[f.name] = self.enum_default[f.name]
                 continue
             bits = _UNSIGNED.get(f.type)

@@ -139,6 +139,7 @@ class TopicSchema:
 
     def __init__(self, versions: Sequence[tuple[SchemaInfo, bool]]) -> None:
         """``versions``: each version with whether it records the schema's deletion."""
+        self._history = tuple(versions)
         self.versions = {info.version: info for info, deleted in versions if not deleted}
         live = [info for info, deleted in versions if not deleted]
         self.newest = live[-1] if live else SchemaInfo("NONE")
@@ -151,6 +152,10 @@ class TopicSchema:
         self.is_key_value = isinstance(top, KeyValueCodec)
         self.key_type = top.key_type if isinstance(top, KeyValueCodec) else None
         self.value_type = top.type
+
+    def __reduce__(self) -> tuple[type[TopicSchema], tuple[tuple[tuple[SchemaInfo, bool], ...]]]:
+        # pickled as its history (a Spark task's copy builds its own decoders): codecs may hold what does not pickle
+        return (TopicSchema, (self._history,))
 
     def _codec(self, version: int) -> Codec | KeyValueCodec:
         if version not in self._codecs:
