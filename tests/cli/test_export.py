@@ -441,13 +441,16 @@ def test_local_and_spark_engines_give_the_same_iceberg_export(tmp_path, spark):
 
 
 def test_auto_engine_runs_locally_below_the_threshold_and_on_spark_above(tmp_path, capsys, monkeypatch):
-    assert export_mod.choose_engine("auto", None, 10, threshold=100) == "local"
-    assert export_mod.choose_engine("auto", None, 101, threshold=100) == "spark"
+    assert export_mod.choose_engine("auto", None, 10, threshold=100, cores=8) == "local"
+    assert export_mod.choose_engine("auto", None, 101, threshold=100, cores=8) == "spark"
+    # on fewer cores Spark local[n] measured slower than the one process: auto stays local without a master
+    assert export_mod.choose_engine("auto", None, 101, threshold=100, cores=2) == "local"
+    assert export_mod.choose_engine("auto", "spark://h:7077", 0, threshold=100, cores=2) == "spark"
     assert export_mod.choose_engine("auto", "spark://h:7077", 0, threshold=100) == "spark"
     assert export_mod.choose_engine("spark-sql", None, 0) == "spark-sql"
     # without pyspark: local below and above the threshold; a named master is an error
     monkeypatch.setitem(__import__("sys").modules, "pyspark", None)
-    assert export_mod.choose_engine("auto", None, 101, threshold=100) == "local"
+    assert export_mod.choose_engine("auto", None, 101, threshold=100, cores=8) == "local"
     with pytest.raises(pk.PulsarkitError, match="needs pyspark"):
         export_mod.choose_engine("auto", "spark://h:7077", 0)
     monkeypatch.undo()
@@ -461,6 +464,7 @@ def test_auto_engine_takes_a_given_session_and_survives_a_spark_that_cannot_star
     root = tmp_path / "data"
     _append(root, 0)
     monkeypatch.setattr(export_mod, "SPARK_THRESHOLD", 0)
+    monkeypatch.setattr(export_mod, "SPARK_MIN_CORES", 1)  # auto picks Spark on this machine too
 
     def broken(master):
         raise RuntimeError("Java gateway process exited before sending its port number")

@@ -59,7 +59,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         type=int,
         default=SPARK_THRESHOLD,
         metavar="BYTES",
-        help=f"--engine auto runs on Spark above this many planned bytes (default {SPARK_THRESHOLD})",
+        help=f"--engine auto runs on Spark above this many planned bytes, on 4+ cores (default {SPARK_THRESHOLD})",
     )
     p.add_argument("--topic", action="append", help="only this topic (repeatable; its own marks are kept)")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")

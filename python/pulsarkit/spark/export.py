@@ -19,6 +19,7 @@ through deltalake or pyiceberg)."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,18 +35,26 @@ from .messages_source import read_stats, register
 from .session import local_session
 
 ENGINES = ("auto", "local", "spark", "spark-sql")
-#: Above this many planned bytes ``--engine auto`` runs on Spark. On a 2-core machine (bench/RESULTS.md)
-#: Spark local[2]'s tasks export 240 MB at 0.9x of one process and 1.2 GB at 1.8x, but the session takes
-#: ~8 s to start: with it, Spark catches up with one process near 1 GB, and more cores move that lower.
+#: Above this many planned bytes ``--engine auto`` runs on Spark, on a machine of at least
+#: :data:`SPARK_MIN_CORES` cores. Measured on 2 cores (bench/RESULTS.md, "Peak memory at 1 GB and 10 GB"):
+#: Spark local[2] exported 1 GB at 0.65x and 10.8 GB over 12 topics at 0.83-1.01x of the local engine; its
+#: tasks spend the local engine's CPU plus ~21-25 s of fixed JVM, driver and planning CPU, so it pays only with
+#: more cores than the one process uses.
 SPARK_THRESHOLD = 1 << 30
+#: Fewer cores than this: ``--engine auto`` stays local without a ``--master`` (see above).
+SPARK_MIN_CORES = 4
 
 
-def choose_engine(engine: str, master: str | None, planned_bytes: int, threshold: int = SPARK_THRESHOLD) -> str:
-    """``auto`` resolved: ``spark`` for a named master or an input over ``threshold`` (when pyspark
-    imports), else ``local``; any other engine as given."""
+def choose_engine(
+    engine: str, master: str | None, planned_bytes: int, threshold: int = SPARK_THRESHOLD, cores: int | None = None
+) -> str:
+    """``auto`` resolved: ``spark`` for a named master, or for an input over ``threshold`` on a machine of
+    ``cores`` (default: this one's) of at least :data:`SPARK_MIN_CORES` (when pyspark imports), else
+    ``local``; any other engine as given."""
     if engine != "auto":
         return engine
-    if master is None and planned_bytes <= threshold:
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    if master is None and (planned_bytes <= threshold or cores < SPARK_MIN_CORES):
         return "local"
     try:
         import pyspark  # noqa: F401
@@ -68,7 +77,8 @@ def spark_session(master: str | None) -> Any:
     """A session for the export: ``local[n]`` (default ``local[2]``) through :func:`local_session`, or
     one on the cluster ``master`` names, the pulsarkit data sources registered."""
     if master is None or master.startswith("local"):
-        cores = master[len("local[") : -1] if master and master.startswith("local[") else 2
+        # local[n] as named, else every core of the machine (at least two: a driver and a task)
+        cores = master[len("local[") : -1] if master and master.startswith("local[") else max(2, os.cpu_count() or 1)
         return local_session(cores, "pulsarkit-export")
     from pyspark.sql import SparkSession
 
