@@ -34,7 +34,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..analysis.compaction import phase_one
+from ..analysis.compaction import compacted_rows, phase_one
 from ..managed_ledger.position import Position
 from ..scan import DataDir
 from ..scan.records import DataDirError
@@ -62,6 +62,52 @@ def retained(dd: DataDir, topic: str, until: Mark) -> Positions:
     )
 
 
+def trimmed_marks(dd: DataDir, topics: list[str], until: dict[str, Mark], bounds: dict[str, Mark]) -> dict[str, Mark]:
+    """The marks of the topics whose compaction horizon is in a ledger retention trimmed since and past the run's
+    mark (``until``): the ledgers left hold no entry to move the mark, yet the compacted view holds the state up to
+    the horizon, which becomes the mark (not past the topic's ``bounds``, ``--until``)."""
+    out: dict[str, Mark] = {}
+    for t in topics:
+        info = dd.topic(t)
+        horizon = info.compaction_horizon
+        ids = dd.ml_ledgers(info.managed_ledger)
+        if horizon is None or info.compacted_ledger is None or horizon.ledger_id in ids:
+            continue
+        m = Mark(horizon.ledger_id, horizon.entry_id)
+        if m > until.get(t, Mark(-1, -1)) and (t not in bounds or bounds[t] >= m):
+            out[t] = m
+    return out
+
+
+def _past_horizon(dd: DataDir, topic: str, mark: Mark) -> bool:
+    info = dd.topic(topic)
+    lid, horizon = info.compacted_ledger, info.compaction_horizon
+    return horizon is not None and lid is not None and int(lid) in dd.ledgers and Position(*mark) >= horizon
+
+
+def view_covers(dd: DataDir, topic: str, mark: Mark) -> bool:
+    """Whether the topic's compacted view holds what retention trimmed after ``mark`` (no gap in an upsert table,
+    which is that view): the topic compacted at or past ``mark``, its compacted ledger in the data. Retention
+    trims only the ledgers every cursor consumed, the ``__compaction`` cursor among them, so whatever it
+    trimmed is at or before the horizon."""
+    try:
+        info = dd.topic(topic)
+    except (DataDirError, KeyError):
+        return False  # gone: the gap warnings name it
+    horizon = info.compaction_horizon
+    lid = info.compacted_ledger
+    return horizon is not None and lid is not None and int(lid) in dd.ledgers and horizon >= Position(*mark)
+
+
+def trimmed_rows(dd: DataDir, topic: str, positions: Positions) -> pa.Table | None:
+    """The rows of the retained ``positions`` whose ledger retention trimmed (the topic's read has none of them),
+    read from the topic's compacted ledger (:func:`pulsarkit.analysis.compaction.compacted_rows`, which fails
+    rather than leaves one out); None: every retained position is in the topic's ledgers."""
+    have = set(dd.ml_ledgers(dd.resolve(topic)))
+    gone = frozenset(p for p in positions if p[0] not in have)
+    return compacted_rows(dd, topic, gone) if gone else None
+
+
 def continued(
     dd: DataDir, before: dict[str, Mark], states: dict[str, pa.Table]
 ) -> tuple[dict[str, pa.Table], list[str]]:
@@ -75,7 +121,7 @@ def continued(
             ml = dd.resolve(topic)
         except DataDirError:
             continue  # gone: the run's gap warnings name it
-        reason = _untrusted(dd, ml, mark, states.get(topic))
+        reason = _untrusted(dd, topic, ml, mark, states.get(topic))
         if reason is None:
             out[topic] = states[topic]
         else:
@@ -85,10 +131,12 @@ def continued(
     return out, why
 
 
-def _untrusted(dd: DataDir, ml: str, mark: Mark, state: pa.Table | None) -> str | None:
+def _untrusted(dd: DataDir, topic: str, ml: str, mark: Mark, state: pa.Table | None) -> str | None:
     if state is None:
         return "its rows in the table could not be read"
-    if mark.ledger_id >= 0 and mark.ledger_id not in dd.ml_ledgers(ml):
+    # retention trims only what the ``__compaction`` cursor consumed: after a mark at or past the horizon
+    # (the mark a trimmed topic's run commits, :func:`trimmed_marks`) it trimmed nothing
+    if mark.ledger_id >= 0 and mark.ledger_id not in dd.ml_ledgers(ml) and not _past_horizon(dd, topic, mark):
         return "its ledger is gone from the topic (trimmed since), so what came after it may be too"
     if Position(*mark) > dd.ml_last_position(ml):
         return "it is past the topic's end (not this data's mark?)"
@@ -178,4 +226,7 @@ __all__ = [
     "retained",
     "retained_since",
     "states_by_topic",
+    "trimmed_marks",
+    "view_covers",
+    "trimmed_rows",
 ]
