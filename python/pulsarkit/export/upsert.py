@@ -7,7 +7,12 @@ and the compactor use), over the topic's compacted view when the mark is at or p
 horizon (so keys whose messages retention trimmed since keep their compacted message), else over the topic's
 own entries (the view is the state at the horizon): a message with a null value, or an empty payload, deletes
 its key; a message without a key is not retained (compaction's default, ``topicCompactionRetainNullKey=false``).
-The rows are the export's own read of the topic, kept only at the retained positions (:func:`keep_retained`).
+The rows are the export's own read of the topic, kept only at the retained positions (:func:`keep_retained`),
+and, for the retained messages whose ledger retention trimmed after the compaction, the compacted ledger's
+copies with their original message ids (:func:`trimmed_rows`, staged by the run itself beside the engine's
+rows): the table is what a ``readCompacted`` reader gets. A compacted ledger that cannot give them (gone, an
+entry unreadable, a message missing) fails the run naming the topic. A topic trimmed up to ledgers with no
+entry has no entry to move its mark: its mark moves to the compaction horizon (:func:`trimmed_marks`).
 
 A first run (and every Parquet run) computes the state of every topic whose mark moved, reading the topic
 from its start, and replaces that topic's rows: Parquet writes the new snapshot's files and lists them in the
@@ -24,8 +29,10 @@ every entry after the mark is still in the topic (a compaction since changes not
 entries are read, not the compacted ledger, which has dropped tombstones). Only the rows after the mark are
 read and staged; the MERGE (Delta) or the upsert (Iceberg) writes them and deletes the keys a tombstone
 deleted since (:func:`delete_predicate`), leaving the other rows alone. When the mark cannot be trusted (its
-ledger trimmed since, past the topic's end, table rows after it, the rows unreadable), the topic is read
-from its start and replaced, with a warning saying why. A rerun after new messages or a tombstone therefore
+ledger trimmed since, unless the mark is at or past the compaction horizon: retention trims only what the
+``__compaction`` cursor consumed; past the topic's end, table rows after it, the rows unreadable), the topic is
+read from its start and replaced, with a warning saying why. Where the compacted view holds what retention
+trimmed after a mark, that is no gap (:func:`view_covers`). A rerun after new messages or a tombstone therefore
 changes exactly those keys. Rows decoded with their topic's schema (``--decode schema``) are kept by the same
 message key (:func:`merge_key`)."""
 
