@@ -86,10 +86,16 @@ def trimmed_marks(dd: DataDir, topics: list[str], until: dict[str, Mark], bounds
     return out
 
 
-def _past_horizon(dd: DataDir, topic: str, mark: Mark) -> bool:
+def _horizon(dd: DataDir, topic: str) -> Position | None:
+    """The topic's compaction horizon when its compacted ledger is in the data (the view holds up to there)."""
     info = dd.topic(topic)
     lid, horizon = info.compacted_ledger, info.compaction_horizon
-    return horizon is not None and lid is not None and int(lid) in dd.ledgers and Position(*mark) >= horizon
+    return horizon if horizon is not None and lid is not None and int(lid) in dd.ledgers else None
+
+
+def _past_horizon(dd: DataDir, topic: str, mark: Mark) -> bool:
+    horizon = _horizon(dd, topic)
+    return horizon is not None and Position(*mark) >= horizon
 
 
 def view_covers(dd: DataDir, topic: str, mark: Mark) -> bool:
@@ -98,12 +104,10 @@ def view_covers(dd: DataDir, topic: str, mark: Mark) -> bool:
     trims only the ledgers every cursor consumed, the ``__compaction`` cursor among them, so whatever it
     trimmed is at or before the horizon."""
     try:
-        info = dd.topic(topic)
+        horizon = _horizon(dd, topic)
     except (DataDirError, KeyError):
         return False  # gone: the gap warnings name it
-    horizon = info.compaction_horizon
-    lid = info.compacted_ledger
-    return horizon is not None and lid is not None and int(lid) in dd.ledgers and horizon >= Position(*mark)
+    return horizon is not None and horizon >= Position(*mark)
 
 
 def trimmed_rows(dd: DataDir, topic: str, positions: Positions) -> pa.Table | None:
@@ -145,7 +149,9 @@ def _untrusted(dd: DataDir, topic: str, ml: str, mark: Mark, state: pa.Table | N
     # (the mark a trimmed topic's run commits, :func:`trimmed_marks`) it trimmed nothing
     if mark.ledger_id >= 0 and mark.ledger_id not in dd.ml_ledgers(ml) and not _past_horizon(dd, topic, mark):
         return "its ledger is gone from the topic (trimmed since), so what came after it may be too"
-    if Position(*mark) > dd.ml_last_position(ml):
+    end = dd.ml_last_position(ml)
+    horizon = _horizon(dd, topic)  # the compacted view ends there at least, whatever retention trimmed
+    if Position(*mark) > (max(end, horizon) if horizon is not None else end):
         return "it is past the topic's end (not this data's mark?)"
     rows = zip(state.column("ledger_id").to_pylist(), state.column("entry_id").to_pylist())
     if any(p > tuple(mark) for p in rows):
