@@ -191,3 +191,24 @@ def test_a_compacted_ledger_that_cannot_give_the_rows_is_an_error(tmp_path, monk
     monkeypatch.setattr(CompactedTopic, "compacted_entries", unreadable)
     with pytest.raises(DataDirError, match="compacted .* does not read: ledger gone from every bookie"):
         _export(root, "parquet", out)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("to", ["parquet", "delta"])
+def test_the_spark_engine_writes_the_compacted_ledgers_rows_too(tmp_path, spark, to):
+    """``--engine spark``: the tasks read the topic's ledgers, the run stages the compacted ledger's rows; the
+    table is the local engine's, and the compacted view."""
+    pytest.importorskip({"parquet": "pyarrow", "delta": "deltalake"}[to])
+    from pulsarkit.spark import export as spark_export
+
+    root = tmp_path / "data"
+    _write(root, 0)
+    _write(root, 1)
+    _compact_and_trim(root, (10, "k0", b"k0-new"), (11, "k6", b"six"))
+    tables = {}
+    for engine in ("local", "spark"):
+        out = tmp_path / f"out-{engine}"
+        s = spark_export.export(str(root), to, str(out), engine=engine, spark=spark, mode="upsert", log=lambda m: None)
+        _no_missing(s)
+        tables[engine] = _table(to, out)
+    assert tables["spark"] == tables["local"] == _view(root)
