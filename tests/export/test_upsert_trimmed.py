@@ -28,13 +28,15 @@ def _export(root, to, out) -> px.ExportSummary:
     return px.export(str(root), to, str(out), mode="upsert", log=lambda m: None)
 
 
-def _view(root) -> dict[str, tuple]:
+def _view(root, up_to: tuple[int, int] | None = None) -> dict[str, tuple]:
     """The oracle: what a ``readCompacted`` reader of the data gets (``pulsarkit compacted``: the compacted
     ledger up to the horizon, then the topic), folded to each key's latest message; an empty or null value
-    deletes its key, a message without key is not kept."""
+    deletes its key, a message without key is not kept; ``up_to``: only the messages up to that position."""
     out: dict[str, tuple] = {}
     with open_data_dir(root) as dd:
         for r in compacted_messages(dd, TOPIC):
+            if up_to is not None and (r["ledger_id"], r["entry_id"]) > up_to:
+                break
             payload = base64.b64decode(r["payload_b64"]) if r["payload_b64"] is not None else b""
             if r["key"] is None:
                 continue
@@ -212,3 +214,27 @@ def test_the_spark_engine_writes_the_compacted_ledgers_rows_too(tmp_path, spark,
         _no_missing(s)
         tables[engine] = _table(to, out)
     assert tables["spark"] == tables["local"] == _view(root)
+
+
+def test_a_run_up_to_before_a_trimmed_horizon_says_what_it_misses(tmp_path):
+    """``--until`` before the compaction horizon: the state there is the topic's own entries, some trimmed: the run
+    says so (a run to the horizon has them); a run to the horizon or later is the compacted view, no warning."""
+    root = tmp_path / "data"
+    with pk.Store.open(root, sync=False) as store:  # one session: the horizon's ledger stays the current one
+        ml = _ml(store)
+        for i in range(5):  # three entries in the first ledger, two in the second
+            ml.add_entry(pk.encode_entry(pk.message_metadata("prod", i, 1_700_000_000_000 + i, partition_key=f"k{i}"),
+                                         b"v%d" % i))  # fmt: skip
+        Compactor(store, ml).compact()
+        ml.add_entry(pk.encode_entry(pk.message_metadata("prod", 5, 1_700_000_000_005, partition_key="k0"), b"new"))
+        assert trim.trim_ledgers(ml, retention_time_ms=0, retention_size_mb=0).reasons
+    with open_data_dir(root) as dd:
+        first, horizon = dd.ml_ledgers(ORDERS)[0], dd.topic(TOPIC).compaction_horizon
+    assert (first, 0) < tuple(horizon)
+    early = px.export(str(root), "parquet", str(tmp_path / "early"), mode="upsert", log=lambda m: None,
+                      until={TOPIC: px.MessageId(first, 0)})  # fmt: skip
+    assert [w for w in early.warnings if "before the compaction horizon" in w and "retention trimmed" in w]
+    s = px.export(str(root), "parquet", str(tmp_path / "at"), mode="upsert", log=lambda m: None,
+                  until={TOPIC: px.MessageId(horizon.ledger_id, horizon.entry_id)})  # fmt: skip
+    assert s.warnings == [] and _table("parquet", tmp_path / "at") == _view(root, tuple(horizon))
+    assert _table("parquet", tmp_path / "at")["k0"][3] == b"v0"

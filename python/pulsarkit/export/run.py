@@ -41,6 +41,7 @@ from .upsert import (
     MODES,
     UPSERT_TARGETS,
     Positions,
+    before_trimmed_horizon,
     continued,
     keep_retained,
     retained,
@@ -445,6 +446,9 @@ def _export(
                             latest[t], target.deleted[t] = retained_since(dd, t, before[t], m, going_on[t])
                         else:
                             latest[t] = retained(dd, t, m)
+                            short = before_trimmed_horizon(dd, t, m)
+                            if short is not None:
+                                upsert_notes.append(short)
                             rows = trimmed_rows(dd, t, latest[t])
                             if rows is not None:
                                 from_compacted[t] = rows

@@ -41,7 +41,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..analysis.compaction import compacted_rows, phase_one
+from ..analysis.compaction import compacted_rows, compacted_topic, phase_one
 from ..managed_ledger.position import Position
 from ..scan import DataDir
 from ..scan.records import DataDirError
@@ -108,6 +108,29 @@ def view_covers(dd: DataDir, topic: str, mark: Mark) -> bool:
     except (DataDirError, KeyError):
         return False  # gone: the gap warnings name it
     return horizon is not None and horizon >= Position(*mark)
+
+
+def before_trimmed_horizon(dd: DataDir, topic: str, until: Mark) -> str | None:
+    """Why the state at ``until`` misses keys, or None: ``until`` is before the compaction horizon, where the state
+    is the topic's own entries, and retention trimmed some of them (the compacted ledger holds messages of ledgers
+    the topic no longer has): only a run to the horizon or later has them (from the compacted view)."""
+    horizon = _horizon(dd, topic)
+    if horizon is None or Position(*until) >= horizon:
+        return None
+    have = set(dd.ml_ledgers(dd.resolve(topic)))
+    try:
+        gone = sorted(
+            {p.ledger_id for p, _ in compacted_topic(dd, topic).compacted_entries() if p.ledger_id not in have}
+        )
+    except DataDirError as e:
+        return f"{topic}: its compacted ledger does not read ({e}): the state at {until[0]}:{until[1]} may miss keys"
+    if not gone:
+        return None
+    return (
+        f"{topic}: the state at {until[0]}:{until[1]}, before the compaction horizon {horizon}, misses the keys whose "
+        f"latest message was in ledger(s) retention trimmed ({', '.join(map(str, gone))}); a run up to the horizon or "
+        "later has them"
+    )
 
 
 def trimmed_rows(dd: DataDir, topic: str, positions: Positions) -> pa.Table | None:
@@ -227,6 +250,7 @@ def changed_predicate() -> str:
 
 
 __all__ = [
+    "before_trimmed_horizon",
     "MODES",
     "UPSERT_TARGETS",
     "changed_predicate",
