@@ -12,7 +12,9 @@ and, for the retained messages whose ledger retention trimmed after the compacti
 copies with their original message ids (:func:`trimmed_rows`, staged by the run itself beside the engine's
 rows): the table is what a ``readCompacted`` reader gets. A compacted ledger that cannot give them (gone, an
 entry unreadable, a message missing) fails the run naming the topic. A topic trimmed up to ledgers with no
-entry has no entry to move its mark: its mark moves to the compaction horizon (:func:`trimmed_marks`).
+entry has no entry to move its mark: its mark moves to the compaction horizon (:func:`trimmed_marks`). A run up
+to a position before the horizon takes the state from the topic's own entries, and says which trimmed ledgers
+it misses (:func:`before_trimmed_horizon`).
 
 A first run (and every Parquet run) computes the state of every topic whose mark moved, reading the topic
 from its start, and replaces that topic's rows: Parquet writes the new snapshot's files and lists them in the
