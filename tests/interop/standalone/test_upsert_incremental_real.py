@@ -4,7 +4,11 @@ first run up to the middle of the topic, a second one continued from that mark u
 horizon, reading only the topic's entries after the mark, gives the table of one run to the horizon, which is
 what the real readCompacted Reader received (one row per key, same message id and value). The first run's
 table is the state at its mark, from the topic's own entries: the compacted view is the state at the horizon
-(a run up to an earlier position once took it from the view, missing the keys superseded after it)."""
+(a run up to an earlier position once took it from the view, missing the keys superseded after it).
+
+The same topics with the ledgers the compaction consumed trimmed (simulated: left out of the managed ledger, as
+the broker's retention removes them from the metadata): every row comes from Pulsar's own compacted ledger and the
+table is still what the real readCompacted Reader received."""
 
 from __future__ import annotations
 
