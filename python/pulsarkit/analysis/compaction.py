@@ -5,17 +5,21 @@ message id, and phase one of pulsarkit's own compactor over the same topic, to c
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
 
 from .. import _native
 from ..broker.compaction import CompactedTopic, MessagePosition
+from ..broker.topic_name import partition_of
 from ..codec.entry import Entry
 from ..managed_ledger.position import Position
 from ..scan.datadir import DataDir
+from ..scan.messages import MessageState
+from ..scan.partition import ScanPartition
 from ..scan.records import DataDirError
+from ..scan.schema import arrow_schema, message_fields
 
 
 def _data(d: bytes | DataDirError) -> bytes:
@@ -104,6 +108,51 @@ def compacted_table(dd: DataDir, topic: str) -> Any:
     return pa.Table.from_pylist(list(compacted_messages(dd, topic)), schema=COMPACTED_SCHEMA)
 
 
+def compacted_rows(dd: DataDir, topic: str, positions: Iterable[tuple[int, int, int]]) -> pa.Table:
+    """The rows (the one message schema, as the topic's own read gives them) of the messages at ``positions``
+    (ledger, entry, batch index) as ``topic``'s compacted ledger holds them, each with its original message id:
+    the retained messages whose own ledger retention trimmed after the compaction. They are what a
+    ``readCompacted`` reader gets: not filtered again by transaction (compaction chose them; their markers may be
+    trimmed too). A position the compacted ledger does not hold, or an entry of it that does not read or decode,
+    is a :class:`DataDirError` naming the topic and the ledger: never a row silently missing."""
+    wanted = set(positions)
+    if not wanted:
+        return arrow_schema(message_fields()).empty_table()
+    view = compacted_topic(dd, topic)
+    lid = view.compacted_ledger_id
+    if lid is None:
+        raise DataDirError(
+            f"{topic}: {len(wanted)} retained message(s) are in no ledger of the topic (trimmed) and its compacted "
+            f"ledger {dd.topic(topic).compacted_ledger} is not in the data to read them from"
+        )
+    entries = {(p[0], p[1]) for p in wanted}
+    lids: list[int] = []
+    eids: list[int] = []
+    datas: list[bytes | None] = []
+    try:
+        for pos, entry in view.compacted_entries():
+            if (pos.ledger_id, pos.entry_id) in entries:
+                lids.append(pos.ledger_id)
+                eids.append(pos.entry_id)
+                datas.append(entry)
+    except DataDirError as e:
+        raise DataDirError(f"{topic}: its compacted ledger {lid} does not read: {e}") from e
+    bad: list[str] = []
+    part = ScanPartition(data_dir="", topic=topic, kind="topic", partition=partition_of(topic)[1], segments=[])
+    state = MessageState(part, "all", False, on_issue=lambda issue: bad.append(str(issue)))
+    rows = state.messages(lids, eids, datas, [])
+    got = zip(*(rows.column(c).to_pylist() for c in ("ledger_id", "entry_id", "batch_index")))
+    keep = [p in wanted for p in got]
+    rows = rows.filter(pa.array(keep, pa.bool_()))
+    if rows.num_rows < len(wanted) or bad:
+        why = f": {bad[0]}" if bad else ""
+        raise DataDirError(
+            f"{topic}: {len(wanted) - rows.num_rows} retained message(s) whose ledger was trimmed are not in its "
+            f"compacted ledger {lid} as expected{why}"
+        )
+    return rows
+
+
 def phase_one(
     dd: DataDir,
     topic: str,
@@ -132,10 +181,16 @@ def phase_one(
         entries = dd.ml_entries(t.managed_ledger, after)
     else:
         entries = compacted_topic(dd, topic).read_entries() if view else dd.ml_entries(t.managed_ledger)
-    for pos, d in entries:
-        if pos > end:
-            break
-        rows.append((pos.ledger_id, pos.entry_id, _data(d)))
+    try:
+        for pos, d in entries:
+            if pos > end:
+                break
+            rows.append((pos.ledger_id, pos.entry_id, _data(d)))
+    except DataDirError as e:
+        if not view or after is not None:
+            raise
+        lid = t.compacted_ledger
+        raise DataDirError(f"{topic}: its compacted view (compacted ledger {lid}) does not read: {e}") from e
     if rows:
         latest.add_entries(
             pa.array([r[2] for r in rows], pa.binary()),
@@ -148,6 +203,7 @@ def phase_one(
 __all__ = [
     "COMPACTED_SCHEMA",
     "compacted_messages",
+    "compacted_rows",
     "compacted_table",
     "compacted_topic",
     "last_message_id",

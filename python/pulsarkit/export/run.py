@@ -37,7 +37,19 @@ from .parquet import ParquetTarget
 from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, check_output, gaps, locked, new_run_id
 from .tabletypes import TABLE_FORMATS, Incompatible, evolved_schema, same_schema, table_schema
 from .target import Target
-from .upsert import MODES, UPSERT_TARGETS, Positions, continued, keep_retained, retained, retained_since
+from .upsert import (
+    MODES,
+    UPSERT_TARGETS,
+    Positions,
+    before_trimmed_horizon,
+    continued,
+    keep_retained,
+    retained,
+    retained_since,
+    trimmed_marks,
+    trimmed_rows,
+    view_covers,
+)
 
 #: the table formats, by their ``--to`` name
 TARGETS: dict[str, type[Target]] = {t.name: t for t in (ParquetTarget, DeltaTarget, IcebergTarget)}
@@ -408,6 +420,8 @@ def _export(
                 until = {t: Mark(*m) for t, m in p.marks.get(source, {}).items()}
                 # upsert reads from the start: an --until before the committed mark leaves the snapshot as it is
                 until = {t: max(m, before[t]) if t in before else m for t, m in until.items()}
+                if mode == "upsert":  # a compacted topic trimmed up to ledgers with no entry: its view still moves
+                    until.update(trimmed_marks(dd, selected_topics(dd, topics), until, bounds))
                 # a batch cut only where the plan reaches the cut entry (an open transaction may stop it before)
                 stop = {t: c for t, c in stop.items() if until.get(t) == (c.ledger_id, c.entry_id)}
                 # a cut entry's mark stays on the entry before: the next run reads it again, from the cut on
@@ -420,6 +434,9 @@ def _export(
                 moved = {t: m for t, m in until.items() if before.get(t) != m or t in stop}
                 handoff = next_ids(dd, moved, stop)
                 latest = None
+                #: upsert: per topic, the rows of its retained messages whose ledger retention trimmed, read from
+                #: its compacted ledger here (the engines read the topic's ledgers); staged by the run itself
+                from_compacted: dict[str, pa.Table] = {}
                 if mode == "upsert":
                     if stop or resume:
                         raise DataDirError("--mode upsert takes --until LEDGER:ENTRY without a batch index")
@@ -429,8 +446,17 @@ def _export(
                             latest[t], target.deleted[t] = retained_since(dd, t, before[t], m, going_on[t])
                         else:
                             latest[t] = retained(dd, t, m)
+                            short = before_trimmed_horizon(dd, t, m)
+                            if short is not None:
+                                upsert_notes.append(short)
+                            rows = trimmed_rows(dd, t, latest[t])
+                            if rows is not None:
+                                from_compacted[t] = rows
                     p = dataclasses.replace(p, partitions=[x for x in p.partitions if x.topic in latest])
                     target.replace = set(latest) - set(going_on)
+                # a mark whose ledger retention trimmed is a gap, unless the upsert table is the compacted view
+                # that holds what was trimmed
+                unseen = {t: m for t, m in before.items() if mode != "upsert" or not view_covers(dd, t, m)}
                 schemas = None
                 if decode == "schema":  # each topic's history read once, here (the directory is open)
                     # the topics read and those whose mark moves (a run of markers only has no rows, yet
@@ -446,7 +472,7 @@ def _export(
                     )
             for issue in p.issues:
                 log(f"warning: {issue}")
-            warnings = [*upsert_notes, *gaps(before, p.topic_ledgers.get(source, {}))]
+            warnings = [*upsert_notes, *gaps(unseen, p.topic_ledgers.get(source, {}))]
             for w in warnings:
                 log(f"warning: {w}")
             advanced = {t for t, m in until.items() if before.get(t) != m}
@@ -471,6 +497,9 @@ def _export(
             reporter = progress(job.planned_bytes) if progress is not None else _Silent()
             try:
                 found = chosen.stage(job, target, reporter)
+                for t, rows in sorted(from_compacted.items()):
+                    for b in rows.to_batches():
+                        target.write(decode_batch(b, schemas[t]) if schemas is not None else b)
             finally:
                 reporter.close()
             if found is None:
@@ -490,7 +519,8 @@ def _export(
                 warnings.append(w)
             for t, kept in (latest or {}).items():
                 if t not in commit.skipped and commit.rows.get(t, 0) < len(kept):
-                    # a key's latest message in a ledger no longer readable (trimmed after a compaction)
+                    # a key's latest message that gave no row (an entry skipped as unreadable, a transaction's
+                    # message read-committed left out): never silently
                     w = f"{t}: {len(kept) - commit.rows.get(t, 0)} key(s) whose latest message was not read are missing"
                     log(f"warning: {w}")
                     warnings.append(w)

@@ -7,7 +7,14 @@ and the compactor use), over the topic's compacted view when the mark is at or p
 horizon (so keys whose messages retention trimmed since keep their compacted message), else over the topic's
 own entries (the view is the state at the horizon): a message with a null value, or an empty payload, deletes
 its key; a message without a key is not retained (compaction's default, ``topicCompactionRetainNullKey=false``).
-The rows are the export's own read of the topic, kept only at the retained positions (:func:`keep_retained`).
+The rows are the export's own read of the topic, kept only at the retained positions (:func:`keep_retained`),
+and, for the retained messages whose ledger retention trimmed after the compaction, the compacted ledger's
+copies with their original message ids (:func:`trimmed_rows`, staged by the run itself beside the engine's
+rows): the table is what a ``readCompacted`` reader gets. A compacted ledger that cannot give them (gone, an
+entry unreadable, a message missing) fails the run naming the topic. A topic trimmed up to ledgers with no
+entry has no entry to move its mark: its mark moves to the compaction horizon (:func:`trimmed_marks`). A run up
+to a position before the horizon takes the state from the topic's own entries, and says which trimmed ledgers
+it misses (:func:`before_trimmed_horizon`).
 
 A first run (and every Parquet run) computes the state of every topic whose mark moved, reading the topic
 from its start, and replaces that topic's rows: Parquet writes the new snapshot's files and lists them in the
@@ -24,8 +31,10 @@ every entry after the mark is still in the topic (a compaction since changes not
 entries are read, not the compacted ledger, which has dropped tombstones). Only the rows after the mark are
 read and staged; the MERGE (Delta) or the upsert (Iceberg) writes them and deletes the keys a tombstone
 deleted since (:func:`delete_predicate`), leaving the other rows alone. When the mark cannot be trusted (its
-ledger trimmed since, past the topic's end, table rows after it, the rows unreadable), the topic is read
-from its start and replaced, with a warning saying why. A rerun after new messages or a tombstone therefore
+ledger trimmed since, unless the mark is at or past the compaction horizon: retention trims only what the
+``__compaction`` cursor consumed; past the topic's end, table rows after it, the rows unreadable), the topic is
+read from its start and replaced, with a warning saying why. Where the compacted view holds what retention
+trimmed after a mark, that is no gap (:func:`view_covers`). A rerun after new messages or a tombstone therefore
 changes exactly those keys. Rows decoded with their topic's schema (``--decode schema``) are kept by the same
 message key (:func:`merge_key`)."""
 
@@ -34,7 +43,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..analysis.compaction import phase_one
+from ..analysis.compaction import compacted_rows, compacted_topic, phase_one
 from ..managed_ledger.position import Position
 from ..scan import DataDir
 from ..scan.records import DataDirError
@@ -62,6 +71,79 @@ def retained(dd: DataDir, topic: str, until: Mark) -> Positions:
     )
 
 
+def trimmed_marks(dd: DataDir, topics: list[str], until: dict[str, Mark], bounds: dict[str, Mark]) -> dict[str, Mark]:
+    """The marks of the topics whose compaction horizon is in a ledger retention trimmed since and past the run's
+    mark (``until``): the ledgers left hold no entry to move the mark, yet the compacted view holds the state up to
+    the horizon, which becomes the mark (not past the topic's ``bounds``, ``--until``)."""
+    out: dict[str, Mark] = {}
+    for t in topics:
+        info = dd.topic(t)
+        horizon = info.compaction_horizon
+        ids = dd.ml_ledgers(info.managed_ledger)
+        if horizon is None or info.compacted_ledger is None or horizon.ledger_id in ids:
+            continue
+        m = Mark(horizon.ledger_id, horizon.entry_id)
+        if m > until.get(t, Mark(-1, -1)) and (t not in bounds or bounds[t] >= m):
+            out[t] = m
+    return out
+
+
+def _horizon(dd: DataDir, topic: str) -> Position | None:
+    """The topic's compaction horizon when its compacted ledger is in the data (the view holds up to there)."""
+    info = dd.topic(topic)
+    lid, horizon = info.compacted_ledger, info.compaction_horizon
+    return horizon if horizon is not None and lid is not None and int(lid) in dd.ledgers else None
+
+
+def _past_horizon(dd: DataDir, topic: str, mark: Mark) -> bool:
+    horizon = _horizon(dd, topic)
+    return horizon is not None and Position(*mark) >= horizon
+
+
+def view_covers(dd: DataDir, topic: str, mark: Mark) -> bool:
+    """Whether the topic's compacted view holds what retention trimmed after ``mark`` (no gap in an upsert table,
+    which is that view): the topic compacted at or past ``mark``, its compacted ledger in the data. Retention
+    trims only the ledgers every cursor consumed, the ``__compaction`` cursor among them, so whatever it
+    trimmed is at or before the horizon."""
+    try:
+        horizon = _horizon(dd, topic)
+    except (DataDirError, KeyError):
+        return False  # gone: the gap warnings name it
+    return horizon is not None and horizon >= Position(*mark)
+
+
+def before_trimmed_horizon(dd: DataDir, topic: str, until: Mark) -> str | None:
+    """Why the state at ``until`` misses keys, or None: ``until`` is before the compaction horizon, where the state
+    is the topic's own entries, and retention trimmed some of them (the compacted ledger holds messages of ledgers
+    the topic no longer has): only a run to the horizon or later has them (from the compacted view)."""
+    horizon = _horizon(dd, topic)
+    if horizon is None or Position(*until) >= horizon:
+        return None
+    have = set(dd.ml_ledgers(dd.resolve(topic)))
+    try:
+        gone = sorted(
+            {p.ledger_id for p, _ in compacted_topic(dd, topic).compacted_entries() if p.ledger_id not in have}
+        )
+    except DataDirError as e:
+        return f"{topic}: its compacted ledger does not read ({e}): the state at {until[0]}:{until[1]} may miss keys"
+    if not gone:
+        return None
+    return (
+        f"{topic}: the state at {until[0]}:{until[1]}, before the compaction horizon {horizon}, misses the keys whose "
+        f"latest message was in ledger(s) retention trimmed ({', '.join(map(str, gone))}); a run up to the horizon or "
+        "later has them"
+    )
+
+
+def trimmed_rows(dd: DataDir, topic: str, positions: Positions) -> pa.Table | None:
+    """The rows of the retained ``positions`` whose ledger retention trimmed (the topic's read has none of them),
+    read from the topic's compacted ledger (:func:`pulsarkit.analysis.compaction.compacted_rows`, which fails
+    rather than leaves one out); None: every retained position is in the topic's ledgers."""
+    have = set(dd.ml_ledgers(dd.resolve(topic)))
+    gone = frozenset(p for p in positions if p[0] not in have)
+    return compacted_rows(dd, topic, gone) if gone else None
+
+
 def continued(
     dd: DataDir, before: dict[str, Mark], states: dict[str, pa.Table]
 ) -> tuple[dict[str, pa.Table], list[str]]:
@@ -75,7 +157,7 @@ def continued(
             ml = dd.resolve(topic)
         except DataDirError:
             continue  # gone: the run's gap warnings name it
-        reason = _untrusted(dd, ml, mark, states.get(topic))
+        reason = _untrusted(dd, topic, ml, mark, states.get(topic))
         if reason is None:
             out[topic] = states[topic]
         else:
@@ -85,12 +167,16 @@ def continued(
     return out, why
 
 
-def _untrusted(dd: DataDir, ml: str, mark: Mark, state: pa.Table | None) -> str | None:
+def _untrusted(dd: DataDir, topic: str, ml: str, mark: Mark, state: pa.Table | None) -> str | None:
     if state is None:
         return "its rows in the table could not be read"
-    if mark.ledger_id >= 0 and mark.ledger_id not in dd.ml_ledgers(ml):
+    # retention trims only what the ``__compaction`` cursor consumed: after a mark at or past the horizon
+    # (the mark a trimmed topic's run commits, :func:`trimmed_marks`) it trimmed nothing
+    if mark.ledger_id >= 0 and mark.ledger_id not in dd.ml_ledgers(ml) and not _past_horizon(dd, topic, mark):
         return "its ledger is gone from the topic (trimmed since), so what came after it may be too"
-    if Position(*mark) > dd.ml_last_position(ml):
+    end = dd.ml_last_position(ml)
+    horizon = _horizon(dd, topic)  # the compacted view ends there at least, whatever retention trimmed
+    if Position(*mark) > (max(end, horizon) if horizon is not None else end):
         return "it is past the topic's end (not this data's mark?)"
     rows = zip(state.column("ledger_id").to_pylist(), state.column("entry_id").to_pylist())
     if any(p > tuple(mark) for p in rows):
@@ -166,6 +252,7 @@ def changed_predicate() -> str:
 
 
 __all__ = [
+    "before_trimmed_horizon",
     "MODES",
     "UPSERT_TARGETS",
     "changed_predicate",
@@ -178,4 +265,7 @@ __all__ = [
     "retained",
     "retained_since",
     "states_by_topic",
+    "trimmed_marks",
+    "view_covers",
+    "trimmed_rows",
 ]
