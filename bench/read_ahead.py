@@ -1,6 +1,6 @@
-"""One topic's read in this process, with and without a read-ahead thread (issue 24: decode batch N+1 while
-batch N is written; measured and left out of the library, see bench/RESULTS.md, "Per-batch assembly in Rust";
-the thread is here, around ``read_partition``'s batches, as it was tried in ``scan/read.py``): the read alone,
+"""One topic's read in this process, with and without the read-ahead thread (issue 24: decode batch N+1 while
+batch N is written; ``read_partition(prefetch=...)``, :mod:`pulsarkit.scan.prefetch`; see bench/RESULTS.md,
+"Per-batch assembly in Rust" and "Prefetching the next batches"): the read alone,
 and the read with each batch written to Parquet as ``pulsarkit messages --format parquet`` writes it, one after
 the other or overlapped; wall and CPU seconds (``time.process_time``: every thread of the process),
 ``--rounds`` interleaved, medians.
@@ -16,62 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import statistics
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import pulsarkit as pk
 import pyarrow.parquet as pq
 from pulsarkit.scan.plan import plan_data_dir
 from pulsarkit.scan.read import read_partition
 from pulsarkit.scan.schema import arrow_schema, message_fields, parquet_options
-
-_DONE = object()
-
-
-def read_ahead_of(items: Iterator[Any], depth: int) -> Iterator[Any]:
-    """``items``, computed by a thread up to ``depth`` items ahead of the consumer (the read's native
-    work releases the GIL, so it overlaps the consumer's writing). What the thread raises is raised
-    here in its place; a consumer that stops early stops the thread (after the item it is on)."""
-    q: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def run() -> None:
-        try:
-            for item in items:
-                q.put((item, None))
-                if stop.is_set():
-                    return
-            q.put((_DONE, None))
-        except BaseException as e:  # handed to the consumer, raised there
-            q.put((_DONE, e))
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-
-    t = threading.Thread(target=run, name="pulsarkit-read-ahead", daemon=True)
-    t.start()
-    try:
-        while True:
-            item, err = q.get()
-            if err is not None:
-                raise err
-            if item is _DONE:
-                return
-            yield item
-    finally:
-        stop.set()
-        while t.is_alive():  # unblock a put, so the thread sees the stop
-            try:
-                q.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        t.join()
 
 
 def run(parts, depth: int, write: bool, out: str) -> tuple[float, float, int]:
@@ -80,8 +33,7 @@ def run(parts, depth: int, write: bool, out: str) -> tuple[float, float, int]:
     schema = arrow_schema(message_fields(False))
     writer = pq.ParquetWriter(out, schema, **parquet_options(schema)) if write else None
     for part in parts:
-        batches = read_partition(part)
-        for b in read_ahead_of(batches, depth) if depth else batches:
+        for b in read_partition(part, prefetch=depth):
             rows += b.num_rows
             if writer is not None:
                 writer.write_batch(b)

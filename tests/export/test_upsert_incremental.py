@@ -47,8 +47,8 @@ def reads(monkeypatch) -> list[tuple[str, tuple[int, int]]]:
 
     read_part = export_run.read_part
 
-    def staged(part, on_error, found):
-        for b in read_part(part, on_error, found):
+    def staged(part, on_error, found, *more):
+        for b in read_part(part, on_error, found, *more):
             seen.extend(("staged", p) for p in zip(b.column("ledger_id").to_pylist(), b.column("entry_id").to_pylist()))
             yield b
 

@@ -18,6 +18,8 @@ from .datadir import DataDirSpec
 from .messages import AckFilter, MessageState, OnIssue
 from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment
 from .plan import plan
+from .prefetch import default_depth as prefetch_depth
+from .prefetch import prefetched
 from .records import DataDirError, Issue, missing_message
 from .replicas import read_order
 from .schema import ENTRY_FIELDS, TIME_COLUMNS, Filter, arrow_schema, filter_mask, message_fields
@@ -285,29 +287,43 @@ def read_partition(
     stats: ReadStats | None = None,
     acks: AckFilter | None = None,
     on_issue: OnIssue | None = None,
+    prefetch: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one partition as Arrow record batches of ``columns`` (default: all, in the order
     of :data:`MESSAGE_FIELDS` / :data:`ENTRY_FIELDS`). What gives no rows (an unreadable entry, a
     broken chunk...) goes to ``on_issue`` and the read goes on (``on_error="fail"`` raises
     :class:`UnreadableEntry` instead). ``stats``, when given, counts what was read from the entry
-    logs (:class:`ReadStats`); ``acks`` leaves out what a subscription acknowledged (a backlog)."""
+    logs (:class:`ReadStats`); ``acks`` leaves out what a subscription acknowledged (a backlog).
+    ``prefetch``: batches made ahead of the consumer by a thread (:mod:`.prefetch`; None: its default,
+    0: none), which then also calls ``on_issue``."""
+    batches = _read(
+        part, kind, columns, txn, markers, filters, on_error, batch_entries, batch_bytes, stats, acks, on_issue
+    )
+    depth = prefetch_depth() if prefetch is None else prefetch
+    yield from prefetched(batches, depth) if depth > 0 else batches
+
+
+def _read(
+    part: ScanPartition | Sequence[ScanPartition] | None,
+    kind: str,
+    columns: Sequence[str] | None,
+    txn: str,
+    markers: bool,
+    filters: Sequence[Filter],
+    on_error: str,
+    batch_entries: int,
+    batch_bytes: int,
+    stats: ReadStats | None,
+    acks: AckFilter | None,
+    on_issue: OnIssue | None,
+) -> Iterator[pa.RecordBatch]:
+    """:func:`read_partition` in the thread that iterates it."""
     if part is None:
         return
     if not isinstance(part, ScanPartition):
         for p in part:
-            yield from read_partition(
-                p,
-                kind=kind,
-                columns=columns,
-                txn=txn,
-                markers=markers,
-                filters=filters,
-                on_error=on_error,
-                batch_entries=batch_entries,
-                batch_bytes=batch_bytes,
-                stats=stats,
-                acks=acks,
-                on_issue=on_issue,
+            yield from _read(
+                p, kind, columns, txn, markers, filters, on_error, batch_entries, batch_bytes, stats, acks, on_issue
             )
         return
     fields = message_fields(markers) if kind == "messages" else ENTRY_FIELDS

@@ -18,6 +18,7 @@ through deltalake or pyiceberg)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -119,7 +120,7 @@ class SparkTasks:
         self.session, self.master = session, master
 
     def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues:
-        rows = job.rows()
+        rows = dataclasses.replace(job.rows(), prefetch=0)  # the tasks keep every core busy: no read-ahead thread
         # each task with the rules of its own topics (the schemas it decodes with, the positions upsert keeps)
         tasks = [(i, t, rows.only({p.topic or "" for p in t})) for i, t in enumerate(job.plan.tasks())]
         found = ReadIssues([])
