@@ -452,3 +452,22 @@ def test_the_spark_source_decodes_as_messages_table(schema_oracle, spark, name):
     for g, w in zip(got, want, strict=True):
         for col in ("key", "value", "schema_version", "decode_error"):
             assert _spark_plain(g[col]) == _plain(w[col]), (name, _java_id(w), col)
+
+
+def test_spark_sql_over_the_data_source_answers_as_pulsarkit_sql(schema_oracle, spark):
+    """The same query over a decoded topic, at scale through Spark SQL on ``format("pulsarkit")``
+    (``decode=schema``, a temporary view), in place through ``pulsarkit sql`` (DuckDB): the same answer."""
+    pytest.importorskip("duckdb", reason="pulsarkit[sql] is installed by the test command")
+    from pulsarkit.analysis.sql import query
+
+    data, topic = schema_oracle / "data", NS + "schema-avro"
+    df = spark.read.format("pulsarkit").option("decode", "schema").option("topics", json.dumps([topic])).load(str(data))
+    df.createOrReplaceTempView("avro_topic")
+    select = (
+        "SELECT schema_version, count(*) AS n, count(value.score) AS scored, min(entry_id) AS first_entry FROM {} "
+        "WHERE value IS NOT NULL GROUP BY schema_version ORDER BY schema_version"
+    )
+    got = [r.asDict() for r in spark.sql(select.format("avro_topic")).collect()]
+    with pk.open_data_dir(data) as dd:
+        want = query(dd, select.format(f"topic('{topic}')"), decode="schema").to_pylist()
+    assert got == want and len(want) == 2  # the topic's two schema versions
