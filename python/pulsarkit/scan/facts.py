@@ -137,7 +137,8 @@ def topic_facts(
                 keep = pc.and_(keep, pc.fill_null(b.column("digest_ok"), False))
             if not pc.any(keep).as_py():
                 continue
-            # metadata only, of every row (views cannot be filtered cheaply; other ledgers give errors)
+            # metadata of every row (other ledgers give errors): filtering the copies first to the owned
+            # ledgers measured no faster (A: 0.51-0.53 s either way at full scale)
             md = bulk.decode_metadata(b.column("payload"))
             absorb(b.column("ledger_id"), b.column("entry_id"), md, keep, b.column("digest_ok"))
     elif mode == "heads":
