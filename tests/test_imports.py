@@ -131,3 +131,39 @@ def test_store_open_without_the_reader_refuses_a_foreign_directory(synthetic, tm
     assert r.returncode == 0, r.stderr[-3000:]
     assert "is a Pulsar data directory" in r.stdout
     assert not (standalone / "bookie").exists() and file_hashes(standalone) == before
+
+
+#: The read paths, each in a fresh interpreter over the synthetic directory (transactions, chunks, markers,
+#: several topics); ``{data}`` and ``{out}`` are filled in.
+READ_PATHS = {
+    "messages parquet": "main(['messages', {data!r}, '--format', 'parquet', '-o', {out!r} + '/m.parquet'])",
+    "messages jsonl": "main(['messages', {data!r}, '--format', 'jsonl', '-o', {out!r} + '/m.jsonl', '--markers'])",
+    "export local": "main(['export', {data!r}, '--to', 'parquet', {out!r} + '/export', '--engine', 'local'])",
+    "messages_table": "messages_table(open_data_dir({data!r}), None, markers=True)",
+}
+#: Records who imports pandas (pyarrow does, lazily, from ``pa.array``/``pa.scalar`` of Python objects and
+#: ``group_by``): 0.2-0.3 s of a read's start-up that no read path needs.
+_PANDAS_SPY = """
+import sys, traceback
+class _Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas":
+            sys.stderr.write("PANDAS IMPORTED FROM\\n" + "".join(traceback.format_stack(limit=12)))
+        return None
+sys.meta_path.insert(0, _Spy())
+from pulsarkit.cli import main
+from pulsarkit.analysis.messages import messages_table
+from pulsarkit.scan.datadir import open_data_dir
+"""
+
+
+@pytest.mark.skipif(shutil.which("true") is None, reason="no POSIX tools")
+@pytest.mark.parametrize("path", sorted(READ_PATHS))
+def test_the_read_paths_do_not_import_pandas(synthetic, tmp_path: Path, path: str) -> None:
+    pytest.importorskip("pandas", reason="pandas not installed: nothing could import it")
+    data, _ = synthetic
+    code = _PANDAS_SPY + READ_PATHS[path].format(data=str(data), out=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "PANDAS IMPORTED FROM" not in r.stderr, r.stderr[-4000:]
+    assert r.returncode in (0, 1), r.stderr[-3000:]  # 1: the synthetic directory's data problems, reported
+    assert any(tmp_path.iterdir()) or path == "messages_table"

@@ -13,11 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
-
 from .. import _native
 from ..errors import PulsarkitError
 from ..proto import PendingAckMetadata, PendingAckMetadataEntry, Subscription, TransactionMetadataEntry
+from .columns import binary_array
 
 #: TxnStatus of PulsarTransactionMetadata.proto.
 TXN_STATUS = {0: "OPEN", 1: "COMMITTING", 2: "COMMITTED", 3: "ABORTING", 4: "ABORTED"}
@@ -59,7 +58,7 @@ def split_entry(data: bytes) -> tuple[bool, list[bytes]]:
 
 
 def _one_entry(kernel: Any, data: bytes, what: str) -> list[dict[str, Any]]:
-    rows = kernel(pa.array([bytes(data)], pa.binary())).to_pylist()
+    rows = kernel(binary_array([bytes(data)])).to_pylist()
     if rows and rows[0]["error"] is not None:
         raise PulsarkitError(f"not a {what} entry: {rows[0]['error']}")
     for r in rows:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..codec.columns import scalar
 from ..scan import MESSAGE_FIELDS, arrow_schema
 from ..scan.schema import RowGroups, parquet_options
 from .paths import PRIVATE_DIR, short_name
@@ -23,6 +24,8 @@ FILE_FIELDS = [(n, t) for n, t in MESSAGE_FIELDS if n != "topic"]
 #: the columns of a table target (Delta, Iceberg): every message column and ``date`` (``YYYY-MM-DD``)
 TABLE_FIELDS = [*MESSAGE_FIELDS, ("date", pa.string())]
 DAY_MS = 86_400_000
+# compute arguments made without pa.scalar, which imports pandas when installed (codec.columns says why)
+_DAY, _DAY_F = scalar(DAY_MS, pa.int64()), scalar(float(DAY_MS), pa.float64())
 #: the footer metadata key naming the topic of a data file in a shortened partition directory
 TOPIC_KEY = b"pulsarkit.topic"
 
@@ -43,9 +46,9 @@ def topic_dir(topic: str) -> str:
 
 def with_date(b: pa.RecordBatch) -> pa.RecordBatch:
     """``date``: the UTC day of ``publish_time`` as ``YYYY-MM-DD`` (formatted once per distinct day)."""
-    days = pc.floor(pc.divide(b.column("publish_time").cast(pa.float64()), float(DAY_MS))).cast(pa.int64())
+    days = pc.floor(pc.divide(b.column("publish_time").cast(pa.float64()), _DAY_F)).cast(pa.int64())
     uniq = pc.unique(days)
-    labels = pc.strftime(pc.multiply(uniq, DAY_MS).cast(pa.timestamp("ms")), format="%Y-%m-%d")
+    labels = pc.strftime(pc.multiply(uniq, _DAY).cast(pa.timestamp("ms")), format="%Y-%m-%d")
     return b.append_column("date", labels.take(pc.index_in(days, value_set=uniq)))
 
 
@@ -67,13 +70,20 @@ class StagingWriter:
         own = batch.schema.names != [n for n, _ in MESSAGE_FIELDS]
         file_schema = pa.schema([f for f in batch.schema if f.name != "topic"]) if own else self.schema
         t = pa.Table.from_batches([with_date(batch)])
-        keys = pa.Table.from_arrays([t.column("topic"), t.column("date")], names=["t", "d"])
-        groups = keys.group_by(["t", "d"]).aggregate([]).to_pylist()
+        topics, dates = pc.unique(t.column("topic")), pc.unique(t.column("date"))
+        if len(topics) == 1 and len(dates) == 1:  # the usual case: one topic and day per batch
+            groups = [{"t": topics[0].as_py(), "d": dates[0].as_py()}]
+        else:  # in order of first appearance (not group_by: it imports pandas, codec.columns says why)
+            pairs = dict.fromkeys(zip(t.column("topic").to_pylist(), t.column("date").to_pylist(), strict=True))
+            groups = [{"t": a, "d": b} for a, b in pairs]
         for g in groups:
-            if len(groups) == 1:  # the usual case: one topic and day per batch, nothing to copy
+            if len(groups) == 1:  # nothing to copy
                 rows = t.select(file_schema.names)
             else:
-                m = pc.and_(pc.equal(t.column("topic"), g["t"]), pc.equal(t.column("date"), g["d"]))
+                m = pc.and_(
+                    pc.equal(t.column("topic"), scalar(g["t"], pa.string())),
+                    pc.equal(t.column("date"), scalar(g["d"], pa.string())),
+                )
                 rows = t.filter(m).select(file_schema.names)
             w = self._writers.get((g["t"], g["d"]))
             if w is None:

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from .. import bulk
 from ..bookkeeper import digest as bookie_digest
 from ..bookkeeper.entrylog import scan_entry_logs
+from ..codec.columns import binary_array, int64_array, scalar
 from ..codec.entry import Entry
 from ..codec.txn import TXN_ABORT_MARKER, TXN_COMMIT_MARKER
 from ..errors import PulsarkitError
@@ -23,6 +24,9 @@ from .datadir import DataDir
 from .heads import HEAD_COST_BYTES, read_heads
 from .partition import Readers, ReadStats
 from .schema import MASK, TIME_COLUMNS, Filter, Pos, filter_mask
+
+# compute arguments made without pa.scalar (which imports pandas when installed; codec.columns says why)
+_ONE, _TRUE, _FALSE = scalar(1, pa.int64()), scalar(True, pa.bool_()), scalar(False, pa.bool_())
 
 
 @dataclass
@@ -79,16 +83,16 @@ def topic_facts(
         transactional entries are read whole and verified before they decide anything."""
         txn = pc.or_(pc.is_valid(md.column("txnid_most_bits")), pc.is_valid(md.column("txnid_least_bits")))
         if verified is not None:
-            txn = pc.and_(txn, pc.fill_null(verified, True))
+            txn = pc.and_(txn, pc.fill_null(verified, _TRUE))
         chunk = pc.fill_null(
-            pc.and_(pc.is_valid(md.column("uuid")), pc.greater(md.column("num_chunks_from_msg"), 1)), False
+            pc.and_(pc.is_valid(md.column("uuid")), pc.greater(md.column("num_chunks_from_msg"), _ONE)), _FALSE
         )
-        m = pc.or_(pc.fill_null(txn, False), chunk)
+        m = pc.or_(pc.fill_null(txn, _FALSE), chunk)
         if keep is not None:
             m = pc.and_(keep, m)
         if pc.any(m).as_py():
             cols = [lids, eids, md.column("uuid"), chunk, md.column("txnid_most_bits"), md.column("txnid_least_bits")]
-            cols += [md.column("marker_type"), pc.fill_null(txn, False)]
+            cols += [md.column("marker_type"), pc.fill_null(txn, _FALSE)]
             sel = pa.Table.from_arrays(cols, names=list("lecuvwkt")).filter(m)
             for lid, eid, uuid, is_chunk, most, least, marker, is_txn in zip(
                 *(sel.column(i).to_pylist() for i in range(8)), strict=True
@@ -122,7 +126,7 @@ def topic_facts(
         w = wanted.setdefault(current, [])
         w += [(lid, eid, loc, dlen) for eid, loc in locs.items() if eid <= last]
     if mode == "scan" and logs:
-        ledgers = pa.array(sorted(owner), pa.int64())
+        ledgers = int64_array(sorted(owner))
         for path, _, _ in logs:
             try:
                 stats.scan_bytes += os.path.getsize(path)
@@ -132,9 +136,9 @@ def topic_facts(
         # log, so the pass peaked at the largest log's size (907 MiB reading B of the 1.0-scale benchmark's
         # 750 MB log, 199 MiB copied, 0.1-0.3 s more; bench/RESULTS.md)
         for b in scan_entry_logs([(p, i) for p, i, _ in logs], "AUTO", include_issues=False, payload_type="binary"):
-            keep = pc.fill_null(pc.is_in(b.column("ledger_id"), value_set=ledgers), False)
+            keep = pc.fill_null(pc.is_in(b.column("ledger_id"), value_set=ledgers), _FALSE)
             if many:
-                keep = pc.and_(keep, pc.fill_null(b.column("digest_ok"), False))
+                keep = pc.and_(keep, pc.fill_null(b.column("digest_ok"), _FALSE))
             if not pc.any(keep).as_py():
                 continue
             # metadata of every row (other ledgers give errors): filtering the copies first to the owned
@@ -159,9 +163,9 @@ def topic_facts(
                 if not got:
                     continue
                 absorb(
-                    pa.array([part[j][0] for j in got], pa.int64()),
-                    pa.array([part[j][1] for j in got], pa.int64()),
-                    bulk.decode_metadata(pa.array([heads[j] for j in got], pa.binary())),
+                    int64_array(part[j][0] for j in got),
+                    int64_array(part[j][1] for j in got),
+                    bulk.decode_metadata(binary_array([heads[j] for j in got])),  # type: ignore[misc]
                     None,
                 )
     journal_only = []
@@ -177,7 +181,7 @@ def topic_facts(
         key = None if txn is None else (txn[0] & MASK, txn[1] & MASK)
         md = e.metadata
         marker = md.marker_type if e.is_marker else 0
-        candidates.append((lid, eid, md.uuid if e.is_chunk else None, key, marker, False))  # read_entry verified it
+        candidates.append((lid, eid, md.uuid if e.is_chunk else None, key, marker, _FALSE))  # read_entry verified it
     seen: set[Pos] = set()
     # an entry twice in the entry logs: a copy that decides a transaction (it verified) first
     for lid, eid, uuid, key, marker, unchecked in sorted(set(candidates), key=lambda c: (c[0], c[1], c[3] is None)):

@@ -3,7 +3,6 @@ read-committed filter and a subscription's acknowledgements), applied to a batch
 
 from __future__ import annotations
 
-import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -13,6 +12,7 @@ import pyarrow.compute as pc
 
 from .. import _native
 from ..codec.chunks import ChunkAssembler
+from ..codec.columns import binary_array, int64_array, numpy_values, rows_table, string_array
 from ..codec.entry import Entry
 from ..errors import PulsarkitError
 from .partition import ScanPartition
@@ -122,16 +122,16 @@ class MessageState:
             if len(keep_at) < len(lids):
                 lids, eids, datas = [lids[i] for i in keep_at], [eids[i] for i in keep_at], [datas[i] for i in keep_at]
                 errs = [errs[i] for i in keep_at] if errs is not None else None
-        entries = pa.array(datas, pa.binary())
+        entries = binary_array(datas)
         pt = [(c, op, _int64_values(ref if op == "in" else [ref])) for c, op, ref in filters if c in TIME_COLUMNS]
         # one GIL-free native call: metadata, transaction states, read-committed and the time filters
         # (every row of a plain entry has the entry's times: dropped before it is decompressed), explode,
         # the plain entries' rows in the one schema (+ _ord); the others' status per entry
         rows, info = _native.bulk_assemble_messages(
-            entries, _int64(lids), _int64(eids), self.part.topic, self.part.partition, self.markers,
+            entries, int64_array(lids), int64_array(eids), self.part.topic, self.part.partition, self.markers,
             self.txn_table, self.committed, pt,
         )  # fmt: skip
-        status = info.column("status").to_numpy()
+        status = numpy_values(info.column("status"))
         if (status > _SPECIAL).any():
             why = info.column("error")
             for code, prefix in ((_NOT_AN_ENTRY, "not a Pulsar entry"), (_UNDECODABLE, "messages undecodable")):
@@ -146,7 +146,7 @@ class MessageState:
                     r["_ord"] = i
                     special.append(r)
             if special:
-                parts.append(pa.Table.from_pylist(special, schema=arrow_schema(self.fields + [("_ord", pa.int64())])))
+                parts.append(rows_table(special, arrow_schema(self.fields + [("_ord", pa.int64())])))
         if not parts:
             return arrow_schema(self.fields).empty_table()
         t = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
@@ -162,11 +162,6 @@ class MessageState:
 _SPECIAL, _NOT_AN_ENTRY, _UNDECODABLE = 1, 2, 3
 
 
-def _int64(values: Sequence[int]) -> pa.Array:
-    """An int64 array of ints, built from a buffer (``pa.array`` of a list reaches pyarrow's pandas check)."""
-    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(array.array("q", values))])
-
-
 def _int64_values(values: Any) -> list[int]:
     """A filter's values as the int64s its column compares them as."""
     return pa.array(list(values), pa.int64()).to_pylist()
@@ -177,9 +172,9 @@ def _txn_table(keys: Iterable[Pos], state: Callable[[Pos], str]) -> tuple[pa.Arr
     unsigned), each one's state, and the state of any other (``state`` gives both)."""
     keys = sorted(k for k in set(keys) if 0 <= k[0] <= MASK and 0 <= k[1] <= MASK)
     return (
-        _int64([signed(a) for a, _ in keys]),  # type: ignore[misc]
-        _int64([signed(b) for _, b in keys]),  # type: ignore[misc]
-        pa.array([state(k) for k in keys], pa.string()),
+        int64_array([signed(a) for a, _ in keys]),  # type: ignore[misc]
+        int64_array([signed(b) for _, b in keys]),  # type: ignore[misc]
+        string_array([state(k) for k in keys]),
         UNKNOWN,
     )
 
