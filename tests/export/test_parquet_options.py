@@ -3,6 +3,7 @@
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from pulsarkit.export.staging import StagingWriter
 from pulsarkit.scan.schema import NO_DICTIONARY, RowGroups, arrow_schema, message_fields
 
@@ -67,3 +68,78 @@ def test_staging_holds_back_only_the_topic_and_day_being_written(tmp_path, monke
     files = {(f.parent.parent.name, f.parent.name): pq.ParquetFile(f).metadata for f in tmp_path.rglob("*.parquet")}
     groups = {k[0][-1] + k[1][-2:]: (m.num_rows, m.num_row_groups) for k, m in files.items()}
     assert groups == {"a14": (100, 1), "a15": (100, 2), "b14": (50, 1)}
+
+
+class _Writer:
+    """A ParquetWriter stand-in that records its row groups, which thread wrote them and whether one write
+    overlapped another or the close; ``fail_at``: the write that raises."""
+
+    def __init__(self, fail_at: int = -1, delay: float = 0.0) -> None:
+        self.groups: list[int] = []
+        self.threads: set[str] = set()
+        self.fail_at, self.delay = fail_at, delay
+        self.busy = self.overlapped = self.closed_while_busy = False
+
+    def write_table(self, t, row_group_size=None):
+        import threading
+        import time
+
+        self.overlapped |= self.busy
+        self.busy = True
+        self.threads.add(threading.current_thread().name)
+        time.sleep(self.delay)
+        self.busy = False
+        if len(self.groups) == self.fail_at:
+            raise OSError("disk full")
+        assert row_group_size == t.num_rows
+        self.groups.append(t.num_rows)
+
+    def close(self):
+        self.closed_while_busy |= self.busy
+
+
+def test_row_groups_are_written_by_a_thread_one_at_a_time_and_flush_waits():
+    w = _Writer(delay=0.02)
+    groups = RowGroups(w, limit=1)  # every batch its own group
+    for i in range(5):
+        groups.add(_batch("persistent://public/default/t", i * 10, 10))
+    groups.flush()
+    assert w.groups == [10] * 5 and not w.overlapped
+    assert w.threads == {"pulsarkit-row-group"}
+
+
+def test_a_failed_row_group_write_is_raised_by_the_next_call_and_nothing_after_it_is_written():
+    w = _Writer(fail_at=1)
+    groups = RowGroups(w, limit=1)
+    groups.add(_batch("persistent://public/default/t", 0, 10))
+    groups.add(_batch("persistent://public/default/t", 10, 10))  # this group's write fails
+    with pytest.raises(OSError, match="disk full"):
+        groups.add(_batch("persistent://public/default/t", 20, 10))
+        groups.flush()
+    assert w.groups == [10]
+
+
+def test_leaving_row_groups_on_an_error_waits_for_the_write_before_the_writer_closes():
+    w = _Writer(delay=0.1)
+    first = _batch("persistent://public/default/t", 0, 10)
+    with pytest.raises(InterruptedError):
+        with RowGroups(w, limit=first.nbytes) as groups:
+            groups.add(first)  # written by the thread
+            groups.add(_batch("persistent://public/default/t", 10, 5))  # gathered, never written: the run stopped
+            raise InterruptedError
+    w.close()
+    assert w.groups == [10] and not w.closed_while_busy
+
+
+def test_staging_closes_every_file_when_one_write_fails(tmp_path, monkeypatch):
+    monkeypatch.setattr(RowGroups.__init__, "__defaults__", (1 << 30,))
+    w = StagingWriter(tmp_path)
+    w.write(_batch("persistent://public/default/a", 0, 20))
+    w.write(_batch("persistent://public/default/b", 0, 20))
+    broken = list(w._writers.values())[-1]  # b: gathered, written by close
+    monkeypatch.setattr(broken, "write_table", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        w.close()
+    files = sorted(tmp_path.rglob("*.parquet"))
+    assert len(files) == 2
+    assert [pq.ParquetFile(f).metadata.num_rows for f in files] == [20, 0]  # both closed: valid files

@@ -420,13 +420,11 @@ def _print_records(
     try:
         if args.format == "parquet":
             schema = arrow_schema(message_fields(markers))
-            with pq.ParquetWriter(_out_file(args), schema, **parquet_options(schema)) as w:
-                groups = RowGroups(w)
+            with pq.ParquetWriter(_out_file(args), schema, **parquet_options(schema)) as w, RowGroups(w) as groups:
                 for b in batches:
                     groups.add(b)
                     n += b.num_rows
                     prog.update(n)
-                groups.flush()
         elif args.format == "jsonl":
             # rendered natively a batch at a time (ASCII, as json.dumps of json_record), written in blocks
             out, write = _binary_out(args.dest)

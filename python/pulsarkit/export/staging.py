@@ -105,9 +105,16 @@ class StagingWriter:
 
     def close(self) -> None:
         writers, groups, self._writers, self._groups, self._current = self._writers, self._groups, {}, {}, None
+        failed: BaseException | None = None
         for key, w in writers.items():
-            groups[key].flush()
-            w.close()
+            try:
+                groups[key].flush()  # waits for its writing thread even when it raises
+            except BaseException as e:
+                failed = failed or e
+            finally:
+                w.close()
+        if failed is not None:
+            raise failed
 
 
 def staged_files(staging: Path) -> list[Path]:

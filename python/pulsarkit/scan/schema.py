@@ -4,6 +4,7 @@ scan pushes down."""
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -76,25 +77,62 @@ ROW_GROUP_BYTES = 32 << 20
 class RowGroups:
     """Record batches (or tables) gathered and written to ``writer`` (a ``pyarrow.parquet.ParquetWriter``) as
     tables of about :data:`ROW_GROUP_BYTES`, each one row group: a tenth of the row groups of a batch each, for
-    one buffer. :meth:`flush` writes what is gathered (before the writer closes)."""
+    one buffer. Each group is encoded and written by a thread of its own while the caller makes the next one
+    (``write_table`` releases the GIL, and so does the native read), at most one group in flight; its error is
+    raised by the next :meth:`add` or :meth:`flush`. :meth:`flush` writes what is gathered and waits: call it
+    before the writer closes, or use it as a context manager inside the writer's (on an error it only waits)."""
 
     def __init__(self, writer: Any, limit: int = ROW_GROUP_BYTES) -> None:
         self._writer, self._limit = writer, limit
         self._batches: list[pa.RecordBatch | pa.Table] = []
         self._bytes = 0
+        self._writing: threading.Thread | None = None
+        self._failed: BaseException | None = None
+
+    def __enter__(self) -> RowGroups:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
+        if kind is None:
+            self.flush()
+        else:  # the writer closes next: no thread may still write into it
+            self._batches, self._bytes = [], 0
+            if self._writing is not None:
+                self._writing.join()
 
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
         self._batches.append(batch)
         self._bytes += batch.nbytes
         if self._bytes >= self._limit:
-            self.flush()
+            self._submit()
 
     def flush(self) -> None:
+        self._submit()
+        self._wait()
+
+    def _submit(self) -> None:
+        self._wait()
         if self._batches:
             parts, self._batches, self._bytes = self._batches, [], 0
             t = pa.concat_tables(p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts)
+            self._writing = threading.Thread(target=self._write, args=(t,), name="pulsarkit-row-group", daemon=True)
+            self._writing.start()
+
+    def _write(self, t: pa.Table) -> None:
+        try:
             # one row group whatever the rows (write_table would cut at 1 Mi rows)
             self._writer.write_table(t, row_group_size=max(t.num_rows, 1))
+        except BaseException as e:  # raised in the caller's thread by _wait
+            self._failed = e
+
+    def _wait(self) -> None:
+        if self._writing is not None:
+            self._writing.join()
+            self._writing = None
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            self._batches, self._bytes = [], 0
+            raise failed
 
 
 def message_fields(markers: bool = False) -> list[tuple[str, pa.DataType]]:
