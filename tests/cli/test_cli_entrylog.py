@@ -191,7 +191,7 @@ def test_errors_usage_and_progress(capsys: pytest.CaptureFixture[str], bookie: t
 def test_console_script(bookie: tuple[Path, list]) -> None:
     root, _entries = bookie
     eps = importlib.metadata.entry_points(group="console_scripts")
-    assert any(ep.name == "pulsarkit" and ep.value == "pulsarkit.cli:entry" for ep in eps)
+    assert any(ep.name == "pulsarkit" and ep.value == "pulsarkit.__main__:main" for ep in eps)
     r = subprocess.run(
         [sys.executable, "-m", "pulsarkit.cli", "readlogmetadata", str(root), "--json"],
         capture_output=True,

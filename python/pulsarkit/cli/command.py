@@ -83,7 +83,8 @@ class _NoPandas:
     """An import hook that says pandas is not installed. pyarrow probes for pandas the first time it is
     given Python values (``pa.array``, ``pa.scalar``, a compute call) and imports it whole: 0.25-0.3 s
     of a command's ~1 s (bench/RESULTS.md, issue 24). A command that never hands data to pandas runs
-    with pyarrow believing it absent."""
+    with pyarrow believing it absent. The read paths make no such probe (``codec.columns``: library callers
+    pay nothing either); this hook keeps any other command's from costing the import."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if name == "pandas" or name.startswith("pandas."):
