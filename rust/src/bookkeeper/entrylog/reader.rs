@@ -106,8 +106,8 @@ pub fn metadata_by_scan<S: Source>(
 ) -> LogResult<(EntryLogMetadata, ScanSummary)> {
     let mut s = Scanner::new(src, log_id, ScanOptions { start: None, stop: None, ..opts })?;
     let mut meta = EntryLogMetadata::new(log_id);
-    while let Some(r) = s.next_record()? {
-        meta.add_ledger_size(r.ledger_id, r.data.len() as u64 + 4);
+    while let Some((_, ledger_id, _, len)) = s.next_head()? {
+        meta.add_ledger_size(ledger_id, len as u64 + 4);
     }
     Ok((meta, s.summary()))
 }

@@ -28,6 +28,10 @@ pub struct ScanOptions {
 
 pub const DEFAULT_MAX_RECORD_SIZE: usize = 64 << 20;
 
+/// Bytes read at a record's header when only heads are wanted ([`Scanner::next_head`]): a window of
+/// small records at once, a sixth of a typical 100 KB batch entry.
+const HEAD_WINDOW: usize = 16 << 10;
+
 impl Default for ScanOptions {
     fn default() -> Self {
         ScanOptions {
@@ -252,11 +256,24 @@ impl<S: Source> Scanner<S> {
     /// The next entry record, or `None` at the end. Errors are I/O errors only; format problems
     /// are recorded as issues.
     pub fn next_record(&mut self) -> LogResult<Option<Record<'_>>> {
-        let Some((off, len)) = self.advance()? else {
+        let Some((off, len)) = self.advance(true)? else {
             return Ok(None);
         };
         let data = self.bytes(off + 4, len);
         Ok(Some(Record { offset: off, ledger_id: be_i64(data), entry_id: be_i64(&data[8..]), data }))
+    }
+
+    /// The next entry record's offset, ledger id, entry id and length (ids included, as in
+    /// [`Record::data`]) without reading the rest of it: the same records and issues as
+    /// [`Self::next_record`], for accounting that needs no entry bytes. A file source reads a small
+    /// window at each header, so the bodies of large records are skipped (a map-less entry log's
+    /// metadata: 750 MB of log read in 0.15 s whole, bench/RESULTS.md, issue 24, "start-up").
+    pub fn next_head(&mut self) -> LogResult<Option<(u64, i64, i64, usize)>> {
+        let Some((off, len)) = self.advance(false)? else {
+            return Ok(None);
+        };
+        let h = self.bytes(off + 4, 16);
+        Ok(Some((off, be_i64(h), be_i64(&h[8..]), len)))
     }
 
     /// Runs the scan to the end, calling `f` for each record.
@@ -297,13 +314,18 @@ impl<S: Source> Scanner<S> {
 
     /// Makes `[pos, pos + n)` available in the window (the caller checked it is inside the file).
     fn fill(&mut self, pos: u64, n: usize) -> LogResult<()> {
+        self.fill_by(pos, n, self.opts.chunk_size)
+    }
+
+    /// [`Self::fill`] reading `chunk` bytes (or `n`, if more) when it reads.
+    fn fill_by(&mut self, pos: u64, n: usize, chunk: usize) -> LogResult<()> {
         if self.src.as_slice().is_some() {
             return Ok(());
         }
         if pos >= self.win_start && pos + n as u64 <= self.win_start + self.win_len as u64 {
             return Ok(());
         }
-        let want = max(n as u64, self.opts.chunk_size as u64).min(self.file_len - pos) as usize;
+        let want = max(n as u64, chunk as u64).min(self.file_len - pos) as usize;
         debug_assert!(want >= n);
         if self.win.len() < want {
             self.win.resize(want, 0);
@@ -367,7 +389,8 @@ impl<S: Source> Scanner<S> {
     }
 
     /// Moves to the next entry record; returns its (offset, data length), window filled.
-    fn advance(&mut self) -> LogResult<Option<(u64, usize)>> {
+    /// The next entry record's offset and length; with `body`, its bytes are in the window too.
+    fn advance(&mut self, body: bool) -> LogResult<Option<(u64, usize)>> {
         loop {
             if self.done {
                 return Ok(None);
@@ -397,7 +420,7 @@ impl<S: Source> Scanner<S> {
                 continue;
             }
             let hn = min(avail, 20) as usize;
-            self.fill(pos, hn)?;
+            self.fill_by(pos, hn, if body { self.opts.chunk_size } else { HEAD_WINDOW })?;
             let h = self.bytes(pos, hn);
             let len = be_i32(h);
             if len == 0 {
@@ -463,7 +486,9 @@ impl<S: Source> Scanner<S> {
                 self.pos = next;
                 continue;
             }
-            self.fill(pos, 4 + len as usize)?;
+            if body {
+                self.fill(pos, 4 + len as usize)?;
+            }
             self.pos = next;
             self.data_end = next;
             self.records += 1;

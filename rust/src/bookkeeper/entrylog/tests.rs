@@ -2,7 +2,7 @@
 use super::arrow::{ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
 use super::format::*;
 use super::reader::{list_log_ids, metadata_by_scan, read_metadata, PayloadRead};
-use super::scan::{scan_all, IssueKind, ScanOptions};
+use super::scan::{scan_all, IssueKind, ScanOptions, Scanner};
 use super::writer::read_last_id;
 use super::*;
 use crate::bookkeeper::digest::{DigestType, Digester, LedgerRun};
@@ -623,6 +623,46 @@ proptest! {
             prop_assert!(!summary.issues.is_empty() || recs.iter().any(|r| !originals.contains(&r.3)));
         }
         let _ = read_metadata(&img, 0, ScanOptions::default(), true).unwrap();
+    }
+
+    /// A heads-only scan (what a map-less log's metadata reads) sees the records and issues a whole
+    /// scan sees, with records past its small window and damage anywhere.
+    #[test]
+    fn heads_only_scans_see_what_whole_scans_see(
+        sizes in proptest::collection::vec(prop_oneof![16usize..300, 10_000usize..60_000], 1..24),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+        cut in proptest::option::of(any::<prop::sample::Index>()),
+        chunk in prop_oneof![Just(64usize << 10), Just(4usize << 20)],
+    ) {
+        let mut img = LogHeader::new_default_bytes(1);
+        for (e, &n) in sizes.iter().enumerate() {
+            img.extend_from_slice(&(n as i32).to_be_bytes());
+            img.extend_from_slice(&make_entry(1 + (e % 3) as i64, e as i64, n));
+        }
+        for (i, v) in &flips {
+            let p = 1024 + i.index(img.len() - 1024);
+            img[p] = *v;
+        }
+        if let Some(c) = cut {
+            img.truncate(1024 + c.index(img.len() - 1024));
+        }
+        let opts = ScanOptions { chunk_size: chunk, ..ScanOptions::default() };
+        let (recs, summary) = scan_all(Windowed(&img), 0, opts.clone()).unwrap();
+        let mut s = Scanner::new(Windowed(&img), 0, opts.clone()).unwrap();
+        let mut heads = Vec::new();
+        while let Some(h) = s.next_head().unwrap() {
+            heads.push(h);
+        }
+        let whole: Vec<_> = recs.iter().map(|r| (r.0, r.1, r.2, r.3.len())).collect();
+        prop_assert_eq!(heads, whole);
+        prop_assert_eq!(s.summary(), summary.clone());
+        let (by_scan, scanned) = metadata_by_scan(Windowed(&img), 0, opts).unwrap();
+        let mut expected: BTreeMap<i64, u64> = BTreeMap::new();
+        for r in &recs {
+            *expected.entry(r.1).or_default() += r.3.len() as u64 + 4;
+        }
+        prop_assert_eq!(&by_scan.ledgers, &expected);
+        prop_assert_eq!(scanned, summary);
     }
 }
 
