@@ -87,6 +87,7 @@ class RowGroups:
         self._batches: list[pa.RecordBatch | pa.Table] = []
         self._bytes = 0
         self._writing: threading.Thread | None = None
+        self._written: pa.Table | None = None
         self._failed: BaseException | None = None
 
     def __enter__(self) -> RowGroups:
@@ -99,6 +100,7 @@ class RowGroups:
             self._batches, self._bytes = [], 0
             if self._writing is not None:
                 self._writing.join()
+                self._writing = self._written = None
 
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
         self._batches.append(batch)
@@ -115,6 +117,8 @@ class RowGroups:
         if self._batches:
             parts, self._batches, self._bytes = self._batches, [], 0
             t = pa.concat_tables(p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts)
+            # held here until written, so its buffers are freed on this thread, whose allocator reuses them
+            self._written = t
             self._writing = threading.Thread(target=self._write, args=(t,), name="pulsarkit-row-group", daemon=True)
             self._writing.start()
 
@@ -128,7 +132,7 @@ class RowGroups:
     def _wait(self) -> None:
         if self._writing is not None:
             self._writing.join()
-            self._writing = None
+            self._writing = self._written = None
         if self._failed is not None:
             failed, self._failed = self._failed, None
             self._batches, self._bytes = [], 0
