@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..bookkeeper import digest as bookie_digest
+from ..codec.columns import binary_array, int64_array, scalar, string_array
 from ..errors import PulsarkitError
 from .datadir import DataDirSpec
 from .messages import AckFilter, MessageState, OnIssue
@@ -345,12 +346,12 @@ def _read(
             n = len(lids)
             t = pa.table(
                 {
-                    "topic": pa.array([part.topic] * n, pa.string()),
-                    "kind": pa.array([part.kind] * n, pa.string()),
-                    "ledger_id": pa.array(lids, pa.int64()),
-                    "entry_id": pa.array(eids, pa.int64()),
-                    "payload": pa.array(datas, pa.binary()),
-                    "error": pa.array(errs, pa.string()),
+                    "topic": string_array([part.topic] * n),
+                    "kind": string_array([part.kind] * n),
+                    "ledger_id": int64_array(lids),
+                    "entry_id": int64_array(eids),
+                    "payload": binary_array(datas),
+                    "error": string_array(errs),
                 }
             )
             out = _emit(t, part, filters)
@@ -404,9 +405,10 @@ def _emit(t: pa.Table, part: ScanPartition, filters: Sequence[Filter]) -> pa.Tab
     m = filter_mask(t, filters, [c for c in ("ledger_id", "topic", *TIME_COLUMNS) if c in t.column_names])
     if part.after is not None:
         lid, eid = part.after
+        lid_, eid_ = scalar(lid, pa.int64()), scalar(eid, pa.int64())
         x = pc.or_(
-            pc.greater(t.column("ledger_id"), lid),
-            pc.and_(pc.equal(t.column("ledger_id"), lid), pc.greater(t.column("entry_id"), eid)),
+            pc.greater(t.column("ledger_id"), lid_),
+            pc.and_(pc.equal(t.column("ledger_id"), lid_), pc.greater(t.column("entry_id"), eid_)),
         )
         m = x if m is None else pc.and_(m, x)
     return t if m is None else t.filter(m)

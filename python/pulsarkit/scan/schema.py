@@ -11,7 +11,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..codec.columns import column, scalar
+
 MASK = (1 << 64) - 1
+_FALSE = scalar(False, pa.bool_())  # not pa.scalar: codec.columns says why
 Pos = tuple[int, int]
 
 #: The one message schema: one row per message, flat. ``txn_most_bits``/``txn_least_bits`` are Java
@@ -219,12 +222,12 @@ def filter_mask(table: pa.Table, filters: Iterable[Filter], columns: Sequence[st
             continue
         col = table.column(c)
         if op == "in":
-            x = pc.is_in(col, value_set=pa.array(list(ref), col.type))
+            x = pc.is_in(col, value_set=column(list(ref), col.type))
         elif op == "startswith":
             x = pc.starts_with(col, ref)
         else:
             fn = {"=": pc.equal, ">": pc.greater, ">=": pc.greater_equal, "<": pc.less, "<=": pc.less_equal}[op]
-            x = fn(col, pa.scalar(ref, col.type))
-        x = pc.fill_null(x, False)
+            x = fn(col, column([ref], col.type)[0])
+        x = pc.fill_null(x, _FALSE)
         m = x if m is None else pc.and_(m, x)
     return m
