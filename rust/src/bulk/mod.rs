@@ -3,6 +3,8 @@
 pub mod assemble;
 pub mod compaction;
 pub mod json;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod reference;
 pub mod txn;
 
 use crate::codec::batch::{entry_messages, parse_entry, payload_body, scan_batch_refs, RecordRef};
@@ -406,7 +408,8 @@ fn decode_metadata_rows<'a>(n: usize, get: impl Fn(usize) -> Option<&'a [u8]>, v
     let mut err = Strs::new(n, 0);
 
     // A row that cannot be decoded is null in every column, with the reason (if any) in `error`.
-    // Optional slots start null; dense columns and variable-width ones still take their row.
+    // Optional slots start null; dense columns take a default under the rows' null, variable-width
+    // columns an empty value (under the rows' null, or their own).
     macro_rules! null_row {
         ($i:expr, $e:expr) => {{
             rows.push(false);
@@ -419,11 +422,13 @@ fn decode_metadata_rows<'a>(n: usize, get: impl Fn(usize) -> Option<&'a [u8]>, v
             for c in [&mut has_ck, &mut is_batch, &mut encrypted] {
                 c.skip();
             }
-            for c in [&mut producer, &mut compression, &mut pkey, &mut uuid, &mut replicated_from] {
-                c.skip();
+            producer.skip();
+            compression.skip();
+            for c in [&mut pkey, &mut uuid, &mut replicated_from] {
+                c.push($i, None);
             }
             for c in [&mut okey, &mut schema_version] {
-                c.skip();
+                c.push($i, None);
             }
             let e: Option<Error> = $e;
             err.push($i, e.map(|e| e.to_string()).as_deref());

@@ -103,7 +103,7 @@ fn layout_fast(data: &[u8]) -> Option<EntryLayout> {
 }
 
 /// [`parse_layout`] by the general reader, with its exact errors.
-pub(crate) fn parse_layout_general(data: &[u8]) -> Result<EntryLayout> {
+pub fn parse_layout_general(data: &[u8]) -> Result<EntryLayout> {
     let (bem, headers_start) = locate_broker_entry_metadata(data)?;
     let mut r = Reader::at(data, headers_start);
     let checksum = if r.peek_u16() == Some(MAGIC_CRC32C) {
@@ -173,23 +173,32 @@ pub fn decode_broker_entry_metadata(bytes: &[u8], base: usize) -> Result<BrokerE
         out.index = Some(x);
     }
     if pos < bytes.len() {
-        walk_fields_from(bytes, pos, |field, v| {
-            match (field, v) {
-                (1, Value::Varint(x)) => out.broker_timestamp = Some(x),
-                (2, Value::Varint(x)) => out.index = Some(x),
-                (1 | 2, _) => {
-                    return Err(Error::corrupt(
-                        0,
-                        format!("broker entry metadata field {field} has the wrong wire type"),
-                    ))
-                }
-                _ => {}
-            }
-            Ok(())
-        })
-        .map_err(|e| e.shifted(base))?;
+        bem_walk(bytes, pos, &mut out).map_err(|e| e.shifted(base))?;
     }
     Ok(out)
+}
+
+/// [`decode_broker_entry_metadata`] by the general walk alone: the reference its in-order path is
+/// tested against.
+#[cfg(any(test, feature = "fuzzing"))]
+pub fn decode_broker_entry_metadata_general(bytes: &[u8], base: usize) -> Result<BrokerEntryMetadata> {
+    let mut out = BrokerEntryMetadata::default();
+    bem_walk(bytes, 0, &mut out).map_err(|e| e.shifted(base))?;
+    Ok(out)
+}
+
+fn bem_walk(bytes: &[u8], start: usize, out: &mut BrokerEntryMetadata) -> Result<()> {
+    walk_fields_from(bytes, start, |field, v| {
+        match (field, v) {
+            (1, Value::Varint(x)) => out.broker_timestamp = Some(x),
+            (2, Value::Varint(x)) => out.index = Some(x),
+            (1 | 2, _) => {
+                return Err(Error::corrupt(0, format!("broker entry metadata field {field} has the wrong wire type")))
+            }
+            _ => {}
+        }
+        Ok(())
+    })
 }
 
 /// PIP-70 peek: the broker entry metadata of `data`, if present. Does not touch MessageMetadata.
