@@ -143,6 +143,47 @@ impl RowValidity {
     }
 }
 
+/// Appends `b` to `data`. Metadata strings are a few to a few dozen bytes, for which a call to
+/// `memcpy` (what `extend_from_slice` becomes for a length unknown at compile time) costs more than
+/// the copy: up to 32 bytes are copied as two overlapping words.
+#[inline(always)]
+fn append_small(data: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len();
+    if n > 32 {
+        data.extend_from_slice(b);
+        return;
+    }
+    data.reserve(n);
+    // SAFETY: `reserve` left room for `n` more bytes after `len`; every read lies inside `b`
+    // (each word starts at 0 or at n - width, with width <= n) and every write inside the reserved
+    // room; `set_len` covers exactly the `n` bytes written.
+    unsafe {
+        let src = b.as_ptr();
+        let dst = data.as_mut_ptr().add(data.len());
+        macro_rules! two_words {
+            ($t:ty, $w:expr) => {{
+                std::ptr::write_unaligned(dst as *mut $t, std::ptr::read_unaligned(src as *const $t));
+                std::ptr::write_unaligned(
+                    dst.add(n - $w) as *mut $t,
+                    std::ptr::read_unaligned(src.add(n - $w) as *const $t),
+                );
+            }};
+        }
+        if n >= 16 {
+            two_words!(u128, 16);
+        } else if n >= 8 {
+            two_words!(u64, 8);
+        } else if n >= 4 {
+            two_words!(u32, 4);
+        } else {
+            for k in 0..n {
+                *dst.add(k) = *src.add(k);
+            }
+        }
+        data.set_len(data.len() + n);
+    }
+}
+
 /// Variable-width values with i32 offsets, appended in row order, built as Binary ([`Strs`] for Utf8).
 /// A column made with `dense` takes its validity from the rows ([`Dense`]), one made with `new`
 /// keeps its own.
@@ -181,7 +222,7 @@ impl Var {
     /// The next row's value, validity aside.
     #[inline(always)]
     pub(crate) fn push_value(&mut self, b: &[u8]) {
-        self.data.extend_from_slice(b);
+        append_small(&mut self.data, b);
         self.end_row();
     }
     /// The next row, empty (under a null).
