@@ -319,6 +319,12 @@ fn utf8<'a>(d: &Decoded<'a>, r: &Option<std::ops::Range<usize>>, what: &str) -> 
             let base = d.layout.metadata.start;
             let data: &'a [u8] = d.data;
             let bytes = &data[base + r.start..base + r.end];
+            // Names and keys are nearly always ASCII, which a word-at-a-time check settles without
+            // the general decoder's call.
+            if bytes.is_ascii() {
+                // SAFETY: ASCII bytes are UTF-8.
+                return Ok(Some(unsafe { std::str::from_utf8_unchecked(bytes) }));
+            }
             std::str::from_utf8(bytes)
                 .map(Some)
                 .map_err(|_| Error::corrupt(base + r.start, format!("{what} is not valid UTF-8")))
