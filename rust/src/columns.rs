@@ -47,22 +47,22 @@ pub(crate) type Prim<T> = Slots<T>;
 pub(crate) type Bools = Slots<Bool>;
 
 impl<A: SlotArray> Slots<A> {
-    /// `n` unset slots, for [`Self::set`].
+    /// `n` unset (null) slots, for [`Self::set`].
     pub(crate) fn new(n: usize) -> Self {
-        Slots { vals: vec![A::Value::default(); n], valid: vec![false; n], nulls: 0 }
+        Slots { vals: vec![A::Value::default(); n], valid: vec![false; n], nulls: n }
     }
     /// Room for `n` values, for [`Self::push`].
     pub(crate) fn with_capacity(n: usize) -> Self {
         Slots { vals: Vec::with_capacity(n), valid: Vec::with_capacity(n), nulls: 0 }
     }
+    /// Slot `i` (set at most once); an absent value is no store at all, since columns that are
+    /// mostly absent (chunking, markers, transactions) are the common case.
     #[inline(always)]
     pub(crate) fn set(&mut self, i: usize, v: Option<A::Value>) {
-        match v {
-            Some(x) => {
-                self.vals[i] = x;
-                self.valid[i] = true;
-            }
-            None => self.nulls += 1,
+        if let Some(x) = v {
+            self.vals[i] = x;
+            self.valid[i] = true;
+            self.nulls -= 1;
         }
     }
     #[inline(always)]
@@ -99,7 +99,94 @@ impl<A: SlotArray> Slots<A> {
     }
 }
 
-/// Variable-width values with i32 offsets, appended in row order; `utf8` picks Utf8 or Binary.
+/// Row values whose validity is not their own but the rows' (a value every decoded row has: null
+/// exactly where the row is), appended in row order: one store per row, the validity built once.
+pub(crate) struct Dense<A: SlotArray> {
+    vals: Vec<A::Value>,
+}
+
+impl<A: SlotArray> Dense<A> {
+    pub(crate) fn new(n: usize) -> Self {
+        Dense { vals: Vec::with_capacity(n) }
+    }
+    #[inline(always)]
+    pub(crate) fn push(&mut self, v: A::Value) {
+        self.vals.push(v);
+    }
+    /// A row without a value (a null row): the default value under the rows' null.
+    #[inline(always)]
+    pub(crate) fn skip(&mut self) {
+        self.vals.push(A::Value::default());
+    }
+    pub(crate) fn finish(self, rows: &Option<NullBuffer>) -> ArrayRef {
+        A::build(self.vals, rows.clone())
+    }
+}
+
+/// The validity of a batch's rows, shared by its [`Dense`] columns.
+pub(crate) struct RowValidity {
+    valid: Vec<bool>,
+    nulls: usize,
+}
+
+impl RowValidity {
+    pub(crate) fn new(n: usize) -> Self {
+        RowValidity { valid: Vec::with_capacity(n), nulls: 0 }
+    }
+    #[inline(always)]
+    pub(crate) fn push(&mut self, ok: bool) {
+        self.valid.push(ok);
+        self.nulls += usize::from(!ok);
+    }
+    pub(crate) fn finish(self) -> Option<NullBuffer> {
+        nulls(self.valid, self.nulls)
+    }
+}
+
+/// Appends `b` to `data`. Metadata strings are a few to a few dozen bytes, for which a call to
+/// `memcpy` (what `extend_from_slice` becomes for a length unknown at compile time) costs more than
+/// the copy: up to 32 bytes are copied as two overlapping words.
+#[inline(always)]
+fn append_small(data: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len();
+    if n > 32 {
+        data.extend_from_slice(b);
+        return;
+    }
+    data.reserve(n);
+    // SAFETY: `reserve` left room for `n` more bytes after `len`; every read lies inside `b`
+    // (each word starts at 0 or at n - width, with width <= n) and every write inside the reserved
+    // room; `set_len` covers exactly the `n` bytes written.
+    unsafe {
+        let src = b.as_ptr();
+        let dst = data.as_mut_ptr().add(data.len());
+        macro_rules! two_words {
+            ($t:ty, $w:expr) => {{
+                std::ptr::write_unaligned(dst as *mut $t, std::ptr::read_unaligned(src as *const $t));
+                std::ptr::write_unaligned(
+                    dst.add(n - $w) as *mut $t,
+                    std::ptr::read_unaligned(src.add(n - $w) as *const $t),
+                );
+            }};
+        }
+        if n >= 16 {
+            two_words!(u128, 16);
+        } else if n >= 8 {
+            two_words!(u64, 8);
+        } else if n >= 4 {
+            two_words!(u32, 4);
+        } else {
+            for k in 0..n {
+                *dst.add(k) = *src.add(k);
+            }
+        }
+        data.set_len(data.len() + n);
+    }
+}
+
+/// Variable-width values with i32 offsets, appended in row order, built as Binary ([`Strs`] for Utf8).
+/// A column made with `dense` takes its validity from the rows ([`Dense`]), one made with `new`
+/// keeps its own.
 pub(crate) struct Var {
     offsets: Vec<i32>,
     data: Vec<u8>,
@@ -109,32 +196,90 @@ pub(crate) struct Var {
 
 impl Var {
     pub(crate) fn new(n: usize, bytes: usize) -> Self {
+        let mut v = Self::dense(n, bytes);
+        v.valid = vec![false; n];
+        v
+    }
+    pub(crate) fn dense(n: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(n + 1);
         offsets.push(0);
-        Var { offsets, data: Vec::with_capacity(bytes), valid: vec![false; n], nulls: 0 }
+        Var { offsets, data: Vec::with_capacity(bytes), valid: Vec::new(), nulls: 0 }
     }
+    /// Row `i` of a column made with `new`.
     #[inline(always)]
     pub(crate) fn push(&mut self, i: usize, v: Option<&[u8]>) {
         match v {
             Some(b) => {
-                self.data.extend_from_slice(b);
                 self.valid[i] = true;
+                self.push_value(b);
             }
-            None => self.nulls += 1,
+            None => {
+                self.nulls += 1;
+                self.skip();
+            }
         }
+    }
+    /// The next row's value, validity aside.
+    #[inline(always)]
+    pub(crate) fn push_value(&mut self, b: &[u8]) {
+        append_small(&mut self.data, b);
+        self.end_row();
+    }
+    /// The next row, empty (under a null).
+    #[inline(always)]
+    pub(crate) fn skip(&mut self) {
+        self.end_row();
+    }
+    #[inline(always)]
+    fn end_row(&mut self) {
         // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
         self.offsets.push(i32::try_from(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
     }
-    pub(crate) fn finish(self, utf8: bool) -> ArrayRef {
-        let nulls = nulls(self.valid, self.nulls);
-        let offsets = OffsetBuffer::new(self.offsets.into());
-        let values = Buffer::from_vec(self.data);
-        if utf8 {
-            // Every value was checked with from_utf8 before it was pushed.
-            Arc::new(StringArray::try_new(offsets, values, nulls).expect("values were validated as UTF-8"))
-        } else {
-            Arc::new(BinaryArray::try_new(offsets, values, nulls).expect("offsets are consistent"))
-        }
+    fn parts(self, rows: Option<&Option<NullBuffer>>) -> (OffsetBuffer<i32>, Buffer, Option<NullBuffer>) {
+        let nulls = match rows {
+            Some(rows) => rows.clone(),
+            None => nulls(self.valid, self.nulls),
+        };
+        // SAFETY: the offsets start at 0 and each is the data's length after a row was appended, so
+        // they never decrease and the last is the data's length.
+        let offsets = unsafe { OffsetBuffer::new_unchecked(self.offsets.into()) };
+        (offsets, Buffer::from_vec(self.data), nulls)
+    }
+    /// A Binary column with its own validity (`new`), or the rows' (`dense`, `Some(rows)`).
+    pub(crate) fn finish(self, rows: Option<&Option<NullBuffer>>) -> ArrayRef {
+        let (offsets, values, nulls) = self.parts(rows);
+        // SAFETY: offsets as in `parts`; any bytes are valid binary.
+        Arc::new(unsafe { BinaryArray::new_unchecked(offsets, values, nulls) })
+    }
+}
+
+/// A Utf8 [`Var`]: only `&str` values go in, so its buffer needs no validation when it is built.
+pub(crate) struct Strs(Var);
+
+impl Strs {
+    pub(crate) fn new(n: usize, bytes: usize) -> Self {
+        Strs(Var::new(n, bytes))
+    }
+    pub(crate) fn dense(n: usize, bytes: usize) -> Self {
+        Strs(Var::dense(n, bytes))
+    }
+    #[inline(always)]
+    pub(crate) fn push(&mut self, i: usize, v: Option<&str>) {
+        self.0.push(i, v.map(str::as_bytes));
+    }
+    #[inline(always)]
+    pub(crate) fn push_value(&mut self, v: &str) {
+        self.0.push_value(v.as_bytes());
+    }
+    #[inline(always)]
+    pub(crate) fn skip(&mut self) {
+        self.0.skip();
+    }
+    pub(crate) fn finish(self, rows: Option<&Option<NullBuffer>>) -> ArrayRef {
+        let (offsets, values, nulls) = self.0.parts(rows);
+        // SAFETY: offsets as in `Var::parts`; the values are whole `&str`s one after another, so the
+        // buffer is UTF-8 and every offset falls on a character boundary.
+        Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
     }
 }
 

@@ -11,10 +11,11 @@ use crate::codec::command::{encode_frame, Frame, FrameDecoder};
 use crate::codec::compression::{compress, decompress, Codec};
 use crate::codec::crc::crc32c;
 use crate::codec::entry::{
-    add_broker_entry_metadata, decode_broker_entry_metadata, encode_metadata_and_payload, parse_layout,
-    peek_broker_entry_metadata, strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
+    add_broker_entry_metadata, decode_broker_entry_metadata, decode_broker_entry_metadata_general,
+    encode_metadata_and_payload, parse_layout, parse_layout_general, peek_broker_entry_metadata,
+    strip_broker_entry_metadata, MAGIC_BROKER_ENTRY_METADATA,
 };
-use crate::codec::metascan::scan_metadata;
+use crate::codec::metascan::{scan_metadata, scan_metadata_general};
 use crate::codec::proto::{BaseCommand, CommandPing, CommandSend, KeyValue, MessageMetadata, SingleMessageMetadata};
 use crate::error::Error;
 use arrow_array::cast::AsArray;
@@ -27,6 +28,15 @@ use prost::Message as _;
 pub const FUZZ_LIMIT: usize = 1 << 20;
 /// Frame ceiling inside the frame target.
 pub const FUZZ_MAX_FRAME: usize = 1 << 20;
+
+/// Two decoders agree: the same value, or errors with the same message (which includes the offset).
+fn assert_same_result<T: PartialEq + std::fmt::Debug>(got: &Result<T, Error>, want: &Result<T, Error>) {
+    match (got, want) {
+        (Ok(g), Ok(w)) => assert_eq!(g, w),
+        (Err(g), Err(w)) => assert_eq!((g.to_string(), g.offset()), (w.to_string(), w.offset())),
+        _ => panic!("fast path gave {got:?}, general path {want:?}"),
+    }
+}
 
 /// An error from a parser must point inside (or just past) the buffer it was given, and parsers
 /// never report caller errors for input bytes.
@@ -51,6 +61,7 @@ pub fn fuzz_entry_parse(data: &[u8]) -> bool {
     let n = data.len();
     let strip = strip_broker_entry_metadata(data);
     let peek = peek_broker_entry_metadata(data);
+    assert_same_result(&parse_layout(data), &parse_layout_general(data));
     let layout = match parse_layout(data) {
         Ok(l) => l,
         Err(e) => {
@@ -122,6 +133,15 @@ pub fn fuzz_entry_parse(data: &[u8]) -> bool {
     // The lazy scan and the full decode agree on what they both read.
     let md_bytes = &data[layout.metadata.clone()];
     let scan = scan_metadata(md_bytes);
+    // The in-order paths read what the general walks read, and fail where and as they fail.
+    assert_same_result(&scan, &scan_metadata_general(md_bytes));
+    if let Some(r) = &layout.broker_entry_metadata {
+        let bytes = &data[r.clone()];
+        assert_same_result(
+            &decode_broker_entry_metadata(bytes, r.start),
+            &decode_broker_entry_metadata_general(bytes, r.start),
+        );
+    }
     let full = MessageMetadata::decode(md_bytes);
     if let Err(e) = &scan {
         check_err(e, md_bytes.len(), "scan_metadata");
@@ -474,6 +494,8 @@ pub fn fuzz_bulk(data: &[u8]) -> bool {
     }
 
     let dm = bulk::decode_metadata(&col, verify);
+    // The kernel's fast paths give exactly the columns of the plain row-by-row decode.
+    bulk::reference::assert_same_columns(&dm, &bulk::reference::decode_metadata(&col, verify));
     assert_eq!(dm.num_rows(), n);
     let dm_err = errs(&dm);
     let seq = dm.column_by_name("sequence_id").unwrap().as_primitive::<Int64Type>();

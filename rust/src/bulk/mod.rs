@@ -3,6 +3,8 @@
 pub mod assemble;
 pub mod compaction;
 pub mod json;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod reference;
 pub mod txn;
 
 use crate::codec::batch::{entry_messages, parse_entry, payload_body, scan_batch_refs, RecordRef};
@@ -19,7 +21,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::{Field, Schema};
 use std::sync::Arc;
 
-use crate::columns::{Bools, Prim, PushMap, PushVar, Var};
+use crate::columns::{Bool, Bools, Dense, Prim, PushMap, PushVar, RowValidity, Strs, Var};
 
 /// A column of entry bytes, whichever binary layout it came in.
 pub enum EntryColumn<'a> {
@@ -66,25 +68,12 @@ impl<'a> EntryColumn<'a> {
     /// Hints the CPU to start loading the first `bytes` of entry `i`. Kernels that read only an entry's
     /// head touch one or two cache lines per entry, far apart, so without this they wait on memory latency.
     #[inline(always)]
-    fn prefetch(&self, i: usize, bytes: usize) {
-        #[cfg(target_arch = "x86_64")]
+    pub fn prefetch(&self, i: usize, bytes: usize) {
         if i < self.len() {
             if let Some(d) = self.get(i) {
-                let n = d.len().min(bytes);
-                let mut off = 0;
-                while off < n {
-                    // SAFETY: prefetch is only a hint and never faults; the address is inside `d` anyway.
-                    unsafe {
-                        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                            d.as_ptr().add(off) as *const i8
-                        )
-                    };
-                    off += 64;
-                }
+                prefetch_head(d, bytes);
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (i, bytes);
     }
     /// Bytes of the rows in this (possibly sliced) column; `values()` would be the whole parent buffer.
     fn total_bytes(&self) -> usize {
@@ -100,6 +89,25 @@ impl<'a> EntryColumn<'a> {
     fn is_large(&self) -> bool {
         matches!(self, EntryColumn::LargeBinary(_))
     }
+}
+
+/// Hints the CPU to start loading the first `bytes` of `d` (see [`EntryColumn::prefetch`]).
+#[inline(always)]
+fn prefetch_head(d: &[u8], bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let n = d.len().min(bytes);
+        let mut off = 0;
+        while off < n {
+            // SAFETY: prefetch is only a hint and never faults; the address is inside `d` anyway.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(d.as_ptr().add(off) as *const i8)
+            };
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (d, bytes);
 }
 
 /// How many entries ahead the head-reading kernels prefetch: enough to cover memory latency.
@@ -311,6 +319,12 @@ fn utf8<'a>(d: &Decoded<'a>, r: &Option<std::ops::Range<usize>>, what: &str) -> 
             let base = d.layout.metadata.start;
             let data: &'a [u8] = d.data;
             let bytes = &data[base + r.start..base + r.end];
+            // Names and keys are nearly always ASCII, which a word-at-a-time check settles without
+            // the general decoder's call.
+            if bytes.is_ascii() {
+                // SAFETY: ASCII bytes are UTF-8.
+                return Ok(Some(unsafe { std::str::from_utf8_unchecked(bytes) }));
+            }
             std::str::from_utf8(bytes)
                 .map(Some)
                 .map_err(|_| Error::corrupt(base + r.start, format!("{what} is not valid UTF-8")))
@@ -327,6 +341,7 @@ fn raw<'a>(d: &Decoded<'a>, r: &Option<std::ops::Range<usize>>) -> Option<&'a [u
 /// The metadata's strings, each checked as UTF-8, and its codec: an entry whose metadata fails these
 /// does not decode (`decode_metadata` gives it an `error`).
 #[allow(clippy::type_complexity)]
+#[inline(always)]
 fn meta_strings<'a>(
     dec: &Decoded<'a>,
 ) -> Result<(Option<&'a str>, Option<&'a str>, Option<&'a str>, Option<&'a str>, Codec)> {
@@ -342,25 +357,44 @@ fn meta_strings<'a>(
 
 /// Decodes framing, broker entry metadata and the commonly used MessageMetadata fields into columns.
 pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch {
-    let n = col.len();
+    // One loop per input layout, so reading a row is inlined offsets, not a match and a call per row.
+    match col {
+        EntryColumn::Binary(a) => decode_metadata_rows(a.len(), |i| a.is_valid(i).then(|| a.value(i)), verify_checksum),
+        EntryColumn::LargeBinary(a) => {
+            decode_metadata_rows(a.len(), |i| a.is_valid(i).then(|| a.value(i)), verify_checksum)
+        }
+        EntryColumn::BinaryView(a) => {
+            decode_metadata_rows(a.len(), |i| a.is_valid(i).then(|| a.value(i)), verify_checksum)
+        }
+    }
+}
+
+/// [`decode_metadata`] over rows `0..n` read by `get`.
+///
+/// Columns every decoded row has a value in ([`Dense`]) take one store per row and share the rows'
+/// validity, built once; columns whose values are optional ([`Prim`] slots) are written only where a
+/// value is present.
+#[inline(always)]
+fn decode_metadata_rows<'a>(n: usize, get: impl Fn(usize) -> Option<&'a [u8]>, verify_checksum: bool) -> RecordBatch {
+    let mut rows = RowValidity::new(n);
     let mut b_ts = Prim::<Int64Type>::new(n);
     let mut b_idx = Prim::<Int64Type>::new(n);
-    let mut has_ck = Bools::new(n);
+    let mut has_ck = Dense::<Bool>::new(n);
     let mut ck_ok = Bools::new(n);
-    let mut producer = Var::new(n, n * 16);
-    let mut seq = Prim::<Int64Type>::new(n);
-    let mut hseq = Prim::<Int64Type>::new(n);
-    let mut publish = Prim::<Int64Type>::new(n);
+    let mut producer = Strs::dense(n, n * 16);
+    let mut seq = Dense::<Int64Type>::new(n);
+    let mut hseq = Dense::<Int64Type>::new(n);
+    let mut publish = Dense::<Int64Type>::new(n);
     let mut event = Prim::<Int64Type>::new(n);
-    let mut num = Prim::<Int32Type>::new(n);
-    let mut is_batch = Bools::new(n);
-    let mut compression = Var::new(n, n * 4);
-    let mut usize_ = Prim::<Int64Type>::new(n);
-    let mut psize = Prim::<Int64Type>::new(n);
-    let mut pkey = Var::new(n, n * 8);
+    let mut num = Dense::<Int32Type>::new(n);
+    let mut is_batch = Dense::<Bool>::new(n);
+    let mut compression = Strs::dense(n, n * 4);
+    let mut usize_ = Dense::<Int64Type>::new(n);
+    let mut psize = Dense::<Int64Type>::new(n);
+    let mut pkey = Strs::new(n, n * 8);
     let mut okey = Var::new(n, 0);
-    let mut nprops = Prim::<Int32Type>::new(n);
-    let mut uuid = Var::new(n, 0);
+    let mut nprops = Dense::<Int32Type>::new(n);
+    let mut uuid = Strs::new(n, 0);
     let mut chunk_id = Prim::<Int32Type>::new(n);
     let mut nchunks = Prim::<Int32Type>::new(n);
     let mut chunk_total = Prim::<Int32Type>::new(n);
@@ -369,35 +403,47 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
     let mut txn_most = Prim::<Int64Type>::new(n);
     let mut txn_least = Prim::<Int64Type>::new(n);
     let mut schema_version = Var::new(n, 0);
-    let mut replicated_from = Var::new(n, 0);
-    let mut encrypted = Bools::new(n);
-    let mut err = Var::new(n, 0);
+    let mut replicated_from = Strs::new(n, 0);
+    let mut encrypted = Dense::<Bool>::new(n);
+    let mut err = Strs::new(n, 0);
 
     // A row that cannot be decoded is null in every column, with the reason (if any) in `error`.
+    // Optional slots start null; dense columns take a default under the rows' null, variable-width
+    // columns an empty value (under the rows' null, or their own).
     macro_rules! null_row {
         ($i:expr, $e:expr) => {{
-            for c in [&mut b_ts, &mut b_idx, &mut seq, &mut hseq, &mut publish, &mut event, &mut usize_, &mut psize, &mut deliver_at, &mut txn_most, &mut txn_least] {
-                c.set($i, None);
+            rows.push(false);
+            for c in [&mut seq, &mut hseq, &mut publish, &mut usize_, &mut psize] {
+                c.skip();
             }
-            for c in [&mut num, &mut nprops, &mut chunk_id, &mut nchunks, &mut chunk_total, &mut marker] {
-                c.set($i, None);
+            for c in [&mut num, &mut nprops] {
+                c.skip();
             }
-            for c in [&mut has_ck, &mut ck_ok, &mut is_batch, &mut encrypted] {
-                c.set($i, None);
+            for c in [&mut has_ck, &mut is_batch, &mut encrypted] {
+                c.skip();
             }
-            for c in [&mut producer, &mut compression, &mut pkey, &mut uuid, &mut replicated_from, &mut okey, &mut schema_version] {
+            producer.skip();
+            compression.skip();
+            for c in [&mut pkey, &mut uuid, &mut replicated_from] {
+                c.push($i, None);
+            }
+            for c in [&mut okey, &mut schema_version] {
                 c.push($i, None);
             }
             let e: Option<Error> = $e;
-            err.push($i, e.map(|e| e.to_string()).as_deref().map(str::as_bytes));
+            err.push($i, e.map(|e| e.to_string()).as_deref());
         }};
     }
 
     for i in 0..n {
-        col.prefetch(i + PREFETCH_AHEAD, 256);
+        if i + PREFETCH_AHEAD < n {
+            if let Some(d) = get(i + PREFETCH_AHEAD) {
+                prefetch_head(d, 256);
+            }
+        }
         // Matched step by step rather than through one combined Result, so the decoded fields are not
         // moved around (they are a few hundred bytes per row).
-        let Some(d) = col.get(i) else {
+        let Some(d) = get(i) else {
             null_row!(i, None);
             continue;
         };
@@ -416,24 +462,28 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
                 continue;
             }
         };
+        // Required fields: scan_metadata refuses metadata without them, so the defaults are never used.
+        let (p, sequence_id, publish_time) =
+            (p.unwrap_or_default(), m.sequence_id.unwrap_or(0), m.publish_time.unwrap_or(0));
+        rows.push(true);
         b_ts.set(i, dec.bem_ts.map(|v| v as i64));
         b_idx.set(i, dec.bem_index.map(|v| v as i64));
-        has_ck.set(i, Some(dec.layout.checksum.is_some()));
+        has_ck.push(dec.layout.checksum.is_some());
         ck_ok.set(i, dec.checksum_ok);
-        producer.push(i, p.map(str::as_bytes));
-        seq.set(i, m.sequence_id.map(|v| v as i64));
-        hseq.set(i, Some(m.highest_sequence_id as i64));
-        publish.set(i, m.publish_time.map(|v| v as i64));
+        producer.push_value(p);
+        seq.push(sequence_id as i64);
+        hseq.push(m.highest_sequence_id as i64);
+        publish.push(publish_time as i64);
         event.set(i, (m.event_time != 0).then_some(m.event_time as i64));
-        num.set(i, Some(m.num_messages_in_batch.unwrap_or(1)));
-        is_batch.set(i, Some(m.num_messages_in_batch.is_some()));
-        compression.push(i, Some(codec.name().as_bytes()));
-        usize_.set(i, Some(i64::from(m.uncompressed_size)));
-        psize.set(i, Some(dec.layout.payload.len() as i64));
-        pkey.push(i, k.map(str::as_bytes));
+        num.push(m.num_messages_in_batch.unwrap_or(1));
+        is_batch.push(m.num_messages_in_batch.is_some());
+        compression.push_value(codec.name());
+        usize_.push(i64::from(m.uncompressed_size));
+        psize.push(dec.layout.payload.len() as i64);
+        pkey.push(i, k);
         okey.push(i, raw(&dec, &m.ordering_key));
-        nprops.set(i, Some(m.num_properties as i32));
-        uuid.push(i, u.map(str::as_bytes));
+        nprops.push(m.num_properties as i32);
+        uuid.push(i, u);
         chunk_id.set(i, m.chunk_id);
         nchunks.set(i, m.num_chunks_from_msg);
         chunk_total.set(i, m.total_chunk_msg_size);
@@ -442,29 +492,31 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
         txn_most.set(i, m.txnid_most_bits.map(|v| v as i64));
         txn_least.set(i, m.txnid_least_bits.map(|v| v as i64));
         schema_version.push(i, raw(&dec, &m.schema_version));
-        replicated_from.push(i, rf.map(str::as_bytes));
-        encrypted.set(i, Some(m.encrypted));
+        replicated_from.push(i, rf);
+        encrypted.push(m.encrypted);
         err.push(i, None);
     }
+    let rows = rows.finish();
+    let rows = &rows;
     batch(vec![
         nullable("broker_timestamp", b_ts.finish()),
         nullable("index", b_idx.finish()),
-        nullable("has_checksum", has_ck.finish()),
+        nullable("has_checksum", has_ck.finish(rows)),
         nullable("checksum_ok", ck_ok.finish()),
-        nullable("producer_name", producer.finish(true)),
-        nullable("sequence_id", seq.finish()),
-        nullable("highest_sequence_id", hseq.finish()),
-        nullable("publish_time", publish.finish()),
+        nullable("producer_name", producer.finish(Some(rows))),
+        nullable("sequence_id", seq.finish(rows)),
+        nullable("highest_sequence_id", hseq.finish(rows)),
+        nullable("publish_time", publish.finish(rows)),
         nullable("event_time", event.finish()),
-        nullable("num_messages", num.finish()),
-        nullable("is_batch", is_batch.finish()),
-        nullable("compression", compression.finish(true)),
-        nullable("uncompressed_size", usize_.finish()),
-        nullable("payload_size", psize.finish()),
-        nullable("partition_key", pkey.finish(true)),
-        nullable("ordering_key", okey.finish(false)),
-        nullable("num_properties", nprops.finish()),
-        nullable("uuid", uuid.finish(true)),
+        nullable("num_messages", num.finish(rows)),
+        nullable("is_batch", is_batch.finish(rows)),
+        nullable("compression", compression.finish(Some(rows))),
+        nullable("uncompressed_size", usize_.finish(rows)),
+        nullable("payload_size", psize.finish(rows)),
+        nullable("partition_key", pkey.finish(None)),
+        nullable("ordering_key", okey.finish(None)),
+        nullable("num_properties", nprops.finish(rows)),
+        nullable("uuid", uuid.finish(None)),
         nullable("chunk_id", chunk_id.finish()),
         nullable("num_chunks_from_msg", nchunks.finish()),
         nullable("total_chunk_msg_size", chunk_total.finish()),
@@ -472,10 +524,10 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
         nullable("deliver_at_time", deliver_at.finish()),
         nullable("txnid_most_bits", txn_most.finish()),
         nullable("txnid_least_bits", txn_least.finish()),
-        nullable("schema_version", schema_version.finish(false)),
-        nullable("replicated_from", replicated_from.finish(true)),
-        nullable("encrypted", encrypted.finish()),
-        error_column(err.finish(true)),
+        nullable("schema_version", schema_version.finish(None)),
+        nullable("replicated_from", replicated_from.finish(None)),
+        nullable("encrypted", encrypted.finish(rows)),
+        error_column(err.finish(None)),
     ])
 }
 

@@ -8,7 +8,7 @@
 //! ```
 use crate::codec::crc::{crc32c, crc32c_resume};
 use crate::codec::proto::BrokerEntryMetadata;
-use crate::codec::wire::{walk_fields, Reader, Value};
+use crate::codec::wire::{expect_field, walk_fields_from, Reader, Value};
 use crate::error::{Error, Result};
 use prost::Message as _;
 use std::ops::Range;
@@ -62,7 +62,48 @@ pub fn locate_broker_entry_metadata(data: &[u8]) -> Result<(Option<Range<usize>>
 }
 
 /// Parses the framing of an entry without decoding MessageMetadata.
+#[inline]
 pub fn parse_layout(data: &[u8]) -> Result<EntryLayout> {
+    match layout_fast(data) {
+        Some(l) => Ok(l),
+        None => parse_layout_general(data),
+    }
+}
+
+/// The layout of a well-formed entry in straight-line reads: the same result as
+/// [`parse_layout_general`] wherever that succeeds, `None` wherever it fails (it then gives the error).
+#[inline(always)]
+fn layout_fast(data: &[u8]) -> Option<EntryLayout> {
+    let be16 = |at: usize| data.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let be32 = |at: usize| data.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let mut p = 0;
+    let mut bem = None;
+    if be16(0) == Some(MAGIC_BROKER_ENTRY_METADATA) {
+        let n = be32(2)?;
+        if n > data.len() - 6 {
+            return None;
+        }
+        bem = Some(6..6 + n);
+        p = 6 + n;
+    }
+    let headers_start = p;
+    let mut checksum = None;
+    if be16(p) == Some(MAGIC_CRC32C) {
+        checksum = Some(be32(p + 2)? as u32);
+        p += 6;
+    }
+    let checksummed_start = p;
+    let n = be32(p)?;
+    if n > data.len() - (p + 4) {
+        return None;
+    }
+    let metadata = p + 4..p + 4 + n;
+    let payload = metadata.end..data.len();
+    Some(EntryLayout { broker_entry_metadata: bem, headers_start, checksum, checksummed_start, metadata, payload })
+}
+
+/// [`parse_layout`] by the general reader, with its exact errors.
+pub fn parse_layout_general(data: &[u8]) -> Result<EntryLayout> {
     let (bem, headers_start) = locate_broker_entry_metadata(data)?;
     let mut r = Reader::at(data, headers_start);
     let checksum = if r.peek_u16() == Some(MAGIC_CRC32C) {
@@ -119,9 +160,35 @@ pub fn publish_fields(d: &[u8]) -> Result<PublishFields> {
     })
 }
 
+/// The broker's own encoding (timestamp, then index) is read in order; any other field, and what
+/// follows it, by the general walk (as in `scan_metadata`).
+#[inline]
 pub fn decode_broker_entry_metadata(bytes: &[u8], base: usize) -> Result<BrokerEntryMetadata> {
     let mut out = BrokerEntryMetadata::default();
-    walk_fields(bytes, |field, v| {
+    let mut pos = 0;
+    if let Some(Value::Varint(x)) = expect_field::<0>(bytes, &mut pos, &[0x08]) {
+        out.broker_timestamp = Some(x);
+    }
+    if let Some(Value::Varint(x)) = expect_field::<0>(bytes, &mut pos, &[0x10]) {
+        out.index = Some(x);
+    }
+    if pos < bytes.len() {
+        bem_walk(bytes, pos, &mut out).map_err(|e| e.shifted(base))?;
+    }
+    Ok(out)
+}
+
+/// [`decode_broker_entry_metadata`] by the general walk alone: the reference its in-order path is
+/// tested against.
+#[cfg(any(test, feature = "fuzzing"))]
+pub fn decode_broker_entry_metadata_general(bytes: &[u8], base: usize) -> Result<BrokerEntryMetadata> {
+    let mut out = BrokerEntryMetadata::default();
+    bem_walk(bytes, 0, &mut out).map_err(|e| e.shifted(base))?;
+    Ok(out)
+}
+
+fn bem_walk(bytes: &[u8], start: usize, out: &mut BrokerEntryMetadata) -> Result<()> {
+    walk_fields_from(bytes, start, |field, v| {
         match (field, v) {
             (1, Value::Varint(x)) => out.broker_timestamp = Some(x),
             (2, Value::Varint(x)) => out.index = Some(x),
@@ -132,8 +199,6 @@ pub fn decode_broker_entry_metadata(bytes: &[u8], base: usize) -> Result<BrokerE
         }
         Ok(())
     })
-    .map_err(|e| e.shifted(base))?;
-    Ok(out)
 }
 
 /// PIP-70 peek: the broker entry metadata of `data`, if present. Does not touch MessageMetadata.

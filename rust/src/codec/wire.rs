@@ -111,11 +111,44 @@ pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
     Err(Error::corrupt(start, "varint longer than 10 bytes"))
 }
 
+/// The field at `*pos` if its key is exactly the one-or-two-byte `key` (wire type `WT`, 0 or 2) and its
+/// value is complete: the value, with `*pos` moved past it. Anything else (another key, a truncated
+/// or overlong value) gives `None` and leaves `*pos` alone, so a caller expecting fields in a known
+/// order can hand the rest to [`walk_fields_from`], which reads them (or reports them) exactly.
+#[inline(always)]
+pub fn expect_field<const WT: u8>(buf: &[u8], pos: &mut usize, key: &[u8]) -> Option<Value> {
+    let rest = buf.get(*pos..)?;
+    if !rest.starts_with(key) {
+        return None;
+    }
+    let mut p = *pos + key.len();
+    let v = read_varint(buf, &mut p).ok()?;
+    let v = if WT == 0 {
+        Value::Varint(v)
+    } else {
+        if v > (buf.len() - p) as u64 {
+            return None;
+        }
+        let r = p..p + v as usize;
+        p = r.end;
+        Value::Bytes(r)
+    };
+    *pos = p;
+    Some(v)
+}
+
 /// Calls `f(field_number, value)` for each field of a protobuf message, in wire order.
 /// Groups (wire types 3/4) are rejected: Pulsar's messages never use them.
 #[inline]
-pub fn walk_fields(buf: &[u8], mut f: impl FnMut(u32, Value) -> Result<()>) -> Result<()> {
-    let mut pos = 0usize;
+pub fn walk_fields(buf: &[u8], f: impl FnMut(u32, Value) -> Result<()>) -> Result<()> {
+    walk_fields_from(buf, 0, f)
+}
+
+/// [`walk_fields`] from offset `start` (a field boundary), for decoders that read a prefix of the
+/// fields themselves; offsets in errors stay relative to `buf`.
+#[inline]
+pub fn walk_fields_from(buf: &[u8], start: usize, mut f: impl FnMut(u32, Value) -> Result<()>) -> Result<()> {
+    let mut pos = start;
     while pos < buf.len() {
         let at = pos;
         let key = read_varint(buf, &mut pos)?;
