@@ -81,7 +81,7 @@ from .facts import TopicFacts, location_index, topic_facts
 from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
 from .records import DataDirError, Ledger, held_pieces
 from .schema import TIME_COLUMNS, Filter, Pos, passes
-from .transactions import TXN_MODES, coordinator_states
+from .transactions import TXN_MODES, coordinator_states, transactions_possible
 
 
 @dataclass(kw_only=True)
@@ -445,7 +445,14 @@ def plan_data_dir(
     found = [t for t in found if passes(filters, "topic", t[0])]
     # the locations of the ledgers read only (not of every ledger of the directory)
     index = location_index(dd, {lid for t in found for run in (t[2], t[3]) for lid, _, _ in run})
-    owner = {lid: t[0] or f"#{lid}" for t in found for lid, _, _ in t[2]} if kind == "messages" else {}
+    # the metadata pass over the topics whose plan can depend on it only
+    unneeded = _facts_unneeded(dd, kind, metadata_pass, filters, min_partitions)
+    owner = {
+        lid: t[0] or f"#{lid}"
+        for t in found
+        if kind == "messages" and not (unneeded and _one_piece(dd, t[0], t[2], after, max_partition_bytes))
+        for lid, _, _ in t[2]
+    }
     pstats = ReadStats()
     facts, dropped = topic_facts(dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats)
     # the coordinators' logs only when a topic read holds a transactional message or marker: a
@@ -527,6 +534,37 @@ def plan_data_dir(
         topic_ledgers=topic_ledgers,
         read_stats=pstats,
     )
+
+
+def _facts_unneeded(dd: DataDir, kind: str, metadata_pass: str, filters: Sequence[Filter], min_partitions: int) -> bool:
+    """True when a topic's plan depends on its metadata pass only through its chunk spans and a cut
+    into partitions (:func:`_one_piece` says when it has none). The pass finds transactions (none
+    when the directory never had any, :func:`transactions_possible`), the entries the time filters
+    prune, and the chunk spans: where no cut may fall (one partition has no cut: ``min_partitions`` 1,
+    as one reader per topic asks), where a read after a position starts, and which ledgers a ledger
+    filter keeps. An explicit ``metadata_pass`` (``heads``, ``scan``) always reads it."""
+    if kind != "messages" or metadata_pass != "auto" or min_partitions > 1:
+        return False
+    if any(f[0] in TIME_COLUMNS or f[0] == "ledger_id" for f in filters):
+        return False
+    return not transactions_possible(dd)
+
+
+def _one_piece(dd: DataDir, name: str | None, runs: Runs, after: dict[str, Pos] | None, limit: int) -> bool:
+    """True when the topic is read from its start (no ``after`` position) and all its held entries
+    weigh at most ``limit`` bytes as the cut weighs them: then its partition is one, whatever the
+    chunk spans (the cut's target is at least the smaller of ``limit`` and every topic's weight)."""
+    if name is not None and (after or {}).get(name) is not None:
+        return False
+    weight = 0.0
+    for lid, a, b in runs:
+        led = dd.ledgers.get(lid)
+        n = max(led.entries_on_bookie, 1) if led is not None else 1
+        per = (led.bytes_on_bookie / n) if led is not None and led.bytes_on_bookie else 1024.0
+        if per < 1.0:  # the cut weighs such an entry 1 byte, more than the plan's total does
+            return False
+        weight += per * (b - a + 1)
+    return weight <= limit
 
 
 def _place_gaps(
