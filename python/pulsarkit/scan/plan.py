@@ -41,7 +41,13 @@ ledgers a positioned read (``os.pread``, :func:`read_heads`) of its head only: t
 the bookie header and digest, broker entry metadata, Pulsar's magic, checksum and metadata size and
 the MessageMetadata, typically 100-200 bytes, decoded by one native call per 8192 heads. ``auto``
 (the default) reads heads when the selected entries times :data:`HEAD_COST_BYTES` are fewer than the
-entry logs' bytes (a topic filter selecting a small part of a directory), else scans.
+entry logs' bytes (a topic filter selecting a small part of a directory), else scans; and reads nothing
+for a topic whose plan cannot depend on it: read as one partition (``min_partitions=1``, the topic's
+bytes within ``max_partition_bytes``, as one reader per topic plans) from its start, with no time or
+ledger filter, in a directory that never had transactions (no coordinator's log or pending-ack store,
+:func:`~pulsarkit.scan.transactions.transactions_possible`). Such a topic has no marker or
+transactional message, and its chunk spans would only keep cuts out of its chunked messages; the read
+reassembles them as it meets them.
 
 **Time filters** (``publish_time``, ``broker_timestamp``: ``= IN < <= > >=``) prune entries, exactly:
 every row of an entry carries its entry's publish time (a batch's) and broker timestamp, so an entry
