@@ -77,6 +77,14 @@ class MessageState:
         self.state = self.rules.state
         self.txn_table = _txn_table([*part.markers, *part.coordinator], self.state)
 
+    def adopt(self, part: ScanPartition) -> None:
+        """Goes on with ``part``'s transactions and gaps (the same topic planned with its metadata pass),
+        the chunks assembled so far kept."""
+        self.part = part
+        self.gaps = {(lid, a): b - a + 1 for lid, a, b in part.gaps}
+        self.rules.txn_markers, self.rules.coordinator = part.markers, part.coordinator
+        self.txn_table = _txn_table([*part.markers, *part.coordinator], self.state)
+
     def _bad(
         self,
         kind: str,

@@ -76,7 +76,7 @@ from __future__ import annotations
 import array
 import bisect
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,7 +87,7 @@ from .facts import TopicFacts, location_index, topic_facts
 from .partition import PRUNED, ReadStats, Replica, ScanPartition, Segment
 from .records import DataDirError, Ledger, held_pieces
 from .schema import TIME_COLUMNS, Filter, Pos, passes
-from .transactions import TXN_MODES, coordinator_states, transactions_possible
+from .transactions import TXN_MODES, coordinator_states
 
 
 @dataclass(kw_only=True)
@@ -425,6 +425,7 @@ def plan_data_dir(
     time_filters = [f for f in filters if f[0] in TIME_COLUMNS] if kind == "messages" else []
     t0 = time.perf_counter()
     found: list[tuple[str | None, str, Runs, Runs]] = []  # name, kind, held runs, gaps
+    ml_of: dict[str | None, str] = {}
     for ml in dd.managed_ledger_names() if topics is None else topics:
         k = ml_kind(ml)
         name = ml_to_topic(ml)
@@ -438,6 +439,7 @@ def plan_data_dir(
         if kind == "messages" and topics is None and is_system_topic(name) and not include_system:
             continue
         found.append((name, k, *_runs(dd, dd.ml_ledgers(ml))))
+        ml_of[name] = ml
         topic_ledgers.setdefault(path, {})[name] = dd.ml_ledgers(ml)
     if include_deleted:
         for led in sorted(dd.ledgers.values(), key=lambda x: x.ledger_id):
@@ -451,16 +453,19 @@ def plan_data_dir(
     found = [t for t in found if passes(filters, "topic", t[0])]
     # the locations of the ledgers read only (not of every ledger of the directory)
     index = location_index(dd, {lid for t in found for run in (t[2], t[3]) for lid, _, _ in run})
-    # the metadata pass over the topics whose plan can depend on it only
-    unneeded = _facts_unneeded(dd, kind, metadata_pass, filters, min_partitions)
-    owner = {
-        lid: t[0] or f"#{lid}"
+    # the topics whose metadata pass is left to their read (metadata_pass="read")
+    deferred = {
+        t[0]
         for t in found
-        if kind == "messages" and not (unneeded and _one_piece(dd, t[0], t[2], after, max_partition_bytes))
-        for lid, _, _ in t[2]
+        if _deferrable(dd, kind, metadata_pass, filters, min_partitions)
+        and t[0] in ml_of
+        and _one_piece(dd, t[0], t[2], after, max_partition_bytes)
     }
+    owner = {lid: t[0] or f"#{lid}" for t in found if t[0] not in deferred for lid, _, _ in t[2]}
+    owner = owner if kind == "messages" else {}
     pstats = ReadStats()
-    facts, dropped = topic_facts(dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats)
+    mode = "auto" if metadata_pass == "read" else metadata_pass
+    facts, dropped = topic_facts(dd, owner, index, time_filters=time_filters, metadata_pass=mode, stats=pstats)
     # the coordinators' logs only when a topic read holds a transactional message or marker: a
     # transaction's state is looked up for nothing else
     txns = any(f.first_txn or f.markers for f in facts.values())
@@ -512,6 +517,8 @@ def plan_data_dir(
     target = max(min(float(max_partition_bytes), total / max(min_partitions, 1)), 1.0, target)
     for name, k, rd, f, lo, gaps in work:
         spans = list(f.chunks.values())
+        hi = (until or {}).get(name) if name else None
+        refine = _refine(dd, path, ml_of[name], kind, txn, filters, hi) if name in deferred else None
         first_part = len(partitions)
         for piece in _cut(rd, per_entry, target, spans, dropped):
             segs = [_segment(dd, lid, a, b, index, (dropped or {}).get(lid)) for lid, a, b in piece]
@@ -527,6 +534,7 @@ def plan_data_dir(
                     markers=f.markers,  # shared by a topic's partitions (a copy each when pickled)
                     coordinator=coord,
                     bytes=int(sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)),
+                    refine=refine,
                 )
             )
         _place_gaps(partitions, first_part, gaps, path, name, k, f, coord, lo)
@@ -542,18 +550,33 @@ def plan_data_dir(
     )
 
 
-def _facts_unneeded(dd: DataDir, kind: str, metadata_pass: str, filters: Sequence[Filter], min_partitions: int) -> bool:
-    """True when a topic's plan depends on its metadata pass only through its chunk spans and a cut
-    into partitions (:func:`_one_piece` says when it has none). The pass finds transactions (none
-    when the directory never had any, :func:`transactions_possible`), the entries the time filters
-    prune, and the chunk spans: where no cut may fall (one partition has no cut: ``min_partitions`` 1,
-    as one reader per topic asks), where a read after a position starts, and which ledgers a ledger
-    filter keeps. An explicit ``metadata_pass`` (``heads``, ``scan``) always reads it."""
-    if kind != "messages" or metadata_pass != "auto" or min_partitions > 1:
+def _deferrable(dd: DataDir, kind: str, metadata_pass: str, filters: Sequence[Filter], min_partitions: int) -> bool:
+    """Whether ``metadata_pass="read"`` can leave a topic's pass to its read: a plan depends on the pass
+    through the topic's transactions (which the read finds at its first transactional entry, see
+    :func:`_refine`), the entries time filters prune, and its chunk spans, which only keep cuts out of
+    chunked messages (one partition has no cut: ``min_partitions`` 1 and :func:`_one_piece`), move the start
+    of a read after a position and keep ledgers a ledger filter would drop. One bookie only (a refined
+    read goes on from an entry of one bookie's segment)."""
+    if metadata_pass != "read" or kind != "messages" or min_partitions > 1 or dd.replicas is not None:
         return False
-    if any(f[0] in TIME_COLUMNS or f[0] == "ledger_id" for f in filters):
-        return False
-    return not transactions_possible(dd)
+    return not any(f[0] in TIME_COLUMNS or f[0] == "ledger_id" for f in filters)
+
+
+def _refine(
+    dd: DataDir, path: str, ml: str, kind: str, txn: str, filters: Sequence[Filter], hi: Pos | None
+) -> Callable[[], ScanPartition | None]:
+    """The topic's partition planned again with its metadata pass (what the read of a partition planned
+    without it calls at its first transactional entry), None when the read-committed cut leaves nothing."""
+
+    def again() -> ScanPartition | None:
+        name = ml_to_topic(ml)
+        p = plan_data_dir(dd, path, topics=[ml], kind=kind, txn=txn, filters=filters,
+                          until={name: hi} if hi is not None else None, min_partitions=1,
+                          max_partition_bytes=1 << 62)  # fmt: skip
+        assert len(p.partitions) <= 1
+        return p.partitions[0] if p.partitions else None
+
+    return again
 
 
 def _one_piece(dd: DataDir, name: str | None, runs: Runs, after: dict[str, Pos] | None, limit: int) -> bool:

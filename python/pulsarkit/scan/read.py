@@ -12,12 +12,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import bulk
 from ..bookkeeper import digest as bookie_digest
 from ..codec.columns import binary_array, int64_array, scalar, string_array
 from ..errors import PulsarkitError
 from .datadir import DataDirSpec
 from .messages import AckFilter, MessageState, OnIssue
-from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment
+from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment, starting_at
 from .plan import plan
 from .prefetch import default_depth as prefetch_depth
 from .prefetch import prefetched
@@ -262,6 +263,44 @@ def _batches(
         yield lids, eids, datas, errs
 
 
+def _refined(
+    part: ScanPartition,
+    state: MessageState,
+    batch_entries: int,
+    batch_bytes: int,
+    stats: ReadStats | None,
+    on_issue: OnIssue | None,
+) -> Iterator[tuple[list[int], list[int], list[bytes | None], list[str | None]]]:
+    """:func:`_batches`; for a partition planned without its topic's metadata pass (``part.refine``), up
+    to the first batch holding a transactional entry (a message or a marker). Nothing before it depends on
+    the pass: no transaction's state, and the read-committed cut falls at a transactional message or after.
+    Then the topic is planned again with its pass, the read takes its transactions (the chunks assembled
+    so far kept) and goes on from that batch's first entry in the new partition, cut where the plan cuts."""
+    batches = _batches(part, batch_entries, batch_bytes, stats, on_issue)
+    if part.refine is None:
+        yield from batches
+        return
+    for batch in batches:
+        if not _transactional(batch[2]):
+            yield batch
+            continue
+        batches.close()
+        full = part.refine()
+        if full is not None:
+            state.adopt(full)
+            yield from _batches(
+                starting_at(full, (batch[0][0], batch[1][0])), batch_entries, batch_bytes, stats, on_issue
+            )
+        return
+
+
+def _transactional(datas: list[bytes | None]) -> bool:
+    """Whether an entry of the batch belongs to a transaction (its metadata decoded as the pass decodes it)."""
+    md = bulk.decode_metadata(pa.array(datas, pa.binary()))
+    txn = pc.or_(pc.is_valid(md.column("txnid_most_bits")), pc.is_valid(md.column("txnid_least_bits")))
+    return bool(pc.any(txn).as_py())
+
+
 #: Entry bytes decoded together (one native call each for metadata and messages). The rows of a
 #: batch are about 2-3x its entry bytes once decompressed, and a read holds a few copies of them at
 #: its peak: with 1 MiB a process reading 64 MiB partitions peaks near 210 MB (2 MiB: 225 MB, 16 MiB:
@@ -360,7 +399,7 @@ def _read(
         return
     state = MessageState(part, txn, markers, on_issue)
     try:
-        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats, on_issue):
+        for lids, eids, datas, errs in _refined(part, state, batch_entries, batch_bytes, stats, on_issue):
             if on_error == "fail" and any(errs):
                 raise UnreadableEntry(next(e for e in errs if e))
             t = state.messages(lids, eids, datas, filters, errs, acks)

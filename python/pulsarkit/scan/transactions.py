@@ -23,12 +23,3 @@ def coordinator_states(dd: DataDir) -> dict[Pos, str]:
             for r in recs:
                 states.setdefault((r.txnid_most_bits & MASK, r.txnid_least_bits & MASK), TxnLogState()).apply(r)
     return {key: s.status for key, s in states.items() if s.status is not None}
-
-
-def transactions_possible(dd: DataDir) -> bool:
-    """False when no topic of the directory can hold a transactional message or a transaction marker:
-    it has no coordinator's log and no pending-ack store, so transactions were never enabled. A
-    transaction id comes from a coordinator, whose log is a managed ledger the broker creates when the
-    coordinator first starts and never deletes (its ledgers are trimmed, the managed ledger stays), and
-    a broker writes a marker only when its coordinator ends a transaction."""
-    return any(ml_kind(ml) != "topic" for ml in dd.managed_ledger_names())
