@@ -41,13 +41,14 @@ ledgers a positioned read (``os.pread``, :func:`read_heads`) of its head only: t
 the bookie header and digest, broker entry metadata, Pulsar's magic, checksum and metadata size and
 the MessageMetadata, typically 100-200 bytes, decoded by one native call per 8192 heads. ``auto``
 (the default) reads heads when the selected entries times :data:`HEAD_COST_BYTES` are fewer than the
-entry logs' bytes (a topic filter selecting a small part of a directory), else scans; and reads nothing
-for a topic whose plan cannot depend on it: read as one partition (``min_partitions=1``, the topic's
-bytes within ``max_partition_bytes``, as one reader per topic plans) from its start, with no time or
-ledger filter, in a directory that never had transactions (no coordinator's log or pending-ack store,
-:func:`~pulsarkit.scan.transactions.transactions_possible`). Such a topic has no marker or
-transactional message, and its chunk spans would only keep cuts out of its chunked messages; the read
-reassembles them as it meets them.
+entry logs' bytes (a topic filter selecting a small part of a directory), else scans. ``read`` (what
+one reader per topic plans with, :func:`pulsarkit.analysis.messages.message_batches`) leaves a topic's pass
+to its read when the topic is read as one partition (``min_partitions=1``, its bytes within
+``max_partition_bytes``) from its start, with no time or ledger filter, from one bookie: its chunk spans
+would only keep cuts out of its chunked messages, and its transactions are found by the read, which plans
+the topic again with its pass (:attr:`ScanPartition.refine`) at the first transactional entry it meets and
+goes on from that batch (nothing before it depends on them); a topic with no transaction is planned and
+read without its pass. Such a plan's marks do not account for an open transaction.
 
 **Time filters** (``publish_time``, ``broker_timestamp``: ``= IN < <= > >=``) prune entries, exactly:
 every row of an entry carries its entry's publish time (a batch's) and broker timestamp, so an entry
@@ -358,6 +359,8 @@ def plan(
     once, from the first copy of its write set that verifies (see ``analysis.replicas``)."""
     if ledger_dirs and len(paths) != 1:
         raise PulsarkitError(f"ledger_dirs needs exactly one data directory (its metadata store), not {len(paths)}")
+    if metadata_pass == "read":  # a refined read plans its topic again on the open directory
+        raise ValueError("metadata_pass='read' needs the directory open while it is read: plan_data_dir")
     out = ScanPlan(partitions=[], marks={}, issues=[], stats={}, target_bytes=1.0)
     for source in paths:
         if isinstance(source, DataDirSpec):
@@ -411,7 +414,8 @@ def plan_data_dir(
 ) -> ScanPlan:
     """:func:`plan` of one data directory already open (``path`` names it in the plan). ``topics``
     (managed-ledger names, as :meth:`DataDir.resolve` gives them) selects and orders the topics,
-    system topics included when named; ``after``/``until``: topic -> position."""
+    system topics included when named; ``after``/``until``: topic -> position. ``metadata_pass`` may
+    also be ``read`` (see the module doc): the partitions are then read in this process, ``dd`` open."""
     if kind not in ("messages", "entries"):
         raise ValueError(f"kind must be messages or entries, not {kind!r}")
     if txn not in TXN_MODES:

@@ -275,7 +275,8 @@ def _refined(
     to the first batch holding a transactional entry (a message or a marker). Nothing before it depends on
     the pass: no transaction's state, and the read-committed cut falls at a transactional message or after.
     Then the topic is planned again with its pass, the read takes its transactions (the chunks assembled
-    so far kept) and goes on from that batch's first entry in the new partition, cut where the plan cuts."""
+    so far kept) and goes on from that batch's first entry in the new partition, cut where the plan cuts
+    (``stats`` count that batch's entries twice, and not what the new plan read)."""
     batches = _batches(part, batch_entries, batch_bytes, stats, on_issue)
     if part.refine is None:
         yield from batches
