@@ -270,34 +270,36 @@ def _refined(
     batch_bytes: int,
     stats: ReadStats | None,
     on_issue: OnIssue | None,
-) -> Iterator[tuple[list[int], list[int], list[bytes | None], list[str | None]]]:
-    """:func:`_batches`; for a partition planned without its topic's metadata pass (``part.refine``), up
-    to the first batch holding a transactional entry (a message or a marker). Nothing before it depends on
-    the pass: no transaction's state, and the read-committed cut falls at a transactional message or after.
-    Then the topic is planned again with its pass, the read takes its transactions (the chunks assembled
-    so far kept) and goes on from that batch's first entry in the new partition, cut where the plan cuts
-    (``stats`` count that batch's entries twice, and not what the new plan read)."""
+) -> Iterator[tuple[list[int], list[int], list[bytes | None], list[str | None], pa.Array | None]]:
+    """:func:`_batches`, each with its entries as an Arrow array when made here (else None); for a
+    partition planned without its topic's metadata pass (``part.refine``), up to the first batch holding a
+    transactional entry (a message or a marker). Nothing before it depends on the pass: no transaction's
+    state, and the read-committed cut falls at a transactional message or after. Then the topic is planned
+    again with its pass, the read takes its transactions (the chunks assembled so far kept) and goes on from
+    that batch's first entry in the new partition, cut where the plan cuts (``stats`` count that batch's
+    entries twice, and not what the new plan read)."""
     batches = _batches(part, batch_entries, batch_bytes, stats, on_issue)
     if part.refine is None:
-        yield from batches
+        for b in batches:
+            yield (*b, None)
         return
-    for batch in batches:
-        if not _transactional(batch[2]):
-            yield batch
+    for lids, eids, datas, errs in batches:
+        entries = binary_array(datas)
+        if not _transactional(entries):
+            yield lids, eids, datas, errs, entries
             continue
         batches.close()
         full = part.refine()
         if full is not None:
             state.adopt(full)
-            yield from _batches(
-                starting_at(full, (batch[0][0], batch[1][0])), batch_entries, batch_bytes, stats, on_issue
-            )
+            for b in _batches(starting_at(full, (lids[0], eids[0])), batch_entries, batch_bytes, stats, on_issue):
+                yield (*b, None)
         return
 
 
-def _transactional(datas: list[bytes | None]) -> bool:
+def _transactional(entries: pa.Array) -> bool:
     """Whether an entry of the batch belongs to a transaction (its metadata decoded as the pass decodes it)."""
-    md = bulk.decode_metadata(pa.array(datas, pa.binary()))
+    md = bulk.decode_metadata(entries)
     txn = pc.or_(pc.is_valid(md.column("txnid_most_bits")), pc.is_valid(md.column("txnid_least_bits")))
     return bool(pc.any(txn).as_py())
 
@@ -400,10 +402,10 @@ def _read(
         return
     state = MessageState(part, txn, markers, on_issue)
     try:
-        for lids, eids, datas, errs in _refined(part, state, batch_entries, batch_bytes, stats, on_issue):
+        for lids, eids, datas, errs, entries in _refined(part, state, batch_entries, batch_bytes, stats, on_issue):
             if on_error == "fail" and any(errs):
                 raise UnreadableEntry(next(e for e in errs if e))
-            t = state.messages(lids, eids, datas, filters, errs, acks)
+            t = state.messages(lids, eids, datas, filters, errs, acks, entries)
             if on_error == "fail" and state.bad:
                 raise UnreadableEntry(state.bad[0])
             out = _emit(t, part, filters)
