@@ -300,8 +300,7 @@ def _refined(
 def _transactional(entries: pa.Array) -> bool:
     """Whether an entry of the batch belongs to a transaction (its metadata decoded as the pass decodes it)."""
     md = bulk.decode_metadata(entries)
-    txn = pc.or_(pc.is_valid(md.column("txnid_most_bits")), pc.is_valid(md.column("txnid_least_bits")))
-    return bool(pc.any(txn).as_py())
+    return any(md.column(c).null_count < md.num_rows for c in ("txnid_most_bits", "txnid_least_bits"))
 
 
 #: Entry bytes decoded together (one native call each for metadata and messages). The rows of a
