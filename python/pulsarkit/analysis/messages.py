@@ -98,9 +98,17 @@ def message_batches(
     starts = {
         ml_to_topic(dd.resolve(ml)): (p.ledger_id, p.entry_id) for t, p in (after or {}).items() for ml in dd.expand(t)
     }
-    # one partition per topic in this process: one chunk assembler and one reader each, nothing to spread
+    # one partition per topic in this process: one chunk assembler and one reader each, nothing to spread;
+    # so a topic read from its start needs no metadata pass unless its read meets a transaction
     scan = plan_data_dir(
-        dd, str(dd.metadata_dir), topics=mls, txn=txn, after=starts, min_partitions=1, max_partition_bytes=1 << 62
+        dd,
+        str(dd.metadata_dir),
+        topics=mls,
+        txn=txn,
+        after=starts,
+        min_partitions=1,
+        max_partition_bytes=1 << 62,
+        metadata_pass="read",
     )
 
     for part in scan.partitions:

@@ -77,6 +77,14 @@ class MessageState:
         self.state = self.rules.state
         self.txn_table = _txn_table([*part.markers, *part.coordinator], self.state)
 
+    def adopt(self, part: ScanPartition) -> None:
+        """Goes on with ``part``'s transactions and gaps (the same topic planned with its metadata pass),
+        the chunks assembled so far kept."""
+        self.part = part
+        self.gaps = {(lid, a): b - a + 1 for lid, a, b in part.gaps}
+        self.rules.txn_markers, self.rules.coordinator = part.markers, part.coordinator
+        self.txn_table = _txn_table([*part.markers, *part.coordinator], self.state)
+
     def _bad(
         self,
         kind: str,
@@ -109,9 +117,11 @@ class MessageState:
         filters: Sequence[Filter],
         errs: Sequence[str | None] | None = None,
         acks: AckFilter | None = None,
+        entries: pa.Array | None = None,
     ) -> pa.Table:
         """The rows of a batch of entries, in order; ``datas[i]`` None: unreadable (``errs[i]`` why);
-        ``acks`` leaves out what a subscription acknowledged."""
+        ``acks`` leaves out what a subscription acknowledged; ``entries``: ``datas`` as an Arrow binary
+        array already made (not copied again)."""
         for i in range(len(lids)):  # an unreadable entry is reported, acknowledged or not
             if datas[i] is None:
                 why = errs[i] if errs is not None and errs[i] else "unreadable"
@@ -122,7 +132,9 @@ class MessageState:
             if len(keep_at) < len(lids):
                 lids, eids, datas = [lids[i] for i in keep_at], [eids[i] for i in keep_at], [datas[i] for i in keep_at]
                 errs = [errs[i] for i in keep_at] if errs is not None else None
-        entries = binary_array(datas)
+                entries = None
+        if entries is None:
+            entries = binary_array(datas)
         pt = [(c, op, _int64_values(ref if op == "in" else [ref])) for c, op, ref in filters if c in TIME_COLUMNS]
         # one GIL-free native call: metadata, transaction states, read-committed and the time filters
         # (every row of a plain entry has the entry's times: dropped before it is decompressed), explode,

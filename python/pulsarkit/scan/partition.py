@@ -3,6 +3,8 @@ took from the entry logs."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..bookkeeper.entrylog import EntryLogReader
@@ -106,6 +108,26 @@ class ScanPartition:
     #: ``(ledger, first, last)`` runs of entries the ledger's range claims but no bookie holds: each is
     #: read as one issue (``missing_entries``; with ``kind="entries"`` one error row), however long
     gaps: list[tuple[int, int, int]] = field(default_factory=list)
+    #: planned without its topic's metadata pass (``metadata_pass="read"``, in-process only): the topic
+    #: planned again with it, called by the read at the first transactional entry it meets
+    refine: Callable[[], ScanPartition | None] | None = field(default=None, compare=False, repr=False)
+
+
+def starting_at(part: ScanPartition, pos: Pos) -> ScanPartition:
+    """The partition's entries and gaps at ``pos`` (an entry or a gap's first entry) and after it; its
+    segments are one bookie's."""
+    segs = []
+    for s in part.segments:
+        if (s.ledger_id, s.last) < pos:
+            continue
+        if (s.ledger_id, s.first) < pos:
+            assert not s.replicas and s.layout is None
+            k = pos[1] - s.first
+            journal = {e: d for e, d in s.journal.items() if e >= pos[1]}
+            s = dataclasses.replace(s, first=pos[1], locations=s.locations[8 * k :], journal=journal)
+        segs.append(s)
+    gaps = [g for g in part.gaps if (g[0], g[1]) >= pos]
+    return dataclasses.replace(part, segments=segs, gaps=gaps, refine=None)
 
 
 #: A segment location for an entry the plan pruned by its times.

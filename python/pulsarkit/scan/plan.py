@@ -41,7 +41,14 @@ ledgers a positioned read (``os.pread``, :func:`read_heads`) of its head only: t
 the bookie header and digest, broker entry metadata, Pulsar's magic, checksum and metadata size and
 the MessageMetadata, typically 100-200 bytes, decoded by one native call per 8192 heads. ``auto``
 (the default) reads heads when the selected entries times :data:`HEAD_COST_BYTES` are fewer than the
-entry logs' bytes (a topic filter selecting a small part of a directory), else scans.
+entry logs' bytes (a topic filter selecting a small part of a directory), else scans. ``read`` (what
+one reader per topic plans with, :func:`pulsarkit.analysis.messages.message_batches`) leaves a topic's pass
+to its read when the topic is read as one partition (``min_partitions=1``, its bytes within
+``max_partition_bytes``) from its start, with no time or ledger filter, from one bookie: its chunk spans
+would only keep cuts out of its chunked messages, and its transactions are found by the read, which plans
+the topic again with its pass (:attr:`ScanPartition.refine`) at the first transactional entry it meets and
+goes on from that batch (nothing before it depends on them); a topic with no transaction is planned and
+read without its pass. Such a plan's marks do not account for an open transaction.
 
 **Time filters** (``publish_time``, ``broker_timestamp``: ``= IN < <= > >=``) prune entries, exactly:
 every row of an entry carries its entry's publish time (a batch's) and broker timestamp, so an entry
@@ -70,7 +77,7 @@ from __future__ import annotations
 import array
 import bisect
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -352,6 +359,8 @@ def plan(
     once, from the first copy of its write set that verifies (see ``analysis.replicas``)."""
     if ledger_dirs and len(paths) != 1:
         raise PulsarkitError(f"ledger_dirs needs exactly one data directory (its metadata store), not {len(paths)}")
+    if metadata_pass == "read":  # a refined read plans its topic again on the open directory
+        raise ValueError("metadata_pass='read' needs the directory open while it is read: plan_data_dir")
     out = ScanPlan(partitions=[], marks={}, issues=[], stats={}, target_bytes=1.0)
     for source in paths:
         if isinstance(source, DataDirSpec):
@@ -405,7 +414,8 @@ def plan_data_dir(
 ) -> ScanPlan:
     """:func:`plan` of one data directory already open (``path`` names it in the plan). ``topics``
     (managed-ledger names, as :meth:`DataDir.resolve` gives them) selects and orders the topics,
-    system topics included when named; ``after``/``until``: topic -> position."""
+    system topics included when named; ``after``/``until``: topic -> position. ``metadata_pass`` may
+    also be ``read`` (see the module doc): the partitions are then read in this process, ``dd`` open."""
     if kind not in ("messages", "entries"):
         raise ValueError(f"kind must be messages or entries, not {kind!r}")
     if txn not in TXN_MODES:
@@ -419,6 +429,7 @@ def plan_data_dir(
     time_filters = [f for f in filters if f[0] in TIME_COLUMNS] if kind == "messages" else []
     t0 = time.perf_counter()
     found: list[tuple[str | None, str, Runs, Runs]] = []  # name, kind, held runs, gaps
+    ml_of: dict[str | None, str] = {}
     for ml in dd.managed_ledger_names() if topics is None else topics:
         k = ml_kind(ml)
         name = ml_to_topic(ml)
@@ -432,6 +443,7 @@ def plan_data_dir(
         if kind == "messages" and topics is None and is_system_topic(name) and not include_system:
             continue
         found.append((name, k, *_runs(dd, dd.ml_ledgers(ml))))
+        ml_of[name] = ml
         topic_ledgers.setdefault(path, {})[name] = dd.ml_ledgers(ml)
     if include_deleted:
         for led in sorted(dd.ledgers.values(), key=lambda x: x.ledger_id):
@@ -445,9 +457,19 @@ def plan_data_dir(
     found = [t for t in found if passes(filters, "topic", t[0])]
     # the locations of the ledgers read only (not of every ledger of the directory)
     index = location_index(dd, {lid for t in found for run in (t[2], t[3]) for lid, _, _ in run})
-    owner = {lid: t[0] or f"#{lid}" for t in found for lid, _, _ in t[2]} if kind == "messages" else {}
+    # the topics whose metadata pass is left to their read (metadata_pass="read")
+    deferred = {
+        t[0]
+        for t in found
+        if _deferrable(dd, kind, metadata_pass, filters, min_partitions)
+        and t[0] in ml_of
+        and _one_piece(dd, t[0], t[2], after, max_partition_bytes)
+    }
+    owner = {lid: t[0] or f"#{lid}" for t in found if t[0] not in deferred for lid, _, _ in t[2]}
+    owner = owner if kind == "messages" else {}
     pstats = ReadStats()
-    facts, dropped = topic_facts(dd, owner, index, time_filters=time_filters, metadata_pass=metadata_pass, stats=pstats)
+    mode = "auto" if metadata_pass == "read" else metadata_pass
+    facts, dropped = topic_facts(dd, owner, index, time_filters=time_filters, metadata_pass=mode, stats=pstats)
     # the coordinators' logs only when a topic read holds a transactional message or marker: a
     # transaction's state is looked up for nothing else
     txns = any(f.first_txn or f.markers for f in facts.values())
@@ -499,6 +521,8 @@ def plan_data_dir(
     target = max(min(float(max_partition_bytes), total / max(min_partitions, 1)), 1.0, target)
     for name, k, rd, f, lo, gaps in work:
         spans = list(f.chunks.values())
+        hi = (until or {}).get(name) if name else None
+        refine = _refine(dd, path, ml_of[name], kind, txn, filters, hi) if name in deferred else None
         first_part = len(partitions)
         for piece in _cut(rd, per_entry, target, spans, dropped):
             segs = [_segment(dd, lid, a, b, index, (dropped or {}).get(lid)) for lid, a, b in piece]
@@ -514,6 +538,7 @@ def plan_data_dir(
                     markers=f.markers,  # shared by a topic's partitions (a copy each when pickled)
                     coordinator=coord,
                     bytes=int(sum(per_entry[s.ledger_id] * _kept(dropped, s.ledger_id, s.first, s.last) for s in segs)),
+                    refine=refine,
                 )
             )
         _place_gaps(partitions, first_part, gaps, path, name, k, f, coord, lo)
@@ -527,6 +552,52 @@ def plan_data_dir(
         topic_ledgers=topic_ledgers,
         read_stats=pstats,
     )
+
+
+def _deferrable(dd: DataDir, kind: str, metadata_pass: str, filters: Sequence[Filter], min_partitions: int) -> bool:
+    """Whether ``metadata_pass="read"`` can leave a topic's pass to its read: a plan depends on the pass
+    through the topic's transactions (which the read finds at its first transactional entry, see
+    :func:`_refine`), the entries time filters prune, and its chunk spans, which only keep cuts out of
+    chunked messages (one partition has no cut: ``min_partitions`` 1 and :func:`_one_piece`), move the start
+    of a read after a position and keep ledgers a ledger filter would drop. One bookie only (a refined
+    read goes on from an entry of one bookie's segment)."""
+    if metadata_pass != "read" or kind != "messages" or min_partitions > 1 or dd.replicas is not None:
+        return False
+    return not any(f[0] in TIME_COLUMNS or f[0] == "ledger_id" for f in filters)
+
+
+def _refine(
+    dd: DataDir, path: str, ml: str, kind: str, txn: str, filters: Sequence[Filter], hi: Pos | None
+) -> Callable[[], ScanPartition | None]:
+    """The topic's partition planned again with its metadata pass (what the read of a partition planned
+    without it calls at its first transactional entry), None when the read-committed cut leaves nothing."""
+
+    def again() -> ScanPartition | None:
+        name = ml_to_topic(ml)
+        p = plan_data_dir(dd, path, topics=[ml], kind=kind, txn=txn, filters=filters,
+                          until={name: hi} if hi is not None else None, min_partitions=1,
+                          max_partition_bytes=1 << 62)  # fmt: skip
+        assert len(p.partitions) <= 1
+        return p.partitions[0] if p.partitions else None
+
+    return again
+
+
+def _one_piece(dd: DataDir, name: str | None, runs: Runs, after: dict[str, Pos] | None, limit: int) -> bool:
+    """True when the topic is read from its start (no ``after`` position) and all its held entries
+    weigh at most ``limit`` bytes as the cut weighs them: then its partition is one, whatever the
+    chunk spans (the cut's target is at least the smaller of ``limit`` and every topic's weight)."""
+    if name is not None and (after or {}).get(name) is not None:
+        return False
+    weight = 0.0
+    for lid, a, b in runs:
+        led = dd.ledgers.get(lid)
+        n = max(led.entries_on_bookie, 1) if led is not None else 1
+        per = (led.bytes_on_bookie / n) if led is not None and led.bytes_on_bookie else 1024.0
+        if per < 1.0:  # the cut weighs such an entry 1 byte, more than the plan's total does
+            return False
+        weight += per * (b - a + 1)
+    return weight <= limit
 
 
 def _place_gaps(

@@ -12,12 +12,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import bulk
 from ..bookkeeper import digest as bookie_digest
 from ..codec.columns import binary_array, int64_array, scalar, string_array
 from ..errors import PulsarkitError
 from .datadir import DataDirSpec
 from .messages import AckFilter, MessageState, OnIssue
-from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment
+from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment, starting_at
 from .plan import plan
 from .prefetch import default_depth as prefetch_depth
 from .prefetch import prefetched
@@ -262,6 +263,46 @@ def _batches(
         yield lids, eids, datas, errs
 
 
+def _refined(
+    part: ScanPartition,
+    state: MessageState,
+    batch_entries: int,
+    batch_bytes: int,
+    stats: ReadStats | None,
+    on_issue: OnIssue | None,
+) -> Iterator[tuple[list[int], list[int], list[bytes | None], list[str | None], pa.Array | None]]:
+    """:func:`_batches`, each with its entries as an Arrow array when made here (else None); for a
+    partition planned without its topic's metadata pass (``part.refine``), up to the first batch holding a
+    transactional entry (a message or a marker). Nothing before it depends on the pass: no transaction's
+    state, and the read-committed cut falls at a transactional message or after. Then the topic is planned
+    again with its pass, the read takes its transactions (the chunks assembled so far kept) and goes on from
+    that batch's first entry in the new partition, cut where the plan cuts (``stats`` count that batch's
+    entries twice, and not what the new plan read)."""
+    batches = _batches(part, batch_entries, batch_bytes, stats, on_issue)
+    if part.refine is None:
+        for b in batches:
+            yield (*b, None)
+        return
+    for lids, eids, datas, errs in batches:
+        entries = binary_array(datas)
+        if not _transactional(entries):
+            yield lids, eids, datas, errs, entries
+            continue
+        batches.close()
+        full = part.refine()
+        if full is not None:
+            state.adopt(full)
+            for b in _batches(starting_at(full, (lids[0], eids[0])), batch_entries, batch_bytes, stats, on_issue):
+                yield (*b, None)
+        return
+
+
+def _transactional(entries: pa.Array) -> bool:
+    """Whether an entry of the batch belongs to a transaction (its metadata decoded as the pass decodes it)."""
+    md = bulk.decode_metadata(entries)
+    return any(md.column(c).null_count < md.num_rows for c in ("txnid_most_bits", "txnid_least_bits"))
+
+
 #: Entry bytes decoded together (one native call each for metadata and messages). The rows of a
 #: batch are about 2-3x its entry bytes once decompressed, and a read holds a few copies of them at
 #: its peak: with 1 MiB a process reading 64 MiB partitions peaks near 210 MB (2 MiB: 225 MB, 16 MiB:
@@ -360,10 +401,10 @@ def _read(
         return
     state = MessageState(part, txn, markers, on_issue)
     try:
-        for lids, eids, datas, errs in _batches(part, batch_entries, batch_bytes, stats, on_issue):
+        for lids, eids, datas, errs, entries in _refined(part, state, batch_entries, batch_bytes, stats, on_issue):
             if on_error == "fail" and any(errs):
                 raise UnreadableEntry(next(e for e in errs if e))
-            t = state.messages(lids, eids, datas, filters, errs, acks)
+            t = state.messages(lids, eids, datas, filters, errs, acks, entries)
             if on_error == "fail" and state.bad:
                 raise UnreadableEntry(state.bad[0])
             out = _emit(t, part, filters)
