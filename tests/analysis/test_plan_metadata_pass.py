@@ -94,10 +94,12 @@ def datadir(request, tmp_path_factory):
     return root
 
 
-def _read(scan, txn="committed", markers=False, batch_entries=2048):
+def _read(scan, txn="committed", markers=False, batch_entries=2048, prefetch=0):
     rows, issues = [], []
     for part in scan.partitions:
-        for b in read_partition(part, txn=txn, markers=markers, on_issue=issues.append, batch_entries=batch_entries):
+        for b in read_partition(
+            part, txn=txn, markers=markers, on_issue=issues.append, batch_entries=batch_entries, prefetch=prefetch
+        ):
             rows += b.to_pylist()
     return rows, [(i.kind, i.ledger_id, i.entry_id, i.message) for i in issues]
 
@@ -122,6 +124,17 @@ def test_the_read_gives_the_rows_and_issues_of_a_forced_pass(datadir, topic, txn
         want = _read(forced, txn, markers, batch_entries)
     assert got == want
     assert not got[1]
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_a_read_ahead_replans_on_its_thread_with_the_same_rows(datadir, topic):
+    # with a read ahead the pass, when a transaction is met, is planned on the read-ahead thread
+    with open_data_dir(datadir) as dd:
+        read = plan_mod.plan_data_dir(dd, "x", topics=[topic], metadata_pass="read", **ONE)
+        forced = plan_mod.plan_data_dir(dd, "x", topics=[topic], metadata_pass="scan", **ONE)
+        got = _read(read, "committed", True, 1, prefetch=2)
+        want = _read(forced, "committed", True, 1)
+    assert got == want and got[0]
 
 
 def test_what_the_reads_give(datadir):
