@@ -9,7 +9,7 @@ import pytest
 from pulsarkit import open_data_dir
 from pulsarkit.scan import prefetch
 from pulsarkit.scan.plan import plan_data_dir
-from pulsarkit.scan.prefetch import prefetched
+from pulsarkit.scan.prefetch import WriteBehind, prefetched
 from pulsarkit.scan.read import read_partition
 
 ORDERS = "persistent://public/default/orders"
@@ -110,3 +110,41 @@ def test_a_read_with_the_thread_equals_the_read_without_it(synthetic, topic):
         assert out[depth][1] == out[0][1]
         assert out[depth][2] == out[0][2]
     dd.close()
+
+
+def test_write_behind_writes_in_order_one_at_a_time_on_its_thread():
+    seen, busy, overlap, names = [], [False], [False], set()
+
+    def write(item):
+        overlap[0] |= busy[0]
+        busy[0] = True
+        names.add(threading.current_thread().name)
+        time.sleep(0.01)
+        seen.append(item)
+        busy[0] = False
+
+    with WriteBehind(write, "w") as behind:
+        for i in range(6):
+            behind(i)
+    assert seen == list(range(6)) and not overlap[0] and names == {"w"}
+
+
+def test_write_behind_raises_a_failed_write_at_the_next_call_and_leaving_on_an_error_waits():
+    done = []
+
+    def write(item):
+        time.sleep(0.05)
+        if item == "bad":
+            raise OSError("No space left on device")
+        done.append(item)
+
+    behind = WriteBehind(write)
+    behind("bad")
+    with pytest.raises(OSError, match="No space"):
+        behind("next")
+    behind.wait()  # the error was raised once; nothing in flight
+    with pytest.raises(KeyError):
+        with WriteBehind(write) as b2:
+            b2("slow")
+            raise KeyError("the caller's own error")
+    assert done == ["slow"]  # written before the with block let the error through

@@ -45,6 +45,7 @@ from ..analysis.transactions import pending_ack_table, transaction_log_table, tr
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
+from ..scan.prefetch import WriteBehind
 from ..scan.records import DataDirError, topic_dict
 from ..scan.schema import RowGroups, arrow_schema, json_record, message_fields, parquet_options
 from .command import (
@@ -429,10 +430,13 @@ def _print_records(
             # rendered natively a batch at a time (ASCII, as json.dumps of json_record), written in blocks
             out, write = _binary_out(args.dest)
             try:
-                for b in batches:
-                    write(bulk.json_lines(b))
-                    n += b.num_rows
-                    prog.update(n)
+                # each block written behind the rendering of the next (1 GB of lines for the benchmark's topic A:
+                # the file system's copy was 2.4 s of its 3.6 s)
+                with WriteBehind(write) as behind:
+                    for b in batches:
+                        behind(bulk.json_lines(b))
+                        n += b.num_rows
+                        prog.update(n)
             finally:
                 if args.dest:
                     out.close()

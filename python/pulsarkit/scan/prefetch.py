@@ -1,4 +1,5 @@
-"""A read's batches made by a thread up to a few batches ahead of their consumer, so that the next batch is read,
+"""Threads that overlap a read with what consumes it. :func:`prefetched`: a read's batches made by a thread up to a
+few batches ahead of their consumer, so that the next batch is read,
 verified, decompressed and assembled (native calls that release the GIL) while the consumer encodes and writes the
 current one (pyarrow's Parquet writer releases it too). Off by default: ``read_partition(prefetch=N)`` or
 ``PULSARKIT_PREFETCH=N`` turns it on.
@@ -6,15 +7,18 @@ current one (pyarrow's Parquet writer releases it too). Off by default: ``read_p
 Measured on a quiet 2-core machine (bench/RESULTS.md, "Prefetching the next batches"): a consumer writing each batch
 to Parquet as it comes read and wrote topic A of the full-scale benchmark in 0.82 s instead of 1.25 s (CPU +12 %);
 but ``pulsarkit messages --format parquet``, which gathers 32 MiB row groups, took 0-18 % more wall and 20-40 % more
-CPU with it at depths 2-16 and row groups of 4-32 MiB, so no command turns it on."""
+CPU with it at depths 2-16 and row groups of 4-32 MiB, so no command turns it on.
+
+:class:`WriteBehind`: the other way round, each write made by a thread while the caller makes the next item; what
+the commands use (a Parquet row group, a block of JSON lines: the encoding or the file system's copy overlapped)."""
 
 from __future__ import annotations
 
 import os
 import queue
 import threading
-from collections.abc import Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -79,3 +83,48 @@ def prefetched(items: Iterator[T], depth: int) -> Iterator[T]:
             except queue.Empty:
                 pass
         t.join()
+
+
+class WriteBehind:
+    """``write(item)`` called on a thread of its own while the caller makes the next item, one write in flight: a
+    call waits for the previous write and raises its error. An item is released on the caller's thread once written
+    (its allocator, not the writing thread's, gets the buffers back for the next item). :meth:`wait` before the
+    destination closes; as a context manager it waits on leaving, and on an error only waits (the caller's error is
+    the one raised)."""
+
+    def __init__(self, write: Callable[[Any], Any], name: str = "pulsarkit-write-behind") -> None:
+        self._write, self._name = write, name
+        self._thread: threading.Thread | None = None
+        self._item: Any = None
+        self._failed: BaseException | None = None
+
+    def __call__(self, item: Any) -> None:
+        self.wait()
+        self._item = item
+        self._thread = threading.Thread(target=self._run, args=(item,), name=self._name, daemon=True)
+        self._thread.start()
+
+    def _run(self, item: Any) -> None:
+        try:
+            self._write(item)
+        except BaseException as e:  # raised on the caller's thread by wait()
+            self._failed = e
+
+    def wait(self) -> None:
+        """Waits for the write in flight; raises its error."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = self._item = None
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
+
+    def __enter__(self) -> WriteBehind:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
+        if kind is None:
+            self.wait()
+        elif self._thread is not None:
+            self._thread.join()
+            self._thread = self._item = None

@@ -4,7 +4,6 @@ scan pushes down."""
 from __future__ import annotations
 
 import base64
-import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..codec.columns import column, scalar
+from .prefetch import WriteBehind
 
 MASK = (1 << 64) - 1
 _FALSE = scalar(False, pa.bool_())  # not pa.scalar: codec.columns says why
@@ -80,30 +80,29 @@ ROW_GROUP_BYTES = 32 << 20
 class RowGroups:
     """Record batches (or tables) gathered and written to ``writer`` (a ``pyarrow.parquet.ParquetWriter``) as
     tables of about :data:`ROW_GROUP_BYTES`, each one row group: a tenth of the row groups of a batch each, for
-    one buffer. Each group is encoded and written by a thread of its own while the caller makes the next one
-    (``write_table`` releases the GIL, and so does the native read), at most one group in flight; its error is
-    raised by the next :meth:`add` or :meth:`flush`. :meth:`flush` writes what is gathered and waits: call it
-    before the writer closes, or use it as a context manager inside the writer's (on an error it only waits)."""
+    one buffer. Each group is encoded and written behind the caller (:class:`~.prefetch.WriteBehind`: pyarrow's
+    writer releases the GIL, and so does the native read), its error raised by the next :meth:`add` or
+    :meth:`flush`. :meth:`flush` writes what is gathered and waits: call it before the writer closes, or use it as
+    a context manager inside the writer's (on an error it only waits)."""
 
     def __init__(self, writer: Any, limit: int = ROW_GROUP_BYTES) -> None:
-        self._writer, self._limit = writer, limit
+        self._limit = limit
         self._batches: list[pa.RecordBatch | pa.Table] = []
         self._bytes = 0
-        self._writing: threading.Thread | None = None
-        self._written: pa.Table | None = None
-        self._failed: BaseException | None = None
+        # one row group whatever the rows (write_table would cut at 1 Mi rows)
+        self._behind = WriteBehind(
+            lambda t: writer.write_table(t, row_group_size=max(t.num_rows, 1)), "pulsarkit-row-group"
+        )
 
     def __enter__(self) -> RowGroups:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
-        if kind is None:
-            self.flush()
-        else:  # the writer closes next: no thread may still write into it
+    def __exit__(self, kind: type[BaseException] | None, *rest: Any) -> None:
+        if kind is not None:  # the writer closes next: what is gathered is dropped, the write in flight waited for
             self._batches, self._bytes = [], 0
-            if self._writing is not None:
-                self._writing.join()
-                self._writing = self._written = None
+        else:
+            self._submit()
+        self._behind.__exit__(kind, *rest)
 
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
         self._batches.append(batch)
@@ -113,33 +112,17 @@ class RowGroups:
 
     def flush(self) -> None:
         self._submit()
-        self._wait()
+        self._behind.wait()
 
     def _submit(self) -> None:
-        self._wait()
+        try:
+            self._behind.wait()
+        except BaseException:
+            self._batches, self._bytes = [], 0
+            raise
         if self._batches:
             parts, self._batches, self._bytes = self._batches, [], 0
-            t = pa.concat_tables(p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts)
-            # held here until written, so its buffers are freed on this thread, whose allocator reuses them
-            self._written = t
-            self._writing = threading.Thread(target=self._write, args=(t,), name="pulsarkit-row-group", daemon=True)
-            self._writing.start()
-
-    def _write(self, t: pa.Table) -> None:
-        try:
-            # one row group whatever the rows (write_table would cut at 1 Mi rows)
-            self._writer.write_table(t, row_group_size=max(t.num_rows, 1))
-        except BaseException as e:  # raised in the caller's thread by _wait
-            self._failed = e
-
-    def _wait(self) -> None:
-        if self._writing is not None:
-            self._writing.join()
-            self._writing = self._written = None
-        if self._failed is not None:
-            failed, self._failed = self._failed, None
-            self._batches, self._bytes = [], 0
-            raise failed
+            self._behind(pa.concat_tables(p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts))
 
 
 def message_fields(markers: bool = False) -> list[tuple[str, pa.DataType]]:
