@@ -87,3 +87,22 @@ def test_a_table_file_damaged_under_one_ledger_is_found_at_its_lookup(tmp_path):
     assert [i.kind for i in met] == ["unreadable_index"] and "Corruption" in met[0].message
     assert list(index) == [0, 1] and 2 not in index and index[1] == {0: 8}
     index.close()
+
+
+def test_a_ledgers_locations_decoded_column_wise_equal_the_pairs_decoded_one_by_one():
+    import struct
+
+    from pulsarkit.scan.bookie_dir import _ledger_locations, _locations
+
+    keys = [struct.pack(">qq", 7, e) for e in (0, 1, 5, 1 << 40)]
+    values = [struct.pack(">q", v) for v in (1 << 32 | 1024, 1 << 32 | 2048, -1, (3 << 32) | 99)]
+    want = _locations(list(zip(keys, values, strict=True)))[7]
+    assert (
+        _ledger_locations(7, keys, values)
+        == want
+        == {0: 1 << 32 | 1024, 1: 1 << 32 | 2048, 5: -1, 1 << 40: 3 << 32 | 99}
+    )
+    # a key or value of another length (not a location) is skipped, as one by one
+    odd_keys, odd_values = [*keys, struct.pack(">qqb", 7, 9, 0)], [*values, b"\0" * 8]
+    assert _ledger_locations(7, odd_keys, odd_values) == want
+    assert _ledger_locations(7, [], []) == {}

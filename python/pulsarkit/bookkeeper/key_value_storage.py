@@ -293,6 +293,27 @@ class ReadOnlyCopy:
         except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
             raise self._damaged(e) from None
 
+    def range_lists(self, start: bytes, stop: bytes) -> tuple[list[bytes], list[bytes]]:
+        """The keys and the values of :meth:`range` (``start <= key < stop``) as two lists, for a range read
+        whole: without a generator and a pair per key (a ledger's 200 k locations: 0.23 -> 0.14 s)."""
+        it = self.db.iter()
+        it.seek(start)
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        add_key, add_value, key, value, step, valid = keys.append, values.append, it.key, it.value, it.next, it.valid
+        while valid():
+            k = key()
+            if k >= stop:
+                break
+            add_key(k)
+            add_value(value())
+            step()
+        try:
+            it.status()
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
+            raise self._damaged(e) from None
+        return keys, values
+
     def close(self) -> None:
         db = self.__dict__.pop("db", None)
         if db is not None:

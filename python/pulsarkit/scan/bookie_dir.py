@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from google.protobuf import text_encoding
 
 from ..bookkeeper import digest as bookie_digest
@@ -253,10 +254,15 @@ class LocationIndex(Mapping[int, dict[int, int]]):
                 if got is None:
                     self.lookups.append(ledger_id)
                     prefix = _LONG.pack(ledger_id)
-                    pairs = self._read(lambda db: list(db.range(prefix, _after(prefix))))
-                    if pairs is None:  # damaged: rebuilt whole
+                    stop = _after(prefix)
+                    if stop is None:  # the last ledger id a long holds: to the end of the index
+                        pairs = self._read(lambda db: list(db.range(prefix)))
+                        found = None if pairs is None else _locations(pairs).get(ledger_id, {})
+                    else:
+                        found = self._read(lambda db: _ledger_locations(ledger_id, *db.range_lists(prefix, stop)))
+                    if found is None:  # damaged: rebuilt whole
                         return self[ledger_id]
-                    got = self._cache[ledger_id] = _locations(pairs).get(ledger_id, {})
+                    got = self._cache[ledger_id] = found
         return got
 
     def _ledger_ids(self) -> list[int]:
@@ -318,6 +324,17 @@ def _after(prefix: bytes) -> bytes | None:
     """The first key past every key starting with ``prefix`` (None: no such key, the prefix is all 0xff)."""
     n = int.from_bytes(prefix, "big") + 1
     return n.to_bytes(len(prefix), "big") if n < 1 << (8 * len(prefix)) else None
+
+
+def _ledger_locations(ledger_id: int, keys: list[bytes], values: list[bytes]) -> dict[int, int]:
+    """entry -> location of one ledger's index keys and values, decoded column-wise; keys that are not
+    ledger + entry or values that are not a long are skipped (as :func:`_locations` does)."""
+    n = len(keys)
+    kb, vb = b"".join(keys), b"".join(values)
+    if len(kb) != 16 * n or len(vb) != 8 * n:
+        return _locations(list(zip(keys, values, strict=True))).get(ledger_id, {})
+    ids = np.frombuffer(kb, ">i8").reshape(n, 2)
+    return dict(zip(ids[:, 1].tolist(), np.frombuffer(vb, ">i8").tolist(), strict=True))
 
 
 def _locations(pairs: Sequence[tuple[bytes, bytes]]) -> dict[int, dict[int, int]]:
