@@ -181,7 +181,7 @@ def topic_facts(
         key = None if txn is None else (txn[0] & MASK, txn[1] & MASK)
         md = e.metadata
         marker = md.marker_type if e.is_marker else 0
-        candidates.append((lid, eid, md.uuid if e.is_chunk else None, key, marker, _FALSE))  # read_entry verified it
+        candidates.append((lid, eid, md.uuid if e.is_chunk else None, key, marker, False))  # read_entry verified it
     seen: set[Pos] = set()
     # an entry twice in the entry logs: a copy that decides a transaction (it verified) first
     for lid, eid, uuid, key, marker, unchecked in sorted(set(candidates), key=lambda c: (c[0], c[1], c[3] is None)):
