@@ -28,12 +28,7 @@ _TYPECODES = {"int64": "q", "int32": "i", "double": "d"}
 def scalar(value: float | bool | str, type: pa.DataType) -> pa.Scalar:
     """An Arrow scalar of ``type`` (``bool``, ``int32``, ``int64``, ``float64``, ``string``), for compute
     arguments, without importing pandas (see :func:`int64_array`)."""
-    if type == pa.string():
-        return string_array([value])[0]  # type: ignore[list-item]
-    if type == pa.bool_():
-        return pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x01" if value else b"\x00")])[0]
-    buf = array.array(_TYPECODES[str(type)], [value])  # type: ignore[list-item]
-    return pa.Array.from_buffers(type, 1, [None, pa.py_buffer(buf)])[0]
+    return column([value], type)[0]
 
 
 def binary_array(values: Sequence[bytes | None]) -> pa.Array:
@@ -68,14 +63,14 @@ def numpy_values(values: pa.Array) -> np.ndarray:
     return np.frombuffer(values.buffers()[1], dtype, len(values), values.offset * dtype.itemsize)  # type: ignore[arg-type]
 
 
-def int_array(values: Sequence[int | None], type: pa.DataType) -> pa.Array:
-    """An ``int32``/``int64`` Arrow array of ints (None: null)."""
+def _numbers(values: Sequence[float | None], type: pa.DataType) -> pa.Array:
+    """An ``int32``/``int64``/``float64`` Arrow array (None: null)."""
     validity = _validity(values)
     buf = array.array(_TYPECODES[str(type)], [0 if v is None else v for v in values] if validity else values)
     return pa.Array.from_buffers(type, len(values), [validity, pa.py_buffer(buf)])
 
 
-def bool_array(values: Sequence[bool | None]) -> pa.Array:
+def _bools(values: Sequence[bool | None]) -> pa.Array:
     """A ``bool`` Arrow array (None: null)."""
     bits = pa.py_buffer(np.packbits(np.array([bool(v) for v in values], np.bool_), bitorder="little"))
     return pa.Array.from_buffers(pa.bool_(), len(values), [_validity(values), bits])
@@ -89,11 +84,11 @@ def _validity(values: Sequence[object]) -> pa.Buffer | None:
 
 def column(values: Sequence[object], type: pa.DataType) -> pa.Array:
     """An Arrow array of ``type`` from Python values: built from buffers for the scalar types the message
-    schema has (ints, bools, strings, bytes, string maps); ``pa.array`` for any other type."""
-    if type in (pa.int64(), pa.int32()):
-        return int_array(values, type)  # type: ignore[arg-type]
+    schema has (ints, doubles, bools, strings, bytes, string maps); ``pa.array`` for any other type."""
+    if type in (pa.int64(), pa.int32(), pa.float64()):
+        return _numbers(values, type)  # type: ignore[arg-type]
     if type == pa.bool_():
-        return bool_array(values)  # type: ignore[arg-type]
+        return _bools(values)  # type: ignore[arg-type]
     if type == pa.string():
         return string_array(values)  # type: ignore[arg-type]
     if type == pa.binary():
