@@ -18,6 +18,7 @@ import pytest
 from datadir_fixtures import TC_LOG, _md, batched, txn_record
 from pulsarkit.analysis.messages import message_batches
 from pulsarkit.scan import read_partition
+from pulsarkit.scan.partition import ReadStats
 from pulsarkit.scan.datadir import open_data_dir
 
 plan_mod = importlib.import_module("pulsarkit.scan.plan")
@@ -184,3 +185,26 @@ def test_the_pass_runs_once_a_transaction_is_met(datadir, monkeypatch):
         calls.clear()
         assert sum(b.num_rows for b in message_batches(dd, [PAYMENTS])) == 2
         assert [c for c in calls if c] == [["persistent://public/default/payments"]]
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_a_read_counts_the_pass_it_ran_and_the_batch_it_read_again(datadir, topic):
+    # ReadStats count what was read from the entry logs: a read that planned its topic again counts that
+    # pass, and the batch it met the transaction in (read again from its first entry in the new partition)
+    with open_data_dir(datadir) as dd:
+        read = plan_mod.plan_data_dir(dd, "x", topics=[topic], metadata_pass="read", **ONE)
+        forced = plan_mod.plan_data_dir(dd, "x", topics=[topic], metadata_pass="scan", **ONE)
+        got, want = ReadStats(), ReadStats()
+        for scan, stats in ((read, got), (forced, want)):
+            for part in scan.partitions:
+                for _ in read_partition(part, batch_entries=1, stats=stats, prefetch=0):
+                    pass
+    transactional = topic in (PAYMENTS, MIXED)
+    passed = got.head_reads + got.scan_bytes
+    assert (passed > 0) == transactional
+    if transactional:
+        assert passed == forced.read_stats.head_reads + forced.read_stats.scan_bytes
+        # what was read before the pass ran is read again (as the segment's reads cut it: one entry or more)
+        assert got.entry_reads > want.entry_reads and got.entry_bytes > want.entry_bytes
+    else:
+        assert got == want

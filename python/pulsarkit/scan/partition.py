@@ -109,8 +109,11 @@ class ScanPartition:
     #: read as one issue (``missing_entries``; with ``kind="entries"`` one error row), however long
     gaps: list[tuple[int, int, int]] = field(default_factory=list)
     #: planned without its topic's metadata pass (``metadata_pass="read"``, in-process only): the topic
-    #: planned again with it, called by the read at the first transactional entry it meets
-    refine: Callable[[], ScanPartition | None] | None = field(default=None, compare=False, repr=False)
+    #: planned again with it (and what that pass read), called by the read at the first transactional entry
+    #: it meets
+    refine: Callable[[], tuple[ScanPartition | None, ReadStats]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 def starting_at(part: ScanPartition, pos: Pos) -> ScanPartition:

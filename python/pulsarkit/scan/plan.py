@@ -568,17 +568,18 @@ def _deferrable(dd: DataDir, kind: str, metadata_pass: str, filters: Sequence[Fi
 
 def _refine(
     dd: DataDir, path: str, ml: str, kind: str, txn: str, filters: Sequence[Filter], hi: Pos | None
-) -> Callable[[], ScanPartition | None]:
+) -> Callable[[], tuple[ScanPartition | None, ReadStats]]:
     """The topic's partition planned again with its metadata pass (what the read of a partition planned
-    without it calls at its first transactional entry), None when the read-committed cut leaves nothing."""
+    without it calls at its first transactional entry), None when the read-committed cut leaves nothing,
+    and what that pass read (the read counts it as its own)."""
 
-    def again() -> ScanPartition | None:
+    def again() -> tuple[ScanPartition | None, ReadStats]:
         name = ml_to_topic(ml)
         p = plan_data_dir(dd, path, topics=[ml], kind=kind, txn=txn, filters=filters,
                           until={name: hi} if hi is not None else None, min_partitions=1,
                           max_partition_bytes=1 << 62)  # fmt: skip
         assert len(p.partitions) <= 1
-        return p.partitions[0] if p.partitions else None
+        return (p.partitions[0] if p.partitions else None), p.read_stats
 
     return again
 

@@ -276,8 +276,8 @@ def _refined(
     transactional entry (a message or a marker). Nothing before it depends on the pass: no transaction's
     state, and the read-committed cut falls at a transactional message or after. Then the topic is planned
     again with its pass, the read takes its transactions (the chunks assembled so far kept) and goes on from
-    that batch's first entry in the new partition, cut where the plan cuts (``stats`` count that batch's
-    entries twice, and not what the new plan read)."""
+    that batch's first entry in the new partition, cut where the plan cuts. ``stats`` count what was read:
+    that batch's entries twice (they are read again) and the new plan's pass."""
     batches = _batches(part, batch_entries, batch_bytes, stats, on_issue)
     if part.refine is None:
         for b in batches:
@@ -289,7 +289,9 @@ def _refined(
             yield lids, eids, datas, errs, entries
             continue
         batches.close()
-        full = part.refine()
+        full, passed = part.refine()
+        if stats is not None:
+            stats.add(passed)
         if full is not None:
             state.adopt(full)
             for b in _batches(starting_at(full, (lids[0], eids[0])), batch_entries, batch_bytes, stats, on_issue):
