@@ -18,8 +18,8 @@ import pytest
 from datadir_fixtures import TC_LOG, _md, batched, txn_record
 from pulsarkit.analysis.messages import message_batches
 from pulsarkit.scan import read_partition
-from pulsarkit.scan.partition import ReadStats
 from pulsarkit.scan.datadir import open_data_dir
+from pulsarkit.scan.partition import ReadStats
 
 plan_mod = importlib.import_module("pulsarkit.scan.plan")
 

@@ -111,9 +111,7 @@ class ScanPartition:
     #: planned without its topic's metadata pass (``metadata_pass="read"``, in-process only): the topic
     #: planned again with it (and what that pass read), called by the read at the first transactional entry
     #: it meets
-    refine: Callable[[], tuple[ScanPartition | None, ReadStats]] | None = field(
-        default=None, compare=False, repr=False
-    )
+    refine: Callable[[], tuple[ScanPartition | None, ReadStats]] | None = field(default=None, compare=False, repr=False)
 
 
 def starting_at(part: ScanPartition, pos: Pos) -> ScanPartition:
