@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
-
-from prometheus_client import CollectorRegistry
+from typing import TYPE_CHECKING, TypeVar
 
 from ...codec.txn import RecordPlace, TxnLogRecord, TxnSubscription, decode_txn_log_entry
 from ...managed_ledger.ack_set import bitset_from_words
@@ -26,6 +24,9 @@ from ...managed_ledger.position import Position
 from ..topic_name import TXN_LOG_PREFIX
 from .buffered_writer import Executor, Timer, TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
 from .metrics import COORDINATOR_PREFIX, TxnLogBufferedWriterMetricsStats
+
+if TYPE_CHECKING:  # prometheus_client is imported when a writer records metrics, not by every read
+    from prometheus_client import CollectorRegistry
 
 TRANSACTION_LOG_CURSOR = "transaction.subscription"
 R = TypeVar("R", bound=RecordPlace)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+if TYPE_CHECKING:  # imported by the first writer that records metrics (0.03 s no read needs)
+    from prometheus_client import CollectorRegistry
 
 COORDINATOR_PREFIX = "pulsar_txn_tc"
 PENDING_ACK_STORE_PREFIX = "pulsar_txn_pending_ack_store"
@@ -28,6 +29,8 @@ _lock = threading.Lock()
 
 
 def _shared(registry: CollectorRegistry, prefix: str) -> dict[str, Any]:
+    from prometheus_client import Counter, Histogram
+
     with _lock:
         per_registry = _collectors.setdefault(registry, {})
         c = per_registry.get(prefix)
@@ -62,7 +65,11 @@ class TxnLogBufferedWriterMetricsStats:
     def __init__(self, prefix: str, broker: str = "standalone", registry: CollectorRegistry | None = None) -> None:
         self.prefix = prefix
         self.broker = broker
-        self._c = _shared(registry if registry is not None else REGISTRY, prefix)
+        if registry is None:
+            import prometheus_client
+
+            registry = prometheus_client.REGISTRY
+        self._c = _shared(registry, prefix)
 
     def trigger_flush(self, trigger: str, records: int, size_bytes: int, oldest_delay_ms: int) -> None:
         self._c["records"].labels(self.broker).observe(records)
