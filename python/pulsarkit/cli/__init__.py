@@ -1,6 +1,6 @@
-"""The ``pulsarkit`` command line. Each module registers its subcommands on import."""
+"""The ``pulsarkit`` command line. Each module registers its subcommands on import: a command line imports
+the one of its subcommand (:func:`~.command.load_commands`), :func:`build_parser` without one all of them."""
 
-from . import compaction, datadir, entrylog, export, gc, replicas, report, sql  # noqa: F401  (registration)
 from .command import EXIT_DATA_PROBLEMS, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, build_parser, entry, main
 
 __all__ = [

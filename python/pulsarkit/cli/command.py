@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import logging
 import os
 import signal
@@ -47,6 +48,44 @@ symbolic link and never inside an input; they are written under a temporary name
 Runner = Callable[[argparse.Namespace], int]
 _COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], Runner]]] = []
 
+#: The modules of this package that register subcommands, in the order ``pulsarkit --help`` lists them.
+COMMAND_MODULES = ("compaction", "datadir", "entrylog", "export", "gc", "replicas", "report", "sql")
+#: Each subcommand's module: a command line imports that one alone (the others' imports are 0.05 s of
+#: a command's start, bench/RESULTS.md, issue 24). tests/cli/test_cli_lazy_commands.py keeps it true.
+COMMAND_MODULE = {
+    "compacted": "compaction",
+    "last-message-id": "compaction",
+    "ledgers": "datadir",
+    "schemas": "datadir",
+    "topics": "datadir",
+    "messages": "datadir",
+    "backlog": "datadir",
+    "transactions": "datadir",
+    "readjournal": "datadir",
+    "readlog": "entrylog",
+    "readlogmetadata": "entrylog",
+    "export": "export",
+    "export-marks": "export",
+    "orphans": "gc",
+    "du": "gc",
+    "fsck": "gc",
+    "orphans-cleanup": "gc",
+    "gc": "gc",
+    "replicas": "replicas",
+    "whatif": "report",
+    "report": "report",
+    "sql": "sql",
+}
+
+
+def load_commands(argv: Sequence[str] | None = None) -> None:
+    """Imports the modules that register subcommands: the one of ``argv``'s subcommand when its first
+    word names one, else all of them (``--help``, a mistyped command, a parser for its own sake)."""
+    first = argv[0] if argv else None
+    names = (COMMAND_MODULE[first],) if first in COMMAND_MODULE else COMMAND_MODULES
+    for name in names:
+        importlib.import_module(f"{__package__}.{name}")
+
 
 def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], Runner]], Any]:
     """Registers a subcommand: the decorated function configures its parser and returns the runner."""
@@ -58,7 +97,9 @@ def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser
     return deco
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or, given the command line, of its subcommand (:func:`load_commands`)."""
+    load_commands(argv)
     p = argparse.ArgumentParser(
         prog="pulsarkit",
         description="Apache Pulsar and BookKeeper storage formats: inspect, verify and convert.",
@@ -104,7 +145,8 @@ def entry() -> int:
 
 
 def main(argv: list[str] | None = None, own_process: bool = False) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)
     if run is None:
