@@ -10,7 +10,7 @@ import os
 import struct
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -389,6 +389,41 @@ def read_log(reader: entrylog.EntryLogReader, log_id: int) -> LogRead:
     return LogRead(log_id, md, empty, kept)
 
 
+def read_logs_behind(currents: Sequence[Path]) -> Callable[[], dict[str, dict[int, LogRead]]]:
+    """Starts :func:`read_log` of every entry log of each ``current/`` directory on a thread, and returns the
+    call that waits for it: ``{real path of the directory: {log id: LogRead}}`` (:class:`BookieDir`'s
+    ``log_reads``). A log without its ledgers map is scanned whole (0.1 s for the benchmark's 750 MB log), a
+    native scan that releases the GIL: opening a directory reads its metadata and indexes meanwhile.
+    A directory whose logs cannot be listed is left out: :class:`BookieDir` reads it and fails as it would."""
+    got: dict[str, dict[int, LogRead]] = {}
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for cur in currents:
+                try:
+                    if not cur.is_dir():
+                        continue
+                    reader = entrylog.EntryLogReader(str(cur))
+                    ids = reader.log_ids()
+                except (PulsarkitError, OSError):
+                    continue
+                got[os.path.realpath(cur)] = {log_id: read_log(reader, log_id) for log_id in ids}
+        except BaseException as e:  # noqa: BLE001 - raised again by the caller's wait
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name="pulsarkit-entry-logs", daemon=True)
+    thread.start()
+
+    def wait() -> dict[str, dict[int, LogRead]]:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return got
+
+    return wait
+
+
 class BookieDir:
     """A ledger directory's ``current/`` (entry logs) and its index directory (``ledgers``/``locations``)."""
 
@@ -397,12 +432,13 @@ class BookieDir:
         current: Path,
         index_current: Path,
         issues: list[Issue],
-        log_reads: Mapping[int, LogRead] | None = None,
+        log_reads: Mapping[int, LogRead] | Callable[[], Mapping[int, LogRead] | None] | None = None,
         report: Any = None,
     ) -> None:
-        """``log_reads``: what :func:`read_log` gave for some of its logs, read elsewhere (Spark tasks);
-        the other logs are read here. ``report``: where an issue met after opening goes (a damaged index
-        found at a lookup); default ``issues.append``."""
+        """``log_reads``: what :func:`read_log` gave for some of its logs, read elsewhere (Spark tasks; a
+        thread: then the call that waits for it, made once the indexes are open); the other logs are read
+        here. ``report``: where an issue met after opening goes (a damaged index found at a lookup); default
+        ``issues.append``."""
         self.current = current
         self.index_current = index_current
         self.reader = entrylog.EntryLogReader(str(current))
@@ -449,7 +485,7 @@ class BookieDir:
             )
             self.locations = self._scan_all()
             self.scanned = True
-        given = log_reads or {}
+        given = (log_reads() if callable(log_reads) else log_reads) or {}
         for log_id in self.log_ids:
             r = given.get(log_id) or read_log(self.reader, log_id)
             issues.extend(r.issues)

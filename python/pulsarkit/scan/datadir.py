@@ -88,6 +88,7 @@ from .bookie_dir import (
     group_bookies,
     mapping_dirs,
     read_cookie,
+    read_logs_behind,
     read_rocksdb,
 )
 from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic, add_issue, held_pieces, missing_message
@@ -293,17 +294,18 @@ class DataDir:
         self.issues: list[Issue] = []
         for i in metadata.issues if metadata is not None else ():
             self.report(i)
+        # the entry logs' accounting read on a thread while the metadata and the bookies' indexes are (a
+        # directory dropped below is read for nothing)
+        behind = read_logs_behind([self._current(d) for d in self.ledger_dirs]) if log_reads is None else None
         self._load_metadata()
         self._drop_unusable_dirs(journal_dirs is None)
-        # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks read
+
+        def reads_of(d: Path) -> Callable[[], Mapping[int, LogRead] | None]:
+            # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks (or the thread) read
+            return lambda: (behind() if behind is not None else log_reads or {}).get(os.path.realpath(self._current(d)))
+
         self._bookies = [
-            BookieDir(
-                self._current(d),
-                self._current(i),
-                self.issues,
-                (log_reads or {}).get(os.path.realpath(self._current(d))),
-                self.report,
-            )
+            BookieDir(self._current(d), self._current(i), self.issues, reads_of(d), self.report)
             for d, i in zip(self.ledger_dirs, self.index_dirs, strict=False)
         ]
         #: The bookie each ledger directory belongs to (``bookies`` names it, else its cookie), or None.
