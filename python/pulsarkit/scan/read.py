@@ -308,9 +308,12 @@ def _transactional(entries: pa.Array) -> bool:
 #: Entry bytes decoded together (one native call each for metadata and messages). The rows of a
 #: batch are about 2-3x its entry bytes once decompressed, and a read holds a few copies of them at
 #: its peak: with 1 MiB a process reading 64 MiB partitions peaks near 210 MB (2 MiB: 225 MB, 16 MiB:
-#: 480 MB, with 105 MB of it the interpreter and its modules), and decodes as fast or faster (smaller
-#: buffers stay in cache); one entry larger than this is a batch of its own. See bench/spark_memory.py.
-BATCH_BYTES = 1 << 20
+#: 480 MB, with 105 MB of it the interpreter and its modules; bench/spark_memory.py). 4 MiB: each batch
+#: costs ~1 ms of Python around its native calls, and on the benchmark's topics (bench/RESULTS.md, issue 24,
+#: "Batches of 4 MiB") ``messages --format parquet`` ran A 1.30 -> 1.11 s, B 1.65 -> 1.54 s, C 1.37 -> 1.31 s
+#: and ``export`` A/C 8-10% faster than with 1 MiB, for ~40 MB more at the peak (reading the benchmark's
+#: directory in 64 MiB partitions: 190 -> 228 MiB). One entry larger than this is a batch of its own.
+BATCH_BYTES = 4 << 20
 
 
 class UnreadableEntry(DataDirError):

@@ -32,7 +32,7 @@ and no bookie holds, each task one with its count of unreadable entries and issu
 ``error`` column, null in message rows; a run of missing entries is one row; ``pulsarkit-entries``
 always has its ``error`` column), ``topics`` (a JSON list: only these), ``after``/``until`` (JSON ``{data_dir: {topic:
 [ledger, entry]}}``: exclusive/inclusive bounds per topic, what ``pulsarkit export`` uses for its
-high-water marks), ``batch_bytes`` (entry bytes decoded per native call, default 1 MiB: a task's
+high-water marks), ``batch_bytes`` (entry bytes decoded per native call, default 4 MiB: a task's
 memory follows it, and so do the Arrow batches handed to the JVM), ``metadata_pass`` (``auto``,
 ``heads`` or ``scan``: how the driver reads the entries' metadata), ``ledger_dirs`` (comma-separated
 bookie directories of a cluster whose metadata store is the one ``path``: each entry is read once, from
@@ -49,8 +49,8 @@ plan and each task write their :class:`~pulsarkit.scan.ReadStats` to as JSON, fo
 benchmarks and tests; :func:`read_stats` sums them).
 
 Memory: a task holds about one batch of rows (``batch_bytes`` of entries, decompressed) at a time,
-whatever the input size; a Python worker reading partitions stays near 225-260 MB resident
-(``bench/spark_memory.py``: the same at 1 GB and 4 GB of entry logs). The JVM's share follows its
+whatever the input size; a Python worker reading partitions stayed near 225-260 MB resident with 1 MiB
+batches (``bench/spark_memory.py``: the same at 1 GB and 4 GB of entry logs); 4 MiB batches add about 40 MB. The JVM's share follows its
 heap setting (``spark.driver.memory`` in local mode, ``spark.executor.memory`` on a cluster), which
 Spark's Parquet writer and row conversion fill between collections, not the input size.
 
