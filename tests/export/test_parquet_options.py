@@ -1,11 +1,21 @@
 """Message rows are written to Parquet without a dictionary for the payload and the per-message ids
 (scan.schema.parquet_options), with one for the rest, by `messages --format parquet` and the export."""
 
+import random
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pulsarkit.export.staging import StagingWriter
-from pulsarkit.scan.schema import NO_DICTIONARY, RowGroups, arrow_schema, message_fields
+from pulsarkit.scan.schema import (
+    DELTA_ENCODED,
+    NO_DICTIONARY,
+    RowGroups,
+    _leaf_columns,
+    arrow_schema,
+    message_fields,
+    parquet_options,
+)
 
 
 def test_staged_files_have_no_dictionary_for_payload_and_ids(tmp_path):
@@ -25,7 +35,46 @@ def test_staged_files_have_no_dictionary_for_payload_and_ids(tmp_path):
     for name in NO_DICTIONARY:
         assert not any("DICT" in e for e in encodings[name]), (name, encodings[name])
     assert any("DICT" in e for e in encodings["producer_name"])
+    for name in DELTA_ENCODED:
+        assert "DELTA_BINARY_PACKED" in encodings[name], (name, encodings[name])
+    stats = {rg.column(i).path_in_schema: rg.column(i).is_stats_set for i in range(rg.num_columns)}
+    assert not stats["payload"] and stats["entry_id"] and stats["publish_time"]
+    assert rg.column(list(encodings).index("payload")).compression == "SNAPPY"  # it compresses: Snappy kept
     assert pq.read_table(f).column("payload").to_pylist() == [r["payload"] for r in rows]
+
+
+def _codecs(f) -> dict[str, str]:
+    rg = pq.ParquetFile(f).metadata.row_group(0)
+    return {rg.column(i).path_in_schema: rg.column(i).compression for i in range(rg.num_columns)}
+
+
+@pytest.mark.parametrize("random_payloads", [True, False])
+def test_the_payload_is_written_uncompressed_only_when_snappy_cannot_shrink_it(tmp_path, random_payloads):
+    rng = random.Random(7)
+    payload = (
+        (lambda i: rng.randbytes(700))
+        if random_payloads
+        else (lambda i: b'{"order": %d, "customer": "alice", "items": ["book", "pen"]}' % i)
+    )
+    rows = [
+        {"topic": "persistent://public/default/t", "partition": -1, "ledger_id": 7, "entry_id": i, "batch_index": -1,
+         "payload": payload(i), "publish_time": 1_700_000_000_000, "sequence_id": i, "broker_index": i,
+         "producer_name": "p", "null_value": False, "encrypted": False}
+        for i in range(2000)
+    ]  # fmt: skip
+    b = pa.RecordBatch.from_pylist(rows, schema=arrow_schema(message_fields()))
+    w = StagingWriter(tmp_path)
+    w.write(b)
+    w.close()
+    (f,) = tmp_path.rglob("*.parquet")
+    codecs = _codecs(f)
+    assert codecs.pop("payload") == ("UNCOMPRESSED" if random_payloads else "SNAPPY")
+    assert set(codecs.values()) == {"SNAPPY"}
+    assert pq.read_table(f).column("payload").to_pylist() == [r["payload"] for r in rows]
+    # the same decision from a slice of the rows (an offset into the payload buffer), or none: Snappy
+    opts = parquet_options(b.schema, b.slice(1500))
+    assert ("compression" in opts) == random_payloads
+    assert "compression" not in parquet_options(b.schema)
 
 
 def _batch(topic: str, first: int, n: int, day: int = 0) -> pa.RecordBatch:
@@ -143,3 +192,17 @@ def test_staging_closes_every_file_when_one_write_fails(tmp_path, monkeypatch):
     files = sorted(tmp_path.rglob("*.parquet"))
     assert len(files) == 2
     assert [pq.ParquetFile(f).metadata.num_rows for f in files] == [20, 0]  # both closed: valid files
+
+
+def test_the_codecs_name_every_leaf_column_as_parquet_does():
+    # a codec dict leaves a column it does not name uncompressed: its paths are the file's
+    nested = pa.schema([
+        ("payload", pa.binary()), ("m", pa.map_(pa.string(), pa.list_(pa.int32()))),
+        ("s", pa.struct([("a", pa.int64()), ("b", pa.struct([("c", pa.string())]))])),
+        ("l", pa.large_list(pa.struct([("x", pa.float64())]))), ("d", pa.dictionary(pa.int32(), pa.string())),
+    ])  # fmt: skip
+    for schema in (arrow_schema(message_fields()), arrow_schema(message_fields(True)), nested):
+        sink = pa.BufferOutputStream()
+        pq.write_table(schema.empty_table(), sink)
+        pschema = pq.ParquetFile(pa.BufferReader(sink.getvalue())).schema
+        assert _leaf_columns(schema) == [pschema.column(i).path for i in range(len(pschema))]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -421,8 +422,11 @@ def _print_records(
     try:
         if args.format == "parquet":
             schema = arrow_schema(message_fields(markers))
-            with pq.ParquetWriter(_out_file(args), schema, **parquet_options(schema)) as w, RowGroups(w) as groups:
-                for b in batches:
+            dest = _out_file(args)
+            batches = iter(batches)
+            first = next(batches, None)  # the payload's codec is chosen on the first rows (parquet_options)
+            with pq.ParquetWriter(dest, schema, **parquet_options(schema, first)) as w, RowGroups(w) as groups:
+                for b in itertools.chain([first] if first is not None else [], batches):
                     groups.add(b)
                     n += b.num_rows
                     prog.update(n)

@@ -94,7 +94,7 @@ class StagingWriter:
                 if name != "topic=" + escape_path_name(g["t"]):  # shortened: the file names its topic
                     schema = schema.with_metadata({TOPIC_KEY: g["t"].encode("utf-8", "surrogatepass")})
                 w = self._writers[(g["t"], g["d"])] = pq.ParquetWriter(
-                    d / "part-00000.parquet", schema, **parquet_options(schema)
+                    d / "part-00000.parquet", schema, **parquet_options(schema, rows)
                 )
                 self._groups[(g["t"], g["d"])] = RowGroups(w)
             key = (g["t"], g["d"])

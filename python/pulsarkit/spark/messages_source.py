@@ -50,9 +50,10 @@ benchmarks and tests; :func:`read_stats` sums them).
 
 Memory: a task holds about one batch of rows (``batch_bytes`` of entries, decompressed) at a time,
 whatever the input size; a Python worker reading partitions stayed near 225-260 MB resident with 1 MiB
-batches (``bench/spark_memory.py``: the same at 1 GB and 4 GB of entry logs); 4 MiB batches add about 40 MB. The JVM's share follows its
-heap setting (``spark.driver.memory`` in local mode, ``spark.executor.memory`` on a cluster), which
-Spark's Parquet writer and row conversion fill between collections, not the input size.
+batches (``bench/spark_memory.py``: the same at 1 GB and 4 GB of entry logs); 4 MiB batches add about
+40 MB. The JVM's share follows its heap setting (``spark.driver.memory`` in local mode,
+``spark.executor.memory`` on a cluster), which Spark's Parquet writer and row conversion fill between
+collections, not the input size.
 
 Pushed down with ``.option("pushdown", "true")`` (Spark 4.1+ ``pushFilters``; :func:`register`
 turns on ``spark.sql.python.filterPushdown.enabled``, which Spark requires of a source that can
