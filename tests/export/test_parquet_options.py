@@ -18,18 +18,24 @@ from pulsarkit.scan.schema import (
 )
 
 
-def test_staged_files_have_no_dictionary_for_payload_and_ids(tmp_path):
+def _staged(tmp_path, payload, n: int) -> tuple[list[dict], pa.RecordBatch, object]:
+    """``n`` message rows (``payload(i)``) staged as the export stages them: the rows, their batch, the file."""
     rows = [
         {"topic": "persistent://public/default/t", "partition": -1, "ledger_id": 7, "entry_id": i, "batch_index": -1,
-         "payload": bytes([i % 251]) * 20, "publish_time": 1_700_000_000_000, "sequence_id": i, "broker_index": i,
+         "payload": payload(i), "publish_time": 1_700_000_000_000, "sequence_id": i, "broker_index": i,
          "producer_name": "p", "null_value": False, "encrypted": False}
-        for i in range(300)
+        for i in range(n)
     ]  # fmt: skip
     b = pa.RecordBatch.from_pylist(rows, schema=arrow_schema(message_fields()))
     w = StagingWriter(tmp_path)
     w.write(b)
     w.close()
     (f,) = tmp_path.rglob("*.parquet")
+    return rows, b, f
+
+
+def test_staged_files_have_no_dictionary_for_payload_and_ids(tmp_path):
+    rows, _, f = _staged(tmp_path, lambda i: bytes([i % 251]) * 20, 300)
     rg = pq.ParquetFile(f).metadata.row_group(0)
     encodings = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
     for name in NO_DICTIONARY:
@@ -56,17 +62,7 @@ def test_the_payload_is_written_uncompressed_only_when_snappy_cannot_shrink_it(t
         if random_payloads
         else (lambda i: b'{"order": %d, "customer": "alice", "items": ["book", "pen"]}' % i)
     )
-    rows = [
-        {"topic": "persistent://public/default/t", "partition": -1, "ledger_id": 7, "entry_id": i, "batch_index": -1,
-         "payload": payload(i), "publish_time": 1_700_000_000_000, "sequence_id": i, "broker_index": i,
-         "producer_name": "p", "null_value": False, "encrypted": False}
-        for i in range(2000)
-    ]  # fmt: skip
-    b = pa.RecordBatch.from_pylist(rows, schema=arrow_schema(message_fields()))
-    w = StagingWriter(tmp_path)
-    w.write(b)
-    w.close()
-    (f,) = tmp_path.rglob("*.parquet")
+    rows, b, f = _staged(tmp_path, payload, 2000)
     codecs = _codecs(f)
     assert codecs.pop("payload") == ("UNCOMPRESSED" if random_payloads else "SNAPPY")
     assert set(codecs.values()) == {"SNAPPY"}
