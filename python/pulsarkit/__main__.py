@@ -13,7 +13,9 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 gc.disable()
 from .cli import entry  # noqa: E402
+from .cli.command import load_commands  # noqa: E402
 
+load_commands(sys.argv[1:])  # the subcommand's module and all it imports (pyarrow...), under the same settings
 gc.freeze()
 gc.enable()
 

@@ -233,7 +233,10 @@ def test_importing_the_command_line_does_not_load_the_engine():
     import json
     import subprocess
 
-    probe = "import json, sys, pulsarkit.cli, pulsarkit.analysis.sql; print(json.dumps(sorted(sys.modules)))"
+    probe = (
+        "import json, sys, pulsarkit.cli, pulsarkit.analysis.sql; pulsarkit.cli.build_parser(); "
+        "assert 'pulsarkit.cli.sql' in sys.modules; print(json.dumps(sorted(sys.modules)))"
+    )
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert "duckdb" not in json.loads(r.stdout.splitlines()[-1])
 

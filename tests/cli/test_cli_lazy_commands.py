@@ -56,3 +56,17 @@ def test_the_help_lists_every_subcommand():
     text = build_parser().format_help()
     for name in cli_command.COMMAND_MODULE:
         assert name in text
+
+
+def test_the_program_loads_its_subcommand_before_freezing_what_it_imported():
+    # pulsarkit.__main__ holds the collector off during the imports and freezes them: the subcommand's
+    # module (and pyarrow, which it imports) must be among them
+    probe = (
+        "import gc, json, sys; sys.argv = ['pulsarkit', 'messages', '--help']; import pulsarkit.__main__; "
+        "print(json.dumps(['pulsarkit.cli.datadir' in sys.modules, 'pyarrow' in sys.modules, gc.get_freeze_count()]))"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    loaded, arrow, frozen = json.loads(r.stdout.strip().splitlines()[-1])
+    assert loaded and arrow
+    assert frozen > 50_000  # (the command module alone, without pyarrow: under 20 000)

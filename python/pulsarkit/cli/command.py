@@ -48,7 +48,7 @@ symbolic link and never inside an input; they are written under a temporary name
 Runner = Callable[[argparse.Namespace], int]
 _COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], Runner]]] = []
 
-#: The modules of this package that register subcommands, in the order ``pulsarkit --help`` lists them.
+#: The modules of this package that register subcommands, in the order :func:`load_commands` loads them all.
 COMMAND_MODULES = ("compaction", "datadir", "entrylog", "export", "gc", "replicas", "report", "sql")
 #: Each subcommand's module: a command line imports that one alone (the others' imports are 0.05 s of
 #: a command's start, bench/RESULTS.md, issue 24). tests/cli/test_cli_lazy_commands.py keeps it true.

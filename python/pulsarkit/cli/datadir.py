@@ -414,9 +414,16 @@ def _topics(p: argparse.ArgumentParser) -> Runner:
 
 
 def _print_records(
-    batches: Iterable[pa.RecordBatch], args: argparse.Namespace, total: int, markers: bool = False
+    batches: Iterable[pa.RecordBatch],
+    args: argparse.Namespace,
+    total: int,
+    markers: bool = False,
+    one_topic: bool = False,
 ) -> int:
-    """Batches of the one message schema: as Parquet, or rendered as JSON records (JSON lines, table)."""
+    """Batches of the one message schema: as Parquet, or rendered as JSON records (JSON lines, table).
+    ``one_topic``: the rows are one topic's, whose first rows may choose the payload's Parquet codec
+    (``parquet_options``); a file of several topics keeps Snappy (the first topic's payloads say nothing of
+    the others')."""
     prog = Progress(total, "reading entries", enabled=args.progress)
     n = 0
     try:
@@ -424,9 +431,12 @@ def _print_records(
             schema = arrow_schema(message_fields(markers))
             dest = _out_file(args)
             batches = iter(batches)
-            first = next(batches, None)  # the payload's codec is chosen on the first rows (parquet_options)
+            ahead: list[pa.RecordBatch] = []  # up to the first rows, which may choose the payload's codec
+            while one_topic and not (ahead and ahead[-1].num_rows) and (b := next(batches, None)) is not None:
+                ahead.append(b)
+            first = ahead[-1] if ahead and ahead[-1].num_rows else None
             with pq.ParquetWriter(dest, schema, **parquet_options(schema, first)) as w, RowGroups(w) as groups:
-                for b in itertools.chain([first] if first is not None else [], batches):
+                for b in itertools.chain(ahead, batches):
                     groups.add(b)
                     n += b.num_rows
                     prog.update(n)
@@ -616,6 +626,7 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
             args,
             total,
             markers=args.markers,
+            one_topic=bool(topics) and len(topics) == 1,
         )
         return _finish(dd, args)
 
@@ -644,7 +655,7 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
         dd = _open(args)
         c = dd.cursor(args.topic, args.subscription)
         total = message_entries(dd, [c.managed_ledger])
-        n = _print_records(backlog_batches(dd, args.topic, args.subscription), args, total)
+        n = _print_records(backlog_batches(dd, args.topic, args.subscription), args, total, one_topic=True)
         if args.format == "table":
             print(
                 f"{n} message(s) in the backlog of {args.subscription} (mark-delete {c.mark_delete}, from {c.source})"

@@ -389,18 +389,27 @@ def read_log(reader: entrylog.EntryLogReader, log_id: int) -> LogRead:
     return LogRead(log_id, md, empty, kept)
 
 
-def read_logs_behind(currents: Sequence[Path]) -> Callable[[], dict[str, dict[int, LogRead]]]:
-    """Starts :func:`read_log` of every entry log of each ``current/`` directory on a thread, and returns the
-    call that waits for it: ``{real path of the directory: {log id: LogRead}}`` (:class:`BookieDir`'s
-    ``log_reads``). A log without its ledgers map is scanned whole (0.1 s for the benchmark's 750 MB log), a
-    native scan that releases the GIL: opening a directory reads its metadata and indexes meanwhile.
-    A directory whose logs cannot be listed is left out: :class:`BookieDir` reads it and fails as it would."""
-    got: dict[str, dict[int, LogRead]] = {}
-    failed: list[BaseException] = []
+class LogsBehind:
+    """:func:`read_log` of every entry log of each ``current/`` directory, made by a thread: a log without its
+    ledgers map is scanned whole (0.1 s for the benchmark's 750 MB log), a native scan that releases the GIL, so
+    opening a directory reads its metadata and indexes meanwhile. A directory whose logs cannot be listed is
+    left out (:class:`BookieDir` reads it and fails as it would); a directory given twice is read once."""
 
-    def run() -> None:
+    def __init__(self, currents: Sequence[Path]) -> None:
+        self._got: dict[str, dict[int, LogRead]] = {}
+        self._failed: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(list(currents),), name="pulsarkit-entry-logs", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, currents: list[Path]) -> None:
         try:
             for cur in currents:
+                real = os.path.realpath(cur)
+                if real in self._got:
+                    continue
                 try:
                     if not cur.is_dir():
                         continue
@@ -408,20 +417,26 @@ def read_logs_behind(currents: Sequence[Path]) -> Callable[[], dict[str, dict[in
                     ids = reader.log_ids()
                 except (PulsarkitError, OSError):
                     continue
-                got[os.path.realpath(cur)] = {log_id: read_log(reader, log_id) for log_id in ids}
-        except BaseException as e:  # noqa: BLE001 - raised again by the caller's wait
-            failed.append(e)
+                reads: dict[int, LogRead] = {}
+                for log_id in ids:
+                    if self._stop.is_set():  # the open failed: nobody will ask
+                        return
+                    reads[log_id] = read_log(reader, log_id)
+                self._got[real] = reads
+        except BaseException as e:  # noqa: BLE001 - raised again by wait()
+            self._failed.append(e)
 
-    thread = threading.Thread(target=run, name="pulsarkit-entry-logs", daemon=True)
-    thread.start()
+    def wait(self) -> dict[str, dict[int, LogRead]]:
+        """``{real path of the directory: {log id: LogRead}}`` (:class:`BookieDir`'s ``log_reads``)."""
+        self._thread.join()
+        if self._failed:
+            raise self._failed[0]
+        return self._got
 
-    def wait() -> dict[str, dict[int, LogRead]]:
-        thread.join()
-        if failed:
-            raise failed[0]
-        return got
-
-    return wait
+    def cancel(self) -> None:
+        """Stops the thread after the log it is reading, and waits for it."""
+        self._stop.set()
+        self._thread.join()
 
 
 class BookieDir:

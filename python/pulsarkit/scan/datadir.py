@@ -82,13 +82,13 @@ from .bookie_dir import (
     BookieDir,
     BookieMapping,
     LogRead,
+    LogsBehind,
     bookie_ids,
     entry_payload,
     find_layout,
     group_bookies,
     mapping_dirs,
     read_cookie,
-    read_logs_behind,
     read_rocksdb,
 )
 from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic, add_issue, held_pieces, missing_message
@@ -295,19 +295,25 @@ class DataDir:
         for i in metadata.issues if metadata is not None else ():
             self.report(i)
         # the entry logs' accounting read on a thread while the metadata and the bookies' indexes are (a
-        # directory dropped below is read for nothing)
-        behind = read_logs_behind([self._current(d) for d in self.ledger_dirs]) if log_reads is None else None
-        self._load_metadata()
-        self._drop_unusable_dirs(journal_dirs is None)
+        # directory dropped below is read for nothing); stopped if the open fails before it is used
+        behind = LogsBehind([self._current(d) for d in self.ledger_dirs]) if log_reads is None else None
 
         def reads_of(d: Path) -> Callable[[], Mapping[int, LogRead] | None]:
             # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks (or the thread) read
-            return lambda: (behind() if behind is not None else log_reads or {}).get(os.path.realpath(self._current(d)))
+            got = lambda: behind.wait() if behind is not None else log_reads or {}  # noqa: E731
+            return lambda: got().get(os.path.realpath(self._current(d)))
 
-        self._bookies = [
-            BookieDir(self._current(d), self._current(i), self.issues, reads_of(d), self.report)
-            for d, i in zip(self.ledger_dirs, self.index_dirs, strict=False)
-        ]
+        try:
+            self._load_metadata()
+            self._drop_unusable_dirs(journal_dirs is None)
+            self._bookies = [
+                BookieDir(self._current(d), self._current(i), self.issues, reads_of(d), self.report)
+                for d, i in zip(self.ledger_dirs, self.index_dirs, strict=False)
+            ]
+        except BaseException:
+            if behind is not None:
+                behind.cancel()
+            raise
         #: The bookie each ledger directory belongs to (``bookies`` names it, else its cookie), or None.
         self.bookie_ids, bad_cookies = bookie_ids(self.ledger_dirs, bookies)
         jids, bad_j = (self.bookie_ids, []) if journal_dirs is None else bookie_ids(self.journal_dirs, bookies)
