@@ -300,8 +300,8 @@ class DataDir:
 
         def reads_of(d: Path) -> Callable[[], Mapping[int, LogRead] | None]:
             # log_reads: {real path of a current/: {log id: LogRead}}, the logs Spark tasks (or the thread) read
-            got = lambda: behind.wait() if behind is not None else log_reads or {}  # noqa: E731
-            return lambda: got().get(os.path.realpath(self._current(d)))
+            real = os.path.realpath(self._current(d))
+            return lambda: (behind.wait() if behind is not None else log_reads or {}).get(real)
 
         try:
             self._load_metadata()
