@@ -5,7 +5,7 @@
 //! The entries this does not turn into rows (markers, chunks, encrypted entries: per-entry rules;
 //! entries that do not decode) are named in a second, per-entry batch for the caller.
 use super::compaction::PositionedEntries;
-use super::{decode_one, explode_entry, meta_strings, payload_estimate, raw, ExplodeRows, ExplodeScratch};
+use super::{decode_one, explode_entry, meta_strings, raw, ExplodeRows, ExplodeScratch, OutputSize};
 use crate::columns::{Prim, PushMap, PushVar};
 use crate::error::{Error, Result};
 use arrow_array::types::{Int32Type, Int64Type};
@@ -168,6 +168,8 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
     let mut errors: Vec<Option<String>> = vec![None; n];
     let mut batch_size: Vec<Option<i32>> = vec![None; n];
     let mut plain: Vec<Plain> = Vec::with_capacity(n);
+    // the rows' columns sized from the metadata decoded here, not grown message by message
+    let mut size = OutputSize::default();
     for i in 0..n {
         col.prefetch(i + super::PREFETCH_AHEAD, 256);
         let Some(d) = col.get(i) else { continue };
@@ -201,19 +203,21 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
             continue;
         }
         let (most, least) = (most.unwrap_or(0) as i64, least.unwrap_or(0) as i64);
+        size.add(dec.layout.payload.len(), Some(m), cx.limit);
         plain.push(Plain { row: i, state, most, least, schema_version: raw(&dec, &m.schema_version) });
     }
 
-    let mut out = ExplodeRows::new(plain.len(), payload_estimate(col, plain.iter().map(|p| p.row), cx.limit));
+    let size = size.capped(plain.len(), col.total_bytes());
+    let mut out = ExplodeRows::new(size);
     let mut scratch = ExplodeScratch::default();
-    let k0 = plain.len();
+    let est = size.rows; // the rows estimated
     let (mut ledger, mut entry, mut ord) = (
-        Prim::<Int64Type>::with_capacity(k0),
-        Prim::<Int64Type>::with_capacity(k0),
-        Prim::<Int64Type>::with_capacity(k0),
+        Prim::<Int64Type>::with_capacity(est),
+        Prim::<Int64Type>::with_capacity(est),
+        Prim::<Int64Type>::with_capacity(est),
     );
-    let (mut txn_most, mut txn_least) = (Prim::<Int64Type>::with_capacity(k0), Prim::<Int64Type>::with_capacity(k0));
-    let (mut txn_state, mut schema_version) = (PushVar::<i32>::new(k0, 0), PushVar::<i32>::new(k0, 0));
+    let (mut txn_most, mut txn_least) = (Prim::<Int64Type>::with_capacity(est), Prim::<Int64Type>::with_capacity(est));
+    let (mut txn_state, mut schema_version) = (PushVar::<i32>::new(est, 0), PushVar::<i32>::new(est, 0));
     for p in &plain {
         let d = col.get(p.row).expect("a plain entry is not null");
         let before = out.entry_index.len();

@@ -576,11 +576,13 @@ struct MessageFields<'a, P: Iterator<Item = (&'a [u8], &'a [u8])>> {
 }
 
 impl ExplodeRows {
-    fn new(n: usize, bytes: usize) -> Self {
-        let mut payload = PushVar::new(n, 0);
-        // Sized up front (see `payload_estimate`): growing by doubling would copy the payloads again
-        // and fault in every larger buffer. A refused reservation only means growing as needed.
-        let _ = payload.reserve(bytes);
+    fn new(size: OutputSize) -> Self {
+        let n = size.rows;
+        let (mut payload, mut producer) = (PushVar::new(n, 0), PushVar::new(n, 0));
+        // Sized up front (see `OutputSize`): growing by doubling would copy the values again and fault
+        // in every larger buffer. A refused reservation only means growing as needed.
+        let _ = payload.reserve(size.bytes);
+        let _ = producer.reserve(size.producer_bytes);
         ExplodeRows {
             entry_index: Vec::with_capacity(n),
             batch_index: Prim::with_capacity(n),
@@ -590,7 +592,7 @@ impl ExplodeRows {
             props: PushMap::new(n),
             event: Prim::with_capacity(n),
             publish: Prim::with_capacity(n),
-            producer: PushVar::new(n, 0),
+            producer,
             seq: Prim::with_capacity(n),
             null_value: Bools::with_capacity(n),
             compacted_out: Bools::with_capacity(n),
@@ -684,22 +686,60 @@ impl ExplodeRows {
     }
 }
 
-/// The bytes of payload explode will emit: each entry's stored payload, or its declared uncompressed
-/// size within `limit`. Declared sizes are input, so the total is capped at 64x the input; it only
-/// sizes a reservation, never a read.
-fn payload_estimate(col: &EntryColumn, rows: impl Iterator<Item = usize>, limit: usize) -> usize {
-    let mut total = 0usize;
+/// What explode will emit for a batch of entries, to size its columns up front: payload bytes (each
+/// entry's stored payload, or its declared uncompressed size within the limit), rows (a batch's
+/// declared size) and producer-name bytes (one name per row).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OutputSize {
+    pub(crate) bytes: usize,
+    pub(crate) rows: usize,
+    pub(crate) producer_bytes: usize,
+}
+
+/// A batched message takes at least its 4-byte metadata size and that metadata's required
+/// `payload_size` (2 bytes).
+const MIN_BATCHED_MESSAGE: usize = 6;
+
+impl OutputSize {
+    /// One entry's share: its `stored` payload bytes and its metadata, when that decodes.
+    pub(crate) fn add(&mut self, stored: usize, meta: Option<&MetaFields>, limit: usize) {
+        let Some(m) = meta else {
+            (self.bytes, self.rows) = (self.bytes.saturating_add(stored), self.rows.saturating_add(1));
+            return;
+        };
+        let bytes = if m.compression != 0 { (m.uncompressed_size as usize).min(limit) } else { stored };
+        let rows = match m.num_messages_in_batch {
+            Some(k) if k > 1 => (k as usize).min(bytes / MIN_BATCHED_MESSAGE).max(1),
+            _ => 1,
+        };
+        let producer = m.producer_name.as_ref().map_or(0, |r| r.len());
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.rows = self.rows.saturating_add(rows);
+        self.producer_bytes = self.producer_bytes.saturating_add(producer.saturating_mul(rows));
+    }
+
+    /// Declared sizes are input, so they only size reservations, each capped by the batch's `input`
+    /// bytes over `entries` entries: payload bytes at 64x, rows at one per 2 input bytes (plus one per
+    /// entry), producer names at 16x. Past a cap the columns grow as they need.
+    pub(crate) fn capped(self, entries: usize, input: usize) -> Self {
+        OutputSize {
+            bytes: self.bytes.min(input.saturating_mul(64)),
+            rows: self.rows.min(input / 2 + entries),
+            producer_bytes: self.producer_bytes.min(input.saturating_mul(16)),
+        }
+    }
+}
+
+/// [`OutputSize`] of the entries `rows` of `col`.
+fn output_estimate(col: &EntryColumn, rows: impl Iterator<Item = usize>, limit: usize) -> OutputSize {
+    let (mut size, mut entries) = (OutputSize::default(), 0usize);
     for i in rows {
+        entries += 1;
         let Some(d) = col.get(i) else { continue };
         let Ok(layout) = parse_layout(d) else { continue };
-        let stored = layout.payload.len();
-        let out = match scan_metadata(&d[layout.metadata.clone()]) {
-            Ok(m) if m.compression != 0 => (m.uncompressed_size as usize).min(limit),
-            _ => stored,
-        };
-        total = total.saturating_add(out);
+        size.add(layout.payload.len(), scan_metadata(&d[layout.metadata.clone()]).ok().as_ref(), limit);
     }
-    total.min(col.total_bytes().saturating_mul(64))
+    size.capped(entries, col.total_bytes())
 }
 
 /// Scratch buffers reused from entry to entry by [`explode_entry`].
@@ -720,7 +760,7 @@ pub fn explode_messages(
     limit: usize,
 ) -> RecordBatch {
     let n = col.len();
-    let mut out = ExplodeRows::new(n, payload_estimate(col, 0..n, limit));
+    let mut out = ExplodeRows::new(output_estimate(col, 0..n, limit));
     let mut scratch = ExplodeScratch::default();
     for i in 0..n {
         let Some(d) = col.get(i) else {
@@ -865,5 +905,91 @@ impl ExplodeRows {
             nullable("index", o.msg_index.finish()),
             error_column(o.err.utf8()),
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(compression: i32, uncompressed_size: u32, batch: Option<i32>, producer: usize) -> MetaFields {
+        MetaFields {
+            compression,
+            uncompressed_size,
+            num_messages_in_batch: batch,
+            producer_name: Some(0..producer),
+            ..MetaFields::default()
+        }
+    }
+
+    #[test]
+    fn output_size_counts_a_batchs_declared_messages_and_decompressed_bytes() {
+        let mut s = OutputSize::default();
+        s.add(300, Some(&meta(1, 4000, Some(100), 12)), 1 << 20); // LZ4, 100 messages
+        s.add(50, Some(&meta(0, 0, None, 12)), 1 << 20); // one plain message
+        s.add(70, None, 1 << 20); // metadata that does not decode: its stored bytes, one row
+        assert_eq!(s, OutputSize { bytes: 4000 + 50 + 70, rows: 102, producer_bytes: 12 * 101 });
+        assert_eq!(s.capped(3, 1000), s);
+        // 100 bytes of input reserve at most 100 / 2 + 3 rows (past it the columns grow)
+        assert_eq!(s.capped(3, 100).rows, 53);
+    }
+
+    #[test]
+    fn declared_sizes_only_reserve_what_the_input_can_hold() {
+        let mut s = OutputSize::default();
+        // a billion messages declared in 600 bytes: at most one per 6 bytes
+        s.add(10, Some(&meta(1, 600, Some(1_000_000_000), 0)), 1 << 20);
+        assert_eq!(s.rows, 100);
+        // an uncompressed size past the limit counts as the limit
+        let mut t = OutputSize::default();
+        t.add(10, Some(&meta(2, u32::MAX, Some(i32::MAX), 1000)), 1 << 20);
+        assert_eq!(t.bytes, 1 << 20);
+        let c = t.capped(1, 100);
+        assert_eq!(c, OutputSize { bytes: 6400, rows: 1 + 100 / 2, producer_bytes: 1600 });
+        // a negative or absent batch size is one row
+        let mut u = OutputSize::default();
+        u.add(10, Some(&meta(0, 0, Some(-5), 0)), 1 << 20);
+        u.add(10, Some(&meta(0, 0, Some(0), 0)), 1 << 20);
+        assert_eq!(u.rows, 2);
+    }
+
+    #[test]
+    fn a_batch_of_entries_is_estimated_at_its_exploded_rows() {
+        use crate::codec::batch::encode_batch;
+        use crate::codec::proto::{MessageMetadata, SingleMessageMetadata};
+        use arrow_array::BinaryArray;
+        let md = MessageMetadata { producer_name: "producer-1".into(), publish_time: 1, ..Default::default() };
+        // payloads that do not compress (xorshift), as most real ones barely do
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let payloads: Vec<Vec<u8>> = (0..351)
+            .map(|_| {
+                (0..100)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x as u8
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut next = payloads.iter();
+        let entries: Vec<Vec<u8>> = [(Codec::Lz4, 300), (Codec::Zstd, 50), (Codec::None, 1)]
+            .iter()
+            .map(|&(codec, n)| {
+                let smm = SingleMessageMetadata { payload_size: 100, ..Default::default() };
+                let msgs: Vec<(SingleMessageMetadata, &[u8])> =
+                    next.by_ref().take(n).map(|p| (smm.clone(), &p[..])).collect();
+                encode_batch(&md, &msgs, codec, true).unwrap()
+            })
+            .collect();
+        let arr = BinaryArray::from_iter_values(&entries);
+        let col = EntryColumn::from_array(&arr).unwrap();
+        let size = output_estimate(&col, 0..col.len(), 1 << 20);
+        let out = explode_messages(&col, false, true, 1 << 20);
+        assert_eq!((size.rows, out.num_rows()), (351, 351));
+        // each message's 4-byte size and metadata on top of its payload: an over-estimate, never short
+        assert!((351 * 100..351 * 120).contains(&size.bytes), "{size:?}");
+        assert_eq!(size.producer_bytes, 351 * "producer-1".len());
     }
 }
