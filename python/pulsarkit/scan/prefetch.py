@@ -6,8 +6,8 @@ current one (pyarrow's Parquet writer releases it too). Off by default: ``read_p
 
 Measured on a quiet 2-core machine (bench/RESULTS.md, "Prefetching the next batches"): a consumer writing each batch
 to Parquet as it comes read and wrote topic A of the full-scale benchmark in 0.82 s instead of 1.25 s (CPU +12 %);
-but ``pulsarkit messages --format parquet``, which gathers 32 MiB row groups, took 0-18 % more wall and 20-40 % more
-CPU with it at depths 2-16 and row groups of 4-32 MiB, so no command turns it on.
+but ``pulsarkit messages --format parquet``, which gathered row groups of 32 MiB then, took 0-18 % more wall and
+20-40 % more CPU with it at depths 2-16 and row groups of 4-32 MiB, so no command turns it on.
 
 :class:`WriteBehind`: the other way round, each write made by a thread while the caller makes the next item; what
 the commands use (a Parquet row group, a block of JSON lines: the encoding or the file system's copy overlapped)."""

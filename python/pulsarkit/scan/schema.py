@@ -132,8 +132,11 @@ def _payload_compresses(first: pa.RecordBatch | pa.Table) -> bool:
 #: Arrow bytes gathered into one Parquet row group. An open ``ParquetWriter`` keeps 17-25 KiB of metadata per
 #: row group it wrote (outside pyarrow's pool, statistics or not) until it closes: with each read batch (about
 #: 1-6 MB) its own row group, ``messages --format parquet`` over 10.8 GB of entry logs peaked at 640 MiB and
-#: ``export`` at 419 MiB, against 192 and 207 MiB at 1.1 GB (bench/RESULTS.md, issue 24, ``memory``).
-ROW_GROUP_BYTES = 32 << 20
+#: ``export`` at 419 MiB, against 192 and 207 MiB at 1.1 GB (bench/RESULTS.md, issue 24, ``memory``). One group
+#: is written while the next gathers, so their size is the writer's share of the peak: 16 MiB against 32 MiB took
+#: 40 MiB off every command's peak and 0-10% off its wall time; 8 MiB was slower (bench/RESULTS.md, "Fresh memory
+#: is time").
+ROW_GROUP_BYTES = 16 << 20
 
 
 class RowGroups:
