@@ -434,7 +434,7 @@ impl RawEntryLogReader {
         let out = PyList::empty(py);
         for g in got {
             match g {
-                PayloadRead::Payload(p) => out.append(PyBytes::new(py, &p))?,
+                PayloadRead::Payload { stored, start } => out.append(PyBytes::new(py, &stored[start..]))?,
                 PayloadRead::NotRead => out.append(py.None())?,
                 PayloadRead::Bad { error, stored_len } => out.append((error.to_string(), stored_len))?,
             }

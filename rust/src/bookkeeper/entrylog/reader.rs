@@ -365,11 +365,14 @@ impl EntryLogReader {
             }
             let eid = first_entry_id + i as i64;
             match self.read(loc as u64, Some(ledger_id), Some(eid)) {
-                Ok(raw) => {
-                    held += raw.len();
-                    out.push(match digester.verify(&raw, Some(ledger_id), Some(eid)) {
-                        Ok(e) => PayloadRead::Payload(e.payload.to_vec()),
-                        Err(error) => PayloadRead::Bad { error, stored_len: Some(raw.len()) },
+                Ok(stored) => {
+                    held += stored.len();
+                    // the payload is the stored entry's tail: kept in place, not copied out
+                    let start =
+                        digester.verify(&stored, Some(ledger_id), Some(eid)).map(|e| stored.len() - e.payload.len());
+                    out.push(match start {
+                        Ok(start) => PayloadRead::Payload { stored, start },
+                        Err(error) => PayloadRead::Bad { error, stored_len: Some(stored.len()) },
                     })
                 }
                 Err(e @ crate::Error::Io { .. }) => return Err(e),
@@ -383,13 +386,23 @@ impl EntryLogReader {
 /// One entry of [`EntryLogReader::read_payloads`].
 #[derive(Debug)]
 pub enum PayloadRead {
-    /// The verified payload.
-    Payload(Vec<u8>),
+    /// The verified payload: `stored[start..]`, the entry as stored after its header and digest.
+    Payload { stored: Vec<u8>, start: usize },
     /// A negative location: not read.
     NotRead,
     /// The entry could not be read (`stored_len` None) or was read and failed its check
     /// (`stored_len`: the stored bytes' length).
     Bad { error: crate::Error, stored_len: Option<usize> },
+}
+
+impl PayloadRead {
+    /// The verified payload, if this entry has one.
+    pub fn payload(&self) -> Option<&[u8]> {
+        match self {
+            PayloadRead::Payload { stored, start } => Some(&stored[*start..]),
+            _ => None,
+        }
+    }
 }
 
 /// Ids of the `<hex>.log` files in `dir`, ascending.
