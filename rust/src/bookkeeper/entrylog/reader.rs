@@ -178,6 +178,42 @@ pub fn read_entry_at<S: Source>(
     Ok(out)
 }
 
+/// A stretch of an entry log read at once: consecutive small entries (what an unbatched topic
+/// stores) are then one read of the file, not two each (the record's header, then the entry).
+#[derive(Debug)]
+pub struct Block {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+/// A file's reads served from a [`Block`] where it holds the bytes asked for.
+struct BlockSource<'a> {
+    block: &'a Block,
+    file: &'a FileSource,
+}
+
+impl Source for BlockSource<'_> {
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let b = self.block;
+        match offset.checked_sub(b.start).map(|at| at as usize) {
+            Some(at) if at.checked_add(buf.len()).is_some_and(|end| end <= b.bytes.len()) => {
+                buf.copy_from_slice(&b.bytes[at..at + buf.len()]);
+                Ok(())
+            }
+            _ => self.file.read_exact_at(buf, offset),
+        }
+    }
+}
+
+/// Entries this small, each following the last in one log, are read a [`READ_AHEAD`] block at a time;
+/// a larger one is read by itself (copying it through a block would cost more than the read saved).
+const SMALL_ENTRY: u64 = 16 << 10;
+/// The most a block spans.
+const READ_AHEAD: u64 = 256 << 10;
+
 /// One entry-log file.
 #[derive(Debug)]
 pub struct EntryLogFile {
@@ -235,6 +271,37 @@ impl EntryLogFile {
             Err(e @ LogError::Io { .. }) => Err(e.with_path(&self.path)),
             other => other,
         }
+    }
+
+    /// [`Self::read_entry`] with its reads served from `block` where it holds them (the same bytes:
+    /// a read outside it goes to the file).
+    pub fn read_entry_in(
+        &mut self,
+        block: &Block,
+        pos: u64,
+        ledger_id: Option<i64>,
+        entry_id: Option<i64>,
+    ) -> LogResult<Vec<u8>> {
+        if pos + MIN_SANE_ENTRY_SIZE as u64 > self.src.len() {
+            self.src.refresh_len().map_err(|e| LogError::io(&self.path, e))?;
+        }
+        let src = BlockSource { block, file: &self.src };
+        match read_entry_at(&src, pos, ledger_id, entry_id, i32::MAX as usize) {
+            Err(e @ LogError::Io { .. }) => Err(e.with_path(&self.path)),
+            other => other,
+        }
+    }
+
+    /// Bytes `[start, end)` of the file in one read, clipped to its length; None when that read fails
+    /// (the entries are then read one by one, each failing as it would).
+    pub fn read_block(&mut self, start: u64, end: u64) -> Option<Block> {
+        if end > self.src.len() {
+            self.src.refresh_len().ok()?;
+        }
+        let end = end.min(self.src.len());
+        let mut bytes = vec![0u8; end.checked_sub(start)? as usize];
+        self.src.read_exact_at(&mut bytes, start).ok()?;
+        Some(Block { start, bytes })
     }
 
     /// A sequential scanner over a snapshot of the file.
@@ -355,6 +422,7 @@ impl EntryLogReader {
     ) -> LogResult<Vec<PayloadRead>> {
         let mut out = Vec::with_capacity(locations.len());
         let mut held = 0usize;
+        let mut block: Option<(u64, usize, Block)> = None; // (log, end of the run it covers, bytes)
         for (i, &loc) in locations.iter().enumerate() {
             if held >= max_bytes && !out.is_empty() {
                 break;
@@ -364,7 +432,15 @@ impl EntryLogReader {
                 continue;
             }
             let eid = first_entry_id + i as i64;
-            match self.read(loc as u64, Some(ledger_id), Some(eid)) {
+            let (log_id, pos) = split_location(loc as u64);
+            if block.as_ref().is_none_or(|&(l, upto, _)| l != log_id || i >= upto) {
+                block = self.block_from(locations, i);
+            }
+            let got = match &block {
+                Some((_, _, b)) => self.file(log_id).and_then(|f| f.read_entry_in(b, pos, Some(ledger_id), Some(eid))),
+                None => self.read(loc as u64, Some(ledger_id), Some(eid)),
+            };
+            match got {
                 Ok(stored) => {
                     held += stored.len();
                     // the payload is the stored entry's tail: kept in place, not copied out
@@ -380,6 +456,29 @@ impl EntryLogReader {
             }
         }
         Ok(out)
+    }
+
+    /// The block holding the run of entries from `locations[i]`: each in the same log, after the one
+    /// before by at most [`SMALL_ENTRY`], within [`READ_AHEAD`] of the first; the block reaches a small
+    /// entry's length past the run's last one. None for a run of one (read by itself) or when the
+    /// block's read fails. Returns the log, the end of the run and the block.
+    fn block_from(&mut self, locations: &[i64], i: usize) -> Option<(u64, usize, Block)> {
+        let (log_id, first) = split_location(u64::try_from(locations[i]).ok()?);
+        let (mut last, mut j) = (first, i + 1);
+        while let Some(&next) = locations.get(j) {
+            let Ok(next) = u64::try_from(next) else { break };
+            let (l, p) = split_location(next);
+            if l != log_id || p <= last || p - last > SMALL_ENTRY || p - first > READ_AHEAD {
+                break;
+            }
+            (last, j) = (p, j + 1);
+        }
+        if j - i < 2 {
+            return None;
+        }
+        // from the first record's length to a small entry past the last one's position
+        let b = self.file(log_id).ok()?.read_block(first.checked_sub(4)?, last + SMALL_ENTRY)?;
+        Some((log_id, j, b))
     }
 }
 

@@ -702,3 +702,90 @@ fn read_payloads_verifies_each_entry_and_reports_each_fault_apart() {
     let mut r = EntryLogReader::new(&t.0);
     assert!(matches!(r.read_payloads(&locs[..1], 9, 0, &d, usize::MAX), Err(crate::Error::Io { .. })));
 }
+
+/// What one [`PayloadRead`] says, comparable.
+fn said(p: &PayloadRead) -> (Option<Vec<u8>>, Option<String>, Option<usize>) {
+    match p {
+        PayloadRead::Payload { .. } => (p.payload().map(<[u8]>::to_vec), None, None),
+        PayloadRead::NotRead => (None, None, None),
+        PayloadRead::Bad { error, stored_len } => (None, Some(error.to_string()), *stored_len),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Entries read a block at a time say exactly what each read by itself says: small and large
+    /// entries, two ledgers interleaved, a damaged byte, locations not read, wrong or stale locations,
+    /// and the byte limit.
+    #[test]
+    fn read_payloads_in_blocks_says_what_each_read_says(
+        sizes in prop::collection::vec(prop_oneof![4 => 1usize..600, 1 => 15_000usize..40_000], 1..60),
+        other in prop::collection::vec(any::<bool>(), 60),
+        damage in prop::option::of((0usize..60, any::<u8>())),
+        skip in prop::collection::vec(any::<bool>(), 60),
+        moved in prop::option::of((0usize..60, 1i64..64)),
+        limit in prop_oneof![Just(usize::MAX), 0usize..200_000],
+    ) {
+        let t = TempDir::new();
+        let d = Digester::new(DigestType::Crc32c, b"");
+        let payloads: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, &n)| vec![i as u8; n]).collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
+        let stored = d.pack_many(LedgerRun { ledger_id: 9, first_entry_id: 0, last_add_confirmed: -1, length: 0 }, &refs);
+        let noise = d.pack_many(LedgerRun { ledger_id: 5, first_entry_id: 0, last_add_confirmed: -1, length: 0 }, &refs);
+        let mut w = EntryLogWriter::open(&t.0, opts(1 << 30)).unwrap();
+        let mut locs = Vec::new();
+        for (i, e) in stored.iter().enumerate() {
+            if other[i] {
+                w.append_stored(&noise[i]).unwrap(); // another ledger's entry in between
+            }
+            locs.push(w.append_stored(e).unwrap() as i64);
+        }
+        w.close().unwrap();
+        if let Some((i, x)) = damage {
+            let mut bytes = read_file(&t.0, 0);
+            let at = (locs[i % locs.len()] as u64 & 0xFFFF_FFFF) as usize + 40;
+            if at < bytes.len() {
+                bytes[at] ^= x | 1;
+                std::fs::write(t.0.join(log_file_name(0)), bytes).unwrap();
+            }
+        }
+        for (i, l) in locs.iter_mut().enumerate() {
+            if skip[i] && i % 3 == 0 {
+                *l = -1;
+            }
+        }
+        if let Some((i, by)) = moved {
+            let i = i % locs.len();
+            if locs[i] >= 0 {
+                locs[i] += by; // a location into the middle of a record
+            }
+        }
+        let mut r = EntryLogReader::new(&t.0);
+        let got = r.read_payloads(&locs, 9, 0, &d, limit).unwrap();
+        // each entry read by itself, as before blocks
+        let mut one = EntryLogReader::new(&t.0);
+        let mut held = 0usize;
+        let mut want = Vec::new();
+        for (i, &loc) in locs.iter().enumerate() {
+            if held >= limit && !want.is_empty() {
+                break;
+            }
+            if loc < 0 {
+                want.push((None, None, None));
+                continue;
+            }
+            want.push(match one.read(loc as u64, Some(9), Some(i as i64)) {
+                Ok(raw) => {
+                    held += raw.len();
+                    match d.verify(&raw, Some(9), Some(i as i64)) {
+                        Ok(e) => (Some(e.payload.to_vec()), None, None),
+                        Err(error) => (None, Some(error.to_string()), Some(raw.len())),
+                    }
+                }
+                Err(error) => (None, Some(error.to_string()), None),
+            });
+        }
+        prop_assert_eq!(got.iter().map(said).collect::<Vec<_>>(), want);
+    }
+}
