@@ -134,15 +134,15 @@ def _payload_compresses(first: pa.RecordBatch | pa.Table) -> bool:
 #: 1-6 MB) its own row group, ``messages --format parquet`` over 10.8 GB of entry logs peaked at 640 MiB and
 #: ``export`` at 419 MiB, against 192 and 207 MiB at 1.1 GB (bench/RESULTS.md, issue 24, ``memory``). One group
 #: is written while the next gathers, so their size is the writer's share of the peak: 16 MiB against 32 MiB took
-#: 40 MiB off every command's peak and 0-10% off its wall time; 8 MiB was slower (bench/RESULTS.md, "Fresh memory
+#: 40 MiB off every command's peak and up to 10% off its wall time; 8 MiB was slower (bench/RESULTS.md, "Fresh memory
 #: is time").
 ROW_GROUP_BYTES = 16 << 20
 
 
 class RowGroups:
     """Record batches (or tables) gathered and written to ``writer`` (a ``pyarrow.parquet.ParquetWriter``) as
-    tables of about :data:`ROW_GROUP_BYTES`, each one row group: a tenth of the row groups of a batch each, for
-    one buffer. Each group is encoded and written behind the caller (:class:`~.prefetch.WriteBehind`: pyarrow's
+    tables of about :data:`ROW_GROUP_BYTES`, each one row group (a few read batches each, not a row group per
+    batch). Each group is encoded and written behind the caller (:class:`~.prefetch.WriteBehind`: pyarrow's
     writer releases the GIL, and so does the native read), its error raised by the next :meth:`add` or
     :meth:`flush`. :meth:`flush` writes what is gathered and waits: call it before the writer closes, or use it as
     a context manager inside the writer's (on an error it only waits)."""

@@ -699,6 +699,8 @@ pub(crate) struct OutputSize {
 /// A batched message takes at least its 4-byte metadata size and that metadata's required
 /// `payload_size` (2 bytes).
 const MIN_BATCHED_MESSAGE: usize = 6;
+/// The most rows reserved up front: ~100 MB across the rows' columns.
+const MAX_RESERVED_ROWS: usize = 1 << 20;
 
 impl OutputSize {
     /// One entry's share: its `stored` payload bytes and its metadata, when that decodes.
@@ -720,11 +722,12 @@ impl OutputSize {
 
     /// Declared sizes are input, so they only size reservations, each capped by the batch's `input`
     /// bytes over `entries` entries: payload bytes at 64x, rows at one per 2 input bytes (plus one per
-    /// entry), producer names at 16x. Past a cap the columns grow as they need.
+    /// entry) and [`MAX_RESERVED_ROWS`] (the row columns' reservations cannot fail gracefully, and a view
+    /// array's bytes count each view), producer names at 16x. Past a cap the columns grow as they need.
     pub(crate) fn capped(self, entries: usize, input: usize) -> Self {
         OutputSize {
             bytes: self.bytes.min(input.saturating_mul(64)),
-            rows: self.rows.min(input / 2 + entries),
+            rows: self.rows.min((input / 2).saturating_add(entries)).min(MAX_RESERVED_ROWS),
             producer_bytes: self.producer_bytes.min(input.saturating_mul(16)),
         }
     }
@@ -735,8 +738,12 @@ fn output_estimate(col: &EntryColumn, rows: impl Iterator<Item = usize>, limit: 
     let (mut size, mut entries) = (OutputSize::default(), 0usize);
     for i in rows {
         entries += 1;
-        let Some(d) = col.get(i) else { continue };
-        let Ok(layout) = parse_layout(d) else { continue };
+        // a null or unparsable entry is one row too (all null, or its error)
+        let Some(layout) = col.get(i).and_then(|d| parse_layout(d).ok().map(|l| (d, l))) else {
+            size.add(0, None, limit);
+            continue;
+        };
+        let (d, layout) = layout;
         size.add(layout.payload.len(), scan_metadata(&d[layout.metadata.clone()]).ok().as_ref(), limit);
     }
     size.capped(entries, col.total_bytes())
@@ -946,6 +953,9 @@ mod tests {
         assert_eq!(t.bytes, 1 << 20);
         let c = t.capped(1, 100);
         assert_eq!(c, OutputSize { bytes: 6400, rows: 1 + 100 / 2, producer_bytes: 1600 });
+        // however large the input (a view array counts the bytes of each view)
+        let huge = OutputSize { bytes: 0, rows: usize::MAX, producer_bytes: 0 };
+        assert_eq!(huge.capped(1, usize::MAX).rows, MAX_RESERVED_ROWS);
         // a negative or absent batch size is one row
         let mut u = OutputSize::default();
         u.add(10, Some(&meta(0, 0, Some(-5), 0)), 1 << 20);
@@ -988,6 +998,14 @@ mod tests {
         let size = output_estimate(&col, 0..col.len(), 1 << 20);
         let out = explode_messages(&col, false, true, 1 << 20);
         assert_eq!((size.rows, out.num_rows()), (351, 351));
+        // the columns were sized for them: none grew
+        let mut rows = ExplodeRows::new(size);
+        let reserved = rows.entry_index.capacity();
+        let mut scratch = ExplodeScratch::default();
+        for (i, e) in entries.iter().enumerate() {
+            explode_entry(&mut rows, i, e, false, true, 1 << 20, &mut scratch).unwrap();
+        }
+        assert_eq!((rows.entry_index.len(), rows.entry_index.capacity()), (351, reserved));
         // each message's 4-byte size and metadata on top of its payload: an over-estimate, never short
         assert!((351 * 100..351 * 120).contains(&size.bytes), "{size:?}");
         assert_eq!(size.producer_bytes, 351 * "producer-1".len());
