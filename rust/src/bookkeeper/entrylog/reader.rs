@@ -208,10 +208,11 @@ impl Source for BlockSource<'_> {
     }
 }
 
-/// Entries this small, each following the last in one log, are read a [`READ_AHEAD`] block at a time;
-/// a larger one is read by itself (copying it through a block would cost more than the read saved).
+/// Entries whose positions follow each other in one log by at most this much (small entries) are read
+/// a block at a time; a larger one is read by itself (copying it through a block would cost more than
+/// the read saved).
 const SMALL_ENTRY: u64 = 16 << 10;
-/// The most a block spans.
+/// The most a run's positions span (its block reaches [`SMALL_ENTRY`] further).
 const READ_AHEAD: u64 = 256 << 10;
 
 /// One entry-log file.
@@ -292,12 +293,10 @@ impl EntryLogFile {
         }
     }
 
-    /// Bytes `[start, end)` of the file in one read, clipped to its length; None when that read fails
-    /// (the entries are then read one by one, each failing as it would).
+    /// Bytes `[start, end)` of the file in one read, clipped to the length known (a log still being
+    /// written is re-measured only as [`Self::read_entry`] does); None when that read fails (the
+    /// entries are then read one by one, each failing as it would).
     pub fn read_block(&mut self, start: u64, end: u64) -> Option<Block> {
-        if end > self.src.len() {
-            self.src.refresh_len().ok()?;
-        }
         let end = end.min(self.src.len());
         let mut bytes = vec![0u8; end.checked_sub(start)? as usize];
         self.src.read_exact_at(&mut bytes, start).ok()?;
@@ -422,7 +421,8 @@ impl EntryLogReader {
     ) -> LogResult<Vec<PayloadRead>> {
         let mut out = Vec::with_capacity(locations.len());
         let mut held = 0usize;
-        let mut block: Option<(u64, usize, Block)> = None; // (log, end of the run it covers, bytes)
+        // (log, end of the run, its block: None when the run is one entry or its read failed)
+        let mut block: Option<(u64, usize, Option<Block>)> = None;
         for (i, &loc) in locations.iter().enumerate() {
             if held >= max_bytes && !out.is_empty() {
                 break;
@@ -433,12 +433,14 @@ impl EntryLogReader {
             }
             let eid = first_entry_id + i as i64;
             let (log_id, pos) = split_location(loc as u64);
-            if block.as_ref().is_none_or(|&(l, upto, _)| l != log_id || i >= upto) {
-                block = self.block_from(locations, i);
+            if !matches!(block, Some((l, upto, _)) if l == log_id && i < upto) {
+                block = Some(self.block_from(locations, i));
             }
             let got = match &block {
-                Some((_, _, b)) => self.file(log_id).and_then(|f| f.read_entry_in(b, pos, Some(ledger_id), Some(eid))),
-                None => self.read(loc as u64, Some(ledger_id), Some(eid)),
+                Some((_, _, Some(b))) => {
+                    self.file(log_id).and_then(|f| f.read_entry_in(b, pos, Some(ledger_id), Some(eid)))
+                }
+                _ => self.read(loc as u64, Some(ledger_id), Some(eid)),
             };
             match got {
                 Ok(stored) => {
@@ -458,12 +460,12 @@ impl EntryLogReader {
         Ok(out)
     }
 
-    /// The block holding the run of entries from `locations[i]`: each in the same log, after the one
-    /// before by at most [`SMALL_ENTRY`], within [`READ_AHEAD`] of the first; the block reaches a small
-    /// entry's length past the run's last one. None for a run of one (read by itself) or when the
-    /// block's read fails. Returns the log, the end of the run and the block.
-    fn block_from(&mut self, locations: &[i64], i: usize) -> Option<(u64, usize, Block)> {
-        let (log_id, first) = split_location(u64::try_from(locations[i]).ok()?);
+    /// The run of entries from `locations[i]` (not negative): each in the same log, after the one before
+    /// by at most [`SMALL_ENTRY`], within [`READ_AHEAD`] of the first; its block reaches [`SMALL_ENTRY`]
+    /// past the run's last position. Returns the log, the end of the run and the block: None for a run
+    /// of one (read by itself) or when the block's read fails (each entry is then read by itself).
+    pub(super) fn block_from(&mut self, locations: &[i64], i: usize) -> (u64, usize, Option<Block>) {
+        let (log_id, first) = split_location(locations[i] as u64);
         let (mut last, mut j) = (first, i + 1);
         while let Some(&next) = locations.get(j) {
             let Ok(next) = u64::try_from(next) else { break };
@@ -474,11 +476,11 @@ impl EntryLogReader {
             (last, j) = (p, j + 1);
         }
         if j - i < 2 {
-            return None;
+            return (log_id, j, None);
         }
         // from the first record's length to a small entry past the last one's position
-        let b = self.file(log_id).ok()?.read_block(first.checked_sub(4)?, last + SMALL_ENTRY)?;
-        Some((log_id, j, b))
+        let b = first.checked_sub(4).and_then(|start| self.file(log_id).ok()?.read_block(start, last + SMALL_ENTRY));
+        (log_id, j, b)
     }
 }
 

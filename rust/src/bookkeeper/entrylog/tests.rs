@@ -712,19 +712,62 @@ fn said(p: &PayloadRead) -> (Option<Vec<u8>>, Option<String>, Option<usize>) {
     }
 }
 
+/// [`EntryLogReader::read_payloads`] as it was before blocks: each entry read by itself.
+fn each_alone(
+    r: &mut EntryLogReader,
+    locs: &[i64],
+    d: &Digester,
+    limit: usize,
+) -> Result<Vec<(Option<Vec<u8>>, Option<String>, Option<usize>)>, String> {
+    let (mut held, mut want) = (0usize, Vec::new());
+    for (i, &loc) in locs.iter().enumerate() {
+        if held >= limit && !want.is_empty() {
+            break;
+        }
+        if loc < 0 {
+            want.push((None, None, None));
+            continue;
+        }
+        want.push(match r.read(loc as u64, Some(9), Some(i as i64)) {
+            Ok(raw) => {
+                held += raw.len();
+                match d.verify(&raw, Some(9), Some(i as i64)) {
+                    Ok(e) => (Some(e.payload.to_vec()), None, None),
+                    Err(error) => (None, Some(error.to_string()), Some(raw.len())),
+                }
+            }
+            Err(e @ crate::Error::Io { .. }) => return Err(e.to_string()),
+            Err(error) => (None, Some(error.to_string()), None),
+        });
+    }
+    Ok(want)
+}
+
+fn in_blocks(
+    r: &mut EntryLogReader,
+    locs: &[i64],
+    d: &Digester,
+    limit: usize,
+) -> Result<Vec<(Option<Vec<u8>>, Option<String>, Option<usize>)>, String> {
+    r.read_payloads(locs, 9, 0, d, limit).map(|got| got.iter().map(said).collect()).map_err(|e| e.to_string())
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// Entries read a block at a time say exactly what each read by itself says: small and large
-    /// entries, two ledgers interleaved, a damaged byte, locations not read, wrong or stale locations,
-    /// and the byte limit.
+    /// entries, another ledger's entries in between, several logs, a damaged byte, locations not read,
+    /// pointing into a record, before the first record or past the end, a log cut short when the
+    /// readers opened it (still being written) and the byte limit.
     #[test]
     fn read_payloads_in_blocks_says_what_each_read_says(
         sizes in prop::collection::vec(prop_oneof![4 => 1usize..600, 1 => 15_000usize..40_000], 1..60),
         other in prop::collection::vec(any::<bool>(), 60),
+        log_limit in prop_oneof![Just(1u64 << 30), Just(48_000u64)],
         damage in prop::option::of((0usize..60, any::<u8>())),
         skip in prop::collection::vec(any::<bool>(), 60),
-        moved in prop::option::of((0usize..60, 1i64..64)),
+        moved in prop::option::of((0usize..60, prop_oneof![1i64..64, Just(-1_000_000), Just(1 << 30)])),
+        cut in prop::option::of(1usize..2000),
         limit in prop_oneof![Just(usize::MAX), 0usize..200_000],
     ) {
         let t = TempDir::new();
@@ -733,7 +776,7 @@ proptest! {
         let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
         let stored = d.pack_many(LedgerRun { ledger_id: 9, first_entry_id: 0, last_add_confirmed: -1, length: 0 }, &refs);
         let noise = d.pack_many(LedgerRun { ledger_id: 5, first_entry_id: 0, last_add_confirmed: -1, length: 0 }, &refs);
-        let mut w = EntryLogWriter::open(&t.0, opts(1 << 30)).unwrap();
+        let mut w = EntryLogWriter::open(&t.0, opts(log_limit)).unwrap();
         let mut locs = Vec::new();
         for (i, e) in stored.iter().enumerate() {
             if other[i] {
@@ -742,12 +785,14 @@ proptest! {
             locs.push(w.append_stored(e).unwrap() as i64);
         }
         w.close().unwrap();
+        let last_log = list_log_ids(&t.0).unwrap().into_iter().max().unwrap();
         if let Some((i, x)) = damage {
-            let mut bytes = read_file(&t.0, 0);
-            let at = (locs[i % locs.len()] as u64 & 0xFFFF_FFFF) as usize + 40;
+            let loc = locs[i % locs.len()] as u64;
+            let mut bytes = read_file(&t.0, loc >> 32);
+            let at = (loc & 0xFFFF_FFFF) as usize + 40;
             if at < bytes.len() {
                 bytes[at] ^= x | 1;
-                std::fs::write(t.0.join(log_file_name(0)), bytes).unwrap();
+                std::fs::write(t.0.join(log_file_name(loc >> 32)), bytes).unwrap();
             }
         }
         for (i, l) in locs.iter_mut().enumerate() {
@@ -758,34 +803,54 @@ proptest! {
         if let Some((i, by)) = moved {
             let i = i % locs.len();
             if locs[i] >= 0 {
-                locs[i] += by; // a location into the middle of a record
+                // into a record, before the first one, or past the end of the log
+                locs[i] = (locs[i] & !0xFFFF_FFFF) | ((locs[i] & 0xFFFF_FFFF) + by).clamp(0, 0xFFFF_FFFF);
             }
         }
-        let mut r = EntryLogReader::new(&t.0);
-        let got = r.read_payloads(&locs, 9, 0, &d, limit).unwrap();
-        // each entry read by itself, as before blocks
-        let mut one = EntryLogReader::new(&t.0);
-        let mut held = 0usize;
-        let mut want = Vec::new();
-        for (i, &loc) in locs.iter().enumerate() {
-            if held >= limit && !want.is_empty() {
-                break;
-            }
-            if loc < 0 {
-                want.push((None, None, None));
-                continue;
-            }
-            want.push(match one.read(loc as u64, Some(9), Some(i as i64)) {
-                Ok(raw) => {
-                    held += raw.len();
-                    match d.verify(&raw, Some(9), Some(i as i64)) {
-                        Ok(e) => (Some(e.payload.to_vec()), None, None),
-                        Err(error) => (None, Some(error.to_string()), Some(raw.len())),
-                    }
-                }
-                Err(error) => (None, Some(error.to_string()), None),
-            });
+        // the last log cut short while both readers open it, then written whole again (a log still
+        // being written: the length each reader knows is the one it saw)
+        let full = read_file(&t.0, last_log);
+        let (mut blocks, mut alone) = (EntryLogReader::new(&t.0), EntryLogReader::new(&t.0));
+        if let Some(c) = cut {
+            let keep = full.len().saturating_sub(c).max(1024);
+            std::fs::write(t.0.join(log_file_name(last_log)), &full[..keep]).unwrap();
+            blocks.file(last_log).unwrap();
+            alone.file(last_log).unwrap();
+            std::fs::write(t.0.join(log_file_name(last_log)), &full).unwrap();
         }
-        prop_assert_eq!(got.iter().map(said).collect::<Vec<_>>(), want);
+        prop_assert_eq!(in_blocks(&mut blocks, &locs, &d, limit), each_alone(&mut alone, &locs, &d, limit));
+        // a missing log ends both reads with the same error
+        std::fs::remove_file(t.0.join(log_file_name(last_log))).unwrap();
+        let (mut blocks, mut alone) = (EntryLogReader::new(&t.0), EntryLogReader::new(&t.0));
+        prop_assert_eq!(in_blocks(&mut blocks, &locs, &d, limit), each_alone(&mut alone, &locs, &d, limit));
     }
+}
+
+#[test]
+fn small_adjacent_entries_are_one_block_and_large_ones_end_it() {
+    let t = TempDir::new();
+    let d = Digester::new(DigestType::Crc32c, b"");
+    let sizes = [100usize, 200, 50, 300, 20_000, 100, 100, 100];
+    let payloads: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![1u8; n]).collect();
+    let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
+    let stored = d.pack_many(LedgerRun { ledger_id: 9, first_entry_id: 0, last_add_confirmed: -1, length: 0 }, &refs);
+    let mut w = EntryLogWriter::open(&t.0, opts(1 << 30)).unwrap();
+    let mut locs: Vec<i64> = stored.iter().map(|e| w.append_stored(e).unwrap() as i64).collect();
+    w.close().unwrap();
+    let mut r = EntryLogReader::new(&t.0);
+    // entries 0-4 follow each other closely (the 20 KB entry too: its position is 304 bytes on); entry
+    // 5 is 20 KB after entry 4's position: a run of its own
+    let (log, end, block) = r.block_from(&locs, 0);
+    assert_eq!((log, end, block.is_some()), (0, 5, true));
+    let (_, end, block) = r.block_from(&locs, 5);
+    assert_eq!((end, block.is_some()), (8, true));
+    // one entry: read by itself; a location not read ends a run
+    assert_eq!(r.block_from(&locs, 7).1, 8);
+    assert!(r.block_from(&locs, 7).2.is_none());
+    locs[2] = -1;
+    assert_eq!(r.block_from(&locs, 0).1, 2);
+    // a run whose block cannot be read (before the first record): each entry by itself, no block
+    let bad = [2i64, 3, 4];
+    assert_eq!(r.block_from(&bad, 0).1, 3);
+    assert!(r.block_from(&bad, 0).2.is_none());
 }
