@@ -969,20 +969,9 @@ mod tests {
         use crate::codec::proto::{MessageMetadata, SingleMessageMetadata};
         use arrow_array::BinaryArray;
         let md = MessageMetadata { producer_name: "producer-1".into(), publish_time: 1, ..Default::default() };
-        // payloads that do not compress (xorshift), as most real ones barely do
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let payloads: Vec<Vec<u8>> = (0..351)
-            .map(|_| {
-                (0..100)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x as u8
-                    })
-                    .collect()
-            })
-            .collect();
+        // payloads that do not compress, as most real ones barely do
+        let mut rng = crate::fuzz::Rng::new(7);
+        let payloads: Vec<Vec<u8>> = (0..351).map(|_| (0..100).map(|_| rng.next_u64() as u8).collect()).collect();
         let mut next = payloads.iter();
         let entries: Vec<Vec<u8>> = [(Codec::Lz4, 300), (Codec::Zstd, 50), (Codec::None, 1)]
             .iter()
