@@ -739,11 +739,10 @@ fn output_estimate(col: &EntryColumn, rows: impl Iterator<Item = usize>, limit: 
     for i in rows {
         entries += 1;
         // a null or unparsable entry is one row too (all null, or its error)
-        let Some(layout) = col.get(i).and_then(|d| parse_layout(d).ok().map(|l| (d, l))) else {
+        let Some((d, layout)) = col.get(i).and_then(|d| Some((d, parse_layout(d).ok()?))) else {
             size.add(0, None, limit);
             continue;
         };
-        let (d, layout) = layout;
         size.add(layout.payload.len(), scan_metadata(&d[layout.metadata.clone()]).ok().as_ref(), limit);
     }
     size.capped(entries, col.total_bytes())

@@ -264,21 +264,14 @@ impl EntryLogFile {
     /// Reads the entry at `pos` (location & 0xffffffff). A log still being written is re-measured
     /// when the position lies past the length seen at open.
     pub fn read_entry(&mut self, pos: u64, ledger_id: Option<i64>, entry_id: Option<i64>) -> LogResult<Vec<u8>> {
-        if pos + MIN_SANE_ENTRY_SIZE as u64 > self.src.len() {
-            self.src.refresh_len().map_err(|e| LogError::io(&self.path, e))?;
-        }
-        // Reads by location trust the index, so any length the file can hold is accepted.
-        match read_entry_at(&self.src, pos, ledger_id, entry_id, i32::MAX as usize) {
-            Err(e @ LogError::Io { .. }) => Err(e.with_path(&self.path)),
-            other => other,
-        }
+        self.read_entry_in(None, pos, ledger_id, entry_id)
     }
 
     /// [`Self::read_entry`] with its reads served from `block` where it holds them (the same bytes:
     /// a read outside it goes to the file).
     pub fn read_entry_in(
         &mut self,
-        block: &Block,
+        block: Option<&Block>,
         pos: u64,
         ledger_id: Option<i64>,
         entry_id: Option<i64>,
@@ -286,8 +279,14 @@ impl EntryLogFile {
         if pos + MIN_SANE_ENTRY_SIZE as u64 > self.src.len() {
             self.src.refresh_len().map_err(|e| LogError::io(&self.path, e))?;
         }
-        let src = BlockSource { block, file: &self.src };
-        match read_entry_at(&src, pos, ledger_id, entry_id, i32::MAX as usize) {
+        // Reads by location trust the index, so any length the file can hold is accepted.
+        let got = match block {
+            Some(block) => {
+                read_entry_at(&BlockSource { block, file: &self.src }, pos, ledger_id, entry_id, i32::MAX as usize)
+            }
+            None => read_entry_at(&self.src, pos, ledger_id, entry_id, i32::MAX as usize),
+        };
+        match got {
             Err(e @ LogError::Io { .. }) => Err(e.with_path(&self.path)),
             other => other,
         }
@@ -436,12 +435,8 @@ impl EntryLogReader {
             if !matches!(block, Some((l, upto, _)) if l == log_id && i < upto) {
                 block = Some(self.block_from(locations, i));
             }
-            let got = match &block {
-                Some((_, _, Some(b))) => {
-                    self.file(log_id).and_then(|f| f.read_entry_in(b, pos, Some(ledger_id), Some(eid)))
-                }
-                _ => self.read(loc as u64, Some(ledger_id), Some(eid)),
-            };
+            let b = block.as_ref().and_then(|(_, _, b)| b.as_ref());
+            let got = self.file(log_id).and_then(|f| f.read_entry_in(b, pos, Some(ledger_id), Some(eid)));
             match got {
                 Ok(stored) => {
                     held += stored.len();
