@@ -594,7 +594,108 @@ pub fn fuzz_bulk(data: &[u8]) -> bool {
         }
     }
     assert_eq!(row, ex.num_rows(), "explode produced rows that no entry accounts for");
+    check_assemble(flags, &rows, arr.as_ref());
     any_ok
+}
+
+/// The message read's per-batch kernel (`assemble_messages`) over the same entries, checked entry by
+/// entry against the single-entry view: a plain entry's rows are its messages (none when
+/// read-committed or the time filter drops it), an entry refused there is refused here, no other
+/// entry has rows. Flags: 16 read-committed (no transaction is known, so any transaction's entry is
+/// dropped), 32 the marker column, 64 a publish-time filter.
+fn check_assemble(flags: u8, rows: &[Option<&[u8]>], arr: &dyn Array) {
+    use crate::bulk::assemble::{
+        assemble_messages, BatchContext, TimeFilter, TxnStates, NOT_AN_ENTRY, PLAIN, SPECIAL, UNDECODABLE, UNREAD,
+    };
+    use crate::bulk::compaction::PositionedEntries;
+    use arrow_array::types::Int8Type;
+    use arrow_array::{Int64Array, StringArray};
+    const AFTER: i64 = 1_700_000_000_001;
+    let n = rows.len() as i64;
+    let (ledgers, entries) =
+        (Int64Array::from_iter_values((0..n).map(|i| 5 + i / 3)), Int64Array::from_iter_values(0..n));
+    let input = PositionedEntries::new(arr, &ledgers, &entries).expect("ids as long as the entries");
+    let no_states = StringArray::from(Vec::<Option<&str>>::new());
+    let (committed, by_time) = (flags & 16 != 0, flags & 64 != 0);
+    let filters = if by_time { vec![TimeFilter::new("publish_time", ">", vec![AFTER]).unwrap()] } else { vec![] };
+    let cx = BatchContext {
+        topic: Some("persistent://public/default/fuzz"),
+        partition: 3,
+        markers: flags & 32 != 0,
+        txn: TxnStates::new(&[], &[], &no_states, "UNKNOWN").unwrap(),
+        committed,
+        time_filters: &filters,
+        limit: FUZZ_LIMIT,
+    };
+    let (got, info) = assemble_messages(&input, &cx).expect("a fuzz input is far below 2 GiB of payloads");
+    assert_eq!(info.num_rows(), rows.len());
+    assert_eq!(got.column_by_name("marker").is_some(), cx.markers);
+    let status = info.column(0).as_primitive::<Int8Type>();
+    let error = info.column(1).as_string::<i32>();
+    let column = |name: &str| got.column_by_name(name).unwrap_or_else(|| panic!("no {name} column")).clone();
+    let (ord, ledger, entry, seq) = (column("_ord"), column("ledger_id"), column("entry_id"), column("sequence_id"));
+    let (ord, ledger, entry, seq) = (
+        ord.as_primitive::<Int64Type>(),
+        ledger.as_primitive::<Int64Type>(),
+        entry.as_primitive::<Int64Type>(),
+        seq.as_primitive::<Int64Type>(),
+    );
+    let (bidx, payload) = (column("batch_index"), column("payload"));
+    let (bidx, payload) = (bidx.as_primitive::<Int32Type>(), payload.as_binary::<i32>());
+    let mut row = 0usize;
+    for (i, r) in rows.iter().enumerate() {
+        let start = row;
+        while row < got.num_rows() && ord.value(row) == i as i64 {
+            row += 1;
+        }
+        let k = row - start;
+        let s = status.value(i);
+        let Some(d) = r else {
+            assert_eq!((s, k), (UNREAD, 0), "a null entry is unread and has no rows");
+            continue;
+        };
+        let single = parse_entry(d, true).and_then(|p| {
+            peek_broker_entry_metadata(d)?;
+            Ok((entry_messages(d, &p, false, FUZZ_LIMIT)?, p))
+        });
+        match s {
+            PLAIN => match single {
+                Ok((msgs, p)) => {
+                    let m = &p.metadata;
+                    let dropped = (committed && (m.txnid_most_bits.is_some() || m.txnid_least_bits.is_some()))
+                        || (by_time && m.publish_time as i64 <= AFTER);
+                    let want = if dropped { &[][..] } else { &msgs[..] };
+                    assert_eq!(k, want.len(), "entry {i}: rows against the single-entry view's messages");
+                    for (j, msg) in want.iter().enumerate() {
+                        let at = start + j;
+                        assert_eq!(bidx.value(at), msg.batch_index);
+                        assert_eq!(
+                            payload.is_valid(at).then(|| payload.value(at)),
+                            (!msg.null_value).then_some(&msg.payload[..])
+                        );
+                        assert_eq!(seq.value(at) as u64, msg.sequence_id);
+                        assert_eq!((ledger.value(at), entry.value(at)), (ledgers.value(i), entries.value(i)));
+                    }
+                }
+                // dropped before it is decompressed, so never found undecodable
+                Err(e) => assert!(
+                    k == 0 && (committed || by_time),
+                    "assemble exploded entry {i}; the single-entry view says {e}"
+                ),
+            },
+            NOT_AN_ENTRY | UNDECODABLE => {
+                assert!(
+                    single.is_err(),
+                    "assemble refused entry {i} ({}); the single-entry view reads it",
+                    error.value(i)
+                );
+                assert!(k == 0 && error.is_valid(i));
+            }
+            SPECIAL => assert_eq!(k, 0, "a marker, chunk or encrypted entry has no rows here"),
+            other => panic!("entry {i}: unknown status {other}"),
+        }
+    }
+    assert_eq!(row, got.num_rows(), "assemble produced rows out of entry order or for no entry");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -662,6 +763,9 @@ pub fn sample_entries() -> Vec<Vec<u8>> {
         ..sample_metadata(7)
     };
     out.push(crate::codec::batch::encode_single(&chunk, b"01234", Codec::None, true).unwrap());
+    // a transaction's batch: what read-committed drops while its transaction is not known committed
+    let txn = MessageMetadata { txnid_most_bits: Some(1), txnid_least_bits: Some(9), ..sample_metadata(8) };
+    out.push(crate::codec::batch::encode_batch(&txn, &pairs, Codec::Lz4, true).unwrap());
     out
 }
 
@@ -754,7 +858,7 @@ pub fn seeds_bulk() -> Vec<Vec<u8>> {
     let entries = sample_entries();
     let rows: Vec<&[u8]> = entries.iter().map(|e| &e[..]).collect();
     let mut out = Vec::new();
-    for (flags, mask) in [(0u8, 0u8), (1 | 4, 0x10), (2 | 8, 0), (8 | 4, 0x81)] {
+    for (flags, mask) in [(0u8, 0u8), (1 | 4 | 32, 0x10), (2 | 8 | 16, 0), (8 | 4 | 64, 0x81)] {
         out.push(bulk_input(flags, mask, &rows));
         out.push(bulk_input(flags, mask, &rows[..3]));
     }

@@ -39,28 +39,28 @@ fn be_u64(b: &[u8], at: usize) -> Option<u64> {
 }
 
 /// Where the MessageMetadata of the record in `buf` ends (an offset into `buf`), given the digest
-/// length; `Ok(n)` with `n > buf.len()` when at least `n` bytes are needed to tell; `Err(())` when
+/// length; `Some(n)` with `n > buf.len()` when at least `n` bytes are needed to tell; `None` when
 /// the bytes are no Pulsar entry.
-pub fn head_end(buf: &[u8], digest_len: usize) -> Result<usize, ()> {
+pub fn head_end(buf: &[u8], digest_len: usize) -> Option<usize> {
     let mut p = RECORD_HEADER + digest_len;
     if buf.len() < p + 2 {
-        return Ok(p + 2);
+        return Some(p + 2);
     }
     if buf[p..p + 2] == MAGIC_BROKER_ENTRY_METADATA {
-        let Some(n) = be_u32(buf, p + 2) else { return Ok(p + 6) };
-        p = p.checked_add(6 + n as usize).ok_or(())?;
+        let Some(n) = be_u32(buf, p + 2) else { return Some(p + 6) };
+        p = p.checked_add(6 + n as usize)?;
         if buf.len() < p + 2 {
-            return Ok(p + 2);
+            return Some(p + 2);
         }
     }
     if buf[p..p + 2] == MAGIC_CHECKSUM {
         p += 6; // magic and CRC32C; an entry without a checksum has neither
     }
-    let Some(n) = be_u32(buf, p) else { return Ok(p + 4) };
+    let Some(n) = be_u32(buf, p) else { return Some(p + 4) };
     if n >= MAX_METADATA_SIZE {
-        return Err(());
+        return None;
     }
-    Ok(p + 4 + n as usize)
+    Some(p + 4 + n as usize)
 }
 
 /// The head of entry `(ledger_id, entry_id)` in `buf`, which starts at the record's length field.
@@ -91,10 +91,10 @@ pub fn record_head(buf: &[u8], ledger_id: i64, entry_id: i64, digest_len: Option
     };
     let record_end = 4 + size;
     match head_end(buf, dlen) {
-        Err(()) => Head::Invalid,
-        Ok(end) if end > record_end => Head::Invalid,
-        Ok(end) if end > buf.len() => Head::Need { len: end, digest_len: dlen },
-        Ok(end) => Head::At { start: RECORD_HEADER + dlen, end, digest_len: dlen },
+        None => Head::Invalid,
+        Some(end) if end > record_end => Head::Invalid,
+        Some(end) if end > buf.len() => Head::Need { len: end, digest_len: dlen },
+        Some(end) => Head::At { start: RECORD_HEADER + dlen, end, digest_len: dlen },
     }
 }
 

@@ -703,8 +703,11 @@ fn read_payloads_verifies_each_entry_and_reports_each_fault_apart() {
     assert!(matches!(r.read_payloads(&locs[..1], 9, 0, &d, usize::MAX), Err(crate::Error::Io { .. })));
 }
 
+/// What one [`PayloadRead`] says, comparable: the payload, the error, the stored length.
+type Said = (Option<Vec<u8>>, Option<String>, Option<usize>);
+
 /// What one [`PayloadRead`] says, comparable.
-fn said(p: &PayloadRead) -> (Option<Vec<u8>>, Option<String>, Option<usize>) {
+fn said(p: &PayloadRead) -> Said {
     match p {
         PayloadRead::Payload { .. } => (p.payload().map(<[u8]>::to_vec), None, None),
         PayloadRead::NotRead => (None, None, None),
@@ -713,12 +716,7 @@ fn said(p: &PayloadRead) -> (Option<Vec<u8>>, Option<String>, Option<usize>) {
 }
 
 /// [`EntryLogReader::read_payloads`] as it was before blocks: each entry read by itself.
-fn each_alone(
-    r: &mut EntryLogReader,
-    locs: &[i64],
-    d: &Digester,
-    limit: usize,
-) -> Result<Vec<(Option<Vec<u8>>, Option<String>, Option<usize>)>, String> {
+fn each_alone(r: &mut EntryLogReader, locs: &[i64], d: &Digester, limit: usize) -> Result<Vec<Said>, String> {
     let (mut held, mut want) = (0usize, Vec::new());
     for (i, &loc) in locs.iter().enumerate() {
         if held >= limit && !want.is_empty() {
@@ -743,12 +741,7 @@ fn each_alone(
     Ok(want)
 }
 
-fn in_blocks(
-    r: &mut EntryLogReader,
-    locs: &[i64],
-    d: &Digester,
-    limit: usize,
-) -> Result<Vec<(Option<Vec<u8>>, Option<String>, Option<usize>)>, String> {
+fn in_blocks(r: &mut EntryLogReader, locs: &[i64], d: &Digester, limit: usize) -> Result<Vec<Said>, String> {
     r.read_payloads(locs, 9, 0, d, limit).map(|got| got.iter().map(said).collect()).map_err(|e| e.to_string())
 }
 
