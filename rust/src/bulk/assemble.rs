@@ -130,6 +130,9 @@ impl TimeFilter {
     }
 }
 
+/// The longest transaction state or schema version reserved for every row ahead of the explode.
+const REPEATED_VALUE_RESERVED: usize = 16;
+
 /// What a batch's rows need besides its entries.
 pub struct BatchContext<'a> {
     pub topic: Option<&'a str>,
@@ -217,7 +220,15 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
         Prim::<Int64Type>::with_capacity(est),
     );
     let (mut txn_most, mut txn_least) = (Prim::<Int64Type>::with_capacity(est), Prim::<Int64Type>::with_capacity(est));
-    let (mut txn_state, mut schema_version) = (PushVar::<i32>::new(est, 0), PushVar::<i32>::new(est, 0));
+    // each row repeats its entry's state and schema version: reserved for every row at the longest one
+    // when that is as short as real ones are (a state's name, an 8-byte version); longer ones, which only
+    // input can declare, grow as pushed
+    let longest = |f: fn(&Plain) -> Option<usize>| {
+        plain.iter().filter_map(f).max().filter(|&n| n <= REPEATED_VALUE_RESERVED).unwrap_or(0)
+    };
+    let (state_len, version_len) = (longest(|p| p.state.map(str::len)), longest(|p| p.schema_version.map(<[u8]>::len)));
+    let (mut txn_state, mut schema_version) =
+        (PushVar::<i32>::new(est, est * state_len), PushVar::<i32>::new(est, est * version_len));
     for p in &plain {
         let d = col.get(p.row).expect("a plain entry is not null");
         let before = out.entry_index.len();
