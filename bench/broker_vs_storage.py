@@ -10,14 +10,14 @@ unbatched; C, 100 k x 4 KiB, batched, ZSTD (bench/java/standalone/Produce.java; 
 alphabet). The standalone runs the harness's jars (tests/interop/standalone/test_datadir_oracle.py: ``_lib``,
 ``Standalone``, ``JVM``) with bench/java/standalone/standalone.conf (Pulsar's defaults, one bookie).
 
-Each round, per topic: the broker is restarted before each client read (so the entries come from the bookie,
-not the broker's cache; the OS page cache stays warm for both sides), the Java Reader
+Each round, per topic: the broker is restarted before each client read (so the entries come from the bookie, not
+the broker's cache; the OS page cache stays warm for both sides), the Java Reader
 (bench/java/standalone/ReadTopic.java, compiled once) and the Python client read the topic from the start to its
-last message; then the standalone is stopped and each pulsarkit path runs on its directory
-(bench/launcher.py: wall, CPU and peak RSS of the child itself). Reported: medians over the rounds; the
-ratio is the Java Reader's wall time / the path's (above 1 = faster than the broker); the clients' start-up
-(process start to first message) and steady-state rate (first to last message). Floors, in this process: Parquet
-encoding of the final table alone (``pq.write_table`` of ``messages_table``) and reading the topic's entry-log
+last message; then the standalone is stopped and each pulsarkit path runs on its directory (bench/launcher.py:
+wall, CPU and peak RSS of the child itself), each round starting at another topic and path. Reported: medians over
+the rounds; the ratio is the Java Reader's wall time / the path's (above 1 = faster than the broker); the clients'
+start-up (process start to first message) and steady-state rate (first to last message). Floors, in this process:
+Parquet encoding of the final table alone (``pq.write_table`` of ``messages_table``) and reading the topic's entry-log
 bytes (all entry logs read warm with ``readinto``; the topic's share of bytes at that rate).
 
 Not run in CI (a JVM, minutes). The data directory is kept under ``--work`` and reused when it exists
@@ -256,11 +256,15 @@ def main() -> None:
                 r = client_read(lib, classes, run, c, topic, counts[n])
                 reads[c][n].append(r)
                 print(f"round {rnd} {c} {n}: {r['wall_s']:.2f} s", file=sys.stderr)
-        for n, topic in topics.items():
-            for p, argv in pulsarkit_paths(topic, spark).items():
-                r = launcher.run(pythonpath, argv, data, work / "out")
-                paths.setdefault(p, {m: [] for m in topics})[n].append(r)
-                print(f"round {rnd} {p} {n}: {r[0]:.2f} s", file=sys.stderr)
+        # each round starts at another (topic, path): the first command after the JVMs exit touches memory the
+        # VM has just handed back to its host, at a fraction of the usual rate (RESULTS.md, "Fresh memory is
+        # time"), and that cost is the order's, not the path's
+        jobs = [(n, p, argv) for n, topic in topics.items() for p, argv in pulsarkit_paths(topic, spark).items()]
+        k = rnd * (len(jobs) // a.rounds + 1) % len(jobs)
+        for n, p, argv in jobs[k:] + jobs[:k]:
+            r = launcher.run(pythonpath, argv, data, work / "out")
+            paths.setdefault(p, {m: [] for m in topics})[n].append(r)
+            print(f"round {rnd} {p} {n}: {r[0]:.2f} s", file=sys.stderr)
     fl = floors(data, topics, a.rounds)
     for n, f in fl.items():  # pulsarkit's table holds what each client read, no more, no less
         if f["rows"] != counts[n]:
