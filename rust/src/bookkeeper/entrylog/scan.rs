@@ -354,9 +354,16 @@ impl<S: Source> Scanner<S> {
         if !self.full_scan {
             return;
         }
-        // A header that names a ledgers map must agree with the map the scan found.
+        // A header that names a ledgers map must agree with the map the scan found. Not one naming a map past
+        // the end of a log that has none: BookKeeper 4.16 (Pulsar 3.0) writes a new log's header from an
+        // uninitialised buffer, only the fingerprint and version set, and fills in the map's offset and count
+        // when it closes the log with its map; until then they hold whatever that memory held (real data:
+        // bytes of a jar's directory; apache/bookkeeper#4607, fixed in 4.16.7 and 4.17.2), and BookKeeper,
+        // finding no map there, scans the log. An offset inside the file with no map there is still reported
+        // (a log cut inside its map also has a torn tail).
         let Some(h) = self.header.clone() else { return };
-        if h.version < HEADER_V1 || h.ledgers_map_offset == 0 {
+        let past_the_end = h.ledgers_map_offset < 0 || h.ledgers_map_offset as u64 >= self.file_len;
+        if h.version < HEADER_V1 || h.ledgers_map_offset == 0 || (self.map_offset.is_none() && past_the_end) {
             return;
         }
         match self.map_offset {

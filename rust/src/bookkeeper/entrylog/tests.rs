@@ -249,6 +249,37 @@ fn short_files_and_zeroed_headers() {
 }
 
 #[test]
+fn a_header_uninitialised_past_its_version_is_read_as_bookkeeper_reads_it() {
+    // BookKeeper 4.16 (Pulsar 3.0.7) sets only the fingerprint and version of a new log's header; the rest is
+    // whatever its buffer held (here, as in a real standalone's log, bytes of a jar's directory) until the
+    // log is closed with its ledgers map. Such a log is scanned, with no issue.
+    let t = TempDir::new();
+    write_log(&t.0, &[(1, 0, 26), (2, 0, 26), (2, 1, 26)], false);
+    let mut img = read_file(&t.0, 0);
+    let junk = b"tors/WadlGeneratorJAXBGrammarGenerator$1.classPK\x01\x02\x14\x00";
+    for (i, b) in img[8..1024].iter_mut().enumerate() {
+        *b = junk[i % junk.len()];
+    }
+    let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+    assert_eq!(recs.len(), 3);
+    assert!(s.issues.is_empty(), "{:?}", s.issues);
+    let m = read_metadata(&img, 0, ScanOptions::default(), true).unwrap();
+    assert!(!m.from_index);
+    assert!(m.fallback_reason.unwrap().contains("outside"));
+    assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 30), (2, 60)]));
+    // The same junk in a log closed with its map, past the fields the close writes, changes nothing.
+    let t = TempDir::new();
+    write_log(&t.0, &[(1, 0, 26), (2, 0, 26), (2, 1, 26)], true);
+    let mut img = read_file(&t.0, 0);
+    for (i, b) in img[20..1024].iter_mut().enumerate() {
+        *b = junk[i % junk.len()];
+    }
+    let (_, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+    assert!(s.issues.is_empty(), "{:?}", s.issues);
+    assert!(read_metadata(&img, 0, ScanOptions::default(), true).unwrap().from_index);
+}
+
+#[test]
 fn lying_headers_fall_back_to_scan() {
     let t = TempDir::new();
     write_log(&t.0, &[(1, 0, 26), (2, 0, 26), (2, 1, 26)], true);
