@@ -392,7 +392,8 @@ fn drain(dec: &mut FrameDecoder, pieces: &[&[u8]]) -> (Vec<Frame>, Option<Error>
 }
 
 /// Rows of a column from `[flags][null mask]([u16 len][row])*`. Flags pick the Arrow layout
-/// (bits 0-1), include_compacted_out (bit 2) and checksum verification (bit 3).
+/// (bits 0-1), include_compacted_out (bit 2) and checksum verification (bit 3); for the message
+/// assembly, read-committed (bit 4), the marker column (bit 5) and a publish-time filter (bit 6).
 pub fn bulk_rows(data: &[u8]) -> (u8, Vec<Option<&[u8]>>) {
     if data.len() < 2 {
         return (0, Vec::new());
@@ -632,6 +633,7 @@ fn check_assemble(flags: u8, rows: &[Option<&[u8]>], arr: &dyn Array) {
     assert_eq!(got.column_by_name("marker").is_some(), cx.markers);
     let status = info.column(0).as_primitive::<Int8Type>();
     let error = info.column(1).as_string::<i32>();
+    let batch_size = info.column(2).as_primitive::<Int32Type>();
     let column = |name: &str| got.column_by_name(name).unwrap_or_else(|| panic!("no {name} column")).clone();
     let (ord, ledger, entry, seq) = (column("_ord"), column("ledger_id"), column("entry_id"), column("sequence_id"));
     let (ord, ledger, entry, seq) = (
@@ -656,42 +658,53 @@ fn check_assemble(flags: u8, rows: &[Option<&[u8]>], arr: &dyn Array) {
         };
         let single = parse_entry(d, true).and_then(|p| {
             peek_broker_entry_metadata(d)?;
-            Ok((entry_messages(d, &p, false, FUZZ_LIMIT)?, p))
+            entry_messages(d, &p, false, FUZZ_LIMIT)
         });
+        // What decides an entry's fate before anything is decompressed: its metadata as the kernel scans it
+        // (also there when the checksum or the payload is bad, as for a marker or an encrypted entry)
+        let meta = parse_layout(d).ok().and_then(|l| scan_metadata(&d[l.metadata.clone()]).ok());
+        assert_ne!(s, UNREAD, "entry {i} is there, yet unread");
+        if s == NOT_AN_ENTRY {
+            assert!(single.is_err(), "assemble refused entry {i} ({}); the single-entry view reads it", error.value(i));
+            assert!(k == 0 && error.is_valid(i) && batch_size.is_null(i));
+            continue;
+        }
+        let m = meta.unwrap_or_else(|| panic!("entry {i} has status {s}, but its metadata does not scan"));
+        assert_eq!(batch_size.is_valid(i).then(|| batch_size.value(i)), m.num_messages_in_batch);
+        let special = m.marker_type.is_some_and(|t| t != 0)
+            || (m.uuid.is_some() && m.num_chunks_from_msg.is_some_and(|c| c > 1))
+            || m.encrypted;
+        assert_eq!(s == SPECIAL, special, "entry {i}: status {s} against what its metadata says");
+        let dropped = (committed && (m.txnid_most_bits.is_some() || m.txnid_least_bits.is_some()))
+            || (by_time && !m.publish_time.is_some_and(|t| t as i64 > AFTER));
         match s {
-            PLAIN => match single {
-                Ok((msgs, p)) => {
-                    let m = &p.metadata;
-                    let dropped = (committed && (m.txnid_most_bits.is_some() || m.txnid_least_bits.is_some()))
-                        || (by_time && m.publish_time as i64 <= AFTER);
-                    let want = if dropped { &[][..] } else { &msgs[..] };
-                    assert_eq!(k, want.len(), "entry {i}: rows against the single-entry view's messages");
-                    for (j, msg) in want.iter().enumerate() {
-                        let at = start + j;
-                        assert_eq!(bidx.value(at), msg.batch_index);
-                        assert_eq!(
-                            payload.is_valid(at).then(|| payload.value(at)),
-                            (!msg.null_value).then_some(&msg.payload[..])
-                        );
-                        assert_eq!(seq.value(at) as u64, msg.sequence_id);
-                        assert_eq!((ledger.value(at), entry.value(at)), (ledgers.value(i), entries.value(i)));
-                    }
+            SPECIAL => assert_eq!(k, 0, "a marker, chunk or encrypted entry has no rows here"),
+            // dropped before it is decompressed: no rows, whatever its payload holds
+            PLAIN if dropped => assert!(k == 0 && error.is_null(i), "entry {i} was dropped yet has {k} rows"),
+            PLAIN => {
+                let msgs = single.unwrap_or_else(|e| panic!("assemble exploded entry {i}; the single-entry view: {e}"));
+                assert!(error.is_null(i));
+                assert_eq!(k, msgs.len(), "entry {i}: rows against the single-entry view's messages");
+                for (j, msg) in msgs.iter().enumerate() {
+                    let at = start + j;
+                    assert_eq!(bidx.value(at), msg.batch_index);
+                    assert_eq!(
+                        payload.is_valid(at).then(|| payload.value(at)),
+                        (!msg.null_value).then_some(&msg.payload[..])
+                    );
+                    assert_eq!(seq.value(at) as u64, msg.sequence_id);
+                    assert_eq!((ledger.value(at), entry.value(at)), (ledgers.value(i), entries.value(i)));
                 }
-                // dropped before it is decompressed, so never found undecodable
-                Err(e) => assert!(
-                    k == 0 && (committed || by_time),
-                    "assemble exploded entry {i}; the single-entry view says {e}"
-                ),
-            },
-            NOT_AN_ENTRY | UNDECODABLE => {
+            }
+            UNDECODABLE => {
+                assert!(!dropped, "entry {i} was decompressed although its filters drop it");
                 assert!(
                     single.is_err(),
-                    "assemble refused entry {i} ({}); the single-entry view reads it",
+                    "assemble found entry {i} undecodable ({}); the single-entry view reads it",
                     error.value(i)
                 );
                 assert!(k == 0 && error.is_valid(i));
             }
-            SPECIAL => assert_eq!(k, 0, "a marker, chunk or encrypted entry has no rows here"),
             other => panic!("entry {i}: unknown status {other}"),
         }
     }

@@ -220,9 +220,9 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
         Prim::<Int64Type>::with_capacity(est),
     );
     let (mut txn_most, mut txn_least) = (Prim::<Int64Type>::with_capacity(est), Prim::<Int64Type>::with_capacity(est));
-    // each row repeats its entry's state and schema version: reserved for every row at the longest one
-    // when that is as short as real ones are (a state's name, an 8-byte version); longer ones, which only
-    // input can declare, grow as pushed
+    // each row repeats its entry's state and schema version: reserved for every row at the longest one when
+    // that is as short as real ones are (a state's name, an 8-byte version), longer ones grown as pushed (a
+    // version's length is the input's); capacity no row fills is never touched, so it costs no memory
     let longest = |f: fn(&Plain) -> Option<usize>| {
         plain.iter().filter_map(f).max().filter(|&n| n <= REPEATED_VALUE_RESERVED).unwrap_or(0)
     };

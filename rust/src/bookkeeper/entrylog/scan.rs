@@ -354,16 +354,17 @@ impl<S: Source> Scanner<S> {
         if !self.full_scan {
             return;
         }
-        // A header that names a ledgers map must agree with the map the scan found. Not one naming a map past
-        // the end of a log that has none: BookKeeper 4.16 (Pulsar 3.0) writes a new log's header from an
-        // uninitialised buffer, only the fingerprint and version set, and fills in the map's offset and count
-        // when it closes the log with its map; until then they hold whatever that memory held (real data:
-        // bytes of a jar's directory; apache/bookkeeper#4607, fixed in 4.16.7 and 4.17.2), and BookKeeper,
-        // finding no map there, scans the log. An offset inside the file with no map there is still reported
-        // (a log cut inside its map also has a torn tail).
+        // A header that names a ledgers map must agree with the map the scan found, unless the offset it names
+        // cannot be one (inside the header, or past what BookKeeper's 32-bit map positions reach) and the log has
+        // no map: BookKeeper 4.16 (Pulsar 3.0) writes a new log's header from an uninitialised buffer, only the
+        // fingerprint and version set, and fills in the map's offset and count when it closes the log with its
+        // map; until then they hold whatever that memory held (real data: bytes of a jar's directory;
+        // apache/bookkeeper#4607, fixed in 4.16.7 and 4.17.2), and BookKeeper, finding no map there, scans the
+        // log. A possible offset with no map there is reported: the log may have been cut before its map.
         let Some(h) = self.header.clone() else { return };
-        let past_the_end = h.ledgers_map_offset < 0 || h.ledgers_map_offset as u64 >= self.file_len;
-        if h.version < HEADER_V1 || h.ledgers_map_offset == 0 || (self.map_offset.is_none() && past_the_end) {
+        let off = h.ledgers_map_offset;
+        let impossible = off < self.format.data_start() as i64 || off > i32::MAX as i64;
+        if h.version < HEADER_V1 || off == 0 || (self.map_offset.is_none() && impossible) {
             return;
         }
         match self.map_offset {
@@ -389,7 +390,11 @@ impl<S: Source> Scanner<S> {
                     Some(off) => {
                         format!("header points to a ledgers map at {}, the map is at {off}", h.ledgers_map_offset)
                     }
-                    None => format!("header points to a ledgers map at {}, the file has none", h.ledgers_map_offset),
+                    None if off as u64 >= self.file_len => format!(
+                        "header points to a ledgers map at {off}, past the end of the file ({} bytes): cut short?",
+                        self.file_len
+                    ),
+                    None => format!("header points to a ledgers map at {off}, the file has none"),
                 },
             ),
         }

@@ -277,6 +277,36 @@ fn a_header_uninitialised_past_its_version_is_read_as_bookkeeper_reads_it() {
     let (_, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
     assert!(s.issues.is_empty(), "{:?}", s.issues);
     assert!(read_metadata(&img, 0, ScanOptions::default(), true).unwrap().from_index);
+    // Junk that could not be a map's offset (inside the header, negative, past 2^31) is no issue either; an
+    // offset a map could have, with no map in the file, is.
+    let t = TempDir::new();
+    write_log(&t.0, &[(1, 0, 26), (2, 0, 26), (2, 1, 26)], false);
+    let open = read_file(&t.0, 0);
+    for (off, reported) in [(7i64, false), (-3, false), (1 << 40, false), (1100, true), (5_000_000, true)] {
+        let mut img = open.clone();
+        img[8..16].copy_from_slice(&off.to_be_bytes());
+        let (recs, s) = scan_all(&img, 0, ScanOptions::default()).unwrap();
+        assert_eq!(recs.len(), 3);
+        let kinds: Vec<_> = s.issues.iter().map(|i| (i.kind, i.offset)).collect();
+        assert_eq!(kinds, if reported { vec![(IssueKind::BadHeader, 8)] } else { vec![] }, "offset {off}");
+    }
+}
+
+#[test]
+fn a_log_cut_before_its_ledgers_map_is_reported() {
+    // Closed with its map (header: map at X), then cut at X or at an earlier record boundary: no torn tail,
+    // so the header naming a map the file does not reach is what says the log lost its end.
+    let t = TempDir::new();
+    write_log(&t.0, &[(1, 0, 26), (2, 0, 26), (2, 1, 26)], true);
+    let closed = read_file(&t.0, 0);
+    let map_at = i64::from_be_bytes(closed[8..16].try_into().unwrap()) as usize;
+    for cut in [map_at, map_at - 30] {
+        let (recs, s) = scan_all(&closed[..cut], 0, ScanOptions::default()).unwrap();
+        assert_eq!(recs.len(), if cut == map_at { 3 } else { 2 });
+        assert_eq!(s.issues.len(), 1, "cut at {cut}: {:?}", s.issues);
+        assert_eq!((s.issues[0].kind, s.issues[0].offset), (IssueKind::BadHeader, 8));
+        assert!(s.issues[0].message.contains("past the end of the file"), "{}", s.issues[0].message);
+    }
 }
 
 #[test]
