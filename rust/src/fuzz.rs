@@ -431,6 +431,18 @@ pub fn bulk_array(flags: u8, rows: &[Option<&[u8]>]) -> ArrayRef {
     }
 }
 
+/// The single-entry view of an entry's messages (what `Entry.parse(...).messages()` does): framing,
+/// broker entry metadata, MessageMetadata, then the messages; the oracle the bulk kernels are held to.
+fn single_entry_messages(
+    d: &[u8],
+    verify: bool,
+    include_compacted_out: bool,
+) -> Result<Vec<crate::codec::batch::DecodedMessage>, Error> {
+    let p = parse_entry(d, verify)?;
+    peek_broker_entry_metadata(d)?;
+    entry_messages(d, &p, include_compacted_out, FUZZ_LIMIT)
+}
+
 /// Every bulk kernel over a column built from the input, each checked row by row against the
 /// single-entry functions: same row count, an error exactly where the single call fails.
 pub fn fuzz_bulk(data: &[u8]) -> bool {
@@ -543,13 +555,7 @@ pub fn fuzz_bulk(data: &[u8]) -> bool {
     let mut row = 0usize;
     let mut any_ok = false;
     for (i, r) in rows.iter().enumerate() {
-        // The single-entry view (what Entry.parse(...).messages() does): framing, broker entry
-        // metadata, MessageMetadata, then the messages.
-        let single = r.map(|d| {
-            let p = parse_entry(d, verify)?;
-            peek_broker_entry_metadata(d)?;
-            entry_messages(d, &p, include, FUZZ_LIMIT)
-        });
+        let single = r.map(|d| single_entry_messages(d, verify, include));
         match single {
             None => {
                 assert_eq!(eidx.value(row), i as i64);
@@ -656,10 +662,7 @@ fn check_assemble(flags: u8, rows: &[Option<&[u8]>], arr: &dyn Array) {
             assert_eq!((s, k), (UNREAD, 0), "a null entry is unread and has no rows");
             continue;
         };
-        let single = parse_entry(d, true).and_then(|p| {
-            peek_broker_entry_metadata(d)?;
-            entry_messages(d, &p, false, FUZZ_LIMIT)
-        });
+        let single = single_entry_messages(d, true, false);
         // What decides an entry's fate before anything is decompressed: its metadata as the kernel scans it
         // (also there when the checksum or the payload is bad, as for a marker or an encrypted entry)
         let meta = parse_layout(d).ok().and_then(|l| scan_metadata(&d[l.metadata.clone()]).ok());

@@ -205,8 +205,8 @@ class ScanIssue:
     ``kind``: ``truncated_header``, ``bad_header`` (wrong fingerprint, zeroed, unknown version, header
     fields that contradict the ledgers map, or name one the file does not hold; not a map offset no map could
     have in a log without one: BookKeeper 4.16 leaves those fields uninitialised until it closes the log),
-    ``torn_tail`` (last record cut by the end of the
-    file), ``zero_tail`` (zero-filled tail of a default log), ``corrupt_record`` (bad length or zeroed
+    ``torn_tail`` (last record cut by the end of the file), ``zero_tail`` (zero-filled tail of a default
+    log), ``corrupt_record`` (bad length or zeroed
     region; ``length`` bytes skipped up to the next valid record), ``skipped_record`` (framed but not
     an entry) or ``bad_ledgers_map``.
     """
