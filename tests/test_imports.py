@@ -97,6 +97,72 @@ def test_type_checkers_see_what_the_root_exports_lazily() -> None:
     assert set(lazy) <= set(pulsarkit.__all__), sorted(set(lazy) - set(pulsarkit.__all__))
 
 
+#: The subpackages whose names are imported on first use (``pulsarkit.lazy``).
+LAZY_PACKAGES = (
+    "bookkeeper",
+    "broker",
+    "broker.transaction",
+    "codec",
+    "export",
+    "managed_ledger",
+    "metadata",
+    "scan",
+)
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_a_lazy_subpackage_gives_what_type_checkers_see(package: str) -> None:
+    """Every name a type checker sees in the subpackage's ``__init__`` (its imports, ``TYPE_CHECKING`` ones
+    included) is in ``__all__`` and is, in a fresh interpreter, the very object its module defines."""
+    init = Path(pulsarkit.__file__).parent.joinpath(*package.split("."), "__init__.py")
+    seen = {
+        a.asname or a.name
+        for n in ast.walk(ast.parse(init.read_text()))
+        if isinstance(n, ast.ImportFrom)
+        if n.level
+        for a in n.names
+    } - {"exports"}
+    code = (
+        f"import importlib, sys\np = importlib.import_module('pulsarkit.{package}')\n"
+        "for n in p.__all__:\n"
+        "    v = getattr(p, n)\n"
+        "    m = getattr(v, '__module__', None)\n"
+        "    if isinstance(m, str) and m.startswith('pulsarkit.') and not m.startswith('pulsarkit._native'):\n"
+        "        assert getattr(sys.modules[m], getattr(v, '__name__', n), v) is v, n\n"
+        "assert set(p.__all__) <= set(dir(p))\n"
+        "print(' '.join(p.__all__))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert set(r.stdout.split()) == seen
+
+
+def test_a_module_of_a_subpackage_loads_only_what_it_imports() -> None:
+    """``managed_ledger.position`` and ``broker.topic_name`` (imported by every read) do not load the
+    managed-ledger factory, bookie GC or the broker's topic."""
+    loaded = _loaded_after("import pulsarkit.managed_ledger.position, pulsarkit.broker.topic_name")
+    assert not loaded & {
+        "pulsarkit.managed_ledger.factory",
+        "pulsarkit.bookkeeper.gc",
+        "pulsarkit.broker.topic",
+        "pulsarkit.broker.dedup",
+    }, sorted(m for m in loaded if m.startswith("pulsarkit."))
+    # a module of the subpackage is still an attribute, as with the eager __init__
+    assert "pulsarkit.bookkeeper.gc" in _loaded_after("import pulsarkit.bookkeeper as b\nb.gc.__name__")
+    with pytest.raises(AttributeError, match="'pulsarkit.broker' has no attribute 'no_such_name'"):
+        pulsarkit.broker.no_such_name  # noqa: B018
+
+
+def test_scan_plan_is_the_function_after_its_module_is_imported() -> None:
+    code = (
+        "import pulsarkit.scan.plan\nfrom pulsarkit.scan import plan, plan_data_dir\n"
+        "import pulsarkit.scan as s\n"
+        "assert callable(plan) and plan is s.plan and plan.__module__ == 'pulsarkit.scan.plan'"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
 def _copy_as_standalone(synthetic: tuple[Path, dict], dest: Path) -> Path:
     """A directory laid out as a Pulsar standalone's (``metadata/``, ``bookkeeper/``), not as pulsarkit's."""
     root, _ = synthetic

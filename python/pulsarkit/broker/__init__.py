@@ -1,17 +1,39 @@
 """The broker's mechanisms over a managed ledger: the topic's publish and dispatch paths, message
 deduplication (PIP-6), broker entry metadata interceptors (PIP-70), seek by time and index, TTL."""
 
-from .dedup import DEDUPLICATION_CURSOR_NAME, DeduplicationConfig, MessageDeduplication, MessageDupStatus
-from .interceptors import (
-    INDEX_INTERCEPTOR,
-    TIMESTAMP_INTERCEPTOR,
-    AppendBrokerTimestampMetadataInterceptor,
-    AppendIndexMetadataInterceptor,
-    ManagedLedgerInterceptorImpl,
-    create_interceptors,
-    managed_ledger_interceptor,
+from ..lazy import exports
+
+# What type checkers see; at runtime each name is imported on first use (lazy.py says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .dedup import DEDUPLICATION_CURSOR_NAME, DeduplicationConfig, MessageDeduplication, MessageDupStatus
+    from .interceptors import (
+        INDEX_INTERCEPTOR,
+        TIMESTAMP_INTERCEPTOR,
+        AppendBrokerTimestampMetadataInterceptor,
+        AppendIndexMetadataInterceptor,
+        ManagedLedgerInterceptorImpl,
+        create_interceptors,
+        managed_ledger_interceptor,
+    )
+    from .topic import MessageId, PersistentTopic, PublishResult
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        ".dedup": ("DEDUPLICATION_CURSOR_NAME", "DeduplicationConfig", "MessageDeduplication", "MessageDupStatus"),
+        ".interceptors": (
+            "INDEX_INTERCEPTOR",
+            "TIMESTAMP_INTERCEPTOR",
+            "AppendBrokerTimestampMetadataInterceptor",
+            "AppendIndexMetadataInterceptor",
+            "ManagedLedgerInterceptorImpl",
+            "create_interceptors",
+            "managed_ledger_interceptor",
+        ),
+        ".topic": ("MessageId", "PersistentTopic", "PublishResult"),
+    },
 )
-from .topic import MessageId, PersistentTopic, PublishResult
 
 __all__ = [
     "DEDUPLICATION_CURSOR_NAME",

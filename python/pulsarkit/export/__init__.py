@@ -72,14 +72,43 @@ another data directory are refused without ``other_source``. An unreadable entry
 unless ``skip_unreadable``, so that a mark never moves past a message that was not exported.
 """
 
-from .delta import DELTA_MARKS_KEY, DeltaTarget
-from .iceberg import ICEBERG_MARKS_KEY, ICEBERG_TABLE, IcebergTarget, iceberg_schema
-from .marks import ExportMarks, Mark, MessageId, RunRecord
-from .parquet import ParquetTarget, data_files
-from .protocol import ICEBERG_CATALOG, LOCK_FILE, MARKS_FILE, STAGING, ExportRefused
-from .run import TARGETS, Engine, ExportJob, ExportSummary, LocalEngine, ReadIssues, Reporter, TopicSummary, export
-from .staging import FILE_FIELDS, PARTITION_COLUMNS, StagingWriter, escape_path_name
-from .target import Commit, Target
+from ..lazy import exports
+
+# What type checkers see; at runtime each name is imported on first use (lazy.py says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .delta import DELTA_MARKS_KEY, DeltaTarget
+    from .iceberg import ICEBERG_MARKS_KEY, ICEBERG_TABLE, IcebergTarget, iceberg_schema
+    from .marks import ExportMarks, Mark, MessageId, RunRecord
+    from .parquet import ParquetTarget, data_files
+    from .protocol import ICEBERG_CATALOG, LOCK_FILE, MARKS_FILE, STAGING, ExportRefused
+    from .run import TARGETS, Engine, ExportJob, ExportSummary, LocalEngine, ReadIssues, Reporter, TopicSummary, export
+    from .staging import FILE_FIELDS, PARTITION_COLUMNS, StagingWriter, escape_path_name
+    from .target import Commit, Target
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        ".delta": ("DELTA_MARKS_KEY", "DeltaTarget"),
+        ".iceberg": ("ICEBERG_MARKS_KEY", "ICEBERG_TABLE", "IcebergTarget", "iceberg_schema"),
+        ".marks": ("ExportMarks", "Mark", "MessageId", "RunRecord"),
+        ".parquet": ("ParquetTarget", "data_files"),
+        ".protocol": ("ICEBERG_CATALOG", "LOCK_FILE", "MARKS_FILE", "STAGING", "ExportRefused"),
+        ".run": (
+            "TARGETS",
+            "Engine",
+            "ExportJob",
+            "ExportSummary",
+            "LocalEngine",
+            "ReadIssues",
+            "Reporter",
+            "TopicSummary",
+            "export",
+        ),
+        ".staging": ("FILE_FIELDS", "PARTITION_COLUMNS", "StagingWriter", "escape_path_name"),
+        ".target": ("Commit", "Target"),
+    },
+)
 
 __all__ = [
     "DELTA_MARKS_KEY",
