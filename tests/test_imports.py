@@ -57,9 +57,9 @@ def test_the_codec_does_not_load_the_storage_stack(code: str) -> None:
     assert not heavy, f"{code!r} loaded {heavy}"
 
 
-def test_import_pulsarkit_alone_loads_only_the_native_module_and_the_errors() -> None:
+def test_import_pulsarkit_alone_loads_only_the_native_module_the_errors_and_the_lazy_hook() -> None:
     ours = {m for m in _loaded_after("import pulsarkit") if m.split(".")[0] == "pulsarkit"}
-    assert ours == {"pulsarkit", "pulsarkit._native", "pulsarkit.errors"}
+    assert ours == {"pulsarkit", "pulsarkit._native", "pulsarkit.errors", "pulsarkit.lazy"}
 
 
 def test_every_public_name_resolves_and_is_the_defining_modules() -> None:
@@ -151,6 +151,8 @@ def test_a_module_of_a_subpackage_loads_only_what_it_imports() -> None:
     assert "pulsarkit.bookkeeper.gc" in _loaded_after("import pulsarkit.bookkeeper as b\nb.gc.__name__")
     with pytest.raises(AttributeError, match="'pulsarkit.broker' has no attribute 'no_such_name'"):
         pulsarkit.broker.no_such_name  # noqa: B018
+    assert not hasattr(pulsarkit.broker, "topic.x") and not hasattr(pulsarkit.broker, "_private")
+    assert {"gc", "entrylog", "EntryLogReader"} <= set(dir(pulsarkit.bookkeeper))
 
 
 def test_scan_plan_is_the_function_after_its_module_is_imported() -> None:

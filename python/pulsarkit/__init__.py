@@ -16,14 +16,14 @@ Pulsar or BookKeeper concept it holds (see ARCHITECTURE.md): :mod:`pulsarkit.cod
 columns is :mod:`pulsarkit.bulk`.
 
 The root is light: ``import pulsarkit`` (and so ``import pulsarkit.codec``) loads only the native
-module and the errors. Every other name here, and each subpackage, is imported on first use
-(PEP 562), so codec users do not pay for RocksDB, Arrow datasets or the broker.
+module, the errors and the lazy hook (``lazy.py``). Every other name here, and each subpackage, is imported on
+first use (PEP 562), as each subpackage's own names are, so codec users do not pay for RocksDB, Arrow datasets
+or the broker.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 
 from ._native import __version__, build_info
 from .errors import (
@@ -49,6 +49,7 @@ from .errors import (
     PulsarkitError,
     UnsupportedCompressionError,
 )
+from .lazy import submodules
 
 # What type checkers and IDEs see; at runtime these names come from __getattr__. A local constant rather
 # than typing.TYPE_CHECKING, which would import typing (mypy and pyright honour the name either way).
@@ -124,7 +125,7 @@ def __getattr__(name: str) -> object:
         importlib.import_module(_WIRED[name], __name__)
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    elif name in _submodules():  # pk.bookkeeper, pk.bulk, ... without importing them first
+    elif name in submodules(__path__):  # pk.bookkeeper, pk.bulk, ... without importing them first
         value = importlib.import_module(f".{name}", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -133,17 +134,7 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | _submodules())
-
-
-def _submodules() -> set[str]:
-    """The public subpackages and modules on disk (``os``, not ``pkgutil``: cheaper to import)."""
-    names = set()
-    for d in __path__:
-        for n in os.listdir(d):
-            if n.endswith(".py") or os.path.isfile(os.path.join(d, n, "__init__.py")):
-                names.add(n.removesuffix(".py"))
-    return {n for n in names if not n.startswith("_")}
+    return sorted(set(globals()) | set(__all__) | submodules(__path__))
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Callable, Iterable
 
@@ -29,7 +30,7 @@ def exports(package: str, modules: dict[str, Iterable[str]]) -> tuple[Callable[[
         if name in where:
             module, attr = where[name]
             value = getattr(importlib.import_module(module, package), attr)
-        elif not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}") is not None:
+        elif name.isidentifier() and not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
             value = importlib.import_module(f"{package}.{name}")
         else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
@@ -37,6 +38,16 @@ def exports(package: str, modules: dict[str, Iterable[str]]) -> tuple[Callable[[
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(where))
+        return sorted(set(vars(sys.modules[package])) | set(where) | submodules(sys.modules[package].__path__))
 
     return __getattr__, __dir__
+
+
+def submodules(path: Iterable[str]) -> set[str]:
+    """The public modules and subpackages on disk (``os``, not ``pkgutil``: cheaper to import)."""
+    names = set()
+    for d in path:
+        for n in os.listdir(d):
+            if n.endswith(".py") or os.path.isfile(os.path.join(d, n, "__init__.py")):
+                names.add(n.removesuffix(".py"))
+    return {n for n in names if not n.startswith("_")}

@@ -27,32 +27,34 @@ if TYPE_CHECKING:
     )
     from .ledger_storage import DbLedgerStorage, RecoveryReport, SingleDirectoryDbLedgerStorage, TornTail
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".digest": (
-            "DIGEST_TYPES",
-            "BookieEntry",
-            "BookieEntryPacker",
-            "detect_digest_type",
-            "digest_length",
-            "mac_key",
-            "master_key",
-            "pack_entry",
-            "unpack_entry",
-        ),
-        ".entrylog": (
-            "EntryLogMetadata",
-            "EntryLogReader",
-            "EntryLogWriter",
-            "ScanIssue",
-            "find_entry_logs",
-            "read_entry_log_metadata",
-            "scan_entry_logs",
-        ),
-        ".ledger_storage": ("DbLedgerStorage", "RecoveryReport", "SingleDirectoryDbLedgerStorage", "TornTail"),
-    },
-)
+# Hidden from type checkers, which would take every unknown name for a module attribute.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".digest": (
+                "DIGEST_TYPES",
+                "BookieEntry",
+                "BookieEntryPacker",
+                "detect_digest_type",
+                "digest_length",
+                "mac_key",
+                "master_key",
+                "pack_entry",
+                "unpack_entry",
+            ),
+            ".entrylog": (
+                "EntryLogMetadata",
+                "EntryLogReader",
+                "EntryLogWriter",
+                "ScanIssue",
+                "find_entry_logs",
+                "read_entry_log_metadata",
+                "scan_entry_logs",
+            ),
+            ".ledger_storage": ("DbLedgerStorage", "RecoveryReport", "SingleDirectoryDbLedgerStorage", "TornTail"),
+        },
+    )
 
 __all__ = [
     "DIGEST_TYPES",

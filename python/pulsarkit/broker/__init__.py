@@ -18,22 +18,24 @@ if TYPE_CHECKING:
     )
     from .topic import MessageId, PersistentTopic, PublishResult
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".dedup": ("DEDUPLICATION_CURSOR_NAME", "DeduplicationConfig", "MessageDeduplication", "MessageDupStatus"),
-        ".interceptors": (
-            "INDEX_INTERCEPTOR",
-            "TIMESTAMP_INTERCEPTOR",
-            "AppendBrokerTimestampMetadataInterceptor",
-            "AppendIndexMetadataInterceptor",
-            "ManagedLedgerInterceptorImpl",
-            "create_interceptors",
-            "managed_ledger_interceptor",
-        ),
-        ".topic": ("MessageId", "PersistentTopic", "PublishResult"),
-    },
-)
+# Hidden from type checkers, which would take every unknown name for a module attribute.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".dedup": ("DEDUPLICATION_CURSOR_NAME", "DeduplicationConfig", "MessageDeduplication", "MessageDupStatus"),
+            ".interceptors": (
+                "INDEX_INTERCEPTOR",
+                "TIMESTAMP_INTERCEPTOR",
+                "AppendBrokerTimestampMetadataInterceptor",
+                "AppendIndexMetadataInterceptor",
+                "ManagedLedgerInterceptorImpl",
+                "create_interceptors",
+                "managed_ledger_interceptor",
+            ),
+            ".topic": ("MessageId", "PersistentTopic", "PublishResult"),
+        },
+    )
 
 __all__ = [
     "DEDUPLICATION_CURSOR_NAME",

@@ -25,29 +25,31 @@ if TYPE_CHECKING:
         strip_broker_entry_metadata,
     )
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".chunks": ("ChunkAssembler", "ChunkedMessage"),
-        ".commands": ("FrameDecoder", "command", "encode_command"),
-        ".entry": (
-            "COMPRESSION_TYPES",
-            "DEFAULT_DECOMPRESSION_LIMIT",
-            "BrokerEntryMetadata",
-            "Entry",
-            "Message",
-            "add_broker_entry_metadata",
-            "compress",
-            "crc32c",
-            "decompress",
-            "encode_batch",
-            "encode_entry",
-            "message_metadata",
-            "peek_broker_entry_metadata",
-            "strip_broker_entry_metadata",
-        ),
-    },
-)
+# Hidden from type checkers, which would take every unknown name for a module attribute.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".chunks": ("ChunkAssembler", "ChunkedMessage"),
+            ".commands": ("FrameDecoder", "command", "encode_command"),
+            ".entry": (
+                "COMPRESSION_TYPES",
+                "DEFAULT_DECOMPRESSION_LIMIT",
+                "BrokerEntryMetadata",
+                "Entry",
+                "Message",
+                "add_broker_entry_metadata",
+                "compress",
+                "crc32c",
+                "decompress",
+                "encode_batch",
+                "encode_entry",
+                "message_metadata",
+                "peek_broker_entry_metadata",
+                "strip_broker_entry_metadata",
+            ),
+        },
+    )
 
 __all__ = [
     "COMPRESSION_TYPES",

@@ -86,29 +86,31 @@ if TYPE_CHECKING:
     from .staging import FILE_FIELDS, PARTITION_COLUMNS, StagingWriter, escape_path_name
     from .target import Commit, Target
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".delta": ("DELTA_MARKS_KEY", "DeltaTarget"),
-        ".iceberg": ("ICEBERG_MARKS_KEY", "ICEBERG_TABLE", "IcebergTarget", "iceberg_schema"),
-        ".marks": ("ExportMarks", "Mark", "MessageId", "RunRecord"),
-        ".parquet": ("ParquetTarget", "data_files"),
-        ".protocol": ("ICEBERG_CATALOG", "LOCK_FILE", "MARKS_FILE", "STAGING", "ExportRefused"),
-        ".run": (
-            "TARGETS",
-            "Engine",
-            "ExportJob",
-            "ExportSummary",
-            "LocalEngine",
-            "ReadIssues",
-            "Reporter",
-            "TopicSummary",
-            "export",
-        ),
-        ".staging": ("FILE_FIELDS", "PARTITION_COLUMNS", "StagingWriter", "escape_path_name"),
-        ".target": ("Commit", "Target"),
-    },
-)
+# Hidden from type checkers, which would take every unknown name for a module attribute.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".delta": ("DELTA_MARKS_KEY", "DeltaTarget"),
+            ".iceberg": ("ICEBERG_MARKS_KEY", "ICEBERG_TABLE", "IcebergTarget", "iceberg_schema"),
+            ".marks": ("ExportMarks", "Mark", "MessageId", "RunRecord"),
+            ".parquet": ("ParquetTarget", "data_files"),
+            ".protocol": ("ICEBERG_CATALOG", "LOCK_FILE", "MARKS_FILE", "STAGING", "ExportRefused"),
+            ".run": (
+                "TARGETS",
+                "Engine",
+                "ExportJob",
+                "ExportSummary",
+                "LocalEngine",
+                "ReadIssues",
+                "Reporter",
+                "TopicSummary",
+                "export",
+            ),
+            ".staging": ("FILE_FIELDS", "PARTITION_COLUMNS", "StagingWriter", "escape_path_name"),
+            ".target": ("Commit", "Target"),
+        },
+    )
 
 __all__ = [
     "DELTA_MARKS_KEY",

@@ -14,18 +14,20 @@ if TYPE_CHECKING:
     from .ledger import LedgerInfo, ManagedLedger
     from .position import Position, PositionLike
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".ack_set": ("ack_set_for", "bitset_from_words", "bitset_words"),
-        ".config": ("ManagedLedgerConfig", "ledger_custom_metadata"),
-        ".cursor": ("ManagedCursor",),
-        ".factory": ("ManagedLedgerFactory", "Store"),
-        ".interceptor": ("ManagedLedgerInterceptor",),
-        ".ledger": ("LedgerInfo", "ManagedLedger"),
-        ".position": ("Position", "PositionLike"),
-    },
-)
+# Hidden from type checkers, which would take every unknown name for a module attribute.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".ack_set": ("ack_set_for", "bitset_from_words", "bitset_words"),
+            ".config": ("ManagedLedgerConfig", "ledger_custom_metadata"),
+            ".cursor": ("ManagedCursor",),
+            ".factory": ("ManagedLedgerFactory", "Store"),
+            ".interceptor": ("ManagedLedgerInterceptor",),
+            ".ledger": ("LedgerInfo", "ManagedLedger"),
+            ".position": ("Position", "PositionLike"),
+        },
+    )
 
 __all__ = [
     "LedgerInfo",

@@ -20,25 +20,27 @@ if TYPE_CHECKING:
     from .schema import ENTRY_FIELDS, MESSAGE_FIELDS, PUSHABLE, TIME_COLUMNS, Filter, arrow_schema, message_fields
     from .transactions import TXN_MODES
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".datadir": ("DataDir", "DataDirSpec", "open_data_dir"),
-        ".partition": ("PRUNED", "ReadStats", "Replica", "ScanPartition", "Segment"),
-        ".read": ("BATCH_BYTES", "UnreadableEntry", "iter_entries", "read_all", "read_partition"),
-        ".records": ("DataDirError",),
-        ".schema": (
-            "ENTRY_FIELDS",
-            "MESSAGE_FIELDS",
-            "PUSHABLE",
-            "TIME_COLUMNS",
-            "Filter",
-            "arrow_schema",
-            "message_fields",
-        ),
-        ".transactions": ("TXN_MODES",),
-    },
-)
+# Hidden from type checkers, which would take every unknown name for a module attribute.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".datadir": ("DataDir", "DataDirSpec", "open_data_dir"),
+            ".partition": ("PRUNED", "ReadStats", "Replica", "ScanPartition", "Segment"),
+            ".read": ("BATCH_BYTES", "UnreadableEntry", "iter_entries", "read_all", "read_partition"),
+            ".records": ("DataDirError",),
+            ".schema": (
+                "ENTRY_FIELDS",
+                "MESSAGE_FIELDS",
+                "PUSHABLE",
+                "TIME_COLUMNS",
+                "Filter",
+                "arrow_schema",
+                "message_fields",
+            ),
+            ".transactions": ("TXN_MODES",),
+        },
+    )
 
 __all__ = [
     "BATCH_BYTES",

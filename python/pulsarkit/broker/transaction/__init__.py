@@ -12,21 +12,23 @@ if TYPE_CHECKING:
     from .metrics import COORDINATOR_PREFIX, PENDING_ACK_STORE_PREFIX, TxnLogBufferedWriterMetricsStats
     from .pending_ack import PENDING_ACK_CURSOR, PendingAckStore, pending_ack_store_name
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".buffered_writer": (
-            "TxnBatchedPosition",
-            "TxnLogBufferedWriter",
-            "TxnLogBufferedWriterConfig",
-            "TxnPositions",
-        ),
-        ".coordinator": ("TransactionMetadataStore", "TxnMeta"),
-        ".log": ("TRANSACTION_LOG_CURSOR", "BufferedLogOptions", "TransactionLog", "transaction_log_name"),
-        ".metrics": ("COORDINATOR_PREFIX", "PENDING_ACK_STORE_PREFIX", "TxnLogBufferedWriterMetricsStats"),
-        ".pending_ack": ("PENDING_ACK_CURSOR", "PendingAckStore", "pending_ack_store_name"),
-    },
-)
+# Hidden from type checkers, which would take every unknown name for a module attribute.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".buffered_writer": (
+                "TxnBatchedPosition",
+                "TxnLogBufferedWriter",
+                "TxnLogBufferedWriterConfig",
+                "TxnPositions",
+            ),
+            ".coordinator": ("TransactionMetadataStore", "TxnMeta"),
+            ".log": ("TRANSACTION_LOG_CURSOR", "BufferedLogOptions", "TransactionLog", "transaction_log_name"),
+            ".metrics": ("COORDINATOR_PREFIX", "PENDING_ACK_STORE_PREFIX", "TxnLogBufferedWriterMetricsStats"),
+            ".pending_ack": ("PENDING_ACK_CURSOR", "PendingAckStore", "pending_ack_store_name"),
+        },
+    )
 
 __all__ = [
     "COORDINATOR_PREFIX",
