@@ -192,8 +192,8 @@ fn bench_bulk(c: &mut Criterion) {
     g.bench_function("verify_checksums", |b| b.iter(|| bulk::verify_checksums(black_box(&col))));
     g.bench_function("peek_broker_entry_metadata", |b| b.iter(|| bulk::peek_broker_entry_metadata(black_box(&col))));
     g.bench_function("strip_broker_entry_metadata", |b| b.iter(|| bulk::strip_broker_entry_metadata(black_box(&col))));
-    g.bench_function("decode_metadata", |b| b.iter(|| bulk::decode_metadata(black_box(&col), false)));
-    g.bench_function("decode_metadata+verify", |b| b.iter(|| bulk::decode_metadata(black_box(&col), true)));
+    g.bench_function("decode_metadata", |b| b.iter(|| bulk::decode_metadata(black_box(&col), false).unwrap()));
+    g.bench_function("decode_metadata+verify", |b| b.iter(|| bulk::decode_metadata(black_box(&col), true).unwrap()));
     g.finish();
 
     // Exploding decompresses and copies every message (~12 per entry), so it gets a tenth of the rows.
@@ -203,7 +203,7 @@ fn bench_bulk(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements((N / 10) as u64));
     g.bench_function("explode_messages", |b| {
-        b.iter(|| bulk::explode_messages(black_box(&col), false, true, DEFAULT_DECOMPRESSION_LIMIT))
+        b.iter(|| bulk::explode_messages(black_box(&col), false, true, DEFAULT_DECOMPRESSION_LIMIT).unwrap())
     });
     g.finish();
 }

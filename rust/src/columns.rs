@@ -10,6 +10,8 @@ use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field};
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
+
 /// What a [`Slots`] column becomes: a primitive Arrow type, or [`Bool`].
 pub(crate) trait SlotArray {
     type Value: Copy + Default;
@@ -232,10 +234,11 @@ impl Var {
     }
     #[inline(always)]
     fn end_row(&mut self) {
-        // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
-        self.offsets.push(i32::try_from(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
+        // Truncated past 2 GiB of values, which `parts` refuses: one check per column, not per row.
+        self.offsets.push(self.data.len() as i32);
     }
-    fn parts(self, rows: Option<&Option<NullBuffer>>) -> (OffsetBuffer<i32>, Buffer, Option<NullBuffer>) {
+    fn parts(self, rows: Option<&Option<NullBuffer>>) -> Result<(OffsetBuffer<i32>, Buffer, Option<NullBuffer>)> {
+        offsets_fit::<i32>(self.data.len())?;
         let nulls = match rows {
             Some(rows) => rows.clone(),
             None => nulls(self.valid, self.nulls),
@@ -243,13 +246,13 @@ impl Var {
         // SAFETY: the offsets start at 0 and each is the data's length after a row was appended, so
         // they never decrease and the last is the data's length.
         let offsets = unsafe { OffsetBuffer::new_unchecked(self.offsets.into()) };
-        (offsets, Buffer::from_vec(self.data), nulls)
+        Ok((offsets, Buffer::from_vec(self.data), nulls))
     }
     /// A Binary column with its own validity (`new`), or the rows' (`dense`, `Some(rows)`).
-    pub(crate) fn finish(self, rows: Option<&Option<NullBuffer>>) -> ArrayRef {
-        let (offsets, values, nulls) = self.parts(rows);
+    pub(crate) fn finish(self, rows: Option<&Option<NullBuffer>>) -> Result<ArrayRef> {
+        let (offsets, values, nulls) = self.parts(rows)?;
         // SAFETY: offsets as in `parts`; any bytes are valid binary.
-        Arc::new(unsafe { BinaryArray::new_unchecked(offsets, values, nulls) })
+        Ok(Arc::new(unsafe { BinaryArray::new_unchecked(offsets, values, nulls) }))
     }
 }
 
@@ -275,12 +278,22 @@ impl Strs {
     pub(crate) fn skip(&mut self) {
         self.0.skip();
     }
-    pub(crate) fn finish(self, rows: Option<&Option<NullBuffer>>) -> ArrayRef {
-        let (offsets, values, nulls) = self.0.parts(rows);
+    pub(crate) fn finish(self, rows: Option<&Option<NullBuffer>>) -> Result<ArrayRef> {
+        let (offsets, values, nulls) = self.0.parts(rows)?;
         // SAFETY: offsets as in `Var::parts`; the values are whole `&str`s one after another, so the
         // buffer is UTF-8 and every offset falls on a character boundary.
-        Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
+        Ok(Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) }))
     }
+}
+
+/// Arrow's limit on a column's values (2 GiB with 32-bit offsets), as an error: a call given that much
+/// input gets `LimitExceededError` and can pass smaller batches.
+fn offsets_fit<O: OffsetSizeTrait>(len: usize) -> Result<()> {
+    if O::from_usize(len).is_none() {
+        let what = "the values of one 32-bit-offset column (pass smaller batches)".into();
+        return Err(Error::LimitExceeded { what, size: len as u64, limit: i32::MAX as u64 });
+    }
+    Ok(())
 }
 
 pub(crate) fn nulls(valid: Vec<bool>, count: usize) -> Option<NullBuffer> {
@@ -320,8 +333,8 @@ impl<O: OffsetSizeTrait> PushVar<O> {
         }
         self.valid.push(v.is_some());
         self.nulls += usize::from(v.is_none());
-        // Same limit as arrow's builders: more than 2 GiB of values cannot have 32-bit offsets.
-        self.offsets.push(O::from_usize(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
+        // Truncated past what `O` holds, which `parts` refuses: one check per column, not per row.
+        self.offsets.push(O::usize_as(self.data.len()));
     }
     /// `k` copies of `v` (a value shared by a batch's messages).
     #[inline]
@@ -334,8 +347,7 @@ impl<O: OffsetSizeTrait> PushVar<O> {
             self.data.reserve(b.len() * k);
             for _ in 0..k {
                 self.data.extend_from_slice(b);
-                self.offsets
-                    .push(O::from_usize(self.data.len()).expect("column of more than 2 GiB in a 32-bit-offset array"));
+                self.offsets.push(O::usize_as(self.data.len()));
             }
         }
         self.valid.resize(self.valid.len() + k, v.is_some());
@@ -350,18 +362,19 @@ impl<O: OffsetSizeTrait> PushVar<O> {
     pub(crate) fn push_str(&mut self, v: &str) {
         self.push(Some(v.as_bytes()));
     }
-    pub(crate) fn parts(self) -> (OffsetBuffer<O>, Buffer, Option<NullBuffer>) {
+    pub(crate) fn parts(self) -> Result<(OffsetBuffer<O>, Buffer, Option<NullBuffer>)> {
+        offsets_fit::<O>(self.data.len())?;
         let nulls = nulls(self.valid, self.nulls);
-        (OffsetBuffer::new(self.offsets.into()), Buffer::from_vec(self.data), nulls)
+        Ok((OffsetBuffer::new(self.offsets.into()), Buffer::from_vec(self.data), nulls))
     }
-    pub(crate) fn binary(self) -> ArrayRef {
-        let (o, v, n) = self.parts();
-        Arc::new(GenericByteArray::<GenericBinaryType<O>>::try_new(o, v, n).expect("offsets are consistent"))
+    pub(crate) fn binary(self) -> Result<ArrayRef> {
+        let (o, v, n) = self.parts()?;
+        Ok(Arc::new(GenericByteArray::<GenericBinaryType<O>>::try_new(o, v, n).expect("offsets are consistent")))
     }
-    pub(crate) fn utf8(self) -> ArrayRef {
-        let (o, v, n) = self.parts();
+    pub(crate) fn utf8(self) -> Result<ArrayRef> {
+        let (o, v, n) = self.parts()?;
         // Every value pushed was checked as UTF-8 (try_new checks the buffer again, in one pass).
-        Arc::new(GenericStringArray::<O>::try_new(o, v, n).expect("values are UTF-8"))
+        Ok(Arc::new(GenericStringArray::<O>::try_new(o, v, n).expect("values are UTF-8")))
     }
 }
 
@@ -394,7 +407,8 @@ impl PushMap {
             self.keys.push(Some(k));
             self.values.push(Some(v));
         }
-        self.offsets.push(i32::try_from(self.keys.valid.len()).expect("more than 2^31 map entries"));
+        // Truncated past 2^31 entries, which `finish_named` refuses.
+        self.offsets.push(self.keys.valid.len() as i32);
     }
     /// `k` empty maps (a batch whose messages have no properties).
     #[inline]
@@ -410,17 +424,64 @@ impl PushMap {
     pub(crate) fn named(key: &str, value: &str) -> arrow_schema::Fields {
         vec![Field::new(key, DataType::Utf8, false), Field::new(value, DataType::Utf8, true)].into()
     }
-    pub(crate) fn finish(self) -> ArrayRef {
+    pub(crate) fn finish(self) -> Result<ArrayRef> {
         self.finish_named(Self::fields())
     }
     /// The map with the entries' fields named as given (pyarrow's `map_` names them `key`, `value`).
-    pub(crate) fn finish_named(self, fields: arrow_schema::Fields) -> ArrayRef {
+    pub(crate) fn finish_named(self, fields: arrow_schema::Fields) -> Result<ArrayRef> {
+        if self.keys.valid.len() > i32::MAX as usize {
+            return Err(Error::invalid("more than 2^31 map entries in one column: pass smaller batches"));
+        }
         let nulls = nulls(self.valid, self.nulls);
-        let entries = StructArray::new(fields.clone(), vec![self.keys.utf8(), self.values.utf8()], None);
+        let entries = StructArray::new(fields.clone(), vec![self.keys.utf8()?, self.values.utf8()?], None);
         let field = Arc::new(Field::new("entries", DataType::Struct(fields), false));
-        Arc::new(
+        Ok(Arc::new(
             MapArray::try_new(field, OffsetBuffer::new(self.offsets.into()), entries, nulls, false)
                 .expect("map offsets are consistent"),
-        )
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A column `len` bytes long whose pages are never touched (a zeroed allocation is mapped lazily).
+    fn untouched(len: usize) -> Vec<u8> {
+        vec![0u8; len]
+    }
+
+    #[test]
+    fn more_than_2_gib_of_values_is_an_error_not_a_panic() {
+        let big = i32::MAX as usize + 1;
+        let mut v = Var::dense(1, 0);
+        v.data = untouched(big);
+        v.skip();
+        let err = v.finish(Some(&None)).unwrap_err();
+        assert!(matches!(err, Error::LimitExceeded { size, .. } if size == big as u64), "{err}");
+        assert!(err.to_string().contains("pass smaller batches"), "{err}");
+
+        let mut p = PushVar::<i32>::new(1, 0);
+        p.data = untouched(big);
+        p.push(Some(b"x"));
+        assert!(matches!(p.utf8(), Err(Error::LimitExceeded { .. })));
+        // 64-bit offsets hold it
+        let mut p = PushVar::<i64>::new(1, 0);
+        p.data = untouched(big);
+        p.push(Some(b"x"));
+        assert_eq!(p.binary().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_column_at_the_limit_is_built() {
+        assert!(offsets_fit::<i32>(i32::MAX as usize).is_ok());
+        assert!(offsets_fit::<i32>(i32::MAX as usize + 1).is_err());
+        let mut p = PushVar::<i32>::new(2, 4);
+        p.push(Some(b"ab"));
+        p.push(None);
+        p.push_repeat(Some(b"c"), 2);
+        let a = p.binary().unwrap();
+        let a = a.as_any().downcast_ref::<BinaryArray>().unwrap();
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![Some(&b"ab"[..]), None, Some(b"c"), Some(b"c")]);
     }
 }

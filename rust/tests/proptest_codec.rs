@@ -232,7 +232,7 @@ proptest! {
         let col = EntryColumn::from_array(&arr).unwrap();
         for verify in [false, true] {
             bulk::reference::assert_same_columns(
-                &bulk::decode_metadata(&col, verify),
+                &bulk::decode_metadata(&col, verify).unwrap(),
                 &bulk::reference::decode_metadata(&col, verify),
             );
         }
@@ -390,7 +390,7 @@ proptest! {
         let msgs: Vec<(SingleMessageMetadata, &[u8])> = (0..n).map(|_| (SingleMessageMetadata::default(), &b"x"[..])).collect();
         let e = add_broker_entry_metadata(&encode_batch(&md, &msgs, Codec::None, true).unwrap(), None, Some(index)).unwrap();
         let arr = BinaryArray::from_iter_values([e]);
-        let out = bulk::explode_messages(&EntryColumn::from_array(&arr).unwrap(), false, true, DEFAULT_DECOMPRESSION_LIMIT);
+        let out = bulk::explode_messages(&EntryColumn::from_array(&arr).unwrap(), false, true, DEFAULT_DECOMPRESSION_LIMIT).unwrap();
         prop_assert_eq!(out.num_rows(), n);
         let idx = out.column_by_name("index").unwrap().as_primitive::<Int64Type>();
         let bi = out.column_by_name("batch_index").unwrap().as_primitive::<Int32Type>();
@@ -478,7 +478,7 @@ fn java_style_zlib_and_size_mismatch_errors_carry_no_panic() {
     }
     let arr = BinaryArray::from_iter([None, Some(&b""[..]), Some(&b"\x0e\x02\xff\xff\xff\xff"[..])]);
     let col = EntryColumn::from_array(&arr).unwrap();
-    let out = bulk::explode_messages(&col, false, true, DEFAULT_DECOMPRESSION_LIMIT);
+    let out = bulk::explode_messages(&col, false, true, DEFAULT_DECOMPRESSION_LIMIT).unwrap();
     assert_eq!(out.num_rows(), 3);
     let err = out.column_by_name("error").unwrap().as_string::<i32>();
     assert!(err.is_null(0) && err.is_valid(1) && err.is_valid(2));

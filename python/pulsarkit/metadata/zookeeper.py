@@ -311,6 +311,9 @@ class Snapshot(NamedTuple):
     digest: tuple[int, int, int] | None  # (zxid, digest version, tree digest) of the trailer
     last_processed_zxid: int | None  # the trailer's: the last zxid applied when the snapshot ended
     issues: list[Issue]
+    #: path -> the issue of its ACL reference missing from the snapshot's ACL cache (also in ``issues``): a
+    #: fuzzy snapshot wrote the cache before the node's create, which the transaction logs replay
+    unresolved_acls: dict[str, Issue]
 
 
 def zxid_from_name(name: str, prefix: str) -> int:
@@ -401,6 +404,7 @@ def parse_snapshot(raw: bytes, file: str = "snapshot") -> Snapshot:
             raise inp.fail("ACL cache entry without an ACL list")
         acl_cache[ref] = acls
     issues: list[Issue] = []
+    unresolved: dict[str, Issue] = {}
     nodes: dict[str, ZNode] = {}
     # The node loop is the bulk of a snapshot: lengths are checked inline rather than through _In's helpers.
     buf, end, pos = data, len(data), inp.pos
@@ -442,6 +446,7 @@ def parse_snapshot(raw: bytes, file: str = "snapshot") -> Snapshot:
         else:
             acl = ()
             issues.append(Issue(file, at, f"node {path or '/'}: ACL reference {ref} not in the ACL cache"))
+            unresolved[path or "/"] = issues[-1]
         node = ZNode(data_, acl, stat)
         if path == "":
             nodes["/"] = node
@@ -475,7 +480,9 @@ def parse_snapshot(raw: bytes, file: str = "snapshot") -> Snapshot:
             _seal(inp, "last processed zxid")
     if inp.left():
         issues.append(Issue(file, inp.pos, f"{inp.left()} bytes after the snapshot's last seal ignored"))
-    return Snapshot(file, zxid_from_name(name, "snapshot"), version, dbid, sessions, nodes, digest, last, issues)
+    return Snapshot(
+        file, zxid_from_name(name, "snapshot"), version, dbid, sessions, nodes, digest, last, issues, unresolved
+    )
 
 
 # ---------------------------------------------------------------------------------- transactions
@@ -694,9 +701,13 @@ def parse_txn_log(raw: bytes, file: str = "log") -> TxnLog:
 class DataTree:
     """The znode tree with ``DataTree.processTxn``'s rules (including the ones that make fuzzy replay safe)."""
 
-    def __init__(self, nodes: dict[str, ZNode], sessions: dict[int, int]) -> None:
+    def __init__(
+        self, nodes: dict[str, ZNode], sessions: dict[int, int], unresolved_acls: dict[str, Issue] | None = None
+    ) -> None:
         self.nodes = nodes
         self.sessions = sessions
+        #: path -> the issue of its ACL missing from the snapshot, until a replayed transaction gives the ACL
+        self.unresolved_acls = dict(unresolved_acls or {})
         # session -> its ephemeral nodes, built at the first closeSession (the server's `ephemerals` map)
         self._ephemerals: dict[int, set[str]] | None = None
 
@@ -721,7 +732,13 @@ class DataTree:
         if name in parent.children:
             if top_type == OP_CREATE:  # NodeExists on a plain create: bring the parent's cversion/pzxid along
                 self._set_cversion_pzxid(parent, rec.parent_cversion, zxid)
+            # A fuzzy snapshot holds the node but wrote the ACL cache before its create: the replayed create
+            # gives the ACL (the server adds it to its cache before the NodeExists check, and since
+            # ZOOKEEPER-4846 also points the node at it).
+            if self.unresolved_acls.pop(path, None) is not None and path in self.nodes:
+                self.nodes[path].acl = rec.acl
             return False
+        self.unresolved_acls.pop(path, None)
         pcv = parent.cversion + 1 if rec.parent_cversion == -1 else rec.parent_cversion
         if pcv > parent.cversion:
             parent.cversion = pcv
@@ -751,6 +768,7 @@ class DataTree:
         if zxid > parent.pzxid:  # even when the child is already gone (deleted during a fuzzy snapshot)
             parent.pzxid = zxid
         node = self.nodes.pop(path, None)
+        self.unresolved_acls.pop(path, None)
         if node is None:
             return False
         if self._ephemerals is not None and node.ephemeral_owner in self._ephemerals:
@@ -774,6 +792,7 @@ class DataTree:
             n = self.nodes.get(rec.path)
             if n is not None:
                 n.aversion, n.acl = rec.version, rec.acl
+                self.unresolved_acls.pop(rec.path, None)
         elif op == OP_CREATE_SESSION:
             self.sessions[client_id] = rec.timeout
         elif op == OP_CLOSE_SESSION:
@@ -887,12 +906,15 @@ class ZkSnapshotStore:
         self.snapshot_zxid = snap.zxid
         self.dbid = snap.dbid
         self.snapshot_digest = snap.digest
-        self.issues.extend(snap.issues)
-        self._tree = DataTree(snap.nodes, dict(snap.sessions))
+        acl_issues = set(map(id, snap.unresolved_acls.values()))
+        self.issues.extend(i for i in snap.issues if id(i) not in acl_issues)
+        self._tree = DataTree(snap.nodes, dict(snap.sessions), snap.unresolved_acls)
         self.zxid = snap.zxid
         self.txns_applied = 0
         self.log_files: list[str] = []
         self._replay(snap, logs)
+        # what the replay did not give an ACL: still a node whose ACL is unknown
+        self.issues.extend(self._tree.unresolved_acls.values())
         self.sessions = self._tree.sessions
         self._sorted: list[str] | None = None
 

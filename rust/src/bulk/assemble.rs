@@ -257,7 +257,7 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
     let nv = null_value.as_any().downcast_ref::<BooleanArray>().expect("null_value is boolean");
     // Java's getData() is null for a null value (the bytes stay in the buffer, unreferenced)
     let payload_nulls = (nv.true_count() > 0).then(|| NullBuffer::new(!nv.values()));
-    let (offsets, values, _) = out.payload.parts();
+    let (offsets, values, _) = out.payload.parts()?;
     let offsets: Vec<i32> = offsets
         .iter()
         .map(|&o| i32::try_from(o))
@@ -270,26 +270,26 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
     let map_fields = PushMap::named("key", "value");
 
     let mut cols: Vec<(&str, ArrayRef)> = vec![
-        ("topic", topic.utf8()),
+        ("topic", topic.utf8()?),
         ("partition", partition.finish()),
         ("ledger_id", ledger.finish()),
         ("entry_id", entry.finish()),
         ("batch_index", out.batch_index.finish()),
-        ("key", out.key.utf8()),
-        ("properties", out.props.finish_named(map_fields)),
+        ("key", out.key.utf8()?),
+        ("properties", out.props.finish_named(map_fields)?),
         ("payload", Arc::new(payload)),
         ("publish_time", out.publish.finish()),
         ("event_time", Arc::new(event)),
         ("sequence_id", out.seq.finish()),
-        ("producer_name", out.producer.utf8()),
+        ("producer_name", out.producer.utf8()?),
         ("null_value", null_value.clone()),
         ("encrypted", Arc::new(BooleanArray::new(BooleanBuffer::new_unset(k), None))),
         ("broker_timestamp", out.b_ts.finish()),
         ("broker_index", out.msg_index.finish()),
         ("txn_most_bits", txn_most.finish()),
         ("txn_least_bits", txn_least.finish()),
-        ("txn_state", txn_state.utf8()),
-        ("schema_version", schema_version.binary()),
+        ("txn_state", txn_state.utf8()?),
+        ("schema_version", schema_version.binary()?),
     ];
     if cx.markers {
         cols.push(("marker", Arc::new(StringArray::new_null(k))));

@@ -356,7 +356,7 @@ fn meta_strings<'a>(
 }
 
 /// Decodes framing, broker entry metadata and the commonly used MessageMetadata fields into columns.
-pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch {
+pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> Result<RecordBatch> {
     // One loop per input layout, so reading a row is inlined offsets, not a match and a call per row.
     match col {
         EntryColumn::Binary(a) => decode_metadata_rows(a.len(), |i| a.is_valid(i).then(|| a.value(i)), verify_checksum),
@@ -375,7 +375,11 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> RecordBatch 
 /// validity, built once; columns whose values are optional ([`Prim`] slots) are written only where a
 /// value is present.
 #[inline(always)]
-fn decode_metadata_rows<'a>(n: usize, get: impl Fn(usize) -> Option<&'a [u8]>, verify_checksum: bool) -> RecordBatch {
+fn decode_metadata_rows<'a>(
+    n: usize,
+    get: impl Fn(usize) -> Option<&'a [u8]>,
+    verify_checksum: bool,
+) -> Result<RecordBatch> {
     let mut rows = RowValidity::new(n);
     let mut b_ts = Prim::<Int64Type>::new(n);
     let mut b_idx = Prim::<Int64Type>::new(n);
@@ -498,25 +502,25 @@ fn decode_metadata_rows<'a>(n: usize, get: impl Fn(usize) -> Option<&'a [u8]>, v
     }
     let rows = rows.finish();
     let rows = &rows;
-    batch(vec![
+    Ok(batch(vec![
         nullable("broker_timestamp", b_ts.finish()),
         nullable("index", b_idx.finish()),
         nullable("has_checksum", has_ck.finish(rows)),
         nullable("checksum_ok", ck_ok.finish()),
-        nullable("producer_name", producer.finish(Some(rows))),
+        nullable("producer_name", producer.finish(Some(rows))?),
         nullable("sequence_id", seq.finish(rows)),
         nullable("highest_sequence_id", hseq.finish(rows)),
         nullable("publish_time", publish.finish(rows)),
         nullable("event_time", event.finish()),
         nullable("num_messages", num.finish(rows)),
         nullable("is_batch", is_batch.finish(rows)),
-        nullable("compression", compression.finish(Some(rows))),
+        nullable("compression", compression.finish(Some(rows))?),
         nullable("uncompressed_size", usize_.finish(rows)),
         nullable("payload_size", psize.finish(rows)),
-        nullable("partition_key", pkey.finish(None)),
-        nullable("ordering_key", okey.finish(None)),
+        nullable("partition_key", pkey.finish(None)?),
+        nullable("ordering_key", okey.finish(None)?),
         nullable("num_properties", nprops.finish(rows)),
-        nullable("uuid", uuid.finish(None)),
+        nullable("uuid", uuid.finish(None)?),
         nullable("chunk_id", chunk_id.finish()),
         nullable("num_chunks_from_msg", nchunks.finish()),
         nullable("total_chunk_msg_size", chunk_total.finish()),
@@ -524,11 +528,11 @@ fn decode_metadata_rows<'a>(n: usize, get: impl Fn(usize) -> Option<&'a [u8]>, v
         nullable("deliver_at_time", deliver_at.finish()),
         nullable("txnid_most_bits", txn_most.finish()),
         nullable("txnid_least_bits", txn_least.finish()),
-        nullable("schema_version", schema_version.finish(None)),
-        nullable("replicated_from", replicated_from.finish(None)),
+        nullable("schema_version", schema_version.finish(None)?),
+        nullable("replicated_from", replicated_from.finish(None)?),
         nullable("encrypted", encrypted.finish(rows)),
-        error_column(err.finish(None)),
-    ])
+        error_column(err.finish(None)?),
+    ]))
 }
 
 /// The output columns of [`explode_messages`], appended row by row.
@@ -764,7 +768,7 @@ pub fn explode_messages(
     include_compacted_out: bool,
     verify_checksum: bool,
     limit: usize,
-) -> RecordBatch {
+) -> Result<RecordBatch> {
     let n = col.len();
     let mut out = ExplodeRows::new(output_estimate(col, 0..n, limit));
     let mut scratch = ExplodeScratch::default();
@@ -892,25 +896,25 @@ fn explode_entry(
 }
 
 impl ExplodeRows {
-    fn finish(self) -> RecordBatch {
+    fn finish(self) -> Result<RecordBatch> {
         let o = self;
-        batch(vec![
+        Ok(batch(vec![
             required("entry_index", Arc::new(PrimitiveArray::<Int64Type>::from(o.entry_index))),
             nullable("batch_index", o.batch_index.finish()),
-            nullable("payload", o.payload.binary()),
-            nullable("key", o.key.utf8()),
-            nullable("ordering_key", o.okey.binary()),
-            nullable("properties", o.props.finish()),
+            nullable("payload", o.payload.binary()?),
+            nullable("key", o.key.utf8()?),
+            nullable("ordering_key", o.okey.binary()?),
+            nullable("properties", o.props.finish()?),
             nullable("event_time", o.event.finish()),
             nullable("publish_time", o.publish.finish()),
-            nullable("producer_name", o.producer.utf8()),
+            nullable("producer_name", o.producer.utf8()?),
             nullable("sequence_id", o.seq.finish()),
             nullable("null_value", o.null_value.finish()),
             nullable("compacted_out", o.compacted_out.finish()),
             nullable("broker_timestamp", o.b_ts.finish()),
             nullable("index", o.msg_index.finish()),
-            error_column(o.err.utf8()),
-        ])
+            error_column(o.err.utf8()?),
+        ]))
     }
 }
 
@@ -984,7 +988,7 @@ mod tests {
         let arr = BinaryArray::from_iter_values(&entries);
         let col = EntryColumn::from_array(&arr).unwrap();
         let size = output_estimate(&col, 0..col.len(), 1 << 20);
-        let out = explode_messages(&col, false, true, 1 << 20);
+        let out = explode_messages(&col, false, true, 1 << 20).unwrap();
         assert_eq!((size.rows, out.num_rows()), (351, 351));
         // the columns were sized for them: none grew
         let mut rows = ExplodeRows::new(size);

@@ -4,7 +4,7 @@ use super::errors::IntoPyResult;
 use crate::bulk::compaction::PositionedEntries;
 use crate::bulk::{self, assemble, EntryColumn};
 use crate::codec::compression::DEFAULT_DECOMPRESSION_LIMIT;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, RecordBatch, StringArray};
@@ -15,11 +15,11 @@ use pyo3_arrow::{PyArray, PyRecordBatch};
 pub(super) fn run<'py>(
     py: Python<'py>,
     entries: PyArray,
-    f: impl FnOnce(&EntryColumn) -> RecordBatch + Send,
+    f: impl FnOnce(&EntryColumn) -> Result<RecordBatch> + Send,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (array, _field) = entries.into_inner();
     let col = EntryColumn::from_array(array.as_ref()).py_err(py)?;
-    let out = py.detach(|| f(&col));
+    let out = py.detach(|| f(&col)).py_err(py)?;
     PyRecordBatch::new(out).into_pyarrow(py)
 }
 
@@ -28,7 +28,7 @@ macro_rules! column_kernel {
     ($name:ident, $kernel:path) => {
         #[pyfunction]
         fn $name<'py>(py: Python<'py>, entries: PyArray) -> PyResult<Bound<'py, PyAny>> {
-            $crate::py::bulk::run(py, entries, $kernel)
+            $crate::py::bulk::run(py, entries, |c| Ok($kernel(c)))
         }
     };
 }
@@ -45,8 +45,8 @@ fn bulk_strip_broker_entry_metadata<'py>(
     output: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     match output {
-        "binary" => run(py, entries, bulk::strip_broker_entry_metadata),
-        "binary_view" => run(py, entries, bulk::strip_broker_entry_metadata_view),
+        "binary" => run(py, entries, |c| Ok(bulk::strip_broker_entry_metadata(c))),
+        "binary_view" => run(py, entries, |c| Ok(bulk::strip_broker_entry_metadata_view(c))),
         other => Err(Error::invalid(format!("output must be 'binary' or 'binary_view', not {other:?}"))).py_err(py),
     }
 }

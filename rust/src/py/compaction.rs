@@ -173,7 +173,7 @@ fn bulk_compaction_keys<'py>(
     entries: PyArray,
     max_uncompressed_size: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    super::bulk::run(py, entries, |c| kernels::compaction_keys(c, max_uncompressed_size))
+    super::bulk::run(py, entries, |c| Ok(kernels::compaction_keys(c, max_uncompressed_size)))
 }
 
 /// Phase two with the retained batch indexes of each entry given (see `bulk::compaction::compact_entries_by_indexes`).

@@ -179,11 +179,11 @@ impl Payload {
         }
     }
 
-    fn finish(self) -> ArrayRef {
-        match self {
-            Payload::Binary(b) => b.binary(),
+    fn finish(self) -> Result<ArrayRef> {
+        Ok(match self {
+            Payload::Binary(b) => b.binary()?,
             Payload::View { mut b, .. } => Arc::new(b.finish()),
-        }
+        })
     }
 }
 
@@ -342,7 +342,7 @@ impl Cols {
         self.rows += 1;
     }
 
-    fn finish(self) -> RecordBatch {
+    fn finish(self) -> Result<RecordBatch> {
         let cols: Vec<ArrayRef> = vec![
             self.log_id.finish(),
             self.offset.finish(),
@@ -352,13 +352,13 @@ impl Cols {
             self.lac.finish(),
             self.ledger_length.finish(),
             self.size.finish(),
-            self.digest_type.utf8(),
+            self.digest_type.utf8()?,
             self.digest_ok.finish(),
-            self.payload.finish(),
-            self.issue.utf8(),
-            self.error.utf8(),
+            self.payload.finish()?,
+            self.issue.utf8()?,
+            self.error.utf8()?,
         ];
-        RecordBatch::try_new(schema_for(self.payload_type), cols).expect("columns match the schema")
+        Ok(RecordBatch::try_new(schema_for(self.payload_type), cols).expect("columns match the schema"))
     }
 }
 
@@ -447,6 +447,6 @@ impl MultiLogScan {
         if c.rows == 0 {
             return Ok(None);
         }
-        Ok(Some(c.finish()))
+        Ok(Some(c.finish()?))
     }
 }
