@@ -17,11 +17,14 @@ from pathlib import Path
 import pulsarkit as pk
 import pytest
 from datadir_fixtures import ORDERS, TC_LOG, forge_last_entry
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pulsarkit.analysis.messages import messages_table
 from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError
 from pulsarkit.analysis.orphan_cleanup import execute as execute_cleanup
 from pulsarkit.analysis.orphans import cleanup_plan, find_orphans
 from pulsarkit.cli import main
+from pulsarkit.scan.records import held_pieces
 
 FORGED = 4_000_000_000
 #: a generous bound: the interpreter, pyarrow and the native module take ~150 MB; one location per
@@ -215,3 +218,45 @@ def test_a_lost_entry_log_is_one_issue_per_run_of_entries(synthetic, tmp_path):
     assert all(len(v) == 1 for v in per_ledger.values()), per_ledger
     assert any(i.count > 1 and f"entries {i.entry_id}..{i.entry_id + i.count - 1}" in str(i) for i in lost)
     assert rows.num_rows == 2  # the journal's two entries are all that is left
+
+
+def _pieces_by_loop(held: list[int], first: int, last: int) -> list[tuple[int, int, bool]]:
+    """``held_pieces`` as an entry-by-entry walk: the oracle of the column-wise version."""
+    out: list[tuple[int, int, bool]] = []
+    e, pending = first, None
+    for x in [h for h in held if first <= h <= last]:
+        if pending is not None and x == pending[1] + 1:
+            pending = (pending[0], x)
+            continue
+        if pending is not None:
+            out.append((*pending, True))
+            e = pending[1] + 1
+        if x > e:
+            out.append((e, x - 1, False))
+        pending = (x, x)
+    if pending is not None:
+        out.append((*pending, True))
+        e = pending[1] + 1
+    if e <= last:
+        out.append((e, last, False))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    held=st.lists(st.integers(-3, 60), unique=True).map(sorted),
+    first=st.integers(-5, 40),
+    span=st.integers(-3, 40),
+)
+def test_held_pieces_are_the_entry_by_entry_runs(held: list[int], first: int, span: int) -> None:
+    last = first + span
+    got = held_pieces(held, first, last)
+    assert got == _pieces_by_loop(held, first, last)
+    # the pieces tile first..last exactly, alternating held and not
+    assert all(a <= b for a, b, _ in got) and all(x[1] + 1 == y[0] for x, y in zip(got, got[1:]))
+    assert all(x[2] != y[2] for x, y in zip(got, got[1:]))
+
+
+def test_held_pieces_of_a_forged_range_are_few() -> None:
+    assert held_pieces([0, 1, 2, 5], 0, 4 * 10**9) == [(0, 2, True), (3, 4, False), (5, 5, True), (6, 4 * 10**9, False)]
+    assert held_pieces([], 0, -1) == [] and held_pieces([], 3, 7) == [(3, 7, False)]

@@ -395,12 +395,18 @@ class DataDir:
     def entry_locations(self, ledgers: Collection[int] | None = None) -> Iterator[tuple[str, int, int, int]]:
         """``(current dir, ledger id, entry id, location)`` of every entry in the bookies' location indexes
         (only those of ``ledgers``, in ledger order, when given: only their key ranges are read)."""
+        for current, lid, entries in self.ledger_locations(ledgers):
+            for eid, loc in entries.items():
+                yield current, lid, eid, loc
+
+    def ledger_locations(self, ledgers: Collection[int] | None = None) -> Iterator[tuple[str, int, Mapping[int, int]]]:
+        """:meth:`entry_locations` a ledger at a time: ``(current dir, ledger id, entry id -> location)`` (the
+        index's own mapping: not to be changed)."""
         for b in self._bookies:
             for lid, entries in (
                 b.locations.items() if ledgers is None else ((x, b.locations.get(x, {})) for x in sorted(ledgers))
             ):
-                for eid, loc in entries.items():
-                    yield str(b.current), lid, eid, loc
+                yield str(b.current), lid, entries
 
     def close(self) -> None:
         """Closes the entry-log files and removes the location indexes' private copies (the other RocksDB
@@ -670,27 +676,28 @@ class DataDir:
         lid = led.ledger_id
         if self.replicas is not None:  # entries any bookie holds; bytes of every copy on disk
             present, jonly, jbytes = self.replicas.holdings(lid)
-        else:
+            count = len(present | jonly)
+        else:  # counted, not gathered into a set: a ledger of 200 k entries is counted with its index
             b = self._bookie_of(lid)
-            present = set(b.locations.get(lid, {})) if b else set()
+            indexed = b.locations.get(lid, {}) if b else {}
             jr = self.journal.get(lid, {})
-            jonly = set(jr) - present
+            jonly = {e for e in jr if e not in indexed}
             jbytes = sum(len(jr[e].data) + 4 for e in jonly)
-        present |= jonly
-        led.entries_on_bookie = len(present)
+            count = len(indexed) + len(jonly)
+        led.entries_on_bookie = count
         led.journal_only_entries = len(jonly)
         led.bytes_on_bookie = sum(bd.log_ledger_bytes.get(lid, 0) for bd in self._bookies) + jbytes
         if led.state == "CLOSED" and led.metadata_last_entry_id is not None:
             led.last_entry_id = led.metadata_last_entry_id
-        elif led.state == "DELETED":
-            led.last_entry_id = max(present) if present else -1
+            return
+        held = self.held_entries(lid) if count else []
+        if led.state == "DELETED":
+            led.last_entry_id = held[-1] if held else -1
         else:
             # an open ledger is recovered up to the first entry the bookie lacks (ensemble of one), or,
             # with several bookies, that no bookie holds
-            e = -1
-            while e + 1 in present:
-                e += 1
-            led.last_entry_id = e
+            first = held_pieces(held, 0, held[-1])[0] if held and held[-1] >= 0 else None
+            led.last_entry_id = first[1] if first is not None and first[2] else -1
 
     def _guess(self, lid: int) -> str | None:
         """What a deleted ledger held, from its first entry's bytes (its metadata is gone)."""

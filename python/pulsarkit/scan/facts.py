@@ -46,10 +46,13 @@ def location_index(dd: DataDir, ledgers: Collection[int] | None = None) -> dict[
         for _, lid, eid, _ in dd.entry_locations(ledgers):
             out.setdefault(lid, (None, {}))[1][eid] = -1  # type: ignore[arg-type]
         return out
-    for current, lid, eid, loc in dd.entry_locations(ledgers):
+    for current, lid, entries in dd.ledger_locations(ledgers):
+        if not entries:  # a ledger this bookie directory does not hold
+            continue
         if lid not in out:
-            out[lid] = (current, {})
-        out[lid][1][eid] = loc
+            out[lid] = (current, dict(entries))  # a copy made in C: 200 k entries in a few ms
+        else:
+            out[lid][1].update(entries)
     return out
 
 

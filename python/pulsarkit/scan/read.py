@@ -4,6 +4,7 @@ the first copy in read order that verifies), in bounded batches, turned into row
 from __future__ import annotations
 
 import array
+import bisect
 import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -242,15 +243,19 @@ def _batches(
     errs: list[str | None] = []
     size = 0
     for c_lids, c_eids, c_datas, c_errs in _entry_chunks(part, stats if stats is not None else ReadStats(), on_issue):
+        n = len(c_lids)
+        # the chunk's running byte counts, made once: where each batch ends is then a bisection, not a step
+        # per entry (B's 200 k entries of 1 KiB)
+        ends = list(itertools.accumulate((len(d) if d else 0 for d in c_datas), initial=0))
         i = 0
-        while i < len(c_lids):
-            # how many of this chunk's entries the batch takes: up to its entry or byte limit
-            room, j = batch_entries - len(lids), i
-            # (one entry at least, so limits of 0 or less give one-entry batches, as they always did)
-            while j < len(c_lids) and (j == i or (j - i < room and size < batch_bytes)):
-                d = c_datas[j]
-                size += len(d) if d else 0
-                j += 1
+        while i < n:
+            # how many of this chunk's entries the batch takes: up to its entry or byte limit, one entry at
+            # least (so limits of 0 or less give one-entry batches, as they always did); the entry that
+            # reaches the byte limit is taken
+            room = max(batch_entries - len(lids), 1)
+            full = bisect.bisect_left(ends, batch_bytes - size + ends[i], i + 1) if size < batch_bytes else i + 1
+            j = min(i + room, full, n)
+            size += ends[j] - ends[i]
             lids += c_lids[i:j]
             eids += c_eids[i:j]
             datas += c_datas[i:j]

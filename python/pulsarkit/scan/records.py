@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import PulsarkitError
@@ -82,22 +83,23 @@ def _without(message: str, entry_id: int | None) -> str:
 
 def held_pieces(held: list[int], first: int, last: int) -> list[tuple[int, int, bool]]:
     """``first..last`` cut into consecutive ``(a, b, is_held)`` pieces, alternating runs of the
-    entry ids in ``held`` (sorted) and the gaps between them: as many pieces as the data has runs,
-    whatever the range claims (a forged ``lastEntryId`` of 4·10^9 is one gap, not 4·10^9 entries)."""
+    entry ids in ``held`` (sorted, distinct) and the gaps between them: as many pieces as the data has runs,
+    whatever the range claims (a forged ``lastEntryId`` of 4·10^9 is one gap, not 4·10^9 entries). The runs
+    are found column-wise (a ledger of 200 k unbatched entries: one run, no loop per entry)."""
     out: list[tuple[int, int, bool]] = []
-    i = bisect.bisect_left(held, first)
+    ids = np.asarray(held[bisect.bisect_left(held, first) : bisect.bisect_right(held, last)], dtype=np.int64)
     e = first
-    while e <= last:
-        if i < len(held) and held[i] == e:
-            j = i
-            while j + 1 < len(held) and held[j + 1] == held[j] + 1 and held[j + 1] <= last:
-                j += 1
-            out.append((e, held[j], True))
-            e, i = held[j] + 1, j + 1
-        else:
-            nxt = min(held[i] - 1, last) if i < len(held) else last
-            out.append((e, nxt, False))
-            e = nxt + 1
+    if len(ids):
+        cut = np.flatnonzero(np.diff(ids) != 1)  # the last id of every run but the final one
+        ends = np.append(cut, len(ids) - 1)
+        starts = np.insert(cut + 1, 0, 0)
+        for a, b in zip(ids[starts].tolist(), ids[ends].tolist(), strict=True):
+            if a > e:
+                out.append((e, a - 1, False))
+            out.append((a, b, True))
+            e = b + 1
+    if e <= last:
+        out.append((e, last, False))
     return out
 
 
