@@ -104,3 +104,31 @@ def test_zero_copy_strip_matches_copying_strip(typ):
     with pytest.raises(pk.PulsarkitError, match="output") as ei:
         pk.bulk.strip_broker_entry_metadata(arr, output="nope")
     assert ei.value.offset is None  # every native PulsarkitError is built with its attributes
+
+
+def _transactional_by_decode(arr):
+    md = pk.bulk.decode_metadata(arr)
+    most, least = md.column("txnid_most_bits").to_pylist(), md.column("txnid_least_bits").to_pylist()
+    return next((i for i, (a, b) in enumerate(zip(most, least)) if a is not None or b is not None), None)
+
+
+@pytest.mark.parametrize("typ", [pa.binary(), pa.large_binary(), pa.binary_view()])
+def test_first_transactional_is_the_first_row_decode_metadata_gives_a_transaction(typ):
+    txn = pk.encode_entry(pk.message_metadata("t", 1, 10, txnid_most_bits=3, txnid_least_bits=4), b"x")
+    least_only = pk.encode_entry(pk.message_metadata("t", 2, 10, txnid_least_bits=9), b"y")
+    plain = sample_entries()
+    corrupt_txn = txn[:-3]  # the metadata still decodes; the payload is cut
+    for entries in (
+        plain,
+        [*plain, txn],
+        [txn, *plain],
+        [*plain[:4], least_only, txn],
+        [None, b"\x00", corrupt_txn],
+        [],
+    ):
+        arr = pa.array(entries, typ)
+        assert pk.bulk.first_transactional(arr) == _transactional_by_decode(arr), entries
+    assert pk.bulk.first_transactional(pa.array([*plain, txn], typ)) == len(plain)
+    chunked = pa.chunked_array([pa.array(plain, typ), pa.array([least_only], typ)])
+    assert pk.bulk.first_transactional(chunked) == len(plain)
+    assert pk.bulk.first_transactional(pa.chunked_array([pa.array(plain, typ)])) is None

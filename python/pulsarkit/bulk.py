@@ -50,6 +50,19 @@ def decode_metadata(entries: Any, verify_checksum: bool = False) -> Any:
     return _apply(entries, _native.bulk_decode_metadata, verify_checksum)
 
 
+def first_transactional(entries: Any) -> int | None:
+    """The index of the first entry whose metadata has a transaction id (as :func:`decode_metadata` decodes
+    it; an entry that does not decode has none), or None: a check that stops there and builds no columns."""
+    if isinstance(entries, pa.ChunkedArray):
+        seen = 0
+        for c in entries.chunks:
+            if (i := _native.bulk_first_transactional(c)) is not None:
+                return seen + i
+            seen += len(c)
+        return None
+    return _native.bulk_first_transactional(entries)
+
+
 def explode_messages(
     entries: Any,
     include_compacted_out: bool = False,

@@ -510,6 +510,11 @@ pub fn fuzz_bulk(data: &[u8]) -> bool {
     // The kernel's fast paths give exactly the columns of the plain row-by-row decode.
     bulk::reference::assert_same_columns(&dm, &bulk::reference::decode_metadata(&col, verify));
     assert_eq!(dm.num_rows(), n);
+    // The reader's transaction check stops at the first row the decode gives a transaction id.
+    let plain_dm = bulk::decode_metadata(&col, false).expect("fuzz batches are far below 2 GiB");
+    let (most, least) =
+        (plain_dm.column_by_name("txnid_most_bits").unwrap(), plain_dm.column_by_name("txnid_least_bits").unwrap());
+    assert_eq!(bulk::first_transactional(&col), (0..n).find(|&i| most.is_valid(i) || least.is_valid(i)));
     let dm_err = errs(&dm);
     let seq = dm.column_by_name("sequence_id").unwrap().as_primitive::<Int64Type>();
     let publish = dm.column_by_name("publish_time").unwrap().as_primitive::<Int64Type>();

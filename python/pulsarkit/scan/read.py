@@ -306,8 +306,7 @@ def _refined(
 
 def _transactional(entries: pa.Array) -> bool:
     """Whether an entry of the batch belongs to a transaction (its metadata decoded as the pass decodes it)."""
-    md = bulk.decode_metadata(entries)
-    return any(md.column(c).null_count < md.num_rows for c in ("txnid_most_bits", "txnid_least_bits"))
+    return bulk.first_transactional(entries) is not None
 
 
 #: Entry bytes decoded together (one native call each for metadata and messages). The rows of a

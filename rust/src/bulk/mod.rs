@@ -369,6 +369,17 @@ pub fn decode_metadata(col: &EntryColumn, verify_checksum: bool) -> Result<Recor
     }
 }
 
+/// The first entry whose metadata, decoded as [`decode_metadata`] decodes it, has a transaction id (None:
+/// none has; an entry that does not decode has none, as its row there is null). The reader's check of a
+/// batch read before its topic's metadata pass: it stops at the first such entry and builds no columns.
+pub fn first_transactional(col: &EntryColumn) -> Option<usize> {
+    (0..col.len()).find(|&i| {
+        col.get(i).and_then(|d| decode_one(d, false).ok()).is_some_and(|dec| {
+            (dec.meta.txnid_most_bits.is_some() || dec.meta.txnid_least_bits.is_some()) && meta_strings(&dec).is_ok()
+        })
+    })
+}
+
 /// [`decode_metadata`] over rows `0..n` read by `get`.
 ///
 /// Columns every decoded row has a value in ([`Dense`]) take one store per row and share the rows'

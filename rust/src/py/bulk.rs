@@ -128,6 +128,14 @@ fn bulk_assemble_messages<'py>(
     Ok((PyRecordBatch::new(rows).into_pyarrow(py)?, PyRecordBatch::new(info).into_pyarrow(py)?))
 }
 
+/// The index of the first entry with a transaction id (`bulk::first_transactional`), or None.
+#[pyfunction]
+fn bulk_first_transactional(py: Python<'_>, entries: PyArray) -> PyResult<Option<usize>> {
+    let (array, _field) = entries.into_inner();
+    let col = EntryColumn::from_array(array.as_ref()).py_err(py)?;
+    Ok(py.detach(|| bulk::first_transactional(&col)))
+}
+
 /// A batch of the message schema as JSON lines (bytes), rendered with the GIL released.
 #[pyfunction]
 fn bulk_json_lines<'py>(py: Python<'py>, batch: PyRecordBatch) -> PyResult<Bound<'py, PyBytes>> {
@@ -138,6 +146,6 @@ fn bulk_json_lines<'py>(py: Python<'py>, batch: PyRecordBatch) -> PyResult<Bound
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_all!(m, fn bulk_verify_checksums, bulk_peek_broker_entry_metadata, bulk_strip_broker_entry_metadata,
-        bulk_decode_metadata, bulk_explode_messages, bulk_assemble_messages, bulk_json_lines);
+        bulk_decode_metadata, bulk_explode_messages, bulk_assemble_messages, bulk_json_lines, bulk_first_transactional);
     Ok(())
 }
