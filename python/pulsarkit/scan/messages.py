@@ -122,11 +122,12 @@ class MessageState:
         """The rows of a batch of entries, in order; ``datas[i]`` None: unreadable (``errs[i]`` why);
         ``acks`` leaves out what a subscription acknowledged; ``entries``: ``datas`` as an Arrow binary
         array already made (not copied again)."""
-        for i in range(len(lids)) if None in datas else ():  # an unreadable entry is reported, acknowledged or not
-            if datas[i] is None:
-                why = errs[i] if errs is not None and errs[i] else "unreadable"
-                prefix = f"ledger {lids[i]} entry {eids[i]}: "  # the issue names the entry itself
-                self._bad("unreadable_entry", lids[i], eids[i], why.removeprefix(prefix))
+        if None in datas:  # an unreadable entry is reported, acknowledged or not
+            for i in range(len(lids)):
+                if datas[i] is None:
+                    why = errs[i] if errs is not None and errs[i] else "unreadable"
+                    prefix = f"ledger {lids[i]} entry {eids[i]}: "  # the issue names the entry itself
+                    self._bad("unreadable_entry", lids[i], eids[i], why.removeprefix(prefix))
         if acks is not None:  # acknowledged entries are not read into anything, chunks included
             keep_at = [i for i in range(len(lids)) if not acks.skip(lids[i], eids[i])]
             if len(keep_at) < len(lids):
