@@ -36,7 +36,8 @@ def peek_broker_entry_metadata(entries: Any) -> Any:
 
 
 def strip_broker_entry_metadata(entries: Any, output: str = "binary") -> Any:
-    """Columns ``entry`` (the bytes a consumer gets) and ``error``.
+    """Columns ``entry`` (the bytes a consumer gets: ``large_binary`` for a ``large_binary`` input, or a
+    ``binary_view`` one whose values pass 2 GiB; else ``binary``) and ``error``.
 
     ``output="binary_view"`` copies nothing: each view points into the input column's buffer just
     past the broker entry metadata (keep the input alive as long as the result)."""

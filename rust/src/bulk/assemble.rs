@@ -258,11 +258,14 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
     // Java's getData() is null for a null value (the bytes stay in the buffer, unreferenced)
     let payload_nulls = (nv.true_count() > 0).then(|| NullBuffer::new(!nv.values()));
     let (offsets, values, _) = out.payload.parts()?;
-    let offsets: Vec<i32> = offsets
-        .iter()
-        .map(|&o| i32::try_from(o))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| Error::invalid("more than 2 GiB of payloads in one batch: read smaller batches"))?;
+    let offsets: Vec<i32> =
+        offsets.iter().map(|&o| i32::try_from(o)).collect::<std::result::Result<_, _>>().map_err(|_| {
+            Error::LimitExceeded {
+                what: "the payloads of one batch (read smaller batches)".into(),
+                size: values.len() as u64,
+                limit: i32::MAX as u64,
+            }
+        })?;
     let payload = BinaryArray::try_new(OffsetBuffer::new(ScalarBuffer::from(offsets)), values, payload_nulls)
         .expect("offsets are consistent");
     let event = out.event.finish();

@@ -180,6 +180,7 @@ pub fn compact_entries(
         let out = compact_entry(Retained::Latest(latest), &id, d, retain_null_key, format, limit)
             .map_err(|x| naming_entry(x, li, ei))?;
         if let Some(r) = out {
+            raw_fits(&raw, r.len())?;
             l.append_value(li);
             e.append_value(ei);
             raw.append_value(r);
@@ -229,6 +230,7 @@ pub fn compact_entries_by_indexes(
         });
         match res {
             Ok(r) => {
+                raw_fits(&raw, r.as_ref().map_or(0, |r| r.len()))?;
                 raw.append_option(r);
                 err.append_null();
             }
@@ -242,6 +244,17 @@ pub fn compact_entries_by_indexes(
     Ok(batch(vec![nullable("raw_message", Arc::new(raw.finish())), error_column(Arc::new(err.finish()))]))
 }
 
+/// Whether `more` bytes still fit the `raw_message` column (32-bit offsets): past 2 GiB the call fails with
+/// `LimitExceeded` instead of the builder's panic, and the caller passes fewer entries.
+fn raw_fits(raw: &BinaryBuilder, more: usize) -> Result<()> {
+    let size = raw.values_slice().len() + more;
+    if size > i32::MAX as usize {
+        let what = "the raw messages of one call (pass fewer entries)".into();
+        return Err(Error::LimitExceeded { what, size: size as u64, limit: i32::MAX as u64 });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +265,14 @@ mod tests {
     use arrow_array::{BinaryArray, Int64Array, ListArray};
 
     const LIMIT: usize = 1 << 24;
+
+    #[test]
+    fn raw_messages_past_2_gib_are_an_error_not_a_panic() {
+        let mut raw = BinaryBuilder::new();
+        raw.append_value(b"abc");
+        assert!(raw_fits(&raw, i32::MAX as usize - 3).is_ok());
+        assert!(matches!(raw_fits(&raw, i32::MAX as usize - 2), Err(Error::LimitExceeded { .. })));
+    }
 
     fn entry(keys: &[(&str, &[u8])]) -> Vec<u8> {
         let md = MessageMetadata { producer_name: "p".into(), publish_time: 1, ..Default::default() };

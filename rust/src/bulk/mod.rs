@@ -89,6 +89,14 @@ impl<'a> EntryColumn<'a> {
     fn is_large(&self) -> bool {
         matches!(self, EntryColumn::LargeBinary(_))
     }
+    /// The bytes of the values themselves: for views, the sum of their lengths (views may share bytes, so
+    /// this can pass the buffers' size).
+    fn value_bytes(&self) -> usize {
+        match self {
+            EntryColumn::BinaryView(a) => a.views().iter().map(|&v| v as u32 as usize).sum(),
+            _ => self.total_bytes(),
+        }
+    }
 }
 
 /// Hints the CPU to start loading the first `bytes` of `d` (see [`EntryColumn::prefetch`]).
@@ -210,10 +218,11 @@ pub fn peek_broker_entry_metadata(col: &EntryColumn) -> RecordBatch {
     ])
 }
 
-/// Strips broker entry metadata. Columns: `entry` (same binary type as the input; large_binary for
-/// large input, binary otherwise), `error`. Entries without it are passed through unchanged.
+/// Strips broker entry metadata. Columns: `entry` (large_binary for large_binary input and for a
+/// binary_view input whose values pass 2 GiB, which 32-bit offsets cannot hold; binary otherwise), `error`.
+/// Entries without it are passed through unchanged.
 pub fn strip_broker_entry_metadata(col: &EntryColumn) -> RecordBatch {
-    if col.is_large() {
+    if col.is_large() || col.value_bytes() > i32::MAX as usize {
         strip_into::<i64>(col)
     } else {
         strip_into::<i32>(col)
@@ -932,6 +941,23 @@ impl ExplodeRows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn views_are_counted_one_by_one_for_the_strip_output_type() {
+        // 33 views of one 64 MiB block: 2.1 GB of values in a 64 MiB buffer (never touched: zeroed pages)
+        let block = Buffer::from_vec(vec![0u8; 64 << 20]);
+        let mut b = arrow_array::builder::BinaryViewBuilder::new();
+        let blk = b.append_block(block);
+        for _ in 0..33 {
+            b.try_append_view(blk, 0, 64 << 20).unwrap();
+        }
+        let arr = b.finish();
+        let col = EntryColumn::from_array(&arr).unwrap();
+        assert_eq!(col.value_bytes(), 33 << 26);
+        let small = arrow_array::BinaryViewArray::from_iter_values([b"abc".as_slice()]);
+        let out = strip_broker_entry_metadata(&EntryColumn::from_array(&small).unwrap());
+        assert_eq!(out.column(0).data_type(), &arrow_schema::DataType::Binary);
+    }
 
     fn meta(compression: i32, uncompressed_size: u32, batch: Option<i32>, producer: usize) -> MetaFields {
         MetaFields {

@@ -93,6 +93,8 @@ impl Default for ArrowScanOptions {
 /// 200 MiB of logs, CRC32C verified, against a plain 1 MiB-read loop: 1 KiB entries 0.35x -> 0.5x,
 /// 16 KiB entries 0.35x -> 0.5-0.6x (with the window below).
 pub const BINARY_BATCH_BYTES: usize = 1 << 20;
+/// The largest `batch_bytes` a copying scan takes (see `MultiLogScan::new`).
+pub const BINARY_BATCH_BYTES_MAX: usize = 1 << 30;
 /// The read window of a copying scan (see [`MultiLogScan::new`]).
 pub const BINARY_SCAN_CHUNK: usize = 256 << 10;
 
@@ -390,11 +392,19 @@ impl MultiLogScan {
             };
         }
         if opts.payload_type == PayloadType::Binary {
+            // The payload column has 32-bit offsets: a batch stops past 1 GiB, so the entry that ends it
+            // (BookKeeper's are a few MB) cannot take the column past 2 GiB.
+            opts.batch_bytes = opts.batch_bytes.min(BINARY_BATCH_BYTES_MAX);
             // A copying scan reads each window and copies its payloads out: a window that stays in L2
             // is read back from cache (200 MiB of 1 KiB / 16 KiB entries: ~10% faster than 4 MiB windows).
             opts.scan.chunk_size = opts.scan.chunk_size.min(BINARY_SCAN_CHUNK);
         }
         MultiLogScan { logs, next_log: 0, cur: None, opts, known: HashMap::new(), summaries: Vec::new() }
+    }
+
+    /// The batch size in bytes this scan uses (after the defaults and caps of [`MultiLogScan::new`]).
+    pub fn batch_bytes(&self) -> usize {
+        self.opts.batch_bytes
     }
 
     /// Summaries of the logs finished so far, issues included.

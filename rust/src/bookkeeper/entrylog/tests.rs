@@ -908,3 +908,12 @@ fn small_adjacent_entries_are_one_block_and_large_ones_end_it() {
     assert_eq!(r.block_from(&bad, 0).1, 3);
     assert!(r.block_from(&bad, 0).2.is_none());
 }
+
+#[test]
+fn a_copying_scan_caps_its_batches_below_what_32_bit_offsets_hold() {
+    let opts = |payload_type, batch_bytes| ArrowScanOptions { payload_type, batch_bytes, ..Default::default() };
+    let scan = MultiLogScan::new(vec![], opts(PayloadType::Binary, usize::MAX));
+    assert_eq!(scan.batch_bytes(), super::arrow::BINARY_BATCH_BYTES_MAX);
+    assert_eq!(MultiLogScan::new(vec![], opts(PayloadType::Binary, 5)).batch_bytes(), 5);
+    assert_eq!(MultiLogScan::new(vec![], opts(PayloadType::BinaryView, usize::MAX)).batch_bytes(), usize::MAX);
+}
