@@ -286,14 +286,18 @@ impl Strs {
     }
 }
 
-/// Arrow's limit on a column's values (2 GiB with 32-bit offsets), as an error: a call given that much
-/// input gets `LimitExceededError` and can pass smaller batches.
+/// Arrow's limit on the values of a column with 32-bit offsets (2 GiB), as an error: a call given that
+/// much input gets `LimitExceededError` and can pass smaller batches, instead of an arrow builder's panic.
+/// `what` names the column and what to pass less of; `size` is what it would have held.
+pub(crate) fn column_too_large(what: &str, size: usize) -> Error {
+    Error::LimitExceeded { what: what.into(), size: size as u64, limit: i32::MAX as u64 }
+}
+
 fn offsets_fit<O: OffsetSizeTrait>(len: usize) -> Result<()> {
-    if O::from_usize(len).is_none() {
-        let what = "the values of one 32-bit-offset column (pass smaller batches)".into();
-        return Err(Error::LimitExceeded { what, size: len as u64, limit: i32::MAX as u64 });
+    match O::from_usize(len) {
+        None => Err(column_too_large("the values of one 32-bit-offset column (pass smaller batches)", len)),
+        Some(_) => Ok(()),
     }
-    Ok(())
 }
 
 pub(crate) fn nulls(valid: Vec<bool>, count: usize) -> Option<NullBuffer> {
@@ -430,7 +434,10 @@ impl PushMap {
     /// The map with the entries' fields named as given (pyarrow's `map_` names them `key`, `value`).
     pub(crate) fn finish_named(self, fields: arrow_schema::Fields) -> Result<ArrayRef> {
         if self.keys.valid.len() > i32::MAX as usize {
-            return Err(Error::invalid("more than 2^31 map entries in one column: pass smaller batches"));
+            return Err(column_too_large(
+                "the entries of one map column (pass smaller batches)",
+                self.keys.valid.len(),
+            ));
         }
         let nulls = nulls(self.valid, self.nulls);
         let entries = StructArray::new(fields.clone(), vec![self.keys.utf8()?, self.values.utf8()?], None);

@@ -6,7 +6,7 @@
 //! entries that do not decode) are named in a second, per-entry batch for the caller.
 use super::compaction::PositionedEntries;
 use super::{decode_one, explode_entry, meta_strings, raw, ExplodeRows, ExplodeScratch, OutputSize};
-use crate::columns::{Prim, PushMap, PushVar};
+use crate::columns::{column_too_large, Prim, PushMap, PushVar};
 use crate::error::{Error, Result};
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{
@@ -258,14 +258,11 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
     // Java's getData() is null for a null value (the bytes stay in the buffer, unreferenced)
     let payload_nulls = (nv.true_count() > 0).then(|| NullBuffer::new(!nv.values()));
     let (offsets, values, _) = out.payload.parts()?;
-    let offsets: Vec<i32> =
-        offsets.iter().map(|&o| i32::try_from(o)).collect::<std::result::Result<_, _>>().map_err(|_| {
-            Error::LimitExceeded {
-                what: "the payloads of one batch (read smaller batches)".into(),
-                size: values.len() as u64,
-                limit: i32::MAX as u64,
-            }
-        })?;
+    let offsets: Vec<i32> = offsets
+        .iter()
+        .map(|&o| i32::try_from(o))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| column_too_large("the payloads of one batch (read smaller batches)", values.len()))?;
     let payload = BinaryArray::try_new(OffsetBuffer::new(ScalarBuffer::from(offsets)), values, payload_nulls)
         .expect("offsets are consistent");
     let event = out.event.finish();

@@ -3,6 +3,7 @@
 use super::{batch, error_column, nullable, required, EntryColumn};
 use crate::codec::compaction::{compact_entry, compaction_records, BatchFormat, LatestForKey, Retained};
 use crate::codec::proto::MessageIdData;
+use crate::columns::column_too_large;
 use crate::error::{Error, Result};
 use arrow_array::builder::*;
 use arrow_array::cast::AsArray;
@@ -249,8 +250,7 @@ pub fn compact_entries_by_indexes(
 fn raw_fits(raw: &BinaryBuilder, more: usize) -> Result<()> {
     let size = raw.values_slice().len() + more;
     if size > i32::MAX as usize {
-        let what = "the raw messages of one call (pass fewer entries)".into();
-        return Err(Error::LimitExceeded { what, size: size as u64, limit: i32::MAX as u64 });
+        return Err(column_too_large("the raw messages of one call (pass fewer entries)", size));
     }
     Ok(())
 }
