@@ -114,6 +114,12 @@ def test_verify_metadata_on_gc_never_deletes_on_a_failed_read(small_logs):
         def ledger_metadata(self, lid):
             raise pk.PulsarkitError("metadata store timeout")
 
+        def next_ledger_id(self):
+            return store.metadata.next_ledger_id()  # the ledgers were issued: the scan alone fails
+
+        def cluster_instance_id(self):
+            return None
+
     g = GarbageCollector(store.bookie.dirs[0], Flaky(), GcConfig(**FAST, verify_metadata_on_gc=True), fsync=False)
     assert g.plan().ledgers_to_delete == []
 
@@ -392,3 +398,86 @@ def test_cli_gc_execute_on_a_read_only_bookie_index_says_read_only(tmp_path):
     (line,) = r.stderr.strip().splitlines()
     assert f"bookie index {locations} is read-only" in line, line
     assert "not a readable" not in line and "in use" not in line
+
+
+# -- metadata that cannot be this bookie's: refused before anything is planned -------------------------------
+
+
+def _cookie(ledger_dir, instance):
+    """A bookie cookie (layout 4, text format) naming cluster ``instance``, as real bookies write it."""
+    cur = os.path.join(ledger_dir, "current")
+    with open(os.path.join(cur, "VERSION"), "w") as f:
+        f.write(f'4\nbookieHost: "127.0.0.1:3181"\njournalDir: "j"\nledgerDirs: "1\\tl"\ninstanceId: "{instance}"\n')
+
+
+def test_gc_refuses_metadata_of_another_cluster(small_logs):
+    store = small_logs
+    mls = fill(store, topics=2, entries=10)
+    lid = mls[0].ledgers()[0].ledger_id
+    mls[0].close()
+    store.metadata.delete_ledger_metadata(lid)  # metadata gone, the bookie still holds it
+    _cookie(store.bookie.dirs[0].ledger_dir, "cluster-a")
+    store.metadata.put("/ledgers/INSTANCEID", b"cluster-b")
+    with pytest.raises(BookieError, match="cookie is of cluster cluster-a, the metadata is of cluster cluster-b"):
+        gc(store).plan()
+    store.metadata.put("/ledgers/INSTANCEID", b"cluster-a\n", expected_version=0)
+    assert [d.ledger_id for d in gc(store).plan().ledgers_to_delete] == [lid]  # the same cluster: as before
+
+
+def test_gc_refuses_metadata_older_than_the_bookie(tmp_path):
+    """A copy of the metadata taken before a topic was created lacks that topic's ledgers: GC against it
+    would delete them. Their ids are past what the copy's id generator had issued, so it refuses."""
+    import shutil
+
+    from pulsarkit.bookkeeper.ledger_storage import SingleDirectoryDbLedgerStorage
+    from pulsarkit.metadata.store import MetadataStore
+
+    s = pk.Store.open(tmp_path / "d", log_size_limit=64 << 10)
+    fill(s, topics=2, entries=10)
+    md_path, ledger_dir = s.metadata.path, s.bookie.dirs[0].ledger_dir
+    s.close()
+    shutil.copytree(md_path, tmp_path / "old-metadata")
+    s = pk.Store.open(tmp_path / "d", log_size_limit=64 << 10)
+    newer = s.managed_ledger("public/default/persistent/newer")
+    newer.add_entry(pk.encode_entry(pk.message_metadata("p", 0, 1_700_000_000_000), b"x" * 100))
+    s.flush()
+    newest = newer.ledgers()[-1].ledger_id
+    s.close()
+    storage = SingleDirectoryDbLedgerStorage(ledger_dir, read_only=False)
+    empty = MetadataStore(tmp_path / "empty")
+    try:
+        with MetadataStore(tmp_path / "old-metadata", read_only=True) as old:
+            assert old.next_ledger_id() <= newest
+            g = GarbageCollector(storage, old, GcConfig(**FAST), fsync=False)
+            with pytest.raises(BookieError, match="older than this bookie"):
+                g.plan()
+        # a store of nothing (another cluster's, or a wrong path): every ledger would go
+        with pytest.raises(BookieError, match=r"holds \d+ ledger\(s\) the metadata cannot have deleted"):
+            GarbageCollector(storage, empty, GcConfig(**FAST), fsync=False).plan()
+        # the plan made on the current metadata, executed against the old copy: refused too
+        with MetadataStore(md_path, read_only=True) as current:
+            plan = GarbageCollector(storage, current, GcConfig(**FAST), fsync=False).plan()
+        with MetadataStore(tmp_path / "old-metadata", read_only=True) as old:
+            forged = replace(plan, ledgers_to_delete=[pk.bookkeeper.gc.LedgerToDelete(newest, "forged")])
+            with pytest.raises(BookieError, match="older than this bookie"):
+                GarbageCollector(storage, old, GcConfig(**FAST), fsync=False).execute(forged)
+        assert storage.ledger_data[newest].exists
+    finally:
+        empty.close()
+        storage.close()
+
+
+def test_gc_still_deletes_the_newest_ledger_once_its_topic_is_deleted(small_logs):
+    """The refusal above must not keep a ledger the cluster did delete: the newest ledger of a deleted topic
+    is above every ledger left in the metadata, but its id was issued, so it goes."""
+    store = small_logs
+    fill(store, topics=1, entries=10)
+    last = store.managed_ledger("public/default/persistent/last")
+    last.add_entry(pk.encode_entry(pk.message_metadata("p", 0, 1_700_000_000_000), b"x" * 100))
+    store.flush()
+    lid = last.ledgers()[-1].ledger_id
+    last.close()
+    store.metadata.delete_ledger_metadata(lid)
+    assert lid > max(store.metadata.ledger_ids(), default=-1)
+    plan = gc(store).plan()
+    assert lid in [d.ledger_id for d in plan.ledgers_to_delete]

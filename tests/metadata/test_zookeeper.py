@@ -516,3 +516,44 @@ def test_snapshot_holding_the_next_transaction_is_not_used_as_of_its_trailer(
     assert s.zxid == k and _state_of(s._tree.nodes) == states[k]
     s = zk.ZkSnapshotStore(d / "x", as_of_zxid=k + 1)
     assert s.zxid == k + 1 and s.snapshot_zxid == j and _state_of(s._tree.nodes) == states[k + 1]
+
+
+def test_ledger_index_says_which_ledger_ids_were_issued(tmp_path):
+    """Bookie GC trusts a ledger's absence only below the id generator's next id: under ``/ledgers/idgen``
+    each id is a sequential suffix, the count of children created so far (ZooKeeper's stored cversion; the
+    served one counts the deletes too, so it would overstate what was issued)."""
+    from pulsarkit.metadata.reader import ChrootReader, LedgerIndex
+
+    bodies, zxid = [], 2
+    for i in range(3):  # PulsarLedgerIdGenerator: create ID-<seq> (ephemeral, sequential), delete it at once
+        node = f"/pulsar/ledgers/idgen/ID-{i:010d}"
+        bodies.append(w.txn_body(zxid, zk.OP_CREATE, w.create(node, ephemeral=True, parent_cversion=i + 1)))
+        bodies.append(w.txn_body(zxid + 1, zk.OP_DELETE, w.delete(node)))
+        zxid += 2
+    d = w.data_dir(tmp_path / "zk", {"/pulsar/ledgers/idgen": b"", "/pulsar/ledgers/00/0000/L0001": b""}, 1, bodies)
+    store = zk.ZkSnapshotStore(d)
+    assert store.stat("/pulsar/ledgers/idgen").cversion == 6  # served: 3 creates and 3 deletes
+    index = LedgerIndex(ChrootReader(store, "/pulsar"))
+    assert index.ledger_ids() == [1]
+    assert index.next_ledger_id() == 3  # ids 0, 1 and 2 were issued: ledger 2's absence is a deletion
+    assert index.cluster_instance_id() is None
+    # once the cluster has moved on to 63-bit ids the suffix under idgen says nothing
+    d2 = w.data_dir(
+        tmp_path / "zk2", {"/ledgers/idgen": b"", "/ledgers/idgen-long": b"", "/ledgers/INSTANCEID": b"c1"}, 1
+    )
+    index2 = LedgerIndex(zk.ZkSnapshotStore(d2))
+    assert index2.next_ledger_id() is None and index2.cluster_instance_id() == "c1"
+
+
+def test_rocksdb_store_says_which_ledger_ids_were_issued(tmp_path):
+    """Pulsar's RocksDB store gives sequential nodes one counter for the whole store, which it keeps."""
+    from pulsarkit.metadata.store import StoreItems
+
+    with MetadataStore(tmp_path / "md") as s:
+        ids = [s.generate_ledger_id() for _ in range(3)]
+        assert s.next_ledger_id() == ids[-1] + 1
+        pairs = list(s.raw_items())
+    assert StoreItems(pairs).next_sequential("/ledgers/idgen") == ids[-1] + 1
+    from pulsarkit.metadata.reader import LedgerIndex
+
+    assert LedgerIndex(StoreItems(pairs)).next_ledger_id() == ids[-1] + 1

@@ -28,11 +28,13 @@ import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from .. import _native
 from ..errors import BookieError, PulsarkitError
 from ..plan import Plan, PlanItem, Skipped
+from .cookie import read_cookie
 from .digest import digest_type_name
 from .entrylog import EntryLogMetadata, EntryLogReader
 from .ledger_storage import SingleDirectoryDbLedgerStorage
@@ -106,11 +108,58 @@ def read_entry_log(current: str, log_id: int) -> EntryLogFacts:
 
 
 class LedgerManager(Protocol):
-    """What GC asks the metadata store (:class:`pulsarkit.metadata.store.MetadataStore` fits)."""
+    """What GC asks the metadata store (:class:`pulsarkit.metadata.store.MetadataStore` and
+    :class:`pulsarkit.metadata.reader.LedgerIndex` fit)."""
 
     def ledger_ids(self) -> list[int]: ...
 
     def ledger_metadata(self, ledger_id: int) -> Any: ...
+
+    def next_ledger_id(self) -> int | None:
+        """The lowest ledger id the cluster's id generator had not issued when the metadata was read, or
+        None when it does not say."""
+        ...
+
+    def cluster_instance_id(self) -> str | None:
+        """``/ledgers/INSTANCEID``, which every bookie's cookie of the cluster names, or None."""
+        ...
+
+
+def check_metadata_covers(
+    ledger_dir: str, ledger_manager: LedgerManager, local: Iterable[int], known: set[int]
+) -> None:
+    """Refuses (:class:`BookieError`) to collect ``ledger_dir`` against metadata that cannot be this bookie's
+    as it is now. GC deletes every ledger the metadata lacks, so metadata of another cluster, or an old copy,
+    would delete live ledgers. BookKeeper's own GC cannot meet either: a bookie with another cluster's cookie
+    does not start, and it reads the live metadata after listing its ledgers. Two checks:
+
+    * the directory's cookie names another cluster (``instanceId``) than the metadata's ``INSTANCEID``;
+    * the bookie holds a ledger the metadata lacks whose id its id generator had not issued yet (every
+      ledger is created in the metadata before a bookie sees an entry of it), or, when the generator does
+      not say, whose id is above every ledger the metadata has."""
+    cookie = read_cookie(Path(ledger_dir))
+    ours, theirs = (cookie.instance_id if cookie else None), ledger_manager.cluster_instance_id()
+    if ours and theirs and ours != theirs:
+        raise BookieError(
+            f"refusing GC of {ledger_dir}: its cookie is of cluster {ours}, the metadata is of cluster {theirs}; "
+            "give the metadata of the cluster this bookie belongs to"
+        )
+    issued = ledger_manager.next_ledger_id()
+    newest = max(known, default=-1)
+    unknown = sorted(
+        lid for lid in local if lid not in known and (lid >= issued if issued is not None else lid > newest)
+    )
+    if unknown:
+        said = (
+            f"its id generator had issued ids below {issued} only"
+            if issued is not None
+            else f"the newest ledger it has is {newest} and its id generator's state is not in it"
+        )
+        raise BookieError(
+            f"refusing GC of {ledger_dir}: it holds {len(unknown)} ledger(s) the metadata cannot have deleted "
+            f"(first {unknown[:5]}): {said}. The metadata is older than this bookie (a stale copy or snapshot) "
+            "or not this cluster's; give its current state"
+        )
 
 
 @dataclass
@@ -379,6 +428,7 @@ class GarbageCollector:
         )
         known = set(self.ledger_manager.ledger_ids()) if known_ledgers is None else known_ledgers
         local = {lid for lid, ld in s.ledger_data.items() if ld.exists}
+        check_metadata_covers(s.ledger_dir, self.ledger_manager, local, known)
         delete = []
         for lid in sorted(local - known):
             if cfg.verify_metadata_on_gc:
@@ -489,8 +539,10 @@ class GarbageCollector:
         if not isinstance(plan, GcPlan) or plan.ledger_dir != self.storage.ledger_dir:
             raise BookieError("not a GC plan for this ledger directory")
         s = self.storage
-        res = GcResult(recovered=self.recover())
         known = set(self.ledger_manager.ledger_ids())
+        # the metadata may not be the one planned on (another copy, another cluster): checked again
+        check_metadata_covers(s.ledger_dir, self.ledger_manager, (d.ledger_id for d in plan.ledgers_to_delete), known)
+        res = GcResult(recovered=self.recover())
         for d in plan.ledgers_to_delete:
             lid = d.ledger_id
             if lid in known:

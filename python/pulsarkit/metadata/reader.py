@@ -13,7 +13,14 @@ from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import LedgerNotFoundError, MetadataStoreError
-from .store import Stat, ledger_id_from_path, parse_ledger_metadata
+from .store import (
+    INSTANCE_ID_PATH,
+    LEDGERS_ROOT,
+    Stat,
+    ledger_id_from_path,
+    parse_instance_id,
+    parse_ledger_metadata,
+)
 
 
 @runtime_checkable
@@ -35,6 +42,14 @@ class MetadataReader(Protocol):
         ...
 
 
+def next_sequential(reader: MetadataReader, parent: str) -> int | None:
+    """The suffix ``reader``'s store would give the next sequential child of ``parent`` (ZooKeeper: the
+    parent's ``cversion``; Pulsar's RocksDB store: its one counter), so every sequential child created so far
+    has a smaller one; None when the source does not say (a reader without ``next_sequential``)."""
+    own = getattr(reader, "next_sequential", None)
+    return own(parent) if own is not None else None
+
+
 class MergedReader:
     """Several metadata trees read as one: a path is read from the first reader that has it. A Pulsar cluster
     may keep its configuration store (tenants, namespace policies, partitioned-topic metadata) apart from its
@@ -53,6 +68,13 @@ class MergedReader:
 
     def exists(self, path: str) -> bool:
         return any(r.exists(path) for r in self.readers)
+
+    def next_sequential(self, parent: str) -> int | None:
+        """:func:`next_sequential` of the first reader holding ``parent``."""
+        for r in self.readers:
+            if r.exists(parent):
+                return next_sequential(r, parent)
+        return None
 
     def children(self, path: str) -> list[str]:
         return sorted({c for r in self.readers for c in r.children(path)})
@@ -87,6 +109,9 @@ class ChrootReader:
     def exists(self, path: str) -> bool:
         return self.reader.exists(self._full(path))
 
+    def next_sequential(self, parent: str) -> int | None:
+        return next_sequential(self.reader, self._full(parent))
+
     def children(self, path: str) -> list[str]:
         return self.reader.children(self._full(path))
 
@@ -115,6 +140,20 @@ class LedgerIndex:
 
     def ledger_ids(self) -> list[int]:
         return sorted(self._index())
+
+    def next_ledger_id(self) -> int | None:
+        """The lowest ledger id the id generator had not issued when the tree was read (every ledger created
+        by then has a smaller one): the next sequential suffix under ``/ledgers/idgen``, where
+        ``PulsarLedgerIdGenerator`` and BookKeeper's ``ZkLedgerIdGenerator`` take 31-bit ids. None once the
+        cluster has moved on to 63-bit ids (``/ledgers/idgen-long``), or when the source does not say."""
+        if self.reader.exists(LEDGERS_ROOT + "/idgen-long"):
+            return None
+        return next_sequential(self.reader, LEDGERS_ROOT + "/idgen")
+
+    def cluster_instance_id(self) -> str | None:
+        """``/ledgers/INSTANCEID``: the cluster every bookie's cookie names, or None."""
+        got = self.reader.get(INSTANCE_ID_PATH)
+        return parse_instance_id(got[0] if got is not None else None)
 
     def ledger_metadata(self, ledger_id: int) -> tuple[Any, Stat]:
         """``(LedgerMetadataFormat, stat)``; :class:`LedgerNotFoundError` (a ``KeyError``) if absent."""

@@ -53,6 +53,7 @@ INSTANCE_ID_KEY = b"__metadata_instanceId_key"
 MANAGED_LEDGERS_ROOT = "/managed-ledgers"
 LEDGERS_ROOT = "/ledgers"
 _IDGEN_SHORT = LEDGERS_ROOT + "/idgen"
+_IDGEN_LONG = LEDGERS_ROOT + "/idgen-long"
 _INT_MAX = 2**31 - 1
 
 LEDGER_METADATA_HEADER = "BookieMetadataFormatVersion"
@@ -75,6 +76,16 @@ class Stat(NamedTuple):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+#: The cluster's instance id, written when BookKeeper's metadata is formatted; each bookie's cookie names it.
+INSTANCE_ID_PATH = LEDGERS_ROOT + "/INSTANCEID"
+
+
+def parse_instance_id(data: bytes | None) -> str | None:
+    """The instance id a ``/ledgers/INSTANCEID`` node holds (text, compared with a cookie's ``instanceId``)."""
+    text = data.decode("utf-8", "replace").strip() if data else ""
+    return text or None
 
 
 def encode_meta_value(data: bytes, version: int, owner: int, ctime: int, mtime: int, ephemeral: bool = False) -> bytes:
@@ -269,8 +280,19 @@ class StoreItems:
 
     def __init__(self, pairs: Iterable[tuple[bytes, bytes]], where: str = "metadata store") -> None:
         self.where = where
-        self._raw = {k.decode("utf-8", "replace"): v for k, v in pairs if k.startswith(b"/")}
+        self._raw: dict[str, bytes] = {}
+        self._sequential: int | None = None
+        for k, v in pairs:
+            if k.startswith(b"/"):
+                self._raw[k.decode("utf-8", "replace")] = v
+            elif k == SEQUENTIAL_ID_KEY and len(v) == 8:
+                self._sequential = struct.unpack(">q", v)[0]
         self._sorted = sorted(self._raw, key=_utf8)
+
+    def next_sequential(self, parent: str) -> int | None:
+        """The suffix the store gives its next sequential node (one counter for the whole store, whatever the
+        parent), or None when the pairs hold no counter."""
+        return self._sequential
 
     def get(self, path: str) -> tuple[bytes, Stat] | None:
         raw = self._raw.get(path)
@@ -493,6 +515,19 @@ class MetadataStore:
             self.delete(ledger_path(ledger_id))
         except MetadataNotFoundError:
             raise LedgerNotFoundError(f"ledger {ledger_id} has no metadata") from None
+
+    def next_ledger_id(self) -> int | None:
+        """The lowest ledger id the cluster's id generator has not issued yet: every ledger created so far has
+        a smaller one (``PulsarLedgerIdGenerator``'s 31-bit ids are the suffixes of sequential nodes, taken
+        from the store's counter). None once it has moved on to 63-bit ids (``/ledgers/idgen-long``)."""
+        if self._load(_IDGEN_LONG) is not None:
+            return None
+        return self._sequential
+
+    def cluster_instance_id(self) -> str | None:
+        """``/ledgers/INSTANCEID``: the cluster every bookie's cookie names (``instanceId``), or None."""
+        got = self.get(INSTANCE_ID_PATH)
+        return parse_instance_id(got[0] if got is not None else None)
 
     def ledger_ids(self) -> list[int]:
         """Ids of all ledgers with metadata, ascending."""

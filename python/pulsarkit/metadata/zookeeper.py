@@ -1027,6 +1027,13 @@ class ZkSnapshotStore:
         n = self._tree.nodes.get(path)
         return None if n is None else n.client_stat()
 
+    def next_sequential(self, parent: str) -> int | None:
+        """The suffix ZooKeeper gives the next sequential child of ``parent``: the count of children ever
+        created, which the node keeps as its stored ``cversion`` (the served one, ``2 * stored - children``,
+        also counts the deletes), so every sequential child made so far has a smaller suffix."""
+        st = self.stat(parent)
+        return None if st is None else (st.cversion + st.num_children) // 2
+
     def get(self, path: str) -> tuple[bytes, Stat] | None:
         n = self._tree.nodes.get(path)
         if n is None:

@@ -69,8 +69,10 @@ from ..managed_ledger.factory import Store
 from ..managed_ledger.position import Position
 from ..metadata.reader import ChrootReader, MergedReader, MetadataReader
 from ..metadata.store import (
+    INSTANCE_ID_PATH,
     StoreItems,
     ledger_id_from_path,
+    parse_instance_id,
     parse_ledger_metadata,
     parse_managed_cursor_info,
     parse_managed_ledger_info,
@@ -333,8 +335,7 @@ class DataDir:
         """A directory given twice is read once; one whose cookie names another cluster (its ``instanceId``
         is not this metadata's ``/ledgers/INSTANCEID``) is not read, since its ledger ids are another
         cluster's. Each is an issue naming the directory; everything else is read."""
-        raw = self.nodes.get("/ledgers/INSTANCEID")
-        instance = raw.decode("utf-8", "replace").strip() if raw else None
+        instance = parse_instance_id(self.nodes.get(INSTANCE_ID_PATH))
 
         def usable(dirs: list[Path], what: str) -> list[bool]:
             seen: dict[str, Path] = {}
