@@ -104,10 +104,17 @@ def snapshot(
 
     walk("/")
     o.string("/").seal()
+    # Each part of the trailer is the server's own setting: zookeeper.digest.enabled writes the digest,
+    # zookeeper.serializeLastProcessedZxid.enabled (3.9) the last processed zxid.
     if digest is not None:
-        o.long(digest[0]).int(digest[1]).long(digest[2]).seal()
-        if last_zxid is not None:
-            o.long(last_zxid).seal()
+        o.long(digest[0]).int(digest[1])
+        if digest[1] < 2:  # digest version 1 wrote the digest as a hex string
+            o.string(f"{digest[2]:x}")
+        else:
+            o.long(digest[2])
+        o.seal()
+    if last_zxid is not None:
+        o.long(last_zxid).seal()
     return bytes(o.b)
 
 

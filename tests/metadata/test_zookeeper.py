@@ -213,7 +213,7 @@ def test_as_of_needs_a_snapshot_that_ends_before(tmp_path: Path) -> None:
     assert s.snapshot_zxid == 1 and s.zxid == 4
     # Without a trailer, the next snapshot's zxid bounds the previous one.
     fuzzy6 = w.snapshot({**BASE, "/b": w.Node(b"bee", czxid=3, mzxid=3, pzxid=3)}, last_zxid=6)
-    d = _dir(tmp_path / "old", {1: w.snapshot(BASE, digest=None), 5: fuzzy6}, {2: _workload_log()})
+    d = _dir(tmp_path / "old", {1: w.snapshot(BASE, digest=None, last_zxid=None), 5: fuzzy6}, {2: _workload_log()})
     s = zk.ZkSnapshotStore(d, as_of_zxid=5)
     assert s.snapshot_zxid == 1 and s.zxid == 5
     assert zk.ZkSnapshotStore(d, as_of_zxid=6).snapshot_zxid == 5
@@ -267,6 +267,55 @@ def test_errors_name_file_and_offset(tmp_path: Path) -> None:
     with pytest.raises(ZooKeeperDataError, match="no snapshot"):
         zk.ZkSnapshotStore(tmp_path)
     assert issubclass(ZooKeeperDataError, PulsarkitError)
+
+
+@pytest.mark.parametrize(
+    ("digest", "last"),
+    [
+        (None, None),  # before 3.6
+        ((7, 2, 0xABC), None),  # 3.6-3.8, or 3.9 with serializeLastProcessedZxid off
+        (None, 0x10),  # 3.9 with zookeeper.digest.enabled=false
+        ((7, 2, 0xABC), 0x10),  # 3.9's default
+        ((7, 1, 0xABC), 0x10),  # digest version 1: the digest as a hex string
+    ],
+)
+def test_snapshot_trailer_shapes(tmp_path: Path, digest: tuple[int, int, int] | None, last: int | None) -> None:
+    snap = w.snapshot(BASE, digest=digest, last_zxid=last)
+    p = zk.parse_snapshot(snap, "snapshot.1")
+    assert (p.digest, p.last_processed_zxid, p.issues) == (digest, last, [])
+    s = zk.ZkSnapshotStore(_dir(tmp_path, {1: snap}, {2: _workload_log()}))
+    assert s.issues == [] and s.snapshot_zxid == 1 and s.zxid == 8 and s.get("/a")[0] == b"a1"
+
+
+def test_bad_snapshot_trailers_are_refused() -> None:
+    tree_end = len(w.snapshot(BASE, digest=None, last_zxid=None))
+
+    def flip(b: bytes, at: int) -> bytes:
+        return b[:at] + bytes([b[at] ^ 1]) + b[at + 1 :]
+
+    # a last processed zxid alone whose seal does not verify: neither shape, refused at the trailer's start
+    bad = flip(w.snapshot(BASE, digest=None, last_zxid=0x10), tree_end + 3)
+    with pytest.raises(ZooKeeperDataError, match=rf"neither a digest .* nor a last processed zxid .* {tree_end}$"):
+        zk.parse_snapshot(bad, "snapshot.1")
+    # a digest whose seal does not verify
+    bad = flip(w.snapshot(BASE, digest=(7, 2, 0xABC), last_zxid=None), tree_end + 15)
+    with pytest.raises(ZooKeeperDataError, match=rf"neither a digest .* nor .* at offset {tree_end}$"):
+        zk.parse_snapshot(bad, "snapshot.1")
+    # a verified digest, then a last processed zxid whose seal does not verify
+    bad = flip(w.snapshot(BASE, digest=(7, 2, 0xABC), last_zxid=0x10), tree_end + 33 + 2)
+    with pytest.raises(ZooKeeperDataError, match=rf"last processed zxid checksum mismatch.* {tree_end + 41}$"):
+        zk.parse_snapshot(bad, "snapshot.1")
+    # a version-1 digest that is not hexadecimal (the server's Long.parseLong throws)
+    o = w.Out()
+    o.b += w.snapshot(BASE, digest=None, last_zxid=None)
+    o.long(7).int(1).string("0x1f").seal()
+    with pytest.raises(ZooKeeperDataError, match=rf"digest '0x1f' is not hexadecimal at offset {tree_end + 12}"):
+        zk.parse_snapshot(bytes(o.b), "snapshot.1")
+    # too short for either: the server reads the end of the file inside the digest as an older snapshot
+    short = w.snapshot(BASE, digest=None, last_zxid=None) + b"\x00" * 3 + b"\x00\x00\x00\x01/"
+    p = zk.parse_snapshot(short, "snapshot.1")
+    assert (p.digest, p.last_processed_zxid) == (None, None)
+    assert [(i.offset, i.message) for i in p.issues] == [(tree_end, "8 bytes after the snapshot's last seal ignored")]
 
 
 def test_rocksdb_store_is_a_reader(tmp_path: Path) -> None:

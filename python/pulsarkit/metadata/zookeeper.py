@@ -11,8 +11,10 @@ null) then the elements.
   the nodes depth-first from the root (written with the path ``""``): ``path``, ``data``, the ``long`` ACL
   reference (-1: open to everyone), ``StatPersisted{czxid, mzxid, ctime, mtime, version, cversion, aversion,
   ephemeralOwner, pzxid}``, ended by the path ``"/"``; then a seal: the Adler-32 of every byte before it as a
-  ``long`` and the string ``"/"``. Newer servers append ``ZxidDigest{zxid, digestVersion, digest}`` and a seal,
-  then the last processed zxid and a seal. ``.gz`` and ``.snappy`` (xerial framing) snapshots are decompressed.
+  ``long`` and the string ``"/"``. Newer servers append ``ZxidDigest{zxid, digestVersion, digest}`` and a seal
+  (``zookeeper.digest.enabled``), then (3.9) the last processed zxid and a seal
+  (``zookeeper.serializeLastProcessedZxid.enabled``); either, both or neither may be there, told apart by
+  which seal verifies. ``.gz`` and ``.snappy`` (xerial framing) snapshots are decompressed.
 * A transaction log is ``FileHeader{magic "ZKLG", version 2, dbid}``, then records ``[long Adler-32 of the
   body][int length][body][byte 'B']``; the body is ``TxnHeader{clientId, cxid, zxid, time, type}``, the
   transaction of that type, and, on newer servers, ``TxnDigest{version, treeDigest}``. A zero length is the end
@@ -40,6 +42,7 @@ from __future__ import annotations
 import gzip
 import mmap
 import os
+import re
 import struct
 import zlib
 from collections.abc import Iterator
@@ -378,6 +381,77 @@ def _seal(inp: _In, what: str) -> None:
         raise inp.fail(f"{what} checksum mismatch: stored {stored:#x}, computed {computed:#x}", at)
 
 
+_HEX = re.compile(r"[+-]?[0-9a-fA-F]+")
+#: the shortest trailer: a last processed zxid and its seal (a digest and its seal take 29 bytes or more)
+_MIN_TRAILER = 8 + 13
+
+
+def _zxid_digest(inp: _In) -> tuple[int, int, int] | None:
+    """``DataTree.ZxidDigest``; None when the file ends inside it (the server's EOFException)."""
+    if inp.left() < 12:
+        return None
+    dz = inp.long("digest zxid")
+    dv = inp.int("digest version")
+    if dv >= 2:
+        return (dz, dv, inp.long("digest")) if inp.left() >= 8 else None
+    if inp.left() < 4 or _I.unpack_from(inp.buf, inp.pos)[0] > inp.left() - 4:
+        return None
+    at = inp.pos
+    hexs = inp.string("digest")
+    if hexs is None:  # the server keeps its digest 0
+        return dz, dv, 0
+    # Long.parseLong(d, 16): anything else throws, and the server does not start
+    if not _HEX.fullmatch(hexs) or not -(2**63) <= int(hexs, 16) < 2**63:
+        raise inp.fail(f"digest {hexs!r} is not hexadecimal", at)
+    return dz, dv, int(hexs, 16)
+
+
+def _snapshot_trailer(inp: _In) -> tuple[tuple[int, int, int] | None, int | None]:
+    """What follows the snapshot's seal: ``(digest, last processed zxid)``, each None when absent.
+
+    The server writes ``ZxidDigest`` and a seal when ``zookeeper.digest.enabled``, then (3.9) the last processed
+    zxid and a seal when ``zookeeper.serializeLastProcessedZxid.enabled``, and reads with its own settings. Those
+    are not in the files, so the shape is told by whose seal verifies (the digest's tried first, as the server
+    reads it first).
+    """
+    start = inp.pos
+    if not inp.left():
+        return None, None
+    try:
+        digest = _zxid_digest(inp)
+        truncated = digest is None
+        if digest is not None:
+            _seal(inp, "digest")
+    except inp.error as e:
+        truncated, why_digest = False, str(e).removeprefix(f"{inp.file}: ")
+    else:
+        if digest is not None:
+            # the digest verified: what follows can only be the last processed zxid
+            last = None
+            if inp.left() >= 8:  # fewer: the server's EOFException, left to the caller's issue
+                last = inp.long("last processed zxid")
+                _seal(inp, "last processed zxid")
+            return digest, last
+        why_digest = "the file ends inside it"
+    inp.pos = start
+    try:
+        last = inp.long("last processed zxid")
+        _seal(inp, "last processed zxid")
+        return None, last
+    except inp.error as e:
+        why_last = str(e).removeprefix(f"{inp.file}: ")
+    inp.pos = start
+    # Too short for a last processed zxid, and the digest ran out of bytes: the server reads that EOF as a
+    # snapshot older than digests and goes on (the caller reports the bytes as ignored).
+    if truncated and inp.left() < _MIN_TRAILER:
+        return None, None
+    raise inp.fail(
+        f"{inp.left()} bytes after the snapshot's seal are neither a digest ({why_digest}) "
+        f"nor a last processed zxid ({why_last})",
+        start,
+    )
+
+
 def parse_snapshot(raw: bytes, file: str = "snapshot") -> Snapshot:
     """One snapshot file's content (``raw`` as stored; compression is taken from ``file``'s extension)."""
     name = os.path.basename(file)
@@ -461,23 +535,7 @@ def parse_snapshot(raw: bytes, file: str = "snapshot") -> Snapshot:
     if "/" not in nodes:
         raise inp.fail("snapshot has no root node")
     _seal(inp, "snapshot")
-    digest = last = None
-    if inp.left() >= 12:  # DataTree.deserializeZxidDigest: absent in older snapshots
-        dz = inp.long("digest zxid")
-        dv = inp.int("digest version")
-        if dv < 2:
-            hexs = inp.string("digest")
-            try:
-                dval = int(hexs or "0", 16)
-            except ValueError:
-                raise inp.fail(f"digest {hexs!r} is not hexadecimal") from None
-        else:
-            dval = inp.long("digest")
-        digest = (dz, dv, dval)
-        _seal(inp, "digest")
-        if inp.left() >= 8:
-            last = inp.long("last processed zxid")
-            _seal(inp, "last processed zxid")
+    digest, last = _snapshot_trailer(inp)
     if inp.left():
         issues.append(Issue(file, inp.pos, f"{inp.left()} bytes after the snapshot's last seal ignored"))
     return Snapshot(
