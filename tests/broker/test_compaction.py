@@ -229,6 +229,12 @@ def test_tombstone_at_the_tail_and_an_empty_compacted_ledger(store):
     tail = ml.add_entry(pk.encode_batch(md(4), [b"x", b"y"]), num_messages=2)
     # an entry past the horizon answers with its own last batch index
     assert CompactedTopic.open(store, ml).last_message_id()[:3] == (tail.ledger_id, tail.entry_id, 1)
+    # a batch of one (what a batching producer sends when its timer fires on one message) answers index 0,
+    # as ServerCnx.getLargestBatchIndexWhenPossible does; an entry that is not a batch answers -1
+    one = ml.add_entry(pk.encode_batch(md(5), [b"z"]), num_messages=1)
+    assert CompactedTopic.open(store, ml).last_message_id()[:3] == (one.ledger_id, one.entry_id, 0)
+    plain = ml.add_entry(pk.encode_entry(md(6), b"w"))
+    assert CompactedTopic.open(store, ml).last_message_id()[:3] == (plain.ledger_id, plain.entry_id, -1)
 
 
 def test_find_start_point_and_seek_by_publish_time(store):

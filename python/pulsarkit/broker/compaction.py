@@ -403,8 +403,10 @@ class CompactedTopic:
         if last.entry_id >= 0 and (self.horizon is None or last > self.horizon):
             e = Entry.parse(self.ml.read_entry(last), verify_checksum=False)
             md = e.metadata
+            # ServerCnx.getLargestBatchIndexWhenPossible: a batch of one answers index 0; only an entry
+            # without the field is -1 (the compacted ledger's own rule, batches of one at -1, is not this one)
             n = md.num_messages_in_batch if md.HasField("num_messages_in_batch") else 0
-            return MessagePosition(last.ledger_id, last.entry_id, n - 1 if n > 1 else -1, md.publish_time)
+            return MessagePosition(last.ledger_id, last.entry_id, n - 1 if n > 0 else -1, md.publish_time)
         return self.last_message_position()
 
     def has_message_available(self, read_position: Position, batch_index: int = -1) -> bool:
