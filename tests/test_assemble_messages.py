@@ -190,3 +190,31 @@ def test_the_native_call_checks_its_inputs():
     unsorted = (pa.array([2, 1], pa.int64()), pa.array([0, 0], pa.int64()), pa.array(["A", "B"]), "UNKNOWN")
     with pytest.raises(PulsarkitError, match="not sorted"):
         _native.bulk_assemble_messages(entries, ids, ids, "t", 0, False, unsorted, True, [])
+
+
+def _read_entries(datas: list[bytes]) -> tuple[pa.Table, list[Any]]:
+    part = ScanPartition(data_dir="d", topic="persistent://t/n/x", kind="topic", partition=-1, segments=[])
+    issues: list[Any] = []
+    state = MessageState(part, "committed", False, on_issue=issues.append)
+    n = len(datas)
+    t = state.messages([7] * n, list(range(n)), datas, [], [None] * n)
+    state.finish()
+    return t, issues
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_chunks_become_one_message_encrypted_or_not(encrypted):
+    """ConsumerImpl joins the chunks of a message it cannot decrypt too (CONSUME): one message at the last
+    chunk's id, not one per chunk; its payload stays unread (None, ``encrypted``) as for any encrypted entry."""
+    datas = []
+    for cid in range(3):
+        md = message_metadata("p", 5, 1000, uuid="p-5", chunk_id=cid, num_chunks_from_msg=3, total_chunk_msg_size=9)
+        if encrypted:
+            k = md.encryption_keys.add()
+            k.key, k.value = "k1", b"v"
+        datas.append(encode_entry(md, b"abc"))
+    t, issues = _read_entries(datas)
+    assert issues == []
+    rows = t.select(["entry_id", "batch_index", "payload", "encrypted"]).to_pylist()
+    payload = None if encrypted else b"abcabcabc"
+    assert rows == [{"entry_id": 2, "batch_index": -1, "payload": payload, "encrypted": encrypted}]

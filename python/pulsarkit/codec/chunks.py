@@ -42,7 +42,8 @@ class ChunkAssembler:
     - a new chunk 0 for an open uuid restarts it (the producer resent the whole message);
     - more than ``max_pending_chunked_messages`` open contexts evicts the oldest;
     - contexts idle for ``expire_incomplete_after_ms`` are dropped by :meth:`expire`;
-    - after the last chunk the concatenation is decompressed once with the chunk metadata's codec.
+    - after the last chunk the concatenation is decompressed once with the chunk metadata's codec (an
+      encrypted message's is left as it is: the ciphertext a consumer without its key gets).
     """
 
     def __init__(
@@ -106,8 +107,13 @@ class ChunkAssembler:
         if cid != n - 1:
             return None
         del self._ctx[uuid]
-        codec = compression_name(md.compression)
-        payload = _native.decompress(codec, bytes(ctx.buffer), md.uncompressed_size, self.max_uncompressed_size)
+        if e.is_encrypted:
+            # ConsumerImpl joins an undecryptable message's chunks too (CONSUME): the ciphertext, still
+            # compressed, since decompression comes after decryption
+            payload = bytes(ctx.buffer)
+        else:
+            codec = compression_name(md.compression)
+            payload = _native.decompress(codec, bytes(ctx.buffer), md.uncompressed_size, self.max_uncompressed_size)
         return ChunkedMessage(metadata_message(ctx.first.metadata, payload), ctx.chunk_ids, uuid)
 
     def expire(self) -> list[str]:

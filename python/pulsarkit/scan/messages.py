@@ -286,18 +286,19 @@ class EntryRules:
             return out
         key = md.partition_key if md.HasField("partition_key") else None
         props = {kv.key: kv.value for kv in md.properties}
-        if e.is_encrypted:
-            rec(-1, key, props, None, md.event_time or None, md.sequence_id, md.null_value, bem_index, True)
-            return out
-        if e.is_chunk:
+        if e.is_chunk:  # encrypted chunks too: Java joins them into one message whether or not it can decrypt
             try:
                 done = self.assembler.add(e, (lid, eid))
             except PulsarkitError as err:
                 self.on_bad("bad_chunk", lid, eid, str(err))
                 return out
             if done is not None:
-                p = done.message.payload
-                rec(-1, key, props, p, md.event_time or None, md.sequence_id, md.null_value, bem_index)
+                enc = e.is_encrypted
+                p = None if enc else done.message.payload
+                rec(-1, key, props, p, md.event_time or None, md.sequence_id, md.null_value, bem_index, enc)
+            return out
+        if e.is_encrypted:
+            rec(-1, key, props, None, md.event_time or None, md.sequence_id, md.null_value, bem_index, True)
             return out
         # a plain entry is decoded column-wise (MessageState): never here
         self.on_bad("bad_entry", lid, eid, "a plain entry was sent to the per-entry rules")
