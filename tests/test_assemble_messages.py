@@ -218,3 +218,16 @@ def test_chunks_become_one_message_encrypted_or_not(encrypted):
     rows = t.select(["entry_id", "batch_index", "payload", "encrypted"]).to_pylist()
     payload = None if encrypted else b"abcabcabc"
     assert rows == [{"entry_id": 2, "batch_index": -1, "payload": payload, "encrypted": encrypted}]
+
+
+def test_a_batched_message_without_its_own_event_time_keeps_the_entrys():
+    """MessageImpl.create copies the entry's metadata and overrides the event time only when the message
+    has one (its key, by contrast, is cleared): every read path gives the same."""
+    md = message_metadata("p", 1, 1000, event_time=5, partition_key="K")
+    data = encode_batch(md, [{"payload": b"a"}, {"payload": b"b", "event_time": 9}])
+    want = [(None, 5), (None, 9)]
+    assert [(m.key, m.event_time) for m in Entry.parse(data).messages()] == want
+    t, _ = _read_entries([data])
+    assert list(zip(t.column("key").to_pylist(), t.column("event_time").to_pylist(), strict=True)) == want
+    exploded = pa.record_batch(_native.bulk_explode_messages(pa.array([data], pa.binary())))
+    assert exploded.column("event_time").to_pylist() == [5, 9]

@@ -189,11 +189,23 @@ def tree(paths_data: dict[str, bytes], ctime: int = 1000) -> dict[str, Node]:
     return nodes
 
 
-def data_dir(dest: Path, paths_data: dict[str, bytes], zxid: int, bodies: Iterable[bytes] = ()) -> Path:
+def data_dir(
+    dest: Path,
+    paths_data: dict[str, bytes],
+    zxid: int,
+    bodies: Iterable[bytes] = (),
+    created_children: dict[str, int] | None = None,
+) -> Path:
     """A ZooKeeper dataDir at ``dest``: ``version-2/snapshot.<zxid>`` holding ``paths_data`` (and their parents),
-    and ``log.<zxid + 1>`` with the transaction ``bodies`` (:func:`txn_body`), preallocated."""
+    and ``log.<zxid + 1>`` with the transaction ``bodies`` (:func:`txn_body`), preallocated. ``created_children``:
+    how many children were ever created under a node (its stored cversion, the next sequential suffix)."""
     v = dest / "version-2"
     v.mkdir(parents=True)
-    (v / f"snapshot.{zxid:x}").write_bytes(snapshot(tree(paths_data), last_zxid=zxid))
+    nodes = tree(paths_data)
+    for path, n in (created_children or {}).items():
+        st = list(nodes[path].stat)
+        st[5] = n
+        nodes[path].stat = tuple(st)
+    (v / f"snapshot.{zxid:x}").write_bytes(snapshot(nodes, last_zxid=zxid))
     (v / f"log.{zxid + 1:x}").write_bytes(txn_log(list(bodies), prealloc=256))
     return dest

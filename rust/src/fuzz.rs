@@ -679,7 +679,7 @@ fn check_assemble(flags: u8, rows: &[Option<&[u8]>], arr: &dyn Array) {
         }
         let m = meta.unwrap_or_else(|| panic!("entry {i} has status {s}, but its metadata does not scan"));
         assert_eq!(batch_size.is_valid(i).then(|| batch_size.value(i)), m.num_messages_in_batch);
-        let special = m.marker_type.is_some_and(|t| t != 0)
+        let special = m.marker_type.is_some()
             || (m.uuid.is_some() && m.num_chunks_from_msg.is_some_and(|c| c > 1))
             || m.encrypted;
         assert_eq!(s == SPECIAL, special, "entry {i}: status {s} against what its metadata says");

@@ -20,15 +20,21 @@ from zk_fake import FakeServer, Tree
 ORDERS = "/managed-ledgers/public/default/persistent/orders"
 
 
-def _tree(nodes: dict[str, bytes]) -> Tree:
-    """The nodes with the parents ZooKeeper needs (empty), as a server holds them."""
+def _tree(nodes: dict[str, bytes], ledger_ids_issued: int | None = None) -> Tree:
+    """The nodes with the parents ZooKeeper needs (empty), as a server holds them. ``ledger_ids_issued``: the
+    RocksDB store's counter, carried over as ZooKeeper keeps it, in ``/ledgers/idgen``'s cversion (each id
+    was a child created and deleted there: two changes)."""
     full = {"/": b""}
     for p, d in nodes.items():
         parts = p.split("/")
         for i in range(2, len(parts)):
             full.setdefault("/".join(parts[:i]), b"")
         full[p] = d
-    return Tree(full)
+    tree = Tree(full)
+    if ledger_ids_issued is not None and "/ledgers/idgen" in tree.nodes:
+        tree.nodes["/ledgers/idgen"][1]["cversion"] = 2 * ledger_ids_issued
+        tree.history = {tree.zxid: tree.state()}
+    return tree
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +47,10 @@ def served(synthetic):
         items = StoreItems(store.raw_items())
     nodes = {p: items.get(p)[0] for p in items.keys() if p != "/"}  # type: ignore[index]
     assert any(p.startswith("/admin/") for p in nodes) and ORDERS in nodes
+    issued = items.next_sequential("/ledgers/idgen")
     servers = [
-        FakeServer(_tree(nodes)),
-        FakeServer(_tree({p: d for p, d in nodes.items() if not p.startswith("/admin")})),
+        FakeServer(_tree(nodes, issued)),
+        FakeServer(_tree({p: d for p, d in nodes.items() if not p.startswith("/admin")}, issued)),
         FakeServer(_tree({p: d for p, d in nodes.items() if p.startswith("/admin")})),
     ]
     yield root, md, bookies, servers

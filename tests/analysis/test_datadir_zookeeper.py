@@ -38,10 +38,18 @@ LATE = "/managed-ledgers/public/default/persistent/zk-late"
 LATE_TOPIC = "persistent://public/default/zk-late"
 
 
-def _write_zk(dest: Path, paths_data: dict[str, bytes], late: bool) -> Path:
-    """A ZooKeeper dataDir: a snapshot at SNAP_ZXID holding ``paths_data``, and a log that creates LATE after it."""
+def _write_zk(dest: Path, paths_data: dict[str, bytes], late: bool, ledger_ids_issued: int | None = None) -> Path:
+    """A ZooKeeper dataDir: a snapshot at SNAP_ZXID holding ``paths_data``, and a log that creates LATE after it.
+    ``ledger_ids_issued``: the RocksDB store's counter, kept as ZooKeeper keeps it (``/ledgers/idgen``'s count of
+    children created)."""
     body = zf.create(LATE, ManagedLedgerInfo().SerializeToString(), parent_cversion=1)
-    return zf.data_dir(dest, paths_data, SNAP_ZXID, [zf.txn_body(SNAP_ZXID + 1, zk.OP_CREATE, body)] if late else [])
+    issued = (
+        {"/ledgers/idgen": ledger_ids_issued}
+        if ledger_ids_issued is not None and "/ledgers/idgen" in paths_data
+        else {}
+    )
+    bodies = [zf.txn_body(SNAP_ZXID + 1, zk.OP_CREATE, body)] if late else []
+    return zf.data_dir(dest, paths_data, SNAP_ZXID, bodies, issued)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +63,10 @@ def cluster(synthetic, tmp_path_factory):
     nodes = {p: items.get(p)[0] for p in items.keys()}  # type: ignore[index]
     assert any(p.startswith("/admin/") for p in nodes)
     base = tmp_path_factory.mktemp("zk")
-    whole = _write_zk(base / "whole", nodes, late=True)
-    local = _write_zk(base / "local", {p: d for p, d in nodes.items() if not p.startswith("/admin/")}, late=True)
+    issued = items.next_sequential("/ledgers/idgen")
+    whole = _write_zk(base / "whole", nodes, late=True, ledger_ids_issued=issued)
+    local_nodes = {p: d for p, d in nodes.items() if not p.startswith("/admin/")}
+    local = _write_zk(base / "local", local_nodes, late=True, ledger_ids_issued=issued)
     conf = _write_zk(base / "conf", {p: d for p, d in nodes.items() if p.startswith("/admin/")}, late=False)
     return root, bookies, whole, local, conf
 

@@ -17,8 +17,8 @@ def test_markers_chunks_encryption_and_transactions():
     assert commit.is_marker and commit.marker == "TXN_COMMIT" and commit.txn_id == (0, 0)
     assert _entry(marker_type=13).marker == "REPLICATED_SUBSCRIPTION_UPDATE"
     assert _entry(marker_type=99).marker == "99"
-    # a marker_type of 0 stored explicitly is no marker
-    assert not _entry(marker_type=0).is_marker
+    # a marker_type of 0 stored explicitly is a marker too: the dispatcher drops any entry with the field
+    assert _entry(marker_type=0).is_marker
     chunk = _entry(uuid="u-1", num_chunks_from_msg=3, chunk_id=0, total_chunk_msg_size=3)
     assert chunk.is_chunk and not chunk.is_marker
     # one chunk only is a whole message

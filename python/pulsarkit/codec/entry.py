@@ -158,8 +158,9 @@ class Entry:
     @property
     def is_marker(self) -> bool:
         """A marker the broker wrote (transaction commit/abort, replicated-subscription snapshot...): not a
-        message a consumer receives."""
-        return bool(self.metadata.HasField("marker_type") and self.metadata.marker_type)
+        message a consumer receives. Any entry with the field, as ``Markers.isServerOnlyMarker`` (the
+        dispatcher drops it whatever its value)."""
+        return self.metadata.HasField("marker_type")
 
     @property
     def marker(self) -> str | None:

@@ -189,7 +189,8 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
         }
         let m = &dec.meta;
         batch_size[i] = m.num_messages_in_batch;
-        let marker = m.marker_type.is_some_and(|t| t != 0);
+        // Markers.isServerOnlyMarker: any entry with the field, whatever its value, is the broker's
+        let marker = m.marker_type.is_some();
         let chunk = m.uuid.is_some() && m.num_chunks_from_msg.is_some_and(|c| c > 1);
         if marker || chunk || m.encrypted {
             status[i] = SPECIAL;

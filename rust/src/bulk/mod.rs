@@ -655,6 +655,7 @@ impl ExplodeRows {
         recs: &[RecordRef],
         props: &[(std::ops::Range<usize>, std::ops::Range<usize>)],
         entry_sequence_id: u64,
+        entry_event_time: Option<u64>,
     ) {
         let k = recs.len();
         let range = |r: &Option<std::ops::Range<usize>>| r.clone().map(|r| &body[r]);
@@ -677,7 +678,7 @@ impl ExplodeRows {
                     .push(Some(props[r.properties.clone()].iter().map(|(k, v)| (&body[k.clone()], &body[v.clone()]))));
             }
         }
-        self.event.push_each(recs, |r| r.event_time.filter(|&t| t != 0).map(|v| v as i64));
+        self.event.push_each(recs, |r| r.event_time.or(entry_event_time).filter(|&t| t != 0).map(|v| v as i64));
         self.publish.push_repeat(Some(c.publish_time), k);
         self.producer.push_repeat(Some(c.producer.as_bytes()), k);
         self.seq.push_all(recs.iter().map(|r| r.sequence_id.unwrap_or(entry_sequence_id) as i64));
@@ -861,7 +862,7 @@ fn explode_entry(
                 Some(count) if scan_batch_refs(body, count, recs, prop_ranges) => {
                     let c = common(bem()?);
                     if include_compacted_out || !recs.iter().any(|r| r.compacted_out) {
-                        out.batch(&c, body, recs, prop_ranges, md.sequence_id);
+                        out.batch(&c, body, recs, prop_ranges, md.sequence_id, md.event_time);
                         return Ok(());
                     }
                     for (bi, r) in recs.iter().enumerate() {
@@ -879,7 +880,8 @@ fn explode_entry(
                                 properties: prop_ranges[r.properties.clone()]
                                     .iter()
                                     .map(|(k, v)| (&body[k.clone()], &body[v.clone()])),
-                                event_time: nonzero(r.event_time),
+                                // a message without its own event time keeps the entry's, as in MessageImpl.create
+                                event_time: nonzero(r.event_time.or(md.event_time)),
                                 sequence_id: r.sequence_id.unwrap_or(md.sequence_id),
                                 null_value: r.null_value,
                                 compacted_out: r.compacted_out,

@@ -234,7 +234,8 @@ pub fn entry_messages(
             partition_key_b64_encoded: s.partition_key_b64_encoded.unwrap_or(false),
             ordering_key: s.ordering_key.map(|b| b.to_vec()),
             properties: props(&s.properties),
-            event_time: nonzero(s.event_time),
+            // MessageImpl.create: a message without its own event time keeps the entry's (the key is cleared)
+            event_time: nonzero(s.event_time.or(md.event_time)),
             sequence_id: s.sequence_id.unwrap_or(md.sequence_id),
             null_value: s.null_value.unwrap_or(false),
             null_partition_key: s.null_partition_key.unwrap_or(false),
