@@ -65,10 +65,11 @@ Iceberg 1.11.0, the newest release then, has no runtime (the 4.1 one fails to lo
 Iceberg metadata names files by absolute path: a moved ``OUT`` no longer reads through its metadata,
 and further runs into it are refused.
 
-An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, a
-Delta table without pulsarkit marks) is refused without ``force`` (for Iceberg, one with a ``data/``
-or ``metadata/`` folder always); ``force`` never deletes a file pulsarkit did not write; marks from
-another data directory are refused without ``other_source``. An unreadable entry stops the export
+An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, one
+holding a ``_staging`` no run journal of pulsarkit's says it made, a Delta table without pulsarkit marks)
+is refused without ``force`` (for Iceberg, one with a ``data/`` or ``metadata/`` folder always); ``force``
+never deletes a file pulsarkit did not write; marks from another data directory are refused without
+``other_source``. An unreadable entry stops the export
 unless ``skip_unreadable``, so that a mark never moves past a message that was not exported.
 """
 
