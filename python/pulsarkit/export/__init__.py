@@ -24,7 +24,7 @@ Every format is a :class:`Target` (``target.py``) driven through the same protoc
 (``run.py``): open it (an output that is not its own is refused), lock the output (``protocol.py``),
 recover what an interrupted run left, read the committed marks (``marks.py``), plan from them, stage
 the rows as Parquet under ``OUT/_staging/<run>/`` (``staging.py``), commit the staged files and the
-new marks in one atomic step. Parquet (``parquet.py``) renames the data files into place, then the
+new marks in one atomic step. Parquet (``parquet.py``) renames the data files into place, synced, then the
 marks file: a run that dies in between leaves files the marks file does not list. Delta (``delta.py``)
 commits data and marks in one transaction, Iceberg (``iceberg.py``) in one append (one snapshot).
 Before its commit a run records in its journal (``OUT/_pulsarkit_journal.json``, ``paths.py``) what
