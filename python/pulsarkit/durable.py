@@ -21,6 +21,16 @@ def write_durably(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
+def fsync_file(path: Path | str) -> None:
+    """Makes the data of the existing regular file ``path`` durable (its name still needs :func:`fsync_dir`).
+    Opened without following a link: what is synced is the file that will be renamed or linked."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def make_private_dir(path: Path) -> None:
     """Creates the directory ``path`` (0700) and its missing parents; an existing ``path`` must be a
     real directory (not a link to one: what is written there would land elsewhere)."""
@@ -29,7 +39,7 @@ def make_private_dir(path: Path) -> None:
         raise FileExistsError(f"{path} is not a directory (a symbolic link or a file)")
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path | str) -> None:
     """Makes the entries of directory ``path`` (files created, renamed or removed in it) durable."""
     fd = os.open(path, os.O_RDONLY)
     try:

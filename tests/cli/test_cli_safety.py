@@ -263,3 +263,39 @@ def test_an_output_that_appears_while_the_command_runs_is_never_replaced(tmp_pat
     with output_file(str(out)) as dest:
         Path(dest).write_text("ours")
     assert out.read_text() == "ours" and not out.is_symlink()
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_an_output_is_synced_before_it_is_put_in_place_and_its_name_after(tmp_path, monkeypatch, overwrite) -> None:
+    """A crash after the rename must not leave an empty file where a good one was (a reviewed plan replaced with
+    --overwrite): the new content is fsynced before the rename (or link), the directory naming it after."""
+    from pulsarkit.cli.command import output_file
+
+    out = tmp_path / "plan.json"
+    if overwrite:
+        out.write_text("the reviewed plan")
+    events: list[tuple[str, object]] = []
+    real_fsync, real_replace, real_link = os.fsync, os.replace, os.link
+
+    def fsync(fd):
+        st = os.fstat(fd)
+        events.append(("fsync", (st.st_dev, st.st_ino)))
+        real_fsync(fd)
+
+    def put(real):
+        def put_in_place(src, dst, **kw):
+            real(src, dst, **kw)
+            events.append(("put", str(dst)))
+
+        return put_in_place
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", put(real_replace))
+    monkeypatch.setattr(os, "link", put(real_link))
+    with output_file(str(out), overwrite=overwrite) as dest:
+        Path(dest).write_text("the new plan")
+        new = (os.stat(dest).st_dev, os.stat(dest).st_ino)
+    at = events.index(("put", str(out)))
+    assert ("fsync", new) in events[:at]
+    assert ("fsync", (os.stat(tmp_path).st_dev, os.stat(tmp_path).st_ino)) in events[at + 1 :]
+    assert out.read_text() == "the new plan"

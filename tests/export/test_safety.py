@@ -151,6 +151,78 @@ def test_force_never_deletes_a_foreign_datasets_files(tmp_path, monkeypatch):
     assert {k: v for k, v in _digest(out).items() if k in foreign} == foreign
 
 
+def _staging_of_theirs(out: Path) -> Path:
+    mine = out / px.STAGING / "mywork" / "precious.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("precious")
+    return mine
+
+
+@pytest.mark.parametrize("to", ["parquet", "delta", "iceberg"])
+def test_a_staging_folder_of_someone_elses_makes_out_foreign_and_is_never_deleted(tmp_path, monkeypatch, to):
+    """The reproduction: an OUT holding only a ``_staging/`` of the user's was written into without --force,
+    and the run deleted the whole folder (``--force`` into a foreign directory too). It is foreign now, and a
+    run removes only the ``_staging/<run>`` its journal names: when it commits, and when it died and the next
+    run recovers it (a run that died keeps the folder foreign: its journal did not make it)."""
+    _needs(to)
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    mine = _staging_of_theirs(out)
+    assert main(["export", str(root), "--to", to, str(out)]) == 1
+    assert mine.read_text() == "precious" and os.listdir(out) == [px.STAGING]
+
+    real = px.Target.write
+
+    def write_then_die(self, batch):
+        real(self, batch)
+        raise KeyboardInterrupt("killed while staging")
+
+    monkeypatch.setattr(px.Target, "write", write_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        _export(root, to, out, force=True)
+    monkeypatch.undo()
+    journal = json.loads((out / JOURNAL_FILE).read_text())
+    assert journal["dirs"] == [f"{px.STAGING}/{journal['run']}"]  # the folder was there: not the run's
+    assert (out / px.STAGING / journal["run"]).is_dir()
+    with pytest.raises(px.ExportRefused, match="--force"):
+        _export(root, to, out)
+    assert _export(root, to, out, force=True).rows == 6
+    assert mine.read_text() == "precious" and os.listdir(out / px.STAGING) == ["mywork"]
+    _append(root, 1)
+    assert _export(root, to, out).rows == 6  # an export now (its marks): its own runs go on without --force
+    assert mine.read_text() == "precious" and os.listdir(out / px.STAGING) == ["mywork"]
+
+
+def test_a_staging_folder_put_into_an_export_outlives_its_runs(tmp_path):
+    """A committed export with a ``_staging`` someone made since, no journal naming it: runs leave it be."""
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    _export(root, "parquet", out)
+    mine = _staging_of_theirs(out)
+    _append(root, 1)
+    assert _export(root, "parquet", out).rows == 6
+    assert main(["export", str(root), "--to", "parquet", str(out)]) == 0
+    assert mine.read_text() == "precious" and os.listdir(out / px.STAGING) == ["mywork"]
+
+
+def test_a_run_removes_the_staging_folder_it_made(tmp_path, monkeypatch):
+    """The folder a first run made is its own: gone after its commit, and after the recovery of a run that died."""
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+
+    def die(self, doc):
+        raise KeyboardInterrupt("killed between the data files and the marks file")
+
+    monkeypatch.setattr(px.ParquetTarget, "write_marks_file", die)
+    with pytest.raises(KeyboardInterrupt):
+        _export(root, "parquet", out)
+    monkeypatch.undo()
+    journal = json.loads((out / JOURNAL_FILE).read_text())
+    assert journal["dirs"][:2] == [px.STAGING, f"{px.STAGING}/{journal['run']}"]
+    s = _export(root, "parquet", out)  # no --force: the journal shows the folder was the run's
+    assert s.rows == 6 and s.removed_leftovers and not (out / px.STAGING).exists()
+
+
 # ------------------------------------------------------------------------- 7: interrupted and concurrent runs
 
 

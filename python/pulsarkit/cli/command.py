@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from .._native import __version__
+from ..durable import fsync_dir, fsync_file
 from ..errors import PulsarkitError
 
 EXIT_OK = 0
@@ -390,6 +391,7 @@ def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = (
     try:
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
         yield tmp
+        fsync_file(tmp)  # its content durable before its name: a crash never leaves an empty file as ``path``
         if overwrite:
             os.replace(tmp, path)
         else:
@@ -401,6 +403,7 @@ def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = (
                 if os.path.lexists(path):
                     raise OutputRefused(f"{path} appeared while the command ran; nothing replaced it") from None
                 os.rename(tmp, path)
+        fsync_dir(parent)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

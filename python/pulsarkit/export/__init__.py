@@ -24,7 +24,7 @@ Every format is a :class:`Target` (``target.py``) driven through the same protoc
 (``run.py``): open it (an output that is not its own is refused), lock the output (``protocol.py``),
 recover what an interrupted run left, read the committed marks (``marks.py``), plan from them, stage
 the rows as Parquet under ``OUT/_staging/<run>/`` (``staging.py``), commit the staged files and the
-new marks in one atomic step. Parquet (``parquet.py``) renames the data files into place, then the
+new marks in one atomic step. Parquet (``parquet.py``) renames the data files into place, synced, then the
 marks file: a run that dies in between leaves files the marks file does not list. Delta (``delta.py``)
 commits data and marks in one transaction, Iceberg (``iceberg.py``) in one append (one snapshot).
 Before its commit a run records in its journal (``OUT/_pulsarkit_journal.json``, ``paths.py``) what
@@ -65,10 +65,11 @@ Iceberg 1.11.0, the newest release then, has no runtime (the 4.1 one fails to lo
 Iceberg metadata names files by absolute path: a moved ``OUT`` no longer reads through its metadata,
 and further runs into it are refused.
 
-An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, a
-Delta table without pulsarkit marks) is refused without ``force`` (for Iceberg, one with a ``data/``
-or ``metadata/`` folder always); ``force`` never deletes a file pulsarkit did not write; marks from
-another data directory are refused without ``other_source``. An unreadable entry stops the export
+An existing ``OUT`` that is not a pulsarkit export (a non-empty directory without the marks file, one
+holding a ``_staging`` no run journal of pulsarkit's says it made, a Delta table without pulsarkit marks)
+is refused without ``force`` (for Iceberg, one with a ``data/`` or ``metadata/`` folder always); ``force``
+never deletes a file pulsarkit did not write; marks from another data directory are refused without
+``other_source``. An unreadable entry stops the export
 unless ``skip_unreadable``, so that a mark never moves past a message that was not exported.
 """
 

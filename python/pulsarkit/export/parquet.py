@@ -1,12 +1,14 @@
 """A Parquet dataset (Hive partitions ``topic=.../date=...``) and its marks file.
 
 The marks file (``OUT/_pulsarkit_export.json``) holds each topic's mark, the data files committed and
-the runs. A run renames its staged files into place, then writes the marks file by an atomic rename:
-that rename is the commit point. A run that dies in between leaves data files the marks file does not
-list; its journal lists them, and the next run deletes them (:meth:`ParquetTarget.recover`), and only
-them, before it starts. A partition directory whose name would be longer than a file name may be (a
-very long topic name) is shortened with a hash (:func:`.paths.short_name`); ``topic_dirs`` in the
-marks file maps such a directory to its topic, and its files carry the topic in their metadata."""
+the runs. A run renames its staged files into place (each fsynced first, then every directory whose
+entries changed), then writes the marks file by an atomic rename: that rename is the commit point, and
+every file it lists is durable before it; an upsert's replaced files are deleted only after it. A run
+that dies before it leaves data files the marks file does not list; its journal lists them, and the
+next run deletes them (:meth:`ParquetTarget.recover`), and only them, before it starts. A partition
+directory whose name would be longer than a file name may be (a very long topic name) is shortened
+with a hash (:func:`.paths.short_name`); ``topic_dirs`` in the marks file maps such a directory to its
+topic, and its files carry the topic in their metadata."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..durable import fsync_dir, fsync_file
 from .marks import FORMAT, VERSION, ExportMarks, RunRecord
 from .paths import PRIVATE_FILE, check_below, make_dirs
 from .protocol import ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign, write_json_atomically
@@ -73,14 +76,20 @@ class ParquetTarget(Target):
                 raise ExportRefused(f"{dest} exists; pulsarkit never replaces a file it did not write", str(dest))
         self.note_created(files, new_dirs)  # before anything is created: what the next run undoes if this dies
         topic_dirs = dict(self.topic_dirs)
+        #: the directories whose entries changed: each renamed into, and the parent of each one made
+        changed: set[Path] = set()
         for f, rel in moves:
-            make_dirs(self.out, rel.parent)
+            changed |= {Path(d).parent for d in make_dirs(self.out, rel.parent)}
+            changed.add(rel.parent)
             dest = check_below(self.out, rel)
             os.chmod(f, PRIVATE_FILE)  # a Spark task's file too
+            fsync_file(f)  # its data durable before its name is: the marks file must never list an empty file
             os.replace(f, dest)
             topic = partition_values(dest)[0]
             if rel.parts[0] != "topic=" + escape_path_name(topic):
                 topic_dirs[rel.parts[0]] = topic
+        for d in sorted(changed, key=lambda d: -len(d.parts)):  # the new names durable before the marks list them
+            fsync_dir(check_below(self.out, d) if d.parts else self.out)
         # --mode upsert: the topics' earlier snapshot files leave the list at the commit point, then the disk
         replaced = {f for f in self.files if self.replace and partition_values(self.out / f)[0] in self.replace}
         committed, runs = sorted((set(self.files) - replaced) | set(files)), [*self.runs, run]

@@ -8,10 +8,12 @@ so nothing a run writes or deletes can land outside OUT. pulsarkit's own opens a
 checked (:func:`make_dirs`), and a deletion is of a regular file whose every parent below OUT is a
 real directory (:func:`remove_own_file`).
 
-The journal (``OUT/_pulsarkit_journal.json``) is written when a run begins and again, with the files
-and directories the commit is about to create, just before the commit; the commit removes it. A run
-that did not commit leaves it, and the next run deletes exactly what it lists (:func:`undo`), never
-"whatever looks like a data file": a foreign file in OUT is never touched, with ``--force`` or not."""
+The journal (``OUT/_pulsarkit_journal.json``) is written when a run begins, naming the staging
+directories it is about to create (``_staging/<run>``, and ``_staging`` when there is none), and again,
+with the files and directories the commit is about to create, just before the commit; the commit removes
+its staging, then the journal. A run that did not commit leaves it, and the next run deletes exactly what
+it lists (:func:`undo`, :func:`drop_staging`), never "whatever looks like a data file": a foreign file in
+OUT (a ``_staging`` of someone else's too) is never touched, with ``--force`` or not."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,9 +200,10 @@ class Journal:
         return [p for p in tree(out) if p not in before]
 
     def owned_top(self, out: Path) -> set[str]:
-        """The names directly in OUT this run's journal accounts for."""
+        """The names directly in OUT this run's journal says it created. A name it only wrote below (a
+        ``_staging`` or ``topic=...`` that was there before) is not the run's: what else is in it may not be."""
         listed = [*self.files, *self.dirs, *self.new_paths(out)]
-        return {Path(p).parts[0] for p in listed if Path(p).parts}
+        return {p for p in listed if len(Path(p).parts) == 1}
 
 
 def tree(out: Path) -> list[str]:
@@ -243,6 +247,27 @@ def write_journal(out: Path, journal: Journal) -> None:
 
 def drop_journal(out: Path) -> None:
     remove_own_file(out, JOURNAL_FILE)
+
+
+def staging_dirs(out: Path, run: str) -> list[str]:
+    """The staging directories run ``run`` creates (relative to OUT, outermost first): ``_staging`` if it is
+    not there yet, and its own ``_staging/<run>``; one already there is refused: its content is not the run's."""
+    mine = str(Path(STAGING) / run)
+    if os.path.lexists(check_below(out, mine)):
+        raise ExportRefused(f"{out / mine} exists; a run's staging directory is its own, never one found there")
+    return [d for d in (STAGING, mine) if not os.path.lexists(out / d)]
+
+
+def drop_staging(out: Path, journal: Journal) -> None:
+    """Deletes the staging directories the journal says its run created (:func:`staging_dirs`): its
+    ``_staging/<run>`` and all in it, then ``_staging`` if the run made it and it is empty now. Nothing else
+    of a ``_staging`` is the run's: a journal that names none (an older one) leaves it all."""
+    mine = str(Path(STAGING) / journal.run)
+    if mine in journal.dirs:
+        # the path checked (no link on the way), then removed fd-based (rmtree follows no link inside on Linux)
+        shutil.rmtree(check_below(out, mine), ignore_errors=True)
+    if STAGING in journal.dirs:
+        remove_own_empty_dir(out, STAGING)
 
 
 def undo(out: Path, journal: Journal) -> list[str]:

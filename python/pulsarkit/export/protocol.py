@@ -105,7 +105,7 @@ def check_output(inputs: list[str], out: str, root: Path) -> None:
 
 def refuse_foreign(out: Path, force: bool, own: frozenset[str] | set[str] = frozenset()) -> None:
     """A directory with anything in it that is not an export is written into only with ``force``. ``own``:
-    the names a run of pulsarkit's left there (its lock, journal, staging, what its journal lists)."""
+    the names a run of pulsarkit's left there (its journal, what its journal lists: its staging among them)."""
     if out.exists() and any(p.name != LOCK_FILE and p.name not in own for p in out.iterdir()) and not force:
         raise ExportRefused(f"{out} exists and is not a pulsarkit export; pass --force to write into it")
 

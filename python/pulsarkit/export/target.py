@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,19 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from .marks import ExportMarks, Mark, MessageId, RunRecord
-from .paths import JOURNAL_FILE, Journal, audit, drop_journal, read_journal, tree, undo, write_journal
+from .paths import (
+    JOURNAL_FILE,
+    Journal,
+    audit,
+    drop_journal,
+    drop_staging,
+    make_dirs,
+    read_journal,
+    staging_dirs,
+    tree,
+    undo,
+    write_journal,
+)
 from .protocol import STAGING, ExportRefused, now_ms
 from .staging import StagingWriter, partition_values, rows_by_topic, staged_files
 
@@ -130,8 +141,9 @@ class Target(ABC):
         """What a run that committed may have left to finish (Parquet: a replaced upsert snapshot). Nothing here."""
 
     def own_names(self) -> set[str]:
-        """The names directly in OUT that runs of pulsarkit's left (for :func:`.protocol.refuse_foreign`)."""
-        own = {JOURNAL_FILE, STAGING}
+        """The names directly in OUT that runs of pulsarkit's left (for :func:`.protocol.refuse_foreign`): the
+        journal and what it says its run created (``_staging`` only then: one of someone else's makes OUT foreign)."""
+        own = {JOURNAL_FILE}
         if self.journal is not None:
             own |= self.journal.owned_top(self.out)
         return own
@@ -139,10 +151,13 @@ class Target(ABC):
     def note_created(self, files: list[str], dirs: list[str], *, writer_names_files: bool = False) -> None:
         """Records in the run's journal, before a commit creates them, the files and directories it will
         create (relative to OUT); for a writer that names its files itself, what is there before (:func:`tree`)."""
-        if self._run is None:
+        if self._run is None or self.journal is None:
             raise RuntimeError("no run begun")
         before = tree(self.out) if writer_names_files else None
-        write_journal(self.out, Journal(self._run, os.getpid(), files, dirs, before))
+        # the staging directories the run made stay listed: recovery removes them by this journal alone
+        staging = [d for d in self.journal.dirs if Path(d).parts[0] == STAGING]
+        self.journal = Journal(self._run, os.getpid(), files, [*staging, *dirs], before)
+        write_journal(self.out, self.journal)
 
     def close(self) -> None:
         """Releases what the target holds open (a half-written run's files, a catalog connection)."""
@@ -171,18 +186,19 @@ class Target(ABC):
         return dict(self.committed.marks)
 
     def recover(self) -> list[str]:
-        """Removes what a run that did not commit left: the staging directory, and what its journal
-        lists (or, for a writer that names its files, what appeared since the journal), nothing else.
-        Refuses an OUT with a link where a run writes. Call under the output's lock."""
+        """Removes what a run that did not commit left: what its journal lists (or, for a writer that names
+        its files, what appeared since the journal), its staging directories among them, nothing else (a
+        ``_staging`` no journal names stays). Refuses an OUT with a link where a run writes. Call under the
+        output's lock."""
         audit(self.out)
         removed: list[str] = []
         journal = read_journal(self.out)
         if journal is not None:
             if journal.run != self.last_run:  # killed before its commit point: undo what it created
                 removed = undo(self.out, journal)
+            drop_staging(self.out, journal)  # committed or not, its staging is done with
             drop_journal(self.out)
             self.journal = None
-        shutil.rmtree(self.out / STAGING, ignore_errors=True)  # fd-based on Linux: follows no link inside
         self._recover_committed()
         self.removed_leftovers = removed
         return self.removed_leftovers
@@ -190,7 +206,10 @@ class Target(ABC):
     def begin(self, run: str, engine: str) -> Path:
         """Starts run ``run`` (made by ``engine``); returns its staging directory."""
         self._run, self._engine = run, engine
-        write_journal(self.out, Journal(run, os.getpid()))  # from here on, what is in OUT is accounted for
+        # journaled before they exist: from here on, what is in OUT is accounted for
+        self.journal = Journal(run, os.getpid(), dirs=staging_dirs(self.out, run))
+        write_journal(self.out, self.journal)
+        make_dirs(self.out, self.staging.relative_to(self.out))
         return self.staging
 
     @property
@@ -227,7 +246,8 @@ class Target(ABC):
             files = self._commit(staged, new, run)
             self.committed = new
             self.last_run = run.run
+        if self.journal is not None:  # the staging before the journal: a journal left names what is left
+            drop_staging(self.out, self.journal)
         drop_journal(self.out)
         self.journal = None
-        shutil.rmtree(self.out / STAGING, ignore_errors=True)
         return Commit(run, rows, files, len(staged), tuple(sorted(skipped)))
