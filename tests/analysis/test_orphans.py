@@ -9,6 +9,7 @@ import pulsarkit as pk
 import pytest
 from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError, execute, restore_backup
 from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan, disk_usage_rows, find_orphans
+from pulsarkit.bookkeeper.digest import pack_entry
 from pulsarkit.broker.compaction import Compactor
 from pulsarkit.cli import main
 from pulsarkit.errors import PlanFormatError
@@ -228,3 +229,71 @@ def test_a_plan_made_with_relative_paths_executes_from_another_directory(tmp_pat
     capsys.readouterr()
     assert main(["orphans-cleanup", "../plan.json", "--execute", "--backup", "b", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["deleted"]) == 4
+
+
+# ------------------------------------------------------------------ backups of open ledgers
+
+GONE = "public/default/persistent/gone"
+
+
+def open_ledger(store, custom, entry_ids):
+    """An OPEN ledger holding exactly ``entry_ids`` on the bookie (gaps as a crashed writer leaves them)."""
+    h = LedgerHandle.create(store, {k: v.encode() for k, v in custom.items()}, "CRC32C")
+    for eid in entry_ids:
+        add_raw_entry(store, h.ledger_id, eid)
+    return h.ledger_id
+
+
+def add_raw_entry(store, lid, eid):
+    data = pk.encode_entry(pk.message_metadata("p", eid, 1_700_000_000_000 + eid), b"x" * 100)
+    store.bookie.add_entry(pack_entry(lid, eid, data, last_add_confirmed=eid - 1, length=0, digest_type="CRC32C"))
+
+
+def build_open_orphans(root):
+    """The topic, and two OPEN ledgers of a deleted managed ledger: entries 0-4 and 6-9; entries 2-3 only."""
+    with pk.Store.open(root) as store:
+        store.managed_ledger(ML).add_entry(pk.encode_entry(pk.message_metadata("p", 0, 1_700_000_000_000), b"v"))
+        custom = {"application": "pulsar", "component": "managed-ledger", "pulsar/managed-ledger": GONE}
+        gap = open_ledger(store, custom, [0, 1, 2, 3, 4, 6, 7, 8, 9])
+        no_first = open_ledger(store, custom, [2, 3])
+        store.flush()
+    return gap, no_first
+
+
+def test_the_backup_of_an_open_ledger_holds_every_entry_the_bookie_holds(tmp_path, capsys):
+    """An OPEN ledger's last_entry_id ends at its first gap: the backup once stopped there (5 of 9 entries,
+    none when entry 0 is absent) and the metadata was deleted anyway, leaving the rest to the bookie's GC."""
+    gap, no_first = build_open_orphans(tmp_path / "d")
+    plan = tmp_path / "plan.json"
+    assert main(["orphans", str(tmp_path / "d"), "--plan", str(plan)]) == 0
+    items = {i["ledger_id"]: i for i in json.loads(plan.read_text())["items"]}
+    assert (items[gap]["category"], items[gap]["state"]) == ("owner_gone", "OPEN")
+    capsys.readouterr()
+    assert main(["orphans-cleanup", str(plan), "--execute", "--backup", str(tmp_path / "b"), "--json"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["deleted"]) == sorted([gap, no_first])
+    import pyarrow.ipc as ipc
+
+    for lid, held, runs in ((gap, [0, 1, 2, 3, 4, 6, 7, 8, 9], [[0, 4], [6, 9]]), (no_first, [2, 3], [[2, 3]])):
+        d = tmp_path / "b" / f"ledger-{lid}"
+        t = ipc.open_file(str(d / "entries.arrow")).read_all()
+        assert t.column("entry_id").to_pylist() == held
+        assert all(len(x) > 100 for x in t.column("data").to_pylist())
+        doc = json.loads((d / "item.json").read_text())
+        assert (doc["entries_backed_up"], doc["entry_ids_backed_up"]) == (len(held), runs)
+        assert doc["entries_on_bookie"] == items[lid]["entries_on_bookie"] == len(held)  # what the plan saw
+
+
+def test_an_open_ledger_whose_entries_changed_since_the_plan_is_skipped(tmp_path):
+    """Entries added to an OPEN ledger change no metadata version: the re-check compares what the bookies
+    hold with what the plan saw, so neither the backup nor the delete covers entries nobody reviewed."""
+    gap, no_first = build_open_orphans(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    with pk.Store.open(tmp_path / "d") as store:
+        add_raw_entry(store, gap, 10)
+        store.flush()
+    res = execute(plan, backup_dir=tmp_path / "b")
+    assert [(s.id, s.why) for s in res.skipped] == [
+        (gap, "its entries on the bookies changed since the plan (10 held, 9 planned)")
+    ]
+    assert res.deleted == res.backed_up == [no_first]
+    assert gap in _metadata_ids(tmp_path / "d") and not (tmp_path / "b" / f"ledger-{gap}").exists()

@@ -70,6 +70,8 @@ class OrphanFinding:
     #: The ledger's state (OPEN, CLOSED, ...; DELETED: no metadata).
     state: str
     entries: int
+    #: Distinct entries some given bookie holds (an open ledger's may lie past a gap, beyond ``entries``).
+    entries_on_bookie: int
     bytes_on_bookie: int
 
 
@@ -117,6 +119,7 @@ def find_orphans(dd: DataDir) -> list[OrphanFinding]:
                     evidence=evidence,
                     state=led.state,
                     entries=led.entries,
+                    entries_on_bookie=led.entries_on_bookie,
                     bytes_on_bookie=led.bytes_on_bookie,
                 )
             )
@@ -243,6 +246,7 @@ ORPHANS_SCHEMA = pa.schema(
         ("evidence", pa.string()),
         ("state", pa.string()),
         ("entries", pa.int64()),
+        ("entries_on_bookie", pa.int64()),
         ("bytes_on_bookie", pa.int64()),
     ]
 )
