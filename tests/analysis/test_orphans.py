@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pulsarkit as pk
 import pytest
+from pulsarkit import durable
 from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError, execute, restore_backup
 from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan, disk_usage_rows, find_orphans
 from pulsarkit.bookkeeper.digest import pack_entry
@@ -14,6 +16,7 @@ from pulsarkit.broker.compaction import Compactor
 from pulsarkit.cli import main
 from pulsarkit.errors import PlanFormatError
 from pulsarkit.managed_ledger.ledger_handle import LedgerHandle
+from pulsarkit.metadata.store import MetadataStore
 from pulsarkit.scan.datadir import open_data_dir
 
 ML = "public/default/persistent/orders"
@@ -231,7 +234,7 @@ def test_a_plan_made_with_relative_paths_executes_from_another_directory(tmp_pat
     assert len(json.loads(capsys.readouterr().out)["deleted"]) == 4
 
 
-# ------------------------------------------------------------------ backups of open ledgers
+# ------------------------------------------------------------------ backups of open ledgers, backup paths
 
 GONE = "public/default/persistent/gone"
 
@@ -297,3 +300,42 @@ def test_an_open_ledger_whose_entries_changed_since_the_plan_is_skipped(tmp_path
     ]
     assert res.deleted == res.backed_up == [no_first]
     assert gap in _metadata_ids(tmp_path / "d") and not (tmp_path / "b" / f"ledger-{gap}").exists()
+
+
+def test_a_backup_inside_the_stores_the_plan_reads_is_refused(tmp_path, capsys):
+    build(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    before = _metadata_ids(tmp_path / "d")
+    for inside in (Path(plan.metadata_dir) / "x", Path(plan.ledger_dirs[0]), Path(plan.ledger_dirs[0]) / "a" / "b"):
+        with pytest.raises(OrphanCleanupError, match="which the plan reads"):
+            execute(plan, backup_dir=inside)
+        assert not (inside / "ledger-3").exists() and not (Path(plan.metadata_dir) / "x").exists()
+    # through a link to the store too: the link's target is what would be written
+    (tmp_path / "to-md").symlink_to(plan.metadata_dir)
+    with pytest.raises(OrphanCleanupError, match="which the plan reads"):
+        execute(plan, backup_dir=tmp_path / "to-md" / "x")
+    plan_file = tmp_path / "plan.json"
+    plan.write(str(plan_file))
+    assert main(["orphans-cleanup", str(plan_file), "--execute", "--backup", plan.metadata_dir + "/x"]) != 0
+    assert "which the plan reads" in capsys.readouterr().err
+    assert _metadata_ids(tmp_path / "d") == before
+
+
+def test_the_backup_directories_made_are_durable_before_any_delete(tmp_path, monkeypatch):
+    """Each directory the backup creates is named in its parent, fsynced before the first delete: else a crash
+    can keep the deletes and lose the backup."""
+    build(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    events = []
+    fsync_dir = durable.fsync_dir
+    monkeypatch.setattr(durable, "fsync_dir", lambda p: (events.append(("fsync", Path(p))), fsync_dir(p)))
+    delete = MetadataStore.delete
+    monkeypatch.setattr(
+        MetadataStore, "delete", lambda self, *a, **k: (events.append(("delete",)), delete(self, *a, **k))
+    )
+    root = tmp_path / "new" / "a" / "b"
+    res = execute(plan, backup_dir=root)
+    assert res.deleted
+    first_delete = events.index(("delete",))
+    synced = {e[1] for e in events[:first_delete] if e[0] == "fsync"}
+    assert {tmp_path, tmp_path / "new", tmp_path / "new" / "a"} <= synced

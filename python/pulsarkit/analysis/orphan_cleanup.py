@@ -7,14 +7,15 @@ on. The order is the point:
 1. The metadata store is opened for writing first. Its RocksDB lock means no broker or bookie can be
    running on it, and none can start while the cleanup runs.
 2. A fresh snapshot is taken and every plan item is re-classified. An item is deleted only if it is
-   still an orphan of the same class, its metadata node still has the version and creation time
-   the plan pinned, and the bookies still hold as many of its entries as the plan saw (an OPEN ledger's
-   entries change without its metadata); anything else is skipped with the reason. A snapshot with a ``missing`` ledger
-   (referenced but gone: data loss) or unreadable metadata refuses the whole run: its inputs are
-   inconsistent and deleting on top of them would hide the problem.
-3. With ``backup_dir``, each ledger's metadata node (raw, with its header) and every entry the bookies
-   hold for it (digest-checked; an OPEN ledger's past a gap too), with their ids, are written and fsynced
-   to ``backup_dir/ledger-<id>/`` before its node is deleted. :func:`restore_backup` puts the metadata back.
+   still an orphan of the same class, its metadata node still has the version and creation time the
+   plan pinned, and the bookies still hold as many of its entries as the plan saw (an OPEN ledger's
+   entries change without its metadata); anything else is skipped with the reason. A snapshot with a
+   ``missing`` ledger (referenced but gone: data loss) or unreadable metadata refuses the whole run: its
+   inputs are inconsistent and deleting on top of them would hide the problem.
+3. With ``backup_dir`` (new or empty, never inside a directory the plan reads, its name fsynced before
+   any delete), each ledger's metadata node (raw, with its header) and every entry the bookies hold for
+   it (digest-checked; an OPEN ledger's past a gap too), with their ids, are written and fsynced to
+   ``backup_dir/ledger-<id>/`` before its node is deleted. :func:`restore_backup` puts the metadata back.
 4. Each delete is one compare-and-delete on the node's version. A crash leaves some nodes deleted and
    some not; running the same plan again finds the deleted ones gone ("already deleted") and carries on.
 
@@ -42,7 +43,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ..durable import fsync_dir, make_private_dir, write_durably
+from ..durable import fsync_dir, input_holding, make_private_dir, write_durably
 from ..errors import BadVersionError, MetadataNotFoundError, MetadataStoreError, PulsarkitError
 from ..metadata.store import MetadataStore, StoreItems, ledger_path
 from ..metadata.zookeeper_live import ZkLiveStore
@@ -154,7 +155,7 @@ def execute(
     if not isinstance(plan, OrphanCleanupPlan):
         raise OrphanCleanupError(f"not an orphan cleanup plan: {type(plan).__name__}; write one with --plan")
     if metadata_store is not None:
-        return _execute_live(plan, _backup_root(backup_dir), metadata_store)
+        return _execute_live(plan, _backup_root(plan, backup_dir), metadata_store)
     if not is_rocksdb(Path(plan.metadata_dir)):
         # never let the writable open below create a store: e.g. a plan made from a ZooKeeper data directory,
         # which is a copy of a cluster's state, not something to delete from
@@ -162,7 +163,7 @@ def execute(
             f"{plan.metadata_dir} is not a RocksDB metadata store: a cleanup is executed only on one "
             "(a ZooKeeper data directory is a snapshot; its plan is for review)"
         )
-    backup = _backup_root(backup_dir)
+    backup = _backup_root(plan, backup_dir)
     res = CleanupResult()
     # the writer's lock is taken before looking, so nothing moves between the re-check and the deletes
     with MetadataStore(plan.metadata_dir) as store, _open_snapshot(plan, store) as dd:
@@ -193,12 +194,18 @@ def _compare_and_delete(res: CleanupResult, lid: int, delete: Callable[[], None]
         res.deleted.append(lid)
 
 
-def _backup_root(backup_dir: str | os.PathLike[str] | None) -> Path | None:
-    """The backup directory, new or empty, private (it holds the entries); a link is refused."""
+def _backup_root(plan: OrphanCleanupPlan, backup_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The backup directory, new or empty, private (it holds the entries), its name durable before anything
+    is deleted; a link, or a place inside the stores the plan reads, is refused."""
     backup = Path(backup_dir) if backup_dir is not None else None
     if backup is not None:
         if backup.is_symlink():
             raise OrphanCleanupError(f"{backup}: a symbolic link; give the backup directory itself (a new one)")
+        held = input_holding(backup, [plan.metadata_dir, *plan.ledger_dirs, *plan.journal_dirs, *plan.index_dirs])
+        if held is not None:
+            raise OrphanCleanupError(
+                f"{backup}: inside {held}, which the plan reads; give a backup directory elsewhere"
+            )
         if backup.exists() and (not backup.is_dir() or any(backup.iterdir())):
             raise OrphanCleanupError(f"{backup}: exists and is not empty (or not a directory); give a new one")
         try:
