@@ -339,3 +339,35 @@ def test_the_backup_directories_made_are_durable_before_any_delete(tmp_path, mon
     first_delete = events.index(("delete",))
     synced = {e[1] for e in events[:first_delete] if e[0] == "fsync"}
     assert {tmp_path, tmp_path / "new", tmp_path / "new" / "a"} <= synced
+
+
+def test_a_cursor_or_compacted_ledger_a_broker_may_be_switching_to_is_for_review(tmp_path):
+    """A new cursor ledger is written before the cursor is switched to it (createNewMetadataLedger, then
+    switchToNewLedger), and a compaction writes its ledger before the ``__compaction`` cursor names it: OPEN
+    and newer than the ledger in use, such a ledger is 'review', as a managed ledger's newest unlisted one is."""
+    build(tmp_path / "d")
+    topic = "persistent://public/default/orders"
+    compacted = {"application": "pulsar", "component": "compacted-ledger", "pulsar/compactedTopic": topic}
+    cursor = {"application": "pulsar", "component": "managed-ledger", "pulsar/managed-ledger": ML}
+    with pk.Store.open(tmp_path / "d") as store:
+        old_open = open_ledger(store, compacted, [0])  # a compaction that died, then one that finished
+        ml = store.managed_ledger(ML)
+        ml.add_entry(pk.encode_entry(pk.message_metadata("p", 9, 1_700_000_000_009, partition_key="k"), b"w"))
+        Compactor(store, ml).compact()
+        writing = open_ledger(store, compacted, [0])
+        sub_closed = ledger(store, cursor | {"pulsar/cursor": "sub"})
+        sub_next = open_ledger(store, cursor | {"pulsar/cursor": "sub"}, [0])
+        store.flush()
+    with open_data_dir(tmp_path / "d") as dd:
+        found = {f.ledger_id: f for f in find_orphans(dd)}
+        plan = cleanup_plan(dd)
+    got = {lid: (found[lid].category, found[lid].verdict) for lid in (old_open, writing, sub_closed, sub_next)}
+    assert got == {
+        old_open: ("old_compacted", "safe"),  # OPEN, but older than the compacted ledger in use
+        writing: ("old_compacted", "review"),
+        sub_closed: ("no_owner", "safe"),
+        sub_next: ("no_owner", "review"),
+    }
+    assert "possibly a compaction still writing it" in found[writing].evidence
+    assert "possibly its replacement" in found[sub_next].evidence
+    assert {writing, sub_next}.isdisjoint(i.ledger_id for i in plan.items)
