@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pulsarkit as pk
 import pytest
+from pulsarkit import durable
 from pulsarkit.analysis.orphan_cleanup import OrphanCleanupError, execute, restore_backup
 from pulsarkit.analysis.orphans import OrphanCleanupPlan, cleanup_plan, disk_usage_rows, find_orphans
+from pulsarkit.bookkeeper.digest import pack_entry
 from pulsarkit.broker.compaction import Compactor
 from pulsarkit.cli import main
 from pulsarkit.errors import PlanFormatError
 from pulsarkit.managed_ledger.ledger_handle import LedgerHandle
+from pulsarkit.metadata.store import MetadataStore
 from pulsarkit.scan.datadir import open_data_dir
 
 ML = "public/default/persistent/orders"
@@ -228,3 +232,142 @@ def test_a_plan_made_with_relative_paths_executes_from_another_directory(tmp_pat
     capsys.readouterr()
     assert main(["orphans-cleanup", "../plan.json", "--execute", "--backup", "b", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["deleted"]) == 4
+
+
+# ------------------------------------------------------------------ backups of open ledgers, backup paths
+
+GONE = "public/default/persistent/gone"
+
+
+def open_ledger(store, custom, entry_ids):
+    """An OPEN ledger holding exactly ``entry_ids`` on the bookie (gaps as a crashed writer leaves them)."""
+    h = LedgerHandle.create(store, {k: v.encode() for k, v in custom.items()}, "CRC32C")
+    for eid in entry_ids:
+        add_raw_entry(store, h.ledger_id, eid)
+    return h.ledger_id
+
+
+def add_raw_entry(store, lid, eid):
+    data = pk.encode_entry(pk.message_metadata("p", eid, 1_700_000_000_000 + eid), b"x" * 100)
+    store.bookie.add_entry(pack_entry(lid, eid, data, last_add_confirmed=eid - 1, length=0, digest_type="CRC32C"))
+
+
+def build_open_orphans(root):
+    """The topic, and two OPEN ledgers of a deleted managed ledger: entries 0-4 and 6-9; entries 2-3 only."""
+    with pk.Store.open(root) as store:
+        store.managed_ledger(ML).add_entry(pk.encode_entry(pk.message_metadata("p", 0, 1_700_000_000_000), b"v"))
+        custom = {"application": "pulsar", "component": "managed-ledger", "pulsar/managed-ledger": GONE}
+        gap = open_ledger(store, custom, [0, 1, 2, 3, 4, 6, 7, 8, 9])
+        no_first = open_ledger(store, custom, [2, 3])
+        store.flush()
+    return gap, no_first
+
+
+def test_the_backup_of_an_open_ledger_holds_every_entry_the_bookie_holds(tmp_path, capsys):
+    """An OPEN ledger's last_entry_id ends at its first gap: the backup once stopped there (5 of 9 entries,
+    none when entry 0 is absent) and the metadata was deleted anyway, leaving the rest to the bookie's GC."""
+    gap, no_first = build_open_orphans(tmp_path / "d")
+    plan = tmp_path / "plan.json"
+    assert main(["orphans", str(tmp_path / "d"), "--plan", str(plan)]) == 0
+    items = {i["ledger_id"]: i for i in json.loads(plan.read_text())["items"]}
+    assert (items[gap]["category"], items[gap]["state"]) == ("owner_gone", "OPEN")
+    capsys.readouterr()
+    assert main(["orphans-cleanup", str(plan), "--execute", "--backup", str(tmp_path / "b"), "--json"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["deleted"]) == sorted([gap, no_first])
+    import pyarrow.ipc as ipc
+
+    for lid, held, runs in ((gap, [0, 1, 2, 3, 4, 6, 7, 8, 9], [[0, 4], [6, 9]]), (no_first, [2, 3], [[2, 3]])):
+        d = tmp_path / "b" / f"ledger-{lid}"
+        t = ipc.open_file(str(d / "entries.arrow")).read_all()
+        assert t.column("entry_id").to_pylist() == held
+        assert all(len(x) > 100 for x in t.column("data").to_pylist())
+        doc = json.loads((d / "item.json").read_text())
+        assert (doc["entries_backed_up"], doc["entry_ids_backed_up"]) == (len(held), runs)
+        assert doc["entries_on_bookie"] == items[lid]["entries_on_bookie"] == len(held)  # what the plan saw
+
+
+def test_an_open_ledger_whose_entries_changed_since_the_plan_is_skipped(tmp_path):
+    """Entries added to an OPEN ledger change no metadata version: the re-check compares what the bookies
+    hold with what the plan saw, so neither the backup nor the delete covers entries nobody reviewed."""
+    gap, no_first = build_open_orphans(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    with pk.Store.open(tmp_path / "d") as store:
+        add_raw_entry(store, gap, 10)
+        store.flush()
+    res = execute(plan, backup_dir=tmp_path / "b")
+    assert [(s.id, s.why) for s in res.skipped] == [
+        (gap, "its entries on the bookies changed since the plan (10 held, 9 planned)")
+    ]
+    assert res.deleted == res.backed_up == [no_first]
+    assert gap in _metadata_ids(tmp_path / "d") and not (tmp_path / "b" / f"ledger-{gap}").exists()
+
+
+def test_a_backup_inside_the_stores_the_plan_reads_is_refused(tmp_path, capsys):
+    build(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    before = _metadata_ids(tmp_path / "d")
+    for inside in (Path(plan.metadata_dir) / "x", Path(plan.ledger_dirs[0]), Path(plan.ledger_dirs[0]) / "a" / "b"):
+        with pytest.raises(OrphanCleanupError, match="which the plan reads"):
+            execute(plan, backup_dir=inside)
+        assert not (inside / "ledger-3").exists() and not (Path(plan.metadata_dir) / "x").exists()
+    # through a link to the store too: the link's target is what would be written
+    (tmp_path / "to-md").symlink_to(plan.metadata_dir)
+    with pytest.raises(OrphanCleanupError, match="which the plan reads"):
+        execute(plan, backup_dir=tmp_path / "to-md" / "x")
+    plan_file = tmp_path / "plan.json"
+    plan.write(str(plan_file))
+    assert main(["orphans-cleanup", str(plan_file), "--execute", "--backup", plan.metadata_dir + "/x"]) != 0
+    assert "which the plan reads" in capsys.readouterr().err
+    assert _metadata_ids(tmp_path / "d") == before
+
+
+def test_the_backup_directories_made_are_durable_before_any_delete(tmp_path, monkeypatch):
+    """Each directory the backup creates is named in its parent, fsynced before the first delete: else a crash
+    can keep the deletes and lose the backup."""
+    build(tmp_path / "d")
+    plan = _plan(tmp_path / "d")
+    events = []
+    fsync_dir = durable.fsync_dir
+    monkeypatch.setattr(durable, "fsync_dir", lambda p: (events.append(("fsync", Path(p))), fsync_dir(p)))
+    delete = MetadataStore.delete
+    monkeypatch.setattr(
+        MetadataStore, "delete", lambda self, *a, **k: (events.append(("delete",)), delete(self, *a, **k))
+    )
+    root = tmp_path / "new" / "a" / "b"
+    res = execute(plan, backup_dir=root)
+    assert res.deleted
+    first_delete = events.index(("delete",))
+    synced = {e[1] for e in events[:first_delete] if e[0] == "fsync"}
+    assert {tmp_path, tmp_path / "new", tmp_path / "new" / "a"} <= synced
+
+
+def test_a_cursor_or_compacted_ledger_a_broker_may_be_switching_to_is_for_review(tmp_path):
+    """A new cursor ledger is written before the cursor is switched to it (createNewMetadataLedger, then
+    switchToNewLedger), and a compaction writes its ledger before the ``__compaction`` cursor names it: OPEN
+    and newer than the ledger in use, such a ledger is 'review', as a managed ledger's newest unlisted one is."""
+    build(tmp_path / "d")
+    topic = "persistent://public/default/orders"
+    compacted = {"application": "pulsar", "component": "compacted-ledger", "pulsar/compactedTopic": topic}
+    cursor = {"application": "pulsar", "component": "managed-ledger", "pulsar/managed-ledger": ML}
+    with pk.Store.open(tmp_path / "d") as store:
+        old_open = open_ledger(store, compacted, [0])  # a compaction that died, then one that finished
+        ml = store.managed_ledger(ML)
+        ml.add_entry(pk.encode_entry(pk.message_metadata("p", 9, 1_700_000_000_009, partition_key="k"), b"w"))
+        Compactor(store, ml).compact()
+        writing = open_ledger(store, compacted, [0])
+        sub_closed = ledger(store, cursor | {"pulsar/cursor": "sub"})
+        sub_next = open_ledger(store, cursor | {"pulsar/cursor": "sub"}, [0])
+        store.flush()
+    with open_data_dir(tmp_path / "d") as dd:
+        found = {f.ledger_id: f for f in find_orphans(dd)}
+        plan = cleanup_plan(dd)
+    got = {lid: (found[lid].category, found[lid].verdict) for lid in (old_open, writing, sub_closed, sub_next)}
+    assert got == {
+        old_open: ("old_compacted", "safe"),  # OPEN, but older than the compacted ledger in use
+        writing: ("old_compacted", "review"),
+        sub_closed: ("no_owner", "safe"),
+        sub_next: ("no_owner", "review"),
+    }
+    assert "possibly a compaction still writing it" in found[writing].evidence
+    assert "possibly its replacement" in found[sub_next].evidence
+    assert {writing, sub_next}.isdisjoint(i.ledger_id for i in plan.items)

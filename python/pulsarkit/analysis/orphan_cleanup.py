@@ -7,13 +7,15 @@ on. The order is the point:
 1. The metadata store is opened for writing first. Its RocksDB lock means no broker or bookie can be
    running on it, and none can start while the cleanup runs.
 2. A fresh snapshot is taken and every plan item is re-classified. An item is deleted only if it is
-   still an orphan of the same class and its metadata node still has the version and creation time
-   the plan pinned; anything else is skipped with the reason. A snapshot with a ``missing`` ledger
-   (referenced but gone: data loss) or unreadable metadata refuses the whole run: its inputs are
-   inconsistent and deleting on top of them would hide the problem.
-3. With ``backup_dir``, each ledger's metadata node (raw, with its header) and every entry the bookies
-   hold for it (digest-checked) are written and fsynced to ``backup_dir/ledger-<id>/`` before its
-   node is deleted. :func:`restore_backup` puts the metadata back.
+   still an orphan of the same class, its metadata node still has the version and creation time the
+   plan pinned, and the bookies still hold as many of its entries as the plan saw (an OPEN ledger's
+   entries change without its metadata); anything else is skipped with the reason. A snapshot with a
+   ``missing`` ledger (referenced but gone: data loss) or unreadable metadata refuses the whole run: its
+   inputs are inconsistent and deleting on top of them would hide the problem.
+3. With ``backup_dir`` (new or empty, never inside a directory the plan reads, its name fsynced before
+   any delete), each ledger's metadata node (raw, with its header) and every entry the bookies hold for
+   it (digest-checked; an OPEN ledger's past a gap too), with their ids, are written and fsynced to
+   ``backup_dir/ledger-<id>/`` before its node is deleted. :func:`restore_backup` puts the metadata back.
 4. Each delete is one compare-and-delete on the node's version. A crash leaves some nodes deleted and
    some not; running the same plan again finds the deleted ones gone ("already deleted") and carries on.
 
@@ -41,7 +43,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ..durable import fsync_dir, make_private_dir, write_durably
+from ..durable import fsync_dir, input_holding, make_private_dir, write_durably
 from ..errors import BadVersionError, MetadataNotFoundError, MetadataStoreError, PulsarkitError
 from ..metadata.store import MetadataStore, StoreItems, ledger_path
 from ..metadata.zookeeper_live import ZkLiveStore
@@ -49,6 +51,7 @@ from ..metadata.zookeeper_write import ZkNodeWriter
 from ..plan import Skipped, to_data
 from ..scan.bookie_dir import is_rocksdb
 from ..scan.datadir import DataDir, MetadataSource
+from ..scan.records import held_pieces
 from .orphans import OrphanCleanupItem, OrphanCleanupPlan, find_orphans
 
 _ENTRIES_SCHEMA = pa.schema([("entry_id", pa.int64()), ("data", pa.binary())])
@@ -92,25 +95,49 @@ def _raw_node(store: MetadataStore, lid: int) -> bytes:
     return raw
 
 
+def _backup_entries(dd: DataDir, lid: int) -> tuple[list[int], list[bytes]]:
+    """Every entry the bookies hold for ``lid``, digest-checked: the range its metadata claims (a claimed
+    entry no bookie holds is an error), then whatever is held past it. An OPEN ledger's ``last_entry_id`` is
+    only the end of its first run of held entries; what lies past a gap is still reclaimed once the metadata
+    goes, so it is backed up too."""
+    led = dd.ledgers.get(lid)
+    last = max(led.last_entry_id if led else -1, -1)
+    held = dd.held_entries(lid)
+    spans = [(0, last)] if last >= 0 else []
+    spans += [(a, b) for a, b, is_held in held_pieces(held, last + 1, held[-1] if held else -1) if is_held]
+    ids, datas = [], []
+    for a, b in spans:
+        for eid, data in dd.entries(lid, a, b):
+            if isinstance(data, Exception):
+                raise OrphanCleanupError(
+                    f"ledger {lid}: cannot back up entry {eid}: {data}; nothing was deleted for it"
+                )
+            ids.append(eid)
+            datas.append(data)
+    if ids != held:  # the backup is exactly what the bookies' GC would reclaim, or nothing is deleted
+        raise OrphanCleanupError(
+            f"ledger {lid}: backed up {len(ids)} entries but the bookies hold {len(held)}; nothing was deleted for it"
+        )
+    return ids, datas
+
+
+def _runs(ids: list[int]) -> list[list[int]]:
+    """Sorted entry ids as ``[first, last]`` runs: a manifest as long as the gaps, not the entries."""
+    return [[a, b] for a, b, is_held in held_pieces(ids, ids[0], ids[-1]) if is_held] if ids else []
+
+
 def _backup_ledger(
     dd: DataDir, lid: int, raw_node: bytes, item: OrphanCleanupItem, root: Path, extra: dict[str, Any] | None = None
 ) -> None:
     d = root / f"ledger-{lid}"
     d.mkdir(mode=0o700)
     write_durably(d / "metadata.node", raw_node)
-    led = dd.ledgers.get(lid)
-    last = max(led.last_entry_id if led else -1, -1)
-    ids, datas = [], []
-    for eid, data in dd.entries(lid, 0, last):
-        if isinstance(data, Exception):
-            raise OrphanCleanupError(f"ledger {lid}: cannot back up entry {eid}: {data}; nothing was deleted for it")
-        ids.append(eid)
-        datas.append(data)
+    ids, datas = _backup_entries(dd, lid)
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, _ENTRIES_SCHEMA) as w:
         w.write_table(pa.table({"entry_id": pa.array(ids, pa.int64()), "data": pa.array(datas, pa.binary())}))
     write_durably(d / "entries.arrow", sink.getvalue().to_pybytes())
-    doc = {**to_data(item), "entries_backed_up": len(ids), **(extra or {})}
+    doc = {**to_data(item), "entries_backed_up": len(ids), "entry_ids_backed_up": _runs(ids), **(extra or {})}
     write_durably(d / "item.json", json.dumps(doc, indent=1).encode())
     fsync_dir(d)
     fsync_dir(root)
@@ -128,7 +155,7 @@ def execute(
     if not isinstance(plan, OrphanCleanupPlan):
         raise OrphanCleanupError(f"not an orphan cleanup plan: {type(plan).__name__}; write one with --plan")
     if metadata_store is not None:
-        return _execute_live(plan, _backup_root(backup_dir), metadata_store)
+        return _execute_live(plan, _backup_root(plan, backup_dir), metadata_store)
     if not is_rocksdb(Path(plan.metadata_dir)):
         # never let the writable open below create a store: e.g. a plan made from a ZooKeeper data directory,
         # which is a copy of a cluster's state, not something to delete from
@@ -136,7 +163,7 @@ def execute(
             f"{plan.metadata_dir} is not a RocksDB metadata store: a cleanup is executed only on one "
             "(a ZooKeeper data directory is a snapshot; its plan is for review)"
         )
-    backup = _backup_root(backup_dir)
+    backup = _backup_root(plan, backup_dir)
     res = CleanupResult()
     # the writer's lock is taken before looking, so nothing moves between the re-check and the deletes
     with MetadataStore(plan.metadata_dir) as store, _open_snapshot(plan, store) as dd:
@@ -167,12 +194,18 @@ def _compare_and_delete(res: CleanupResult, lid: int, delete: Callable[[], None]
         res.deleted.append(lid)
 
 
-def _backup_root(backup_dir: str | os.PathLike[str] | None) -> Path | None:
-    """The backup directory, new or empty, private (it holds the entries); a link is refused."""
+def _backup_root(plan: OrphanCleanupPlan, backup_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The backup directory, new or empty, private (it holds the entries), its name durable before anything
+    is deleted; a link, or a place inside the stores the plan reads, is refused."""
     backup = Path(backup_dir) if backup_dir is not None else None
     if backup is not None:
         if backup.is_symlink():
             raise OrphanCleanupError(f"{backup}: a symbolic link; give the backup directory itself (a new one)")
+        held = input_holding(backup, [plan.metadata_dir, *plan.ledger_dirs, *plan.journal_dirs, *plan.index_dirs])
+        if held is not None:
+            raise OrphanCleanupError(
+                f"{backup}: inside {held}, which the plan reads; give a backup directory elsewhere"
+            )
         if backup.exists() and (not backup.is_dir() or any(backup.iterdir())):
             raise OrphanCleanupError(f"{backup}: exists and is not empty (or not a directory); give a new one")
         try:
@@ -209,6 +242,12 @@ def _recheck(plan: OrphanCleanupPlan, dd: DataDir, res: CleanupResult) -> list[O
             res.skipped.append(Skipped("ledger", lid, f"now classed {f.category!r}, planned as {item.category!r}"))
         elif tuple(dd.node_versions[path]) != (item.metadata_version, item.metadata_ctime):
             res.skipped.append(Skipped("ledger", lid, "its metadata changed since the plan"))
+        elif f.entries_on_bookie != item.entries_on_bookie:
+            # an open ledger's entries change without its metadata: the backup and the delete would be of
+            # data the reviewer never saw
+            now_held, planned = f.entries_on_bookie, item.entries_on_bookie
+            why = f"its entries on the bookies changed since the plan ({now_held} held, {planned} planned)"
+            res.skipped.append(Skipped("ledger", lid, why))
         else:
             todo.append(item)
     res.to_delete = todo

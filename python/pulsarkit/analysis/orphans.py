@@ -10,12 +10,17 @@ class                     meaning                                               
 ========================= ============================================================ ===========
 ``no_owner``              its managed ledger exists but does not list it (Pulsar        review
                           #13238: metadata kept after a failed delete, or a ledger
-                          still being created when the snapshot was taken)
+                          still being created when the snapshot was taken); a
+                          cursor ledger its subscription no longer uses: safe, but
+                          review when OPEN and newer than the one it uses (the
+                          cursor switching to it)
 ``owner_gone``            the managed ledger its metadata names no longer exists        safe
 ``deleted_subscription``  a cursor ledger of a subscription its topic no longer has     safe
 ``schema_of_deleted``     a schema ledger whose ``/schemas`` node is gone              safe
 ``schema_unreferenced``   a schema ledger its topic's schema locator does not list      review
 ``old_compacted``         a compacted ledger that is not its topic's current one        safe
+                          (review when OPEN and newer than it: a compaction still
+                          writing it)
 ``unknown_owner``         metadata without any custom metadata saying whose it is       review
 ``on_disk_only``          entries on a bookie, no metadata (the bookie's GC deletes     safe
                           its index entries and reclaims the bytes by compaction)
@@ -47,7 +52,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from ..bookkeeper.gc import GcConfig, reclaiming_level
-from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR
+from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR, topic_to_ml
 from ..codec.protobuf_wire import fields
 from ..metadata.store import ledger_path
 from ..plan import Plan, PlanItem
@@ -70,6 +75,8 @@ class OrphanFinding:
     #: The ledger's state (OPEN, CLOSED, ...; DELETED: no metadata).
     state: str
     entries: int
+    #: Distinct entries some given bookie holds (an open ledger's may lie past a gap, beyond ``entries``).
+    entries_on_bookie: int
     bytes_on_bookie: int
 
 
@@ -117,6 +124,7 @@ def find_orphans(dd: DataDir) -> list[OrphanFinding]:
                     evidence=evidence,
                     state=led.state,
                     entries=led.entries,
+                    entries_on_bookie=led.entries_on_bookie,
                     bytes_on_bookie=led.bytes_on_bookie,
                 )
             )
@@ -133,9 +141,15 @@ class _References:
     compacted: dict[int, str]
     schema_refs: dict[str, set[int]]
     max_listed: dict[str, int]
+    #: Each managed ledger's current compacted ledger (the newest, if several cursors name one).
+    max_compacted: dict[str, int]
 
     @classmethod
     def of(cls, dd: DataDir) -> _References:
+        compacted = _current_compacted(dd)
+        max_compacted: dict[str, int] = {}
+        for lid, ml in compacted.items():
+            max_compacted[ml] = max(max_compacted.get(ml, -1), lid)
         return cls(
             listed={li.ledgerId for info in dd.ml_infos.values() for li in info.ledgerInfo},
             cursor_ledgers={
@@ -144,12 +158,28 @@ class _References:
                 for ci in curs.values()
                 if ci.cursorsLedgerId >= 0
             },
-            compacted=_current_compacted(dd),
+            compacted=compacted,
             schema_refs={sid: _schema_ledgers(loc) for sid, loc in dd.schemas.items()},
             max_listed={
                 ml: max((li.ledgerId for li in info.ledgerInfo), default=-1) for ml, info in dd.ml_infos.items()
             },
+            max_compacted=max_compacted,
         )
+
+
+def _in_flight(led: Ledger, referenced: int) -> bool:
+    """An unreferenced ledger that is OPEN and newer than the one its owner refers to (-1: none yet): Pulsar
+    creates and writes a replacement before it switches the reference to it (a managed ledger's next
+    ledger, a cursor's createNewMetadataLedger, a compaction's phase two), so a live broker may be mid-way."""
+    return led.state == "OPEN" and led.ledger_id > referenced
+
+
+def _compacted_ml(topic: str) -> str | None:
+    """The managed ledger of a compacted ledger's ``pulsar/compactedTopic``; None when it names none."""
+    try:
+        return topic_to_ml(topic) if topic else None
+    except ValueError:  # not a topic name: no managed ledger to compare with
+        return None
 
 
 def _data_missing(dd: DataDir, led: Ledger) -> tuple[str, str, str | None, str] | None:
@@ -188,7 +218,12 @@ def _classify(dd: DataDir, refs: _References, led: Ledger) -> tuple[str, str, st
         if lid in refs.compacted:
             return None
         elsewhere = f" ({topic} compacts into another ledger)" if topic else ""
-        return "old_compacted", "safe", topic or None, f"no topic's __compaction cursor names it{elsewhere}"
+        why = f"no topic's __compaction cursor names it{elsewhere}"
+        cml = _compacted_ml(topic)
+        if cml in dd.ml_infos and _in_flight(led, refs.max_compacted.get(cml, -1)):
+            why += "; it is OPEN and newer than the topic's current one: possibly a compaction still writing it"
+            return "old_compacted", "review", topic, why
+        return "old_compacted", "safe", topic or None, why
     if led.kind == "schema":
         sid = cm.get("pulsar/schemaId", b"").decode("utf-8", "replace")
         if sid not in refs.schema_refs:
@@ -208,9 +243,13 @@ def _classify(dd: DataDir, refs: _References, led: Ledger) -> tuple[str, str, st
         cursor = cm.get("pulsar/cursor", b"").decode("utf-8", "replace") or led.cursor
         if ml not in dd.ml_infos:
             return "owner_gone", "safe", ml, f"cursor {cursor!r} of managed ledger {ml!r}, which no longer exists"
-        if cursor not in {c.name for c in dd.cursors(ml)}:
+        current = {c.name: c.cursor_ledger_id for c in dd.cursors(ml)}
+        if cursor not in current:
             return "deleted_subscription", "safe", ml, f"{ml} has no subscription {cursor!r} any more"
-        return "no_owner", "safe", ml, f"subscription {cursor!r} exists but its cursor uses another ledger"
+        why = f"subscription {cursor!r} exists but its cursor uses another ledger"
+        if _in_flight(led, current[cursor]):
+            return "no_owner", "review", ml, why + "; it is OPEN and newer than that one: possibly its replacement"
+        return "no_owner", "safe", ml, why
     if ml is None:
         if not cm:
             return (
@@ -224,7 +263,7 @@ def _classify(dd: DataDir, refs: _References, led: Ledger) -> tuple[str, str, st
         return None
     if ml not in dd.ml_infos:
         return "owner_gone", "safe", ml, f"managed ledger {ml!r} named by its metadata no longer exists"
-    newest = lid > refs.max_listed.get(ml, -1) and led.state == "OPEN"
+    newest = _in_flight(led, refs.max_listed.get(ml, -1))
     why = (
         "; it is OPEN and newer than all of them: possibly a ledger being created"
         if newest
@@ -243,6 +282,7 @@ ORPHANS_SCHEMA = pa.schema(
         ("evidence", pa.string()),
         ("state", pa.string()),
         ("entries", pa.int64()),
+        ("entries_on_bookie", pa.int64()),
         ("bytes_on_bookie", pa.int64()),
     ]
 )

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from .._native import __version__
-from ..durable import fsync_dir, fsync_file
+from ..durable import fsync_dir, fsync_file, input_holding
 from ..errors import PulsarkitError
 
 EXIT_OK = 0
@@ -351,13 +351,6 @@ class OutputRefused(PulsarkitError):
     """An output path the command must not write: it exists, is a link, or is one of its inputs."""
 
 
-def _inside(path: str, root: str) -> bool:
-    try:
-        return os.path.commonpath([path, root]) == root
-    except ValueError:
-        return False
-
-
 @contextlib.contextmanager
 def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = ()) -> Iterator[str]:
     """Yields a temporary name to write ``path``'s content to; put in place as ``path`` when the block
@@ -370,16 +363,12 @@ def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = (
     name. Without ``overwrite`` it is put in place by a hard link, which fails rather than replace a
     file that appeared at ``path`` meanwhile; with it, by a rename, which replaces a file (or a link
     planted since the check) and never writes through one."""
-    real = os.path.realpath(path)
     if os.path.islink(path):
         raise OutputRefused(f"{path} is a symbolic link; pulsarkit never writes through one")
-    for i in inputs:
-        ri = os.path.realpath(i)
-        if real == ri or _inside(real, ri):
-            raise OutputRefused(
-                f"{path} is {'one of' if real == ri else 'inside'} this command's inputs ({i}); "
-                "write the output elsewhere"
-            )
+    held = input_holding(path, inputs)
+    if held is not None:
+        which = "one of" if os.path.realpath(path) == os.path.realpath(held) else "inside"
+        raise OutputRefused(f"{path} is {which} this command's inputs ({held}); write the output elsewhere")
     if os.path.lexists(path):
         if os.path.isdir(path) or not os.path.isfile(path):
             raise OutputRefused(f"{path} exists and is not a regular file")

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..durable import fsync_dir
+from ..durable import fsync_dir, input_holding
 from ..scan.records import DataDirError
 from .marks import Mark
 
@@ -90,13 +90,12 @@ def locked(out: Path) -> Iterator[None]:
 def check_output(inputs: list[str], out: str, root: Path) -> None:
     """Refuses an output pulsarkit must not write: inside one of the directories read (``inputs``: the data
     directory, or a cluster's metadata and bookie directories), a symbolic link, a file."""
-    real_out = os.path.realpath(root)
     for given in inputs:
-        source = os.path.realpath(given)
-        if not Path(source).is_dir():
+        if not Path(os.path.realpath(given)).is_dir():
             raise DataDirError(f"{given}: no such directory", given)
-        if real_out == source or os.path.commonpath([real_out, source]) == source:
-            raise ExportRefused(f"{out} is inside the data directory {given}; export elsewhere")
+    held = input_holding(root, inputs)
+    if held is not None:
+        raise ExportRefused(f"{out} is inside the data directory {held}; export elsewhere")
     if root.is_symlink():
         raise ExportRefused(f"{out} is a symbolic link; pulsarkit never writes through one")
     if root.exists() and not root.is_dir():
