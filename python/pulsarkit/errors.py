@@ -113,6 +113,10 @@ class PlanFormatError(PulsarkitError):
         self.field = field
 
 
+class InvalidTopicNameError(PulsarkitError):
+    """A topic or managed-ledger name Pulsar's ``TopicName`` would refuse (``IllegalArgumentException``)."""
+
+
 class SchemaStorageError(PulsarkitError):
     """Bytes of the broker's schema storage (a ``/schemas`` locator, a schema ledger entry) that do not decode."""
 
@@ -146,6 +150,7 @@ __all__ = [
     "EncryptedMessageError",
     "EntryNotFoundError",
     "InvalidCursorPositionError",
+    "InvalidTopicNameError",
     "InvalidTxnStatusError",
     "LedgerNotFoundError",
     "LifecycleError",

@@ -371,3 +371,70 @@ def test_a_cursor_or_compacted_ledger_a_broker_may_be_switching_to_is_for_review
     assert "possibly a compaction still writing it" in found[writing].evidence
     assert "possibly its replacement" in found[sub_next].evidence
     assert {writing, sub_next}.isdisjoint(i.ledger_id for i in plan.items)
+
+
+# ---------------------------------------------------------------------------------- owners this reader might misname
+
+V1 = "prop/us-west/ns/persistent/legacy-topic"  # persistent://prop/us-west/ns/legacy-topic, Pulsar's v1 naming
+
+
+def _topic(store, name, n=3):
+    """A managed ledger of ``n`` messages over two-entry ledgers and a subscription ``sub``."""
+    ml = store.managed_ledger(name, pk.ManagedLedgerConfig(max_entries_per_ledger=2, minimum_rollover_time_ms=0))
+    for i in range(n):
+        ml.add_entry(pk.encode_entry(pk.message_metadata("p", i, 1000 + i), b"v%d" % i))
+    c = ml.open_cursor("sub", "earliest")
+    c.mark_delete(ml.last_confirmed_entry)
+    return ml
+
+
+def test_a_v1_topic_is_read_like_a_v2_one_and_its_ledgers_are_no_orphans(tmp_path, capsys):
+    from pulsarkit.analysis.messages import read_messages
+
+    with pk.Store.open(tmp_path / "d") as store:
+        assert len(_topic(store, V1).ledgers()) == 2
+        store.flush()
+    with open_data_dir(tmp_path / "d") as dd:
+        assert list(dd.ml_infos) == [V1]
+        assert [t.name for t in dd.topics()] == ["persistent://prop/us-west/ns/legacy-topic"]
+        [cur] = dd.cursors(V1)
+        assert cur.name == "sub" and cur.mark_delete.entry_id >= 0
+        rows = list(read_messages(dd, "persistent://prop/us-west/ns/legacy-topic"))
+        assert [r["sequence_id"] for r in rows] == [0, 1, 2]
+        assert find_orphans(dd) == [] and cleanup_plan(dd).to_delete == []
+        assert dd.issues == []
+    assert main(["topics", str(tmp_path / "d")]) == 0
+    assert "persistent://prop/us-west/ns/legacy-topic" in capsys.readouterr().out
+    assert main(["messages", str(tmp_path / "d"), "--topic", "persistent://prop/us-west/ns/legacy-topic"]) == 0
+    assert capsys.readouterr().out.count("persistent://prop/us-west/ns/legacy-topic") == 3
+
+
+def test_ledgers_of_a_managed_ledger_no_topic_name_fits_are_review_and_an_issue(tmp_path):
+    odd = "prop/us west/ns/persistent/t"  # a cluster name Pulsar refuses: not read as a topic
+    with pk.Store.open(tmp_path / "d") as store:
+        _topic(store, odd)
+        store.flush()
+    with open_data_dir(tmp_path / "d") as dd:
+        assert dd.ml_infos == {}
+        assert [i.kind for i in dd.issues] == ["unrecognised_managed_ledger"] * 2  # the ledger and its cursor
+        found = find_orphans(dd)
+        assert found and {f.verdict for f in found} == {"review"}, found
+        assert all(f"/managed-ledgers/{odd}" in f.evidence for f in found)
+        assert cleanup_plan(dd).to_delete == []
+
+
+def test_a_cursor_node_not_read_keeps_its_ledger_from_being_safe(tmp_path):
+    with pk.Store.open(tmp_path / "d") as store:
+        _topic(store, ML)
+        base = {"application": "pulsar", "component": "managed-ledger"}
+        lid = ledger(store, base | {"pulsar/managed-ledger": ML, "pulsar/cursor": "sub"})
+        store.flush()
+    with open_data_dir(tmp_path / "d") as dd:
+        [f] = find_orphans(dd)  # an old ledger of a live subscription
+        assert (f.ledger_id, f.category, f.verdict) == (lid, "no_owner", "safe")
+        # as if the cursor's node had been misread: the ledger looks like a deleted subscription's
+        dd.cursor_infos[ML].clear()
+        dd._cursor_cache.clear()
+        [f] = find_orphans(dd)
+        assert (f.ledger_id, f.category, f.verdict) == (lid, "deleted_subscription", "review")
+        assert f"/managed-ledgers/{ML}/sub" in f.evidence

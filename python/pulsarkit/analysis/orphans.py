@@ -32,9 +32,10 @@ class                     meaning                                               
 ========================= ============================================================ ===========
 
 ``safe`` means nothing in this snapshot refers to the ledger; ``review`` means a person should look
-(a live broker may be mid-operation). :func:`cleanup_plan` turns the findings into a reviewable
-:class:`OrphanCleanupPlan` (:mod:`pulsarkit.plan`; its dry run is the plan alone), pinning each ledger's
-metadata version; this module never deletes anything
+(a live broker may be mid-operation). A ``safe`` class becomes ``review`` when the managed ledger or
+cursor it says is gone still has a node (or nodes under it) that this reader did not read as one.
+:func:`cleanup_plan` turns the findings into a reviewable :class:`OrphanCleanupPlan` (:mod:`pulsarkit.plan`;
+its dry run is the plan alone), pinning each ledger's metadata version; this module never deletes anything
 (:mod:`pulsarkit.analysis.orphan_cleanup` executes a plan).
 
 :func:`disk_usage` attributes the bytes of each entry log to ledgers and owners, live or dead, and
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
@@ -52,8 +54,9 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from ..bookkeeper.gc import GcConfig, reclaiming_level
-from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR, topic_to_ml
+from ..broker.topic_name import COMPACTED_LEDGER_PROPERTY, COMPACTION_CURSOR, encode_local, topic_to_ml
 from ..codec.protobuf_wire import fields
+from ..errors import InvalidTopicNameError
 from ..metadata.store import ledger_path
 from ..plan import Plan, PlanItem
 from ..scan.datadir import DataDir
@@ -62,6 +65,7 @@ from ..scan.records import Ledger
 #: GC's defaults, Pulsar's conf/bookkeeper.conf (BookKeeper's own major default is 0.8).
 MINOR_COMPACTION_THRESHOLD = GcConfig.minor_compaction_threshold
 MAJOR_COMPACTION_THRESHOLD = GcConfig.major_compaction_threshold
+ML_ROOT = "/managed-ledgers/"
 
 
 @dataclass(frozen=True)
@@ -109,9 +113,10 @@ def _current_compacted(dd: DataDir) -> dict[int, str]:
 def find_orphans(dd: DataDir) -> list[OrphanFinding]:
     """Every ledger nothing owns, with evidence and a verdict (see the module docstring)."""
     refs = _References.of(dd)
+    tree = _ml_tree(dd)
     out: list[OrphanFinding] = []
     for _, led in sorted(dd.ledgers.items()):
-        found = _classify(dd, refs, led) or _data_missing(dd, led)
+        found = _owner_still_stored(dd, tree, led, _classify(dd, refs, led)) or _data_missing(dd, led)
         if found is not None:
             category, verdict, owner, evidence = found
             out.append(
@@ -178,8 +183,49 @@ def _compacted_ml(topic: str) -> str | None:
     """The managed ledger of a compacted ledger's ``pulsar/compactedTopic``; None when it names none."""
     try:
         return topic_to_ml(topic) if topic else None
-    except ValueError:  # not a topic name: no managed ledger to compare with
+    except (InvalidTopicNameError, ValueError):  # not a topic name: no managed ledger to compare with
         return None
+
+
+def _ml_tree(dd: DataDir) -> set[str]:
+    """Every node under ``/managed-ledgers/`` and every parent of one, read or not as a managed ledger."""
+    out: set[str] = set()
+    for path in dd.nodes:
+        if path.startswith(ML_ROOT):
+            out.update(path[:i] for i, c in enumerate(path) if c == "/" and i > len(ML_ROOT))
+            out.add(path)
+    return out
+
+
+def _owner_still_stored(
+    dd: DataDir, tree: set[str], led: Ledger, found: tuple[str, str, str | None, str] | None
+) -> tuple[str, str, str | None, str] | None:
+    """A ``safe`` finding turned ``review`` when the owner it says is gone still has a node (or nodes
+    under it) in the metadata tree: a name this reader did not take for a topic's (a shape it does not
+    know, a value it could not parse) must never make live ledgers look deletable."""
+    if found is None or found[1] != "safe":
+        return found
+    category, _, owner, evidence = found
+    cm = led.custom_metadata
+    ml = led.managed_ledger
+    if led.kind == "compacted":
+        try:
+            ml = topic_to_ml(cm.get("pulsar/compactedTopic", b"").decode("utf-8", "replace"))
+        except InvalidTopicNameError:
+            ml = None
+    stored = []
+    if ml and ml not in dd.ml_infos and ML_ROOT + ml in tree:
+        stored.append(ML_ROOT + ml)
+    cursor = (cm.get("pulsar/cursor") or cm.get("psr/cursor") or b"").decode("utf-8", "replace")
+    if led.kind == "cursor" and ml and cursor and ml in dd.ml_infos:
+        names = {c.name for c in dd.cursors(ml)}
+        for node in {f"{ML_ROOT}{ml}/{cursor}", f"{ML_ROOT}{ml}/{encode_local(cursor)}"}:
+            if node in tree and urllib.parse.unquote_plus(node.rpartition("/")[2]) not in names:
+                stored.append(node)
+    if not stored:
+        return found
+    why = f"{evidence}; but the metadata still holds {', '.join(sorted(stored))} (or nodes under it), unread"
+    return category, "review", owner, why
 
 
 def _data_missing(dd: DataDir, led: Ledger) -> tuple[str, str, str | None, str] | None:

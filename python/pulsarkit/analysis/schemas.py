@@ -9,12 +9,11 @@ read are still given.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import unquote_plus
 
 import pyarrow as pa
 
 from ..broker.schema_registry import StoredSchema, parse_locator, parse_schema_entry
-from ..broker.topic_name import partition_of, topic_to_ml
+from ..broker.topic_name import TopicName, partition_of
 from ..errors import PulsarkitError
 from ..scan.datadir import DataDir
 from ..scan.records import Issue
@@ -38,11 +37,11 @@ SCHEMAS_SCHEMA = pa.schema(
 
 def schema_id(topic: str) -> str:
     """The registry's id of a topic's schema: ``tenant/namespace/topic``, shared by a partitioned topic's
-    partitions (``persistent://public/default/t-partition-0`` -> ``public/default/t``)."""
-    tenant, ns, _, local = topic_to_ml(topic).split("/", 3)
-    name = unquote_plus(local)
-    base, _ = partition_of(name)
-    return f"{tenant}/{ns}/{base if base is not None else name}"
+    partitions (``persistent://public/default/t-partition-0`` -> ``public/default/t``; a v1 topic's
+    cluster left out, as ``TopicName.getSchemaName``)."""
+    tn = TopicName.parse(topic)
+    base, _ = partition_of(tn.local)
+    return f"{tn.tenant}/{tn.namespace}/{base if base is not None else tn.local}"
 
 
 def schema_history(dd: DataDir, topics: Iterable[str] | None = None) -> list[StoredSchema]:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..broker.schema_registry import StoredSchema, schema_version_number
-from ..broker.topic_name import ml_to_topic, partition_of
+from ..broker.topic_name import TopicName, ml_to_topic, partition_of
 from ..codec.avro import AvroError, Schema
 from ..codec.entry import Entry
-from ..errors import PulsarkitError
+from ..errors import InvalidTopicNameError, PulsarkitError
 from ..scan.datadir import DataDir
 from ..scan.records import Issue
 from .compaction import compacted_topic
@@ -49,7 +49,10 @@ class TopicPolicyEvent:
 
     @property
     def where(self) -> str:
-        ns = "/".join(self.topic.split("://", 1)[-1].split("/")[:2])
+        try:
+            ns = TopicName.parse(self.topic).namespace_name
+        except InvalidTopicNameError:  # an event's fields, not checked when replayed
+            ns = self.topic.split("://", 1)[-1].rpartition("/")[0]
         level = "global topic policy" if self.is_global else "topic policy"
         return f"{level} of {self.topic} ({ns}/{CHANGE_EVENTS} at {self.position})"
 
@@ -143,10 +146,13 @@ def read_topic_policies(dd: DataDir, namespaces: Iterable[str] | None = None) ->
     out = TopicPolicies()
     wanted = set(namespaces) if namespaces is not None else None
     for ml in sorted(dd.ml_infos):
-        parts = ml.split("/")
-        if len(parts) != 4 or parts[2] != "persistent" or parts[3] != CHANGE_EVENTS:
+        try:
+            tn = TopicName.from_ml(ml)
+        except InvalidTopicNameError:
             continue
-        tenant_ns = "/".join(parts[:2])
+        if tn.domain != "persistent" or tn.local != CHANGE_EVENTS:
+            continue
+        tenant_ns = tn.namespace_name
         if wanted is not None and tenant_ns not in wanted:
             continue
         try:

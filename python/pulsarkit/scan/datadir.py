@@ -57,13 +57,15 @@ from ..broker.topic_name import (
     COMPACTED_LEDGER_PROPERTY,
     COMPACTION_CURSOR,
     SYSTEM_CURSORS,
+    TopicName,
     is_system_topic,
     ml_kind,
+    ml_paths,
     ml_to_topic,
     partition_of,
     topic_to_ml,
 )
-from ..errors import MetadataStoreError, PulsarkitError
+from ..errors import InvalidTopicNameError, MetadataStoreError, PulsarkitError
 from ..managed_ledger.ack_set import bitset_from_words
 from ..managed_ledger.factory import Store
 from ..managed_ledger.position import Position
@@ -456,7 +458,7 @@ class DataDir:
         self.partitioned: dict[str, int] = {}
         self.schemas: dict[str, bytes] = {}
         root = "/managed-ledgers/"
-        domains = ("persistent", "non-persistent")
+        under_root: dict[str, bytes] = {}
         for path, data in self.nodes.items():
             if path.startswith("/ledgers/"):
                 lid = ledger_id_from_path(path)
@@ -468,26 +470,35 @@ class DataDir:
                 except MetadataStoreError as e:
                     self.report(Issue("bad_ledger_metadata", str(self.metadata_dir), None, f"{path}: {e}", lid))
             elif path.startswith(root):
-                parts = path[len(root) :].split("/")
-                try:
-                    if len(parts) == 4 and parts[2] in domains:
-                        self.ml_infos[path[len(root) :]] = parse_managed_ledger_info(data, path)
-                    elif len(parts) == 5 and parts[2] in domains:
-                        ml = "/".join(parts[:4])
-                        self.cursor_infos.setdefault(ml, {})[parts[4]] = parse_managed_cursor_info(data, path)
-                except MetadataStoreError as e:
-                    self.report(Issue("bad_metadata_value", str(self.metadata_dir), None, f"{path}: {e}"))
+                under_root[path[len(root) :]] = data
             elif path.startswith("/admin/partitioned-topics/"):
-                parts = path[len("/admin/partitioned-topics/") :].split("/")
-                if len(parts) == 4:
-                    try:
-                        n = int(json.loads(data or b"{}").get("partitions", 0))
-                    except (ValueError, AttributeError):
-                        n = 0
-                    self.partitioned[f"{parts[2]}://{parts[0]}/{parts[1]}/{urllib.parse.unquote_plus(parts[3])}"] = n
+                try:  # the same shape as a managed-ledger name, v1 or v2
+                    name = TopicName.from_ml(path[len("/admin/partitioned-topics/") :]).full
+                except InvalidTopicNameError:
+                    continue  # ZooKeeper's parent nodes
+                try:
+                    n = int(json.loads(data or b"{}").get("partitions", 0))
+                except (ValueError, AttributeError):
+                    n = 0
+                self.partitioned[name] = n
             elif path.startswith("/schemas/") and path.count("/") == 4:
                 # /schemas/tenant/ns/topic; ZooKeeper also holds the (empty) parents
                 self.schemas[path[len("/schemas/") :]] = data
+        mls, cursors, odd = ml_paths(under_root)
+        for rel in odd:
+            # not silently dropped: its ledgers would otherwise look ownerless to the orphan finder
+            why = "not a topic's managed ledger (v1 or v2 name) nor one of its cursors; not read"
+            self.report(Issue("unrecognised_managed_ledger", str(self.metadata_dir), None, f"{root}{rel}: {why}"))
+        for rel, ml in mls.items():
+            try:
+                self.ml_infos[ml] = parse_managed_ledger_info(under_root[rel], root + rel)
+            except MetadataStoreError as e:
+                self.report(Issue("bad_metadata_value", str(self.metadata_dir), None, f"{root}{rel}: {e}"))
+        for rel, (ml, cursor) in cursors.items():
+            try:
+                self.cursor_infos.setdefault(ml, {})[cursor] = parse_managed_cursor_info(under_root[rel], root + rel)
+            except MetadataStoreError as e:
+                self.report(Issue("bad_metadata_value", str(self.metadata_dir), None, f"{root}{rel}: {e}"))
         # cursor nodes whose managed ledger node is gone belong to a deleted topic
         for ml in list(self.cursor_infos):
             if ml not in self.ml_infos:
