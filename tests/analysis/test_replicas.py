@@ -394,3 +394,30 @@ def test_cli_names_a_bookie_that_was_not_given(source, tmp_path, capsys):
     assert f"not given: bookie {C}, in the ensembles of {n} ledger(s); its copies were not checked" in out
     assert main(["replicas", "--metadata-dir", md, *(x for d in dirs for x in ("--bookie", str(d)))]) == 0
     assert "not given" not in capsys.readouterr().out
+
+
+def test_open_ledger_striped_over_bookies_not_given_is_read_to_its_last_held_entry(tmp_path):
+    """An OPEN ledger of ensemble 3, write quorum 2, with one bookie's directory alone: the entries that
+    bookie lacks are the others' share of the stripe, not the ledger's end (BookKeeper's recovery would ask
+    them too). The entries it holds after the gap are read, and the gap and the bookies missing are said."""
+    from pulsarkit.metadata.store import MetadataStore
+
+    src = build_cluster_source(tmp_path / "c")
+    dirs, _ = build_bookies(src, tmp_path / "bks")
+    last = src["ledgers"][-1]
+    with MetadataStore(tmp_path / "c" / "src" / "metadata") as ms:
+        md, st_ = ms.ledger_metadata(last)
+        md.state = LedgerMetadataFormat.OPEN
+        md.ClearField("lastEntryId")
+        ms.put_ledger_metadata(last, md, expected_version=st_.version)
+    full = _open(src, dirs)
+    assert len(list(read_messages(full, TOPIC))) == len(src["sent"]) and full.issues == []
+    one = _open(src, dirs[:1])
+    held = one.held_entries(last)
+    gaps = [e for e in range(held[-1]) if e not in held]
+    assert gaps and one.ledgers[last].last_entry_id == held[-1]  # not cut at the first gap
+    ids = [r["message_id"] for r in read_messages(one, TOPIC) if r["message_id"]["ledger_id"] == last]
+    assert sorted(i["entry_id"] for i in ids) == held
+    (said,) = [i for i in one.issues if i.kind == "open_ledger_end_unknown"]
+    assert said.ledger_id == last and said.entry_id == gaps[0] and B in said.message and C in said.message
+    assert {i.entry_id for i in one.issues if i.kind == "unreadable_entry" and i.ledger_id == last} == set(gaps)

@@ -96,7 +96,7 @@ from .bookie_dir import (
     read_rocksdb,
 )
 from .records import LEDGERS_SCHEMA, Cursor, DataDirError, Issue, Ledger, Topic, add_issue, held_pieces, missing_message
-from .replicas import ReplicaSet
+from .replicas import Layout, ReplicaSet
 
 
 def _digest_name(md: Any) -> str:
@@ -710,6 +710,31 @@ class DataDir:
             # with several bookies, that no bookie holds
             first = held_pieces(held, 0, held[-1])[0] if held and held[-1] >= 0 else None
             led.last_entry_id = first[1] if first is not None and first[2] else -1
+            absent = self._ensemble_not_given(lid) if held and held[-1] > led.last_entry_id else []
+            if absent:
+                # BookKeeper's recovery would also ask these bookies: a gap on the ones given is their share
+                # of the stripe, not the ledger's end. Read up to the last entry held, the gap reported.
+                gap = led.last_entry_id + 1
+                led.last_entry_id = held[-1]
+                why = (
+                    f"open ledger: entry {gap} is on no bookie given, but entries up to {held[-1]} are; bookies "
+                    f"{', '.join(absent)} of its ensemble were not given, so its end is unknown: read up to "
+                    f"{held[-1]}, what is missing reported as unreadable"
+                )
+                self.report(Issue("open_ledger_end_unknown", str(self.metadata_dir), None, why, lid, gap))
+
+    def _ensemble_not_given(self, lid: int) -> list[str]:
+        """Bookies of the ledger's ensembles (its metadata) that are not among the directories given; [] when
+        its metadata does not place entries. A lone directory with no known id stands for a lone member."""
+        md = self.ledger_metadata.get(lid)
+        try:
+            members = Layout.of(md).members() if md is not None else []
+        except DataDirError:
+            return []
+        given = {b for b in self.bookie_ids if b is not None}
+        if not given and len(members) <= 1:
+            return []
+        return [m for m in members if m not in given]
 
     def _guess(self, lid: int) -> str | None:
         """What a deleted ledger held, from its first entry's bytes (its metadata is gone)."""
