@@ -132,3 +132,58 @@ def test_first_transactional_is_the_first_row_decode_metadata_gives_a_transactio
     chunked = pa.chunked_array([pa.array(plain, typ), pa.array([least_only], typ)])
     assert pk.bulk.first_transactional(chunked) == len(plain)
     assert pk.bulk.first_transactional(pa.chunked_array([pa.array(plain, typ)])) is None
+
+
+# -- inputs whose declared sizes would make the output many times the input: refused, not allocated ---------
+
+
+def _varint(v: int) -> bytes:
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def _raw_entry(md: bytes, body: bytes) -> bytes:
+    """headersAndPayload without a checksum: [u32 metadata size][MessageMetadata][payload]."""
+    return len(md).to_bytes(4, "big") + md + body
+
+
+def test_a_long_producer_name_over_many_messages_is_refused_not_copied():
+    """Each exploded row repeats its entry's producer name: 64 KiB over 40 000 declared (empty) messages
+    would be 2.6 GB from a 300 KB entry. Refused with LimitExceededError before any copy (it used to reserve
+    the product and abort the process when the allocator refused)."""
+    name, k = 64 << 10, 40_000
+    md = b"\x0a" + _varint(name) + b"p" * name + b"\x10\x00\x18\x01\x58" + _varint(k)
+    entry = _raw_entry(md, (b"\x00\x00\x00\x02\x18\x00") * k)  # records: SingleMessageMetadata{payload_size=0}
+    with pytest.raises(pk.LimitExceededError, match="repeated for every message"):
+        pk.bulk.explode_messages(pa.array([entry], pa.binary()), verify_checksum=False)
+    small = _raw_entry(b"\x0a\x01p\x10\x00\x18\x01\x58" + _varint(3), b"\x00\x00\x00\x02\x18\x00" * 3)
+    assert pa.record_batch(pk.bulk.explode_messages(pa.array([small], pa.binary()))).num_rows == 3
+
+
+def test_rebatch_refuses_placeholders_for_a_forged_message_count():
+    """A batch holding only its retained message declares 2^31-1 messages: writing a placeholder for each
+    would be 12 GB from a 34-byte entry. Refused, as a decompression past the limit is."""
+    n = 0x7FFFFFFF
+    md = b"\x0a\x01p\x10\x00\x18\x01\x58" + _varint(n) + b"\xf8\x01" + _varint(n - 1)
+    smm = b"\x12\x01k\x18\x01"
+    entry = _raw_entry(md, len(smm).to_bytes(4, "big") + smm + b"v")
+    with pytest.raises(pk.LimitExceededError, match="placeholders"):
+        pk._native.rebatch_entry(entry, keep=[n - 1])
+
+
+@pytest.mark.parametrize("indexes", [[0, 0], [2, 0]])
+def test_compacted_batch_indexes_must_name_each_message_once_in_order(indexes):
+    """Phase two lists the messages it kept in batch order; a repeat or a step back is corrupt metadata
+    (it used to give two messages with one batch index, which rebatch then wrote as an unreadable batch)."""
+    md = b"\x0a\x01p\x10\x00\x18\x01\x58\x03" + b"".join(b"\xf8\x01" + _varint(i) for i in indexes)
+    body = b"".join(
+        (len(s) + 0).to_bytes(4, "big") + s + b"v" for s in (b"\x12\x01" + k + b"\x18\x01" for k in (b"a", b"b"))
+    )
+    entry = _raw_entry(md, body)
+    with pytest.raises(pk.CorruptEntryError, match="not strictly increasing"):
+        pk._native.entry_messages(entry, verify_checksum=False)
+    with pytest.raises(pk.CorruptEntryError, match="not strictly increasing"):
+        pk._native.rebatch_entry(entry, keep=[0, 1, 2])

@@ -314,13 +314,15 @@ pub(crate) struct PushVar<O: OffsetSizeTrait> {
     data: Vec<u8>,
     valid: Vec<bool>,
     nulls: usize,
+    /// The bytes a refused `push_repeat` would have made the column hold (see there).
+    too_large: Option<usize>,
 }
 
 impl<O: OffsetSizeTrait> PushVar<O> {
     pub(crate) fn new(n: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(n + 1);
         offsets.push(O::zero());
-        PushVar { offsets, data: Vec::with_capacity(bytes), valid: Vec::with_capacity(n), nulls: 0 }
+        PushVar { offsets, data: Vec::with_capacity(bytes), valid: Vec::with_capacity(n), nulls: 0, too_large: None }
     }
     #[inline(always)]
     pub(crate) fn push(&mut self, v: Option<&[u8]>) {
@@ -340,11 +342,18 @@ impl<O: OffsetSizeTrait> PushVar<O> {
         // Truncated past what `O` holds, which `parts` refuses: one check per column, not per row.
         self.offsets.push(O::usize_as(self.data.len()));
     }
-    /// `k` copies of `v` (a value shared by a batch's messages).
+    /// `k` copies of `v` (a value shared by a batch's messages). The only place a column grows by more
+    /// than its input: a 1 MB producer name over 170 k declared messages would be 170 GB. Past 2 GiB the
+    /// copies are not made (the rows stay, empty) and the column refuses to finish (`LimitExceeded`).
     #[inline]
     pub(crate) fn push_repeat(&mut self, v: Option<&[u8]>, k: usize) {
         let b = v.unwrap_or_default();
-        if b.is_empty() {
+        let need = b.len().checked_mul(k).and_then(|n| n.checked_add(self.data.len()));
+        match need {
+            Some(n) if n <= i32::MAX as usize => {}
+            _ => self.too_large = Some(need.unwrap_or(usize::MAX)), // (`is_none_or` needs Rust 1.82)
+        }
+        if b.is_empty() || self.too_large.is_some() {
             let end = *self.offsets.last().expect("offsets start with 0");
             self.offsets.resize(self.offsets.len() + k, end);
         } else {
@@ -367,6 +376,9 @@ impl<O: OffsetSizeTrait> PushVar<O> {
         self.push(Some(v.as_bytes()));
     }
     pub(crate) fn parts(self) -> Result<(OffsetBuffer<O>, Buffer, Option<NullBuffer>)> {
+        if let Some(n) = self.too_large {
+            return Err(column_too_large("a value repeated for every message of a batch (pass fewer entries)", n));
+        }
         offsets_fit::<O>(self.data.len())?;
         let nulls = nulls(self.valid, self.nulls);
         Ok((OffsetBuffer::new(self.offsets.into()), Buffer::from_vec(self.data), nulls))
@@ -477,6 +489,24 @@ mod tests {
         p.data = untouched(big);
         p.push(Some(b"x"));
         assert_eq!(p.binary().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_value_repeated_past_2_gib_is_refused_without_being_copied() {
+        // a 1 MB producer name over 170 k declared messages: 170 GB if copied
+        let name = vec![b'p'; 1 << 20];
+        let mut p = PushVar::<i32>::new(0, 0);
+        p.push_repeat(Some(&name), 170_000);
+        assert!(p.data.is_empty() && p.offsets.len() == 170_001);
+        let err = p.utf8().unwrap_err();
+        assert!(matches!(err, Error::LimitExceeded { size, .. } if size == 170_000u64 << 20), "{err}");
+        let mut p = PushVar::<i64>::new(0, 0); // 64-bit offsets too: the copies, not the offsets, are the risk
+        p.push_repeat(Some(&name), 4096);
+        assert!(p.data.is_empty() && matches!(p.binary(), Err(Error::LimitExceeded { .. })));
+        // up to the limit the copies are made
+        let mut p = PushVar::<i32>::new(0, 0);
+        p.push_repeat(Some(b"ab"), 3);
+        assert_eq!(p.utf8().unwrap().len(), 3);
     }
 
     #[test]

@@ -85,6 +85,7 @@ fn records_of_body(body: &[u8], e: &ParsedEntry) -> Result<Vec<(i32, BatchRecord
         Ok(all) => Ok(all.into_iter().enumerate().map(|(i, r)| (i as i32, r)).collect()),
         Err(_) => {
             let recs = decode_batch(body, retained.len() as i32)?;
+            let mut prev = -1;
             for &i in retained {
                 if i < 0 || i >= n {
                     return Err(Error::corrupt(
@@ -92,6 +93,14 @@ fn records_of_body(body: &[u8], e: &ParsedEntry) -> Result<Vec<(i32, BatchRecord
                         format!("compacted_batch_indexes holds {i}, outside a batch of {n}"),
                     ));
                 }
+                // phase two lists what it kept in batch order: a repeat or a step back names no message
+                if i <= prev {
+                    return Err(Error::corrupt(
+                        e.layout.metadata.start,
+                        format!("compacted_batch_indexes holds {i} after {prev}: not strictly increasing"),
+                    ));
+                }
+                prev = i;
             }
             Ok(retained.iter().copied().zip(recs).collect())
         }

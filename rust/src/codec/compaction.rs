@@ -168,6 +168,9 @@ pub enum BatchFormat {
     RetainedOnly,
 }
 
+/// The smallest record a placeholder takes: its 4-byte size and `compacted_out = true` (2 bytes).
+const PLACEHOLDER_BYTES: usize = 6;
+
 /// `RawBatchConverter.rebatchMessage`: the batch with only the messages `keep(index, key)` accepts
 /// (non-empty payload; keyless ones by `retain_null_key`), re-compressed with the batch's codec and
 /// prefixed with the original broker entry metadata; None when nothing is kept.
@@ -185,6 +188,16 @@ pub fn rebatch(
         Error::invalid("rebatch needs a batched entry (num_messages_in_batch is not set)".to_string())
     })?;
     let (body, recs) = body_records(client, &e, limit).map_err(|x| x.shifted(headers_start))?;
+    // A batch holding only its retained messages declares how many it had: placeholders for the rest are
+    // at least 6 bytes each, so a forged count of 2^31 in a 34-byte entry would be 12 GB of output.
+    let missing = usize::try_from(i64::from(n) - recs.len() as i64).unwrap_or(0);
+    if format == BatchFormat::Placeholders && missing.saturating_mul(PLACEHOLDER_BYTES) > limit {
+        return Err(Error::LimitExceeded {
+            what: format!("placeholders for the {missing} messages a compacted batch no longer holds"),
+            size: missing.saturating_mul(PLACEHOLDER_BYTES) as u64,
+            limit: limit as u64,
+        });
+    }
     let mut retained = Vec::new();
     let mut out = Vec::with_capacity(body.len());
     let mut next = 0i32;

@@ -77,6 +77,8 @@ pub fn record_head(buf: &[u8], ledger_id: i64, entry_id: i64, digest_len: Option
         return Head::Invalid;
     }
     let dlen = match digest_len {
+        // a caller's length that no digest type has is no head (and `RECORD_HEADER + d` cannot wrap)
+        Some(d) if !DIGEST_CANDIDATES.contains(&d) => return Head::Invalid,
         Some(d) => d,
         None => {
             let magic_at = |d: usize| {
@@ -165,6 +167,9 @@ mod tests {
         assert_eq!(record_head(&r, 8, 3, Some(8)), Head::Invalid);
         assert_eq!(record_head(&r, 7, 3, None), Head::At { start: 44, end: r.len() - 1, digest_len: 8 });
         assert_eq!(record_head(&r[..20], 7, 3, Some(8)), Head::Invalid);
+        // a digest length no digest type has (and one that would wrap an offset)
+        assert_eq!(record_head(&r, 7, 3, Some(7)), Head::Invalid);
+        assert_eq!(record_head(&r, 7, 3, Some(usize::MAX - 2)), Head::Invalid);
         // metadata size beyond the record, or absurd
         let mut big = r.clone();
         big[44 + 6..44 + 10].copy_from_slice(&1000u32.to_be_bytes());

@@ -81,8 +81,12 @@ pub fn metadata_from_index<S: Source>(src: &S, log_id: u64) -> std::result::Resu
             return Err(format!("ledgers map lists ledger {l} twice"));
         }
     }
-    let total: u64 = ledgers.values().sum();
     let region = map_off as u64 - data_start;
+    // checked: forged sizes near 2^63 would wrap to exactly the region and pass the check below
+    let total = ledgers.values().try_fold(0u64, |t, &s| t.checked_add(s));
+    let Some(total) = total.filter(|&t| t <= region) else {
+        return Err(format!("ledgers map accounts for more bytes than the {region} bytes of records before it"));
+    };
     // Default logs hold records back to back, so their sizes must add up to the data region exactly;
     // direct logs pad blocks, so the sum can only be smaller.
     let fits = match h.format {

@@ -917,3 +917,20 @@ fn a_copying_scan_caps_its_batches_below_what_32_bit_offsets_hold() {
     assert_eq!(MultiLogScan::new(vec![], opts(PayloadType::Binary, 5)).batch_bytes(), 5);
     assert_eq!(MultiLogScan::new(vec![], opts(PayloadType::BinaryView, usize::MAX)).batch_bytes(), usize::MAX);
 }
+
+#[test]
+fn ledgers_map_sizes_that_wrap_around_fall_back_to_scan() {
+    // Three ledgers of 30 bytes; the map claims 2^63-1, 2^63-1 and 92: a sum that wraps to exactly the
+    // 90 bytes of records, which an unchecked sum would accept.
+    let t = TempDir::new();
+    write_log(&t.0, &[(1, 0, 26), (2, 0, 26), (3, 0, 26)], true);
+    let mut img = read_file(&t.0, 0);
+    let pairs = 1024 + 90 + 24;
+    for (k, size) in [(0, i64::MAX), (1, i64::MAX), (2, 92)] {
+        assert_eq!(i64::from_be_bytes(img[pairs + 16 * k..pairs + 16 * k + 8].try_into().unwrap()), k as i64 + 1);
+        img[pairs + 16 * k + 8..pairs + 16 * k + 16].copy_from_slice(&size.to_be_bytes());
+    }
+    let m = read_metadata(&img, 0, ScanOptions::default(), true).unwrap();
+    assert!(!m.from_index && m.fallback_reason.unwrap().contains("accounts for"));
+    assert_eq!(m.metadata.ledgers, BTreeMap::from([(1, 30), (2, 30), (3, 30)]));
+}
