@@ -135,3 +135,25 @@ def test_random_monotone_predicates_agree_with_linear():
         got = find_newest_matching(s, a, b, lambda k: k < cut)
         want = max((k for k in range(a, b + 1) if k < cut), default=None)
         assert got == want
+
+
+UNPARSABLE = [
+    b"",
+    b"\x0e\x01\x00\x00\x00\x00\x00\x00\x00\x10garbage",  # metadata size past the end
+    b"\x0e\x02\x00\x00\x00\x05abcde",  # broker entry metadata cut short
+]
+
+
+@pytest.mark.parametrize("bad", UNPARSABLE)
+def test_an_unparsable_entry_never_matches(bad):
+    """``PersistentMessageFinder``'s predicates catch what deserializing throws, log it and return false:
+    one bad entry (here the last, always probed, and one the bisection probes) does not fail the seek."""
+    spans, read = build([(1, 10, 0)], [100 + k for k in range(10)])
+
+    def reader(l, e):
+        return bad if e in (5, 9) else read(l, e)
+
+    assert find_position_by_time(spans, reader, 105) == (1, 5)
+    assert find_position_by_time(spans, reader, 103) == (1, 3)
+    assert find_position_by_index(spans, reader, 3) == (1, 3)  # index of entry k is k (batches of 1)
+    assert find_position_by_index(spans, reader, 7) == (1, 5)  # entry 5 cannot say, as in Pulsar

@@ -214,6 +214,63 @@ def test_snapshot_every_n_entries_and_recovery_by_replay(store):
     assert t2.publish(single("p", 7), "p", 7).status == "OK"
 
 
+def chunk(producer, seq, cid, n):
+    md = pk.message_metadata(producer, seq, 1, uuid=f"{producer}-{seq}", chunk_id=cid, num_chunks_from_msg=n,
+                             total_chunk_msg_size=n)  # fmt: skip
+    return pk.encode_entry(md, b"c")
+
+
+def test_every_chunk_counts_towards_the_snapshot(store):
+    """``recordMessagePersistedNormal``: each persisted entry, every chunk included, counts towards the
+    next snapshot; only the last chunk moves the persisted sequence id."""
+    t = dedup_topic(store, deduplication_config=DeduplicationConfig(entries_interval=3))
+    d = t.deduplication
+    for cid in range(2):
+        assert t.publish(chunk("p", 0, cid, 3), "p", 0, is_chunk=True).status == "OK"
+        assert d.snapshot_counter == cid + 1 and "p" not in d.persisted
+    t.publish(chunk("p", 0, 2, 3), "p", 0, is_chunk=True)
+    cursor = t.ml.open_cursor(DEDUPLICATION_CURSOR_NAME)
+    assert (cursor.mark_delete_position.entry_id, cursor.properties) == (2, {"p": 0})
+    assert d.snapshot_counter == 0
+
+
+def test_a_marker_is_not_recorded_as_persisted(store):
+    """``recordMessagePersisted`` returns at once for a marker: no sequence id, no snapshot count."""
+    t = dedup_topic(store, deduplication_config=DeduplicationConfig(entries_interval=2))
+    d = t.deduplication
+    t.publish(single("p", 0), "p", 0)
+    marker = pk.encode_entry(pk.message_metadata("p", 100, 1000, marker_type=20), b"")
+    assert t.publish(marker, "p", 100).status == "OK"
+    assert d.persisted == {"p": 0} and d.snapshot_counter == 1
+    assert t.ml.open_cursor(DEDUPLICATION_CURSOR_NAME).properties == {}
+
+
+def test_replay_counts_the_entries_replayed_and_leaves_their_producers_inactive(store):
+    """``replayCursor``: ``snapshotCounter`` is the number of entries replayed (a snapshot once it reaches
+    the interval), and every producer replayed is inactive until it connects, so it can be purged."""
+    clock = Clock()
+    cfg = DeduplicationConfig(entries_interval=5, producer_inactivity_timeout_minutes=1)
+    t = dedup_topic(store, deduplication_config=cfg, clock=clock)
+    for i in range(3):
+        t.publish(single("p", i), "p", i)
+    t.close()
+    t = dedup_topic(store, deduplication_config=cfg, clock=clock)
+    d = t.deduplication
+    assert (d.replayed_entries, d.snapshot_counter, d.persisted) == (3, 3, {"p": 2})
+    assert "p" in d.inactive_producers
+    t.publish(single("q", 0), "q", 0)
+    fifth = t.publish(single("q", 1), "q", 1).message_id  # the 5th entry since the last snapshot
+    cursor = t.ml.open_cursor(DEDUPLICATION_CURSOR_NAME)
+    md = cursor.mark_delete_position
+    assert ((md.ledger_id, md.entry_id), cursor.properties) == ((fifth.ledger_id, fifth.entry_id), {"p": 2, "q": 1})
+    clock.t += 61_000
+    assert d.purge_inactive_producers() == ["p"]
+    assert t.last_sequence_id("p") == -1
+    t.close()
+    t = dedup_topic(store, deduplication_config=DeduplicationConfig(entries_interval=1), clock=clock)
+    assert t.deduplication.snapshot_counter == 0  # nothing after the snapshot
+
+
 def test_time_based_snapshot(store):
     clock = Clock()
     t = dedup_topic(store, deduplication_config=DeduplicationConfig(snapshot_interval_seconds=120), clock=clock)

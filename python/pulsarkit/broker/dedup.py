@@ -119,25 +119,29 @@ class MessageDeduplication:
             self.status = Status.Disabled
 
     def _replay_cursor(self, cursor: ManagedCursor) -> None:
+        """``replayCursor``: the snapshot, then every entry after it; each producer seen starts inactive
+        (``producerRemoved``) until it connects, and the entries replayed count towards the next snapshot."""
         self.pushed.clear()
         self.persisted.clear()
+        self.inactive_producers.clear()
         now = self._clock()
         for name, seq in (cursor.properties or {}).items():
             self.pushed[name] = seq
             self.persisted[name] = seq
             self.inactive_producers[name] = now
         replayed = 0
-        start = cursor.mark_delete_position
-        for _, data in self._entries_after(start):
+        last: Position | None = None
+        for last, data in self._entries_after(cursor.mark_delete_position):
             md = Entry.parse(data, verify_checksum=False).metadata
             seq = max(md.highest_sequence_id, md.sequence_id)
             self.pushed[md.producer_name] = seq
             self.persisted[md.producer_name] = seq
+            self.inactive_producers[md.producer_name] = now
             replayed += 1
         self.replayed_entries = replayed
-        self.snapshot_counter = 0
-        if replayed >= self.entries_interval and replayed > 0:
-            self.take_snapshot(self._last_position())
+        self.snapshot_counter = replayed
+        if last is not None and replayed >= self.entries_interval:
+            self.take_snapshot(last)
 
     def _entries_after(self, position: Position) -> Iterator[tuple[Position, bytes]]:
         yield from self.ml.read_after(position)
@@ -180,10 +184,15 @@ class MessageDeduplication:
         position: Position,
         is_chunk: bool = False,
         is_last_chunk: bool = True,
+        is_marker: bool = False,
     ) -> None:
-        if not self.is_enabled or (is_chunk and not is_last_chunk):
+        """After an add completed (``recordMessagePersisted``): a marker counts for nothing; every other
+        entry, each chunk included, counts towards the next snapshot, and the last chunk of a message
+        (or a whole message) moves the producer's persisted sequence id."""
+        if not self.is_enabled or is_marker:
             return
-        self.persisted[producer_name] = max(highest_sequence_id, sequence_id)
+        if not is_chunk or is_last_chunk:
+            self.persisted[producer_name] = max(highest_sequence_id, sequence_id)
         self.snapshot_counter += 1
         if self.snapshot_counter >= self.entries_interval:
             self.take_snapshot(position)

@@ -23,14 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..errors import LifecycleError, PulsarkitError, StalePlanError
+from ..errors import LifecycleError, StalePlanError
 from ..managed_ledger.cursor import ManagedCursor
 from ..managed_ledger.ledger import LedgerInfo, ManagedLedger
 from ..managed_ledger.position import Position
 from ..managed_ledger.trim import check_cursor
 from ..plan import Plan, PlanItem
 from .dedup import DEDUPLICATION_CURSOR_NAME
-from .finder import EntrySpace, LedgerSpan, entry_timestamp, find_newest_matching
+from .finder import EntrySpace, LedgerSpan, entry_matches, entry_timestamp, find_newest_matching
 
 
 def is_entry_expired(ttl_seconds: int, entry_timestamp_ms: int, now_ms: int) -> bool:
@@ -127,11 +127,8 @@ def _plan_cursor(cursor: ManagedCursor, ttl_seconds: int, now: int) -> ExpiryRes
         end = min(start + n - 1, space.size - 1)
 
         def expired(k: int) -> bool:
-            try:
-                ts = entry_timestamp(ml.read_entry(Position(*space.at(k))))
-            except PulsarkitError:
-                return False  # an entry that does not parse never counts as expired, as in Pulsar
-            return is_entry_expired(ttl_seconds, ts, now)
+            data = ml.read_entry(Position(*space.at(k)))
+            return entry_matches(data, lambda d: is_entry_expired(ttl_seconds, entry_timestamp(d), now))
 
         found = find_newest_matching(space, start, end, expired)
         if found is not None:

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from .. import _native
 from ..codec.entry import Buffer, Entry
+from ..errors import PulsarkitError
 
 #: ``managedLedgerCursorResetLedgerCloseTimestampMaxClockSkewMillis`` default; -1 disables narrowing.
 DEFAULT_MAX_CLOCK_SKEW_MS = 60_000
@@ -70,6 +71,16 @@ def entry_index(data: Buffer) -> int | None:
     """The entry's broker index (index of its last message), or None."""
     r = _native.peek_broker_entry_metadata(data)
     return None if r is None else r[1]
+
+
+def entry_matches(data: Buffer, test: Callable[[Buffer], bool]) -> bool:
+    """A finder's predicate on one entry read: ``test(data)``, False when the entry does not parse
+    (``PersistentMessageFinder`` logs it and returns false), so one bad entry does not fail the find.
+    A failed read is not caught: it fails the find, as in Pulsar."""
+    try:
+        return test(data)
+    except PulsarkitError:
+        return False
 
 
 def find_newest_matching(space: EntrySpace, start: int, end: int, matches: Callable[[int], bool]) -> int | None:
@@ -137,9 +148,11 @@ def find_position_by_time(
     lo_pos, hi_pos = find_position_range(ledgers, publish_time_ms, max_clock_skew_ms)
     start = space.index_of(*lo_pos) if lo_pos else 0
     end = space.index_of(*hi_pos) if hi_pos else space.size - 1
-    found = find_newest_matching(
-        space, start, end, lambda k: entry_timestamp(read_entry(*space.at(k))) < publish_time_ms
-    )
+
+    def earlier(k: int) -> bool:
+        return entry_matches(read_entry(*space.at(k)), lambda d: entry_timestamp(d) < publish_time_ms)
+
+    found = find_newest_matching(space, start, end, earlier)
     return space.first_position() if found is None else space.next_position(found)
 
 
@@ -153,8 +166,11 @@ def find_position_by_index(
         return None
 
     def below(k: int) -> bool:
-        i = entry_index(read_entry(*space.at(k)))
-        return i is not None and i < index
+        def test(data: Buffer) -> bool:
+            i = entry_index(data)
+            return i is not None and i < index
+
+        return entry_matches(read_entry(*space.at(k)), test)
 
     found = find_newest_matching(space, 0, space.size - 1, below)
     return space.first_position() if found is None else space.next_position(found)

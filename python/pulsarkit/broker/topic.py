@@ -164,7 +164,13 @@ class PersistentTopic:
             return result("ERROR", error=f"add failed: {e}")
         self._decrement_pending_write_ops()
         self.deduplication.record_message_persisted(
-            producer_name, sequence_id, highest, position, is_chunk=is_chunk, is_last_chunk=is_last_chunk
+            producer_name,
+            sequence_id,
+            highest,
+            position,
+            is_chunk=is_chunk,
+            is_last_chunk=is_last_chunk,
+            is_marker=fields.is_marker,
         )
         return result("OK", MessageId(position.ledger_id, position.entry_id))
 

@@ -16,7 +16,8 @@ from pulsarkit.broker.transaction import (
     TxnBatchedPosition,
     TxnLogBufferedWriterConfig,
 )
-from pulsarkit.codec.txn import split_entry, txn_metadata_record
+from pulsarkit.broker.transaction.log import TRANSITIONS, TxnLogState
+from pulsarkit.codec.txn import decode_txn_log_entry, split_entry, txn_metadata_record
 from pulsarkit.errors import InvalidTxnStatusError, TransactionNotFoundError
 from pulsarkit.managed_ledger.position import Position
 
@@ -109,6 +110,91 @@ def test_state_machine_and_recovery(store, clock):
     after = {k: (m.status, m.partitions, m.subscriptions, m.timeout_ms, m.owner) for k, m in tc.transactions().items()}
     assert after == before and set(after) == {b, c}
     assert tc.new_transaction(1000) == (0, 3)
+    tc.close()
+
+
+STATUSES = ("OPEN", "COMMITTING", "COMMITTED", "ABORTING", "ABORTED")
+
+
+@pytest.mark.parametrize(
+    "status,allowed",
+    [
+        ("OPEN", {"OPEN", "COMMITTING", "ABORTING"}),
+        ("COMMITTING", {"COMMITTING", "COMMITTED"}),
+        ("COMMITTED", {"COMMITTED"}),
+        ("ABORTING", {"ABORTING", "ABORTED"}),
+        ("ABORTED", {"ABORTED"}),
+    ],
+)
+def test_txn_status_transitions(status, allowed):
+    """``TxnStatusTest.testTxnStatusTransition``: what ``TransactionUtil.canTransitionTo`` allows."""
+    assert {s for s in STATUSES if s in TRANSITIONS[status]} == allowed
+
+
+K = (0, 7)
+NEW = txn_metadata_record("NEW", K, timeout_ms=60_000, start_time=1)
+
+
+def upd(expected, new):
+    return txn_metadata_record("UPDATE", K, expected_status=expected, new_status=new)
+
+
+def replayed(*records):
+    state = TxnLogState()
+    applied = [state.apply(r) for b in records for r in decode_txn_log_entry(b)]
+    return state, applied
+
+
+def test_log_state_skips_what_the_coordinator_rejects():
+    """A record ``TxnMetaImpl`` rejects (Pulsar appends it first, so it stays in the log) changes nothing."""
+    late_part = txn_metadata_record("ADD_PARTITION", K, partitions=["persistent://t/n/late"])
+    late_sub = txn_metadata_record("ADD_SUBSCRIPTION", K, subscriptions=[("persistent://t/n/x", "s")])
+    # a racing abort after the commit began: expected OPEN, is COMMITTING
+    state, applied = replayed(NEW, upd("OPEN", "COMMITTING"), upd("OPEN", "ABORTING"), late_part, late_sub)
+    assert (state.status, state.partitions, state.subscriptions) == ("COMMITTING", [], [])
+    assert applied == [True, True, False, False, False]
+    # the expected status matches but the move is not allowed
+    state, applied = replayed(NEW, upd("OPEN", "COMMITTED"), upd("OPEN", "ABORTED"))
+    assert state.status == "OPEN" and applied == [True, False, False]
+    state, applied = replayed(NEW, upd("OPEN", "ABORTING"), upd("ABORTING", "COMMITTED"), upd("ABORTING", "ABORTED"))
+    assert state.status == "ABORTED" and applied == [True, True, False, True]
+    # a record of a transaction whose NEW is gone: the coordinator does not know it
+    state, applied = replayed(upd("OPEN", "COMMITTING"), late_part)
+    assert state.status is None and state.partitions == [] and applied == [False, False]
+    # a second NEW keeps the first one's metadata
+    again = txn_metadata_record("NEW", K, timeout_ms=5, start_time=99)
+    state, applied = replayed(NEW, txn_metadata_record("ADD_PARTITION", K, partitions=["p"]), again)
+    assert (state.status, state.timeout_ms, state.start_time, state.partitions) == ("OPEN", 60_000, 1, ["p"])
+    assert applied == [True, True, True]
+
+
+def test_recovery_deletes_rejected_records(store, clock):
+    """``handleMetadataEntry`` deletes the position of a record it rejects: the recovered transaction is
+    what the accepted records say, and once it ends nothing of it is left in the log."""
+    tlog = log(store, PLAIN)
+    part = txn_metadata_record("ADD_PARTITION", K, partitions=["persistent://t/n/late"])
+    for b in (NEW, upd("OPEN", "COMMITTING"), upd("OPEN", "ABORTING"), part):
+        tlog.append(b).result(timeout=10)
+    tc = TransactionMetadataStore(tlog, clock_ms=clock)
+    meta = tc.get_txn_meta(K)
+    assert (meta.status, meta.partitions, len(meta.positions)) == ("COMMITTING", [], 2)
+    assert [r.op for _, r in tlog.replay()] == ["NEW", "UPDATE"]
+    tc.end_transaction(K, commit=True)
+    assert list(tlog.replay()) == []
+    tc.close()
+
+
+def test_update_to_the_current_status_writes_nothing(store, clock):
+    """``MLTransactionMetadataStore.updateTxnStatus`` returns at once when the transaction already has
+    the new status, whatever the expected one."""
+    tc = coordinator(store, clock=clock)
+    k = tc.new_transaction(60_000)
+    tc.update_txn_status(k, "COMMITTING", "OPEN")
+    n = tc.log.managed_ledger.number_of_entries
+    tc.update_txn_status(k, "COMMITTING", "OPEN")
+    assert tc.get_txn_meta(k).status == "COMMITTING" and tc.log.managed_ledger.number_of_entries == n
+    with pytest.raises(InvalidTxnStatusError):
+        tc.update_txn_status(k, "ABORTING", "OPEN")
     tc.close()
 
 

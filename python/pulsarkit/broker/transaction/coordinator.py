@@ -18,16 +18,8 @@ from typing import Any
 from ...codec.txn import decode_txn_log_entry, txn_metadata_record
 from ...errors import InvalidTxnStatusError, PulsarkitError, TransactionNotFoundError
 from ...managed_ledger.position import Position
-from .log import ENDED, TransactionLog, TxnLogState
+from .log import ENDED, TRANSITIONS, TransactionLog, TxnLogState
 
-#: Allowed status changes (``TxnMetaImpl.checkTxnStatus``).
-TRANSITIONS = {
-    "OPEN": ("COMMITTING", "ABORTING"),
-    "COMMITTING": ("COMMITTED",),
-    "ABORTING": ("ABORTED",),
-    "COMMITTED": (),
-    "ABORTED": (),
-}
 MANAGED_LEDGER_SEQUENCE_PROPERTY = "max_local_txn_id"
 
 
@@ -66,22 +58,24 @@ class TransactionMetadataStore:
         with self._lock:
             self._txns.clear()
             self._sequence = int(self.log.managed_ledger.properties.get(MANAGED_LEDGER_SEQUENCE_PROPERTY, -1))
-            ended: list[Position] = []
+            dead: list[Position] = []  # records to delete: of ended or unknown transactions, or rejected
             live: dict[tuple[int, int], tuple[TxnLogState, list[Position]]] = {}
             for pos, r in self.log.replay():
                 key = (r.txnid_most_bits, r.txnid_least_bits)
                 self._sequence = max(self._sequence, key[1], r.max_local_txn_id or -1)
-                if r.op == "NEW":
+                if r.op == "NEW" and key not in live:
                     live[key] = (TxnLogState(), [])
                 got = live.get(key)
                 if got is None:  # records of a transaction whose NEW was already deleted
-                    ended.append(pos)
+                    dead.append(pos)
                     continue
                 state, positions = got
+                if not state.apply(r):  # rejected, deleted as handleMetadataEntry does
+                    dead.append(pos)
+                    continue
                 positions.append(pos)
-                state.apply(r)
                 if state.status in ENDED:
-                    ended.extend(positions)
+                    dead.extend(positions)
                     del live[key]
             for key, (state, positions) in live.items():
                 self._txns[key] = TxnMeta(
@@ -95,8 +89,8 @@ class TransactionMetadataStore:
                     subscriptions=[(s.topic, s.subscription) for s in state.subscriptions],
                     positions=positions,
                 )
-            if ended:
-                self.log.delete_positions(ended)
+            if dead:
+                self.log.delete_positions(dead)
             self._sequence = max(self._sequence, self._last_entry_sequence())
 
     def _last_entry_sequence(self) -> int:
@@ -179,6 +173,8 @@ class TransactionMetadataStore:
         """Moves a transaction on; a finished one is removed and its log records deleted."""
         with self._lock:
             meta = self.get_txn_meta(txn_id)
+            if meta.status == new_status:  # already there: nothing written (MLTransactionMetadataStore)
+                return
             if meta.status != expected_status:
                 raise InvalidTxnStatusError(f"transaction {meta.txn_id} is {meta.status}, expected {expected_status}")
             if new_status not in TRANSITIONS[meta.status]:
@@ -255,4 +251,4 @@ class TransactionMetadataStore:
         self.close()
 
 
-__all__ = ["MANAGED_LEDGER_SEQUENCE_PROPERTY", "TRANSITIONS", "TransactionMetadataStore", "TxnMeta"]
+__all__ = ["MANAGED_LEDGER_SEQUENCE_PROPERTY", "TransactionMetadataStore", "TxnMeta"]

@@ -62,12 +62,25 @@ def _replay(
 #: The statuses after which a coordinator forgets a transaction (and deletes its records).
 ENDED = ("COMMITTED", "ABORTED")
 
+#: The statuses each status may move to (``TransactionUtil.canTransitionTo``): itself, and on.
+TRANSITIONS = {
+    "OPEN": ("OPEN", "COMMITTING", "ABORTING"),
+    "COMMITTING": ("COMMITTING", "COMMITTED"),
+    "ABORTING": ("ABORTING", "ABORTED"),
+    "COMMITTED": ("COMMITTED",),
+    "ABORTED": ("ABORTED",),
+}
+
 
 @dataclass
 class TxnLogState:
-    """What a coordinator's log says of one transaction, its records replayed in order (as
-    ``MLTransactionMetadataStore`` recovers ``TxnMetaImpl``): ``status`` is None until a NEW or an
-    UPDATE record says one."""
+    """What a coordinator's log says of one transaction, its records replayed in order as
+    ``MLTransactionMetadataStore`` recovers ``TxnMetaImpl``: ``status`` is None until its NEW.
+
+    A record the coordinator rejects changes nothing (Pulsar appends a record before it checks it, so
+    a rejected one stays in the log, and replay skips it): an UPDATE whose expected status is not the
+    current one or whose move is not allowed, an ADD_PARTITION or ADD_SUBSCRIPTION once the
+    transaction is no longer OPEN, any record before the NEW (the coordinator no longer knows it)."""
 
     status: str | None = None
     timeout_ms: int | None = None
@@ -79,20 +92,31 @@ class TxnLogState:
     #: an UPDATE said the coordinator ended it because its timeout passed
     is_timeout: bool = False
 
-    def apply(self, r: TxnLogRecord) -> None:
-        if r.last_modification_time is not None:
-            self.last_modification_time = r.last_modification_time
+    def apply(self, r: TxnLogRecord) -> bool:
+        """Applies ``r``; False when the coordinator rejects it (then nothing changed)."""
         if r.op == "NEW":
-            self.status = self.status or "OPEN"
-            self.timeout_ms, self.start_time = r.timeout_ms, r.start_time
-            self.owner = r.owner or self.owner
-        elif r.op == "ADD_PARTITION":
-            self.partitions.extend(p for p in r.partitions if p not in self.partitions)
-        elif r.op == "ADD_SUBSCRIPTION":
-            self.subscriptions.extend(s for s in r.subscriptions if s not in self.subscriptions)
-        elif r.op == "UPDATE" and r.new_status is not None:
+            if self.status is None:  # a second NEW adds nothing (handleMetadataEntry keeps the first)
+                self.status = "OPEN"
+                self.timeout_ms, self.start_time, self.owner = r.timeout_ms, r.start_time, r.owner
+        elif self.status is None:
+            return False
+        elif r.op in ("ADD_PARTITION", "ADD_SUBSCRIPTION"):
+            if self.status != "OPEN":  # addProducedPartitions / addAckedPartitions: checkTxnStatus(OPEN)
+                return False
+            if r.op == "ADD_PARTITION":
+                self.partitions.extend(p for p in r.partitions if p not in self.partitions)
+            else:
+                self.subscriptions.extend(s for s in r.subscriptions if s not in self.subscriptions)
+        elif r.op == "UPDATE":  # TxnMetaImpl.updateTxnStatus
+            if r.expected_status != self.status or r.new_status not in TRANSITIONS[self.status]:
+                return False
             self.status = r.new_status
             self.is_timeout = self.is_timeout or bool(r.is_timeout)
+        else:
+            return False
+        if r.last_modification_time is not None:
+            self.last_modification_time = r.last_modification_time
+        return True
 
 
 @dataclass(frozen=True)
@@ -176,6 +200,7 @@ class TransactionLog:
 __all__ = [
     "ENDED",
     "TRANSACTION_LOG_CURSOR",
+    "TRANSITIONS",
     "BufferedLogOptions",
     "TransactionLog",
     "TxnLogState",
