@@ -481,3 +481,42 @@ def test_gc_still_deletes_the_newest_ledger_once_its_topic_is_deleted(small_logs
     assert lid > max(store.metadata.ledger_ids(), default=-1)
     plan = gc(store).plan()
     assert lid in [d.ledger_id for d in plan.ledgers_to_delete]
+
+
+def test_compaction_makes_the_new_logs_name_durable_before_the_source_goes(small_logs, monkeypatch):
+    """Phase three links ``<dst>.log`` and removes the source: the directory is synced after each link and
+    before any removal, so a crash cannot keep the removal and lose the name the index moved to."""
+    from pulsarkit.bookkeeper import ledger_storage
+
+    store = small_logs
+    mls = fill(store)
+    for ml in mls[:2]:
+        ml.delete()
+    events: list[tuple[str, str]] = []
+    real_sync, real_remove, real_link = ledger_storage.fsync_dir, os.remove, os.link
+
+    def sync(p):
+        events.append(("sync", str(p)))
+        real_sync(p)
+
+    def remove(p):
+        events.append(("remove", str(p)))
+        real_remove(p)
+
+    def link(a, b):
+        events.append(("link", str(b)))
+        real_link(a, b)
+
+    monkeypatch.setattr(ledger_storage, "fsync_dir", sync)
+    monkeypatch.setattr(os, "remove", remove)
+    monkeypatch.setattr(os, "link", link)
+    g = gc(store, major_compaction_threshold=0.8, minor_compaction_threshold=0.2)
+    res = g.execute(g.plan(GcRequest(force=True)))
+    assert res.compacted_logs
+    current = store.bookie.dirs[0].current
+    links = [i for i, e in enumerate(events) if e[0] == "link"]
+    assert links
+    for i in links:
+        after = events[i + 1 :]
+        first_remove = next(j for j, e in enumerate(after) if e[0] == "remove")
+        assert ("sync", current) in after[:first_remove], events[i : i + first_remove + 2]

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _native
+from ..durable import fsync_dir
 from ..errors import (
     BookieError,
     CorruptEntryError,
@@ -435,6 +436,9 @@ class SingleDirectoryDbLedgerStorage:
         dst = os.path.join(self.current, f"{dst_log_id:x}.log")
         if not os.path.exists(dst):
             os.link(compacted_path, dst)
+        # the new name durable before the index points at it and before the source goes: else a crash could
+        # keep the index's move and the source's removal and lose the name they depend on
+        fsync_dir(self.current)
         batch = key_value_storage.write_batch()
         moved = 0
         lids = locations.column("ledger_id").to_pylist()
@@ -453,6 +457,7 @@ class SingleDirectoryDbLedgerStorage:
         os.remove(compacted_path)
         if os.path.exists(os.path.join(self.current, f"{src_log_id:x}.log")):
             self.remove_entry_log(src_log_id)
+        fsync_dir(self.current)
         self.reader.refresh([dst_log_id])
         return moved
 
