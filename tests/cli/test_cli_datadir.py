@@ -151,3 +151,49 @@ def test_parquet_to_a_pipe(synthetic):
     argv = [sys.executable, "-c", code, "messages", str(root), "--format", "parquet", "--no-progress"]
     r = subprocess.run(argv, capture_output=True, check=True)
     assert pq.read_table(io.BytesIO(r.stdout)).num_rows == 13 + 1 + 2  # read-committed
+
+
+def _field(no: int, value: bytes | int | str) -> bytes:
+    from pulsarkit.codec.protobuf_wire import encode_varint
+
+    if isinstance(value, int):
+        return encode_varint(no << 3) + encode_varint(value)
+    raw = value.encode() if isinstance(value, str) else value
+    return encode_varint(no << 3 | 2) + encode_varint(len(raw)) + raw
+
+
+def _string_topic(root) -> None:
+    """public/default/orders with a STRING schema (type 2) registered as the broker's registry stores it: a schema
+    ledger holding a SchemaEntry and the /schemas locator naming version 0 there; two messages of version 0."""
+    import hashlib
+    import struct
+
+    import pulsarkit as pk
+    from pulsarkit.managed_ledger.ledger_handle import LedgerHandle
+
+    with pk.Store.open(root, clock=lambda: 1_700_000_000_000) as store:
+        h = LedgerHandle.create(store, {"application": b"pulsar", "component": b"schema"}, "CRC32C")
+        info = _field(1, "public/default/orders") + _field(2, "") + _field(3, 2) + _field(4, b"") + _field(5, 1)
+        eid = h.add_entry(_field(2, info + _field(6, 0)))
+        h.close()
+        place = _field(1, 0) + _field(2, _field(1, h.ledger_id) + _field(2, eid)) + _field(3, hashlib.sha256().digest())
+        store.metadata.put("/schemas/public/default/orders", _field(1, place) + _field(2, place))
+        ml = store.managed_ledger("public/default/persistent/orders")
+        for seq, text in enumerate(["first", "second"]):
+            md = pk.message_metadata("p", seq, 1_700_000_000_000 + seq)
+            md.schema_version = struct.pack(">q", 0)
+            ml.add_entry(pk.encode_entry(md, text.encode()))
+
+
+@pytest.mark.parametrize("topic", ["orders", ORDERS])
+def test_messages_decode_schema_reads_the_topics_schema(tmp_path, capsys, topic):
+    # the command named the topic's schema by its managed-ledger name: every topic was refused
+    _string_topic(tmp_path / "d")
+    rc, out, err = run(capsys, "messages", tmp_path / "d", "--topic", topic, "--decode", "schema", "--format", "jsonl")
+    assert rc == 0 and err == ""
+    assert [(r["value"], r["schema_version"], r["decode_error"]) for r in map(json.loads, out.splitlines())] == [
+        ("first", 0, None),
+        ("second", 0, None),
+    ]
+    rc, out, err = run(capsys, "messages", tmp_path / "d", "--topic", topic, "--decode", "schema")
+    assert rc == 0 and err == "" and "first" in out and "second" in out

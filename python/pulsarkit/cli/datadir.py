@@ -44,6 +44,7 @@ from ..analysis.messages import ledger_entries, message_batches, message_entries
 from ..analysis.schemas import schemas_table
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
+from ..broker.topic_name import ml_to_topic
 from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
 from ..scan.prefetch import WriteBehind
@@ -618,7 +619,7 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
             if not topics:
                 raise DataDirError("--decode schema needs --topic (topics of one schema)")
             batches = message_batches(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system)
-            ts = topic_schema(dd, dd.expand(topics[0])[0])
+            ts = topic_schema(dd, ml_to_topic(dd.expand(topics[0])[0]))  # expand gives managed-ledger names
             _print_decoded(decode_batches(dd, batches), decoded_schema(ts, args.markers), args, total)
             return _finish(dd, args)
         _print_records(
