@@ -45,6 +45,7 @@ from ..analysis.schemas import schemas_table
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..broker.topic_name import ml_to_topic
+from ..managed_ledger.position import message_id_text
 from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
 from ..scan.prefetch import WriteBehind
@@ -465,9 +466,7 @@ def _print_records(
                 shown = "<encrypted>" if r["encrypted"] else ("<null>" if r["null_value"] else _preview(pl))
                 rows.append(
                     {
-                        "message_id": ":".join(
-                            str(mid[k]) for k in ("ledger_id", "entry_id", "batch_index", "partition")
-                        ),
+                        "message_id": _message_id(mid),
                         "topic": r["topic"],
                         "key": r["key"],
                         "publish_time": r["publish_time"],
@@ -543,11 +542,10 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
             rows = []
             for rec in records():
                 mid = rec["message_id"]
-                ids = ":".join(str(mid[k]) for k in ("ledger_id", "entry_id", "batch_index", "partition"))
                 value = "<null>" if rec["value"] is None else json.dumps(rec["value"], ensure_ascii=False)
                 rows.append(
                     {
-                        "message_id": ids,
+                        "message_id": _message_id(mid),
                         "key": json.dumps(rec["key"], ensure_ascii=False) if kv else rec["key"],
                         "version": "" if rec["schema_version"] is None else rec["schema_version"],
                         "value": value if len(value) <= 60 else value[:59] + "…",
@@ -560,6 +558,11 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
     finally:
         prog.close()
     return n
+
+
+def _message_id(mid: dict[str, int]) -> str:
+    """A record's ``message_id`` object as Pulsar prints the id (the tables; JSON keeps the object)."""
+    return message_id_text(mid["ledger_id"], mid["entry_id"], mid["batch_index"], mid["partition"])
 
 
 def _preview(b64: str | None, width: int = 40) -> str:

@@ -87,7 +87,7 @@ class ExportJob:
     spec: DataDirSpec
     #: ``schema``: each topic's rows decoded with its schema (:mod:`pulsarkit.analysis.decoded`), by topic
     schemas: dict[str, TopicSchema] | None = None
-    #: batches cut by ``--until LEDGER:ENTRY:BATCH`` (topic -> last message exported), and the cut a
+    #: batches cut by ``--until LEDGER:ENTRY:PARTITION:BATCH`` (topic -> last message exported), and the cut a
     #: previous run left (topic -> first message still to export); applied by :meth:`rows`
     stop: dict[str, Cut] = dataclasses.field(default_factory=dict)
     resume: dict[str, Cut] = dataclasses.field(default_factory=dict)
