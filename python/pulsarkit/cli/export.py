@@ -70,7 +70,8 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument(
         "--force",
         action="store_true",
-        help="write into an existing directory that is not an export (its files are never changed or deleted)",
+        help="write into an existing directory that is not an export (its files are never changed or deleted; an "
+        "export or Delta table of another format is refused even so)",
     )
     p.add_argument("--other-source", action="store_true", help="continue an export made from another path")
     p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
