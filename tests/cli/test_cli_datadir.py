@@ -197,3 +197,18 @@ def test_messages_decode_schema_reads_the_topics_schema(tmp_path, capsys, topic)
     ]
     rc, out, err = run(capsys, "messages", tmp_path / "d", "--topic", topic, "--decode", "schema")
     assert rc == 0 and err == "" and "first" in out and "second" in out
+
+
+def test_ledgers_kind_is_one_of_the_kinds_the_help_names(synthetic, capsys):
+    # a mistyped kind printed an empty table with exit 0, and the help spelled a kind "transaction log"
+    from pulsarkit.broker.topic_name import KINDS
+    from pulsarkit.cli import build_parser
+
+    root, _ = synthetic
+    with pytest.raises(SystemExit) as e:
+        main(["ledgers", str(root), "--kind", "topc"])
+    assert e.value.code == 2 and "invalid choice: 'topc'" in capsys.readouterr().err
+    rc, out, _ = run(capsys, "ledgers", root, "--format", "json", "--kind", "transaction_log")
+    assert rc == 0 and out and {json.loads(x)["kind"] for x in out.splitlines()} == {"transaction_log"}
+    text = " ".join(build_parser(["ledgers"]).format_help().split())
+    assert f"by its kind ({', '.join(KINDS)})" in text

@@ -44,6 +44,7 @@ from ..analysis.messages import ledger_entries, message_batches, message_entries
 from ..analysis.schemas import schemas_table
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
+from ..broker.topic_name import KINDS as LEDGER_KINDS
 from ..broker.topic_name import ml_to_topic
 from ..managed_ledger.position import message_id_text
 from ..scan.bookie_dir import bookie_parts
@@ -291,17 +292,13 @@ def _out_file(args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------------------------------------
 
 
-@command(
-    "ledgers",
-    help="every ledger of a data directory by its kind (topic, cursor, schema, compacted, "
-    "transaction log, pending ack, deleted)",
-)
+@command("ledgers", help=f"every ledger of a data directory by its kind ({', '.join(LEDGER_KINDS)})")
 def _ledgers(p: argparse.ArgumentParser) -> Runner:
     _dir_args(p)
     p.add_argument("--format", choices=_FORMATS_TABLE, default="table")
     p.add_argument("-o", "--output", help="output file (parquet)")
     overwrite_arg(p)
-    p.add_argument("--kind", action="append", help="only ledgers of this kind (repeatable)")
+    p.add_argument("--kind", action="append", choices=LEDGER_KINDS, help="only ledgers of this kind (repeatable)")
     p.add_argument("--ledger", type=int, help="print this ledger's entries, each decoded by the ledger's format (JSON)")
 
     def run(args: argparse.Namespace) -> int:
