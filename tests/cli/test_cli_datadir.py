@@ -212,3 +212,40 @@ def test_ledgers_kind_is_one_of_the_kinds_the_help_names(synthetic, capsys):
     assert rc == 0 and out and {json.loads(x)["kind"] for x in out.splitlines()} == {"transaction_log"}
     text = " ".join(build_parser(["ledgers"]).format_help().split())
     assert f"by its kind ({', '.join(KINDS)})" in text
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "table", "parquet"])
+def test_progress_counts_entries_and_writes_no_escapes_to_a_file(synthetic, capsys, tmp_path, fmt):
+    # the total counted entries, the updates messages, the unit said bytes (100% early); and a redirected stderr
+    # got the terminal's line rewriting
+    from pulsarkit.analysis.messages import message_entries
+
+    root, _ = synthetic
+    from pulsarkit.scan.datadir import open_data_dir
+
+    with open_data_dir(root) as dd:
+        total = message_entries(dd, [dd.resolve(ORDERS)])
+    argv = ["messages", root, "--topic", ORDERS, "--format", fmt, "--progress"]
+    rc, _, err = run(capsys, *argv, *(["-o", tmp_path / f"m.{fmt}"] if fmt != "table" else []))
+    lines = err.splitlines()
+    assert rc == 0 and lines and "\x1b" not in err and "\r" not in err
+    assert lines[-1] == f"reading: 100.0% ({total}/{total} entries)"
+    assert all(line.startswith("reading: ") and line.endswith(f"/{total} entries)") for line in lines)
+
+
+def test_progress_on_a_terminal_rewrites_its_line(monkeypatch):
+    import io
+    import sys
+
+    from pulsarkit.cli.command import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setitem(sys.modules, "rich", None)  # the plain line, as without rich
+    stream = Tty()
+    p = Progress(4, "reading", enabled=True, stream=stream, unit="entries")
+    p.update(2)
+    p.close()
+    assert stream.getvalue() == "\rreading:  50.0% (2/4 entries)\x1b[K\rreading: 100.0% (4/4 entries)\x1b[K\n"

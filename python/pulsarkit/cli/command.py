@@ -275,32 +275,42 @@ def _zombie(pid: int) -> bool:
 
 
 class Progress:
-    """Byte progress on stderr: a rich bar when rich is installed, else one rewritten line.
+    """Progress on stderr, counted in ``unit`` (``bytes``, or ``entries``: the total and every update count
+    the same thing): a rich bar when rich is installed, else one rewritten line on a terminal, or a line
+    every few seconds elsewhere (a log file gets no cursor escapes).
 
     ``enabled=None`` shows it only when stderr is a terminal."""
 
-    def __init__(self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None) -> None:
+    #: seconds between two lines when stderr is not a terminal
+    LOG_INTERVAL = 5.0
+
+    def __init__(
+        self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None, unit: str = "bytes"
+    ) -> None:
         self.stream = stream or sys.stderr
+        self._tty = _is_terminal(self.stream)
         if enabled is None:
-            enabled = self.stream.isatty()
+            enabled = self._tty
         self.enabled = enabled
         self.total = max(total, 1)
         self.label = label
+        self.unit = unit
         self._rich: Any = None
         self._task: Any = None
         self._last = 0.0
+        self._shown = -1
         if not enabled:
             return
-        if self.stream.isatty():
+        if self._tty:
             try:
                 from rich.console import Console
-                from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn
+                from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
                 from rich.progress import Progress as RichProgress
 
                 self._rich = RichProgress(
                     "[progress.description]{task.description}",
                     BarColumn(),
-                    DownloadColumn(),
+                    *([DownloadColumn()] if unit == "bytes" else [MofNCompleteColumn(), TextColumn(unit)]),
                     TimeRemainingColumn(),
                     console=Console(file=self.stream),
                     transient=True,
@@ -317,11 +327,12 @@ class Progress:
             self._rich.update(self._task, completed=min(done, self.total), description=f"{self.label} {note}".strip())
             return
         now = time.monotonic()
-        if now - self._last < 0.2 and done < self.total:
+        if now - self._last < (0.2 if self._tty else self.LOG_INTERVAL) and done < self.total:
             return
-        self._last = now
+        self._last, self._shown = now, done
         pct = 100.0 * min(done, self.total) / self.total
-        self.stream.write(f"\r{self.label}: {pct:5.1f}% ({done}/{self.total} bytes) {note}\x1b[K")
+        line = f"{self.label}: {pct:5.1f}% ({min(done, self.total)}/{self.total} {self.unit}) {note}".rstrip()
+        self.stream.write(f"\r{line}\x1b[K" if self._tty else f"{line}\n")
         self.stream.flush()
 
     def close(self) -> None:
@@ -330,8 +341,11 @@ class Progress:
         if self._rich is not None:
             self._rich.stop()
         else:
-            self.update(self.total)
-            self.stream.write("\n")
+            if self._shown < self.total:
+                self._last = 0.0  # the final count, whenever the last line was
+                self.update(self.total)
+            if self._tty:
+                self.stream.write("\n")
             self.stream.flush()
 
 

@@ -412,6 +412,26 @@ def _topics(p: argparse.ArgumentParser) -> Runner:
     return run
 
 
+def _entries_read(batches: Iterable[pa.RecordBatch], prog: Progress) -> Iterator[pa.RecordBatch]:
+    """``batches`` passed on, ``prog`` advanced by the entries their rows came from once each batch is
+    written: its total counts entries (``message_entries``), so the updates count them too, not messages.
+    An entry's rows are adjacent, one entry's may end one batch and begin the next."""
+    done, last = 0, None
+    for b in batches:
+        k = b.num_rows
+        if k:
+            led, ent = b.column("ledger_id"), b.column("entry_id")
+            done += last != (led[0].as_py(), ent[0].as_py())
+            if k > 1:  # the rows whose entry is not the previous row's
+                changed = pc.or_(
+                    pc.not_equal(led.slice(1), led.slice(0, k - 1)), pc.not_equal(ent.slice(1), ent.slice(0, k - 1))
+                )
+                done += pc.sum(pc.cast(changed, pa.int64())).as_py() or 0
+            last = (led[k - 1].as_py(), ent[k - 1].as_py())
+        yield b
+        prog.update(done)
+
+
 def _print_records(
     batches: Iterable[pa.RecordBatch],
     args: argparse.Namespace,
@@ -423,7 +443,8 @@ def _print_records(
     ``one_topic``: the rows are one topic's, whose first rows may choose the payload's Parquet codec
     (``parquet_options``); a file of several topics keeps Snappy (the first topic's payloads say nothing of
     the others')."""
-    prog = Progress(total, "reading entries", enabled=args.progress)
+    prog = Progress(total, "reading", enabled=args.progress, unit="entries")
+    batches = _entries_read(batches, prog)
     n = 0
     try:
         if args.format == "parquet":
@@ -438,7 +459,6 @@ def _print_records(
                 for b in itertools.chain(ahead, batches):
                     groups.add(b)
                     n += b.num_rows
-                    prog.update(n)
         elif args.format == "jsonl":
             # rendered natively a batch at a time (ASCII, as json.dumps of json_record), written in blocks
             out, write = _binary_out(args.dest)
@@ -449,7 +469,6 @@ def _print_records(
                     for b in batches:
                         behind(bulk.json_lines(b))
                         n += b.num_rows
-                        prog.update(n)
             finally:
                 if args.dest:
                     out.close()
@@ -474,7 +493,6 @@ def _print_records(
                     }
                 )
                 n += 1
-                prog.update(n)
             cols = (
                 ["message_id", "topic", "key", "publish_time", "seq", "txn"]
                 + (["marker"] if markers else [])
@@ -503,7 +521,8 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
     """Batches decoded with the topic's schema (:mod:`pulsarkit.analysis.decoded`): as Parquet, or as the JSON
     record of ``messages`` with ``schema_version``, the typed ``value`` (and ``key``, ``partition_key`` of a
     KEY_VALUE topic) and ``decode_error`` (JSON lines, table)."""
-    prog = Progress(total, "reading entries", enabled=args.progress)
+    prog = Progress(total, "reading", enabled=args.progress, unit="entries")
+    batches = _entries_read(batches, prog)
     n = 0
     kv = "partition_key" in schema.names
     key_type, value_type = schema.field("key").type, schema.field("value").type
@@ -524,14 +543,12 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
                 for b in batches:
                     w.write_batch(b)
                     n += b.num_rows
-                    prog.update(n)
         elif args.format == "jsonl":
             out = open(args.dest, "w") if args.dest else sys.stdout
             try:
                 for rec in records():
                     out.write(json.dumps(rec) + "\n")
                     n += 1
-                    prog.update(n)
             finally:
                 if out is not sys.stdout:
                     out.close()
@@ -550,7 +567,6 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
                     }
                 )
                 n += 1
-                prog.update(n)
             _table(rows, ["message_id", "key", "version", "value", "error"])
     finally:
         prog.close()
