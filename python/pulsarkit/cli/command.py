@@ -8,9 +8,9 @@ subparser and returns the function that runs it::
         p.add_argument(...)
         return run
 
-Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage, 3 with ``--strict``
-when the data has problems (scan issues, digest mismatches), 130 interrupted (Ctrl-C: one line, and
-every process the command started is stopped).
+Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage, 3 when the data has problems
+(scan issues, digest mismatches): with ``--strict``, and always from the checkers (``fsck``, ``readjournal``),
+130 interrupted (Ctrl-C: one line, and every process the command started is stopped).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ EXIT_CODES_HELP = """exit codes:
   0 success
   1 an error: missing, unreadable or wrong input, a refused output path (one line on stderr)
   2 bad usage (unknown option, missing argument)
-  3 with --strict: the data has problems (scan issues, digest mismatches, unreadable parts)
+  3 the data has problems (scan issues, digest mismatches, unreadable parts): with --strict, and always
+    from the checkers (fsck: an error found; readjournal: a damaged record)
   130 interrupted (Ctrl-C): one line on stderr; the processes it started (Spark's JVM) are stopped
 
 Outputs (--parquet, -o) are never written over an existing file without --overwrite, never through a
