@@ -249,3 +249,24 @@ def test_progress_on_a_terminal_rewrites_its_line(monkeypatch):
     p.update(2)
     p.close()
     assert stream.getvalue() == "\rreading:  50.0% (2/4 entries)\x1b[K\rreading: 100.0% (4/4 entries)\x1b[K\n"
+
+
+def test_errors_name_what_the_user_gave(synthetic, capsys, tmp_path):
+    # they named /no/such/current's entry log name, the output's private temporary file, a raw "[Errno 2]", and
+    # a file's metadata/CURRENT
+    root, _ = synthetic
+    (tmp_path / "afile").write_text("not a data directory")
+    for argv, message in [
+        (["topics", root, "--ledger-dir", "/no/such/ledgers"], "error: /no/such/ledgers: no such directory"),
+        (["topics", root, "--journal-dir", tmp_path / "afile"], f"error: {tmp_path / 'afile'}: not a directory"),
+        (
+            ["messages", root, "--format", "jsonl", "-o", tmp_path / "nodir" / "x.jsonl"],
+            f"error: {tmp_path / 'nodir' / 'x.jsonl'}: the output's directory {tmp_path / 'nodir'} does not exist",
+        ),
+        (["readlog", "/no/such.log"], "error: /no/such.log: No such file or directory"),
+        (["readlogmetadata", "/no/such.log"], "error: /no/such.log: No such file or directory"),
+        (["topics", tmp_path / "afile"], f"error: {tmp_path / 'afile'}: not a directory (a data directory is one)"),
+    ]:
+        rc, _, err = run(capsys, *argv)
+        assert rc == 1 and err.strip().splitlines() == [f"pulsarkit {argv[0]}: {message}"], err
+    assert not (tmp_path / "nodir").exists()

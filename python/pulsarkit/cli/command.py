@@ -173,7 +173,9 @@ def main(argv: list[str] | None = None, own_process: bool = False) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except (OSError, PulsarkitError) as e:
-        print(f"pulsarkit {args.command}: error: {visible(str(e))}", file=sys.stderr)
+        # an OSError's own text is "[Errno 2] No such file or directory: 'x'": the path first, as ours are
+        text = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename and e.strerror else str(e)
+        print(f"pulsarkit {args.command}: error: {visible(text)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"pulsarkit {args.command}: interrupted", file=sys.stderr)
@@ -390,6 +392,8 @@ def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = (
         if not overwrite:
             raise OutputRefused(f"{path} exists; pass --overwrite to replace it")
     parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):  # else the error names the private directory made below it
+        raise OutputRefused(f"{path}: the output's directory {parent} does not exist")
     private = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
     tmp = os.path.join(private, "out")
     try:
