@@ -299,3 +299,26 @@ def test_an_output_is_synced_before_it_is_put_in_place_and_its_name_after(tmp_pa
     assert ("fsync", new) in events[:at]
     assert ("fsync", (os.stat(tmp_path).st_dev, os.stat(tmp_path).st_ino)) in events[at + 1 :]
     assert out.read_text() == "the new plan"
+
+
+def test_gc_refuses_to_execute_with_plan_and_fsck_says_when_it_exits_3(tmp_path, capsys):
+    # `gc --execute --plan FILE` executed and silently wrote no plan; fsck exits 3 on an error without --strict,
+    # which the exit codes' text gave to --strict alone
+    from pulsarkit.cli import build_parser, main
+
+    root = tmp_path / "d"
+    with pk.Store.open(root) as store:
+        store.managed_ledger("public/default/persistent/t").add_entry(
+            pk.encode_entry(pk.message_metadata("p", 0, 1_700_000_000_000), b"v")
+        )
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+    rc = main(["gc", str(root), "--execute", "--plan", str(tmp_path / "plan.json")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "--plan writes a dry run's plan for review" in err and "--from-plan" in err
+    assert not (tmp_path / "plan.json").exists()
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == before
+    text = " ".join(build_parser(["fsck"]).format_help().split())
+    assert "exit 3 when it finds an error, --strict or not" in text
+    assert (
+        "3 the data has problems (scan issues, digest mismatches, unreadable parts): with --strict, and always" in text
+    )

@@ -184,6 +184,22 @@ def test_refuses_a_directory_that_is_not_an_export(tmp_path, capsys):
     assert code == 1 and "--other-source" in err
 
 
+@pytest.mark.parametrize(("first", "then"), [("parquet", "delta"), ("delta", "parquet"), ("iceberg", "delta")])
+def test_an_export_of_another_format_is_refused_even_with_force(tmp_path, capsys, first, then):
+    # --force once wrote a Delta table into a Parquet export's topic=/date= folders: its readers read both
+    for to in {first, then} - {"parquet"}:
+        pytest.importorskip({"delta": "deltalake", "iceberg": "pyiceberg"}[to])
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    assert _run(["export", str(root), "--to", first, str(out)], capsys)[0] == 0
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    what = {"parquet": "a pulsarkit parquet export", "delta": "a Delta table", "iceberg": "a pulsarkit iceberg export"}
+    for force in ([], ["--force"]):
+        code, _, err = _run(["export", str(root), "--to", then, str(out), *force], capsys)
+        assert code == 1 and f"{out} is {what[first]}, not a {then} export" in err and "pass --force" not in err
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+
+
 def test_delta_export_is_incremental_with_marks_in_the_commit(tmp_path, capsys):
     pytest.importorskip("deltalake")
     root, out = tmp_path / "data", tmp_path / "delta"
@@ -345,9 +361,9 @@ def test_iceberg_export_refuses_what_is_not_its_own(tmp_path, capsys):
     pq_out = tmp_path / "pq"
     export_mod.export(str(root), "parquet", str(pq_out), log=lambda m: None)
     code, _, err = _run(["export", str(root), "--to", "iceberg", str(pq_out), "--force"], capsys)
-    assert code == 1 and "not an Iceberg export" in err
+    assert code == 1 and "is a pulsarkit parquet export, not an iceberg export" in err
     code, _, err = _run(["export", str(root), "--to", "parquet", str(out), "--force"], capsys)
-    assert code == 1 and "export to iceberg" in err
+    assert code == 1 and "is a pulsarkit iceberg export, not a parquet export" in err
     # marks of another data directory; an export moved away from the paths its metadata names
     other = tmp_path / "other"
     os.rename(root, other)

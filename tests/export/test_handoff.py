@@ -78,7 +78,7 @@ def _positions(root):
     return sorted({r[:2] for r in _all(root)})
 
 
-@pytest.mark.parametrize("cut", ["entry", "batch-middle", "batch-last", "batch-first"])
+@pytest.mark.parametrize("cut", ["entry", "entry-pulsar", "batch-middle", "batch-last", "batch-first"])
 def test_export_until_a_message_id_hands_off_with_no_gap_and_no_duplicate(tmp_path, capsys, cut):
     root, out = tmp_path / "data", tmp_path / "out"
     _write(root)
@@ -86,15 +86,18 @@ def test_export_until_a_message_id_hands_off_with_no_gap_and_no_duplicate(tmp_pa
     single, batch = entries[2], entries[3]  # a keyed message, then a batch of three
     until = {
         "entry": f"{single[0]}:{single[1]}",
-        "batch-middle": f"{batch[0]}:{batch[1]}:1",
-        "batch-last": f"{batch[0]}:{batch[1]}:2",
-        "batch-first": f"{batch[0]}:{batch[1]}:0",
+        "entry-pulsar": f"{single[0]}:{single[1]}:-1",  # MessageIdImpl.toString: ledger:entry:partition
+        "batch-middle": f"{batch[0]}:{batch[1]}:-1:1",  # BatchMessageIdImpl's: ledger:entry:partition:batch
+        "batch-last": f"{batch[0]}:{batch[1]}:-1:2",
+        "batch-first": f"{batch[0]}:{batch[1]}:-1:0",
     }[cut]
     s = _cli(root, out, "--until", until, capsys=capsys)
     last = MessageId.parse(until)
-    assert max(_exported(out)) == (last.ledger_id, last.entry_id, max(last.batch_index, -1 if cut == "entry" else 0))
+    entry = cut.startswith("entry")
+    assert max(_exported(out)) == (last.ledger_id, last.entry_id, max(last.batch_index, -1 if entry else 0))
     expect_next = {
         "entry": MessageId(*batch),
+        "entry-pulsar": MessageId(*batch),
         "batch-middle": MessageId(*batch, 2),
         "batch-last": MessageId(*entries[4]),
         "batch-first": MessageId(*batch, 1),
@@ -138,9 +141,12 @@ def test_export_to_the_end_then_new_messages_next_is_the_first_new_one(tmp_path,
 @pytest.mark.parametrize(
     ("until", "message"),
     [
-        ("999:0", "--until 999:0: no such entry in persistent://public/default/orders"),
+        ("999:0", "--until 999:0:-1: no such entry in persistent://public/default/orders"),
         ("{l}:99", "no such entry in persistent://public/default/orders"),
-        ("{l}:1:3", "has 3 message(s)"),
+        ("{l}:1:-1:3", "has 3 message(s)"),
+        # three numbers are Pulsar's ledger:entry:partition, never pulsarkit's former ledger:entry:batch
+        ("{l}:1:2", "--until {l}:1:2 names partition 2: give it as TOPIC={l}:1:2"),
+        ("orders={l}:1:2", "the id names partition 2 and orders is not a partition"),
         ("nosuch=1:0", "nosuch"),
     ],
 )
@@ -150,22 +156,22 @@ def test_an_until_position_not_in_the_topic_is_one_line(tmp_path, capsys, until,
     lid = _positions(root)[1][0]
     rc = main(["export", str(root), "--to", "parquet", str(out), "--until", until.format(l=lid)])
     err = capsys.readouterr().err.strip()
-    assert rc != 0 and message in err and len(err.splitlines()) == 1, err
+    assert rc != 0 and message.format(l=lid) in err and len(err.splitlines()) == 1, err
     assert not (out / px.MARKS_FILE).exists()
 
 
 def test_a_malformed_until_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["export", str(tmp_path), "--to", "parquet", str(tmp_path / "o"), "--until", "1-2"])
-    assert e.value.code == 2 and "LEDGER:ENTRY[:BATCH]" in capsys.readouterr().err
+    assert e.value.code == 2 and "LEDGER:ENTRY[:PARTITION[:BATCH]]" in capsys.readouterr().err
 
 
 def test_the_plain_summary_names_the_next_message_id(tmp_path, capsys):
     root, out = tmp_path / "data", tmp_path / "out"
     _write(root)
     batch = _positions(root)[1]
-    rc = main(["export", str(root), "--to", "parquet", str(out), "--until", f"{TOPIC}={batch[0]}:{batch[1]}:0"])
-    assert rc == 0 and f"{TOPIC}: next message id {batch[0]}:{batch[1]}:1" in capsys.readouterr().out
+    rc = main(["export", str(root), "--to", "parquet", str(out), "--until", f"{TOPIC}={batch[0]}:{batch[1]}:-1:0"])
+    assert rc == 0 and f"{TOPIC}: next message id {batch[0]}:{batch[1]}:-1:1" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("to", ["parquet", "delta", "iceberg"])
@@ -174,7 +180,7 @@ def test_export_marks_prints_the_committed_hand_off_of_every_format(tmp_path, ca
     root, out = tmp_path / "data", tmp_path / "out"
     _write(root)
     batch = _positions(root)[1]
-    until = f"{batch[0]}:{batch[1]}:1"
+    until = f"{batch[0]}:{batch[1]}:-1:1"
     assert main(["export", str(root), "--to", to, str(out), "--until", f"{TOPIC}={until}", "--engine", "local"]) == 0
     capsys.readouterr()
     assert main(["export-marks", str(out), "--json"]) == 0
@@ -182,11 +188,11 @@ def test_export_marks_prints_the_committed_hand_off_of_every_format(tmp_path, ca
     assert doc["to"] == to and doc["mode"] == "append"
     assert doc["topics"][TOPIC] == {
         "mark": [batch[0], batch[1] - 1],
-        "next": f"{batch[0]}:{batch[1]}:2",
-        "last": f"{batch[0]}:{batch[1]}:1",
+        "next": f"{batch[0]}:{batch[1]}:-1:2",
+        "last": f"{batch[0]}:{batch[1]}:-1:1",
     }
     assert main(["export-marks", str(out)]) == 0
-    want = f"{TOPIC}: mark {batch[0]}:{batch[1] - 1}, next {batch[0]}:{batch[1]}:2, last {batch[0]}:{batch[1]}:1"
+    want = f"{TOPIC}: mark {batch[0]}:{batch[1] - 1}, next {batch[0]}:{batch[1]}:-1:2, last {batch[0]}:{batch[1]}:-1:1"
     assert want in capsys.readouterr().out
     assert main(["export-marks", str(tmp_path)]) == 1
     assert "is not a pulsarkit export" in capsys.readouterr().err
@@ -207,9 +213,14 @@ def test_each_partition_of_a_partitioned_topic_has_its_own_until_and_next(tmp_pa
     # without a topic, an id is ambiguous between the partitions: one line
     assert main(["export", str(root), "--to", "parquet", str(out), "--topic", "parts", "--until", f"{l0}:{e0}"]) == 1
     assert "names no topic" in capsys.readouterr().err
-    args = ["--until", f"{parts[0]}={l0}:{e0}:0", "--until", f"{parts[1]}={l1}:{e1}"]
+    # an id of partition 1 given for partition 0: one line
+    bad = ["--until", f"{parts[0]}={l0}:{e0}:1:0"]
+    assert main(["export", str(root), "--to", "parquet", str(out), "--topic", "parts", *bad]) == 1
+    assert f"names partition 1 and {parts[0]} is partition 0" in capsys.readouterr().err
+    # the partition as a consumer of the partitioned topic prints it (0), or -1 as a reader of the partition
+    args = ["--until", f"{parts[0]}={l0}:{e0}:0:0", "--until", f"{parts[1]}={l1}:{e1}:-1"]
     s = _cli(root, out, "--topic", "parts", *args, capsys=capsys)
-    assert s["topics"][parts[0]]["next"] == f"{l0}:{e0}:1"
-    assert s["topics"][parts[1]]["next"] == "%d:%d" % ids[parts[1]][1]
+    assert s["topics"][parts[0]]["next"] == f"{l0}:{e0}:-1:1"
+    assert s["topics"][parts[1]]["next"] == "%d:%d:-1" % ids[parts[1]][1]
     t = ds.dataset(out, format="parquet", partitioning="hive").to_table()
     assert t.num_rows == 5 + 2  # partition 0: two batches and one message of the third; partition 1: its first batch

@@ -118,7 +118,7 @@ def test_upsert_until_a_position_equals_the_compacted_view_there(tmp_path):
         after = [
             (r["ledger_id"], r["entry_id"]) for r in read_message_rows(dd) if (r["ledger_id"], r["entry_id"]) > last
         ]
-    assert s["topics"][TOPIC]["next"] == "%d:%d" % after[0]  # the hand-off: the first message after the position
+    assert s["topics"][TOPIC]["next"] == "%d:%d:-1" % after[0]  # the hand-off: the first message after the position
 
 
 def test_upsert_through_the_cli_and_its_refusals(tmp_path, capsys):
@@ -136,7 +136,7 @@ def test_upsert_through_the_cli_and_its_refusals(tmp_path, capsys):
     assert main(["export", str(root), "--to", "parquet", str(appended), "--mode", "upsert"]) == 1
     assert "mode append, not upsert" in capsys.readouterr().err
     with open_data_dir(root) as dd:
-        (cut,) = [f"{r['ledger_id']}:{r['entry_id']}:0" for r in read_message_rows(dd) if r["batch_index"] == 2]
+        (cut,) = [f"{r['ledger_id']}:{r['entry_id']}:-1:0" for r in read_message_rows(dd) if r["batch_index"] == 2]
     assert main(["export", str(root), "--to", "parquet", str(tmp_path / "u"), "--mode", "upsert", "--until", cut]) == 1
     assert "--mode upsert takes --until LEDGER:ENTRY without a batch index" in capsys.readouterr().err
 

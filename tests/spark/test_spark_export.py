@@ -1,7 +1,7 @@
 """``export --engine spark`` with the export's own row rules (:class:`pulsarkit.export.run.RowRules`): rows decoded
-with their topic's schema (``--decode schema``), a batch cut by ``--until LEDGER:ENTRY:BATCH`` and its resumption,
-``--mode upsert``, each made in the Spark tasks, give the table the local engine gives, column for column. The
-``spark-sql`` engine (the data source and Spark's writer) runs none of them: refused in one line.
+with their topic's schema (``--decode schema``), a batch cut by ``--until LEDGER:ENTRY:PARTITION:BATCH`` and its
+resumption, ``--mode upsert``, each made in the Spark tasks, give the table the local engine gives, column for column.
+The ``spark-sql`` engine (the data source and Spark's writer) runs none of them: refused in one line.
 
 The decoded tables of the real standalone's schemas through Spark are in
 ``tests/interop/standalone/test_schema_decode_tables_real.py``."""

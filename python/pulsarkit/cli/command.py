@@ -8,9 +8,9 @@ subparser and returns the function that runs it::
         p.add_argument(...)
         return run
 
-Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage, 3 with ``--strict``
-when the data has problems (scan issues, digest mismatches), 130 interrupted (Ctrl-C: one line, and
-every process the command started is stopped).
+Exit codes: 0 success, 1 an error (missing file, unreadable input), 2 bad usage, 3 when the data has problems
+(scan issues, digest mismatches): with ``--strict``, and always from the checkers (``fsck``, ``readjournal``),
+130 interrupted (Ctrl-C: one line, and every process the command started is stopped).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ EXIT_CODES_HELP = """exit codes:
   0 success
   1 an error: missing, unreadable or wrong input, a refused output path (one line on stderr)
   2 bad usage (unknown option, missing argument)
-  3 with --strict: the data has problems (scan issues, digest mismatches, unreadable parts)
+  3 the data has problems (scan issues, digest mismatches, unreadable parts): with --strict, and always
+    from the checkers (fsck: an error found; readjournal: a damaged record)
   130 interrupted (Ctrl-C): one line on stderr; the processes it started (Spark's JVM) are stopped
 
 Outputs (--parquet, -o) are never written over an existing file without --overwrite, never through a
@@ -172,7 +173,9 @@ def main(argv: list[str] | None = None, own_process: bool = False) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except (OSError, PulsarkitError) as e:
-        print(f"pulsarkit {args.command}: error: {visible(str(e))}", file=sys.stderr)
+        # an OSError's own text is "[Errno 2] No such file or directory: 'x'": the path first, as ours are
+        text = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename and e.strerror else str(e)
+        print(f"pulsarkit {args.command}: error: {visible(text)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"pulsarkit {args.command}: interrupted", file=sys.stderr)
@@ -275,32 +278,42 @@ def _zombie(pid: int) -> bool:
 
 
 class Progress:
-    """Byte progress on stderr: a rich bar when rich is installed, else one rewritten line.
+    """Progress on stderr, counted in ``unit`` (``bytes``, or ``entries``: the total and every update count
+    the same thing): a rich bar when rich is installed, else one rewritten line on a terminal, or a line
+    every few seconds elsewhere (a log file gets no cursor escapes).
 
     ``enabled=None`` shows it only when stderr is a terminal."""
 
-    def __init__(self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None) -> None:
+    #: seconds between two lines when stderr is not a terminal
+    LOG_INTERVAL = 5.0
+
+    def __init__(
+        self, total: int, label: str, enabled: bool | None = None, stream: TextIO | None = None, unit: str = "bytes"
+    ) -> None:
         self.stream = stream or sys.stderr
+        self._tty = _is_terminal(self.stream)
         if enabled is None:
-            enabled = self.stream.isatty()
+            enabled = self._tty
         self.enabled = enabled
         self.total = max(total, 1)
         self.label = label
+        self.unit = unit
         self._rich: Any = None
         self._task: Any = None
         self._last = 0.0
+        self._shown = -1
         if not enabled:
             return
-        if self.stream.isatty():
+        if self._tty:
             try:
                 from rich.console import Console
-                from rich.progress import BarColumn, DownloadColumn, TimeRemainingColumn
+                from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
                 from rich.progress import Progress as RichProgress
 
                 self._rich = RichProgress(
                     "[progress.description]{task.description}",
                     BarColumn(),
-                    DownloadColumn(),
+                    *([DownloadColumn()] if unit == "bytes" else [MofNCompleteColumn(), TextColumn(unit)]),
                     TimeRemainingColumn(),
                     console=Console(file=self.stream),
                     transient=True,
@@ -317,11 +330,12 @@ class Progress:
             self._rich.update(self._task, completed=min(done, self.total), description=f"{self.label} {note}".strip())
             return
         now = time.monotonic()
-        if now - self._last < 0.2 and done < self.total:
+        if now - self._last < (0.2 if self._tty else self.LOG_INTERVAL) and done < self.total:
             return
-        self._last = now
+        self._last, self._shown = now, done
         pct = 100.0 * min(done, self.total) / self.total
-        self.stream.write(f"\r{self.label}: {pct:5.1f}% ({done}/{self.total} bytes) {note}\x1b[K")
+        line = f"{self.label}: {pct:5.1f}% ({min(done, self.total)}/{self.total} {self.unit}) {note}".rstrip()
+        self.stream.write(f"\r{line}\x1b[K" if self._tty else f"{line}\n")
         self.stream.flush()
 
     def close(self) -> None:
@@ -330,8 +344,11 @@ class Progress:
         if self._rich is not None:
             self._rich.stop()
         else:
-            self.update(self.total)
-            self.stream.write("\n")
+            if self._shown < self.total:
+                self._last = 0.0  # the final count, whenever the last line was
+                self.update(self.total)
+            if self._tty:
+                self.stream.write("\n")
             self.stream.flush()
 
 
@@ -375,6 +392,8 @@ def output_file(path: str, *, overwrite: bool = False, inputs: Sequence[str] = (
         if not overwrite:
             raise OutputRefused(f"{path} exists; pass --overwrite to replace it")
     parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):  # else the error names the private directory made below it
+        raise OutputRefused(f"{path}: the output's directory {parent} does not exist")
     private = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
     tmp = os.path.join(private, "out")
     try:

@@ -16,6 +16,8 @@ import json
 import pyarrow.parquet as pq
 
 from ..analysis.compaction import compacted_messages, compacted_table, compacted_topic
+from ..broker.topic_name import partition_of
+from ..managed_ledger.position import message_id_text
 from .command import Runner, command, overwrite_arg
 from .datadir import _FORMATS_TABLE, _dir_args, _finish, _open, _out_file, _table, _with_parquet_alias
 
@@ -48,8 +50,9 @@ def _compacted(p: argparse.ArgumentParser) -> Runner:
                 print(json.dumps(r))
         else:
             rows = []
+            partition = partition_of(args.topic)[1]  # as the messages table gives it
             for r in compacted_messages(dd, args.topic):
-                r["message_id"] = f"{r['ledger_id']}:{r['entry_id']}:{r['batch_index']}"
+                r["message_id"] = message_id_text(r["ledger_id"], r["entry_id"], r["batch_index"], partition)
                 r["value"] = _preview(r["payload_b64"])
                 r["from"] = "compacted ledger" if r["from_compacted_ledger"] else "topic"
                 rows.append(r)
@@ -89,7 +92,8 @@ def _last_message_id(p: argparse.ArgumentParser) -> Runner:
         elif last.ledger_id < 0:
             print("earliest (nothing to read with readCompacted)")
         else:
-            print(f"{last.ledger_id}:{last.entry_id}:{last.batch_index}  published {last.publish_time}")
+            mid = message_id_text(last.ledger_id, last.entry_id, last.batch_index, partition_of(args.topic)[1])
+            print(f"{mid}  published {last.publish_time}")
         return _finish(dd, args)
 
     return run

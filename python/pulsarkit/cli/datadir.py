@@ -44,6 +44,9 @@ from ..analysis.messages import ledger_entries, message_batches, message_entries
 from ..analysis.schemas import schemas_table
 from ..analysis.transactions import pending_ack_table, transaction_log_table, transactions_table
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
+from ..broker.topic_name import KINDS as LEDGER_KINDS
+from ..broker.topic_name import ml_to_topic
+from ..managed_ledger.position import message_id_text
 from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
 from ..scan.prefetch import WriteBehind
@@ -289,17 +292,13 @@ def _out_file(args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------------------------------------
 
 
-@command(
-    "ledgers",
-    help="every ledger of a data directory by its kind (topic, cursor, schema, compacted, "
-    "transaction log, pending ack, deleted)",
-)
+@command("ledgers", help=f"every ledger of a data directory by its kind ({', '.join(LEDGER_KINDS)})")
 def _ledgers(p: argparse.ArgumentParser) -> Runner:
     _dir_args(p)
     p.add_argument("--format", choices=_FORMATS_TABLE, default="table")
     p.add_argument("-o", "--output", help="output file (parquet)")
     overwrite_arg(p)
-    p.add_argument("--kind", action="append", help="only ledgers of this kind (repeatable)")
+    p.add_argument("--kind", action="append", choices=LEDGER_KINDS, help="only ledgers of this kind (repeatable)")
     p.add_argument("--ledger", type=int, help="print this ledger's entries, each decoded by the ledger's format (JSON)")
 
     def run(args: argparse.Namespace) -> int:
@@ -413,6 +412,26 @@ def _topics(p: argparse.ArgumentParser) -> Runner:
     return run
 
 
+def _entries_read(batches: Iterable[pa.RecordBatch], prog: Progress) -> Iterator[pa.RecordBatch]:
+    """``batches`` passed on, ``prog`` advanced by the entries their rows came from once each batch is
+    written: its total counts entries (``message_entries``), so the updates count them too, not messages.
+    An entry's rows are adjacent, one entry's may end one batch and begin the next."""
+    done, last = 0, None
+    for b in batches:
+        k = b.num_rows
+        if k:
+            led, ent = b.column("ledger_id"), b.column("entry_id")
+            done += last != (led[0].as_py(), ent[0].as_py())
+            if k > 1:  # the rows whose entry is not the previous row's
+                changed = pc.or_(
+                    pc.not_equal(led.slice(1), led.slice(0, k - 1)), pc.not_equal(ent.slice(1), ent.slice(0, k - 1))
+                )
+                done += pc.sum(pc.cast(changed, pa.int64())).as_py() or 0
+            last = (led[k - 1].as_py(), ent[k - 1].as_py())
+        yield b
+        prog.update(done)
+
+
 def _print_records(
     batches: Iterable[pa.RecordBatch],
     args: argparse.Namespace,
@@ -424,7 +443,8 @@ def _print_records(
     ``one_topic``: the rows are one topic's, whose first rows may choose the payload's Parquet codec
     (``parquet_options``); a file of several topics keeps Snappy (the first topic's payloads say nothing of
     the others')."""
-    prog = Progress(total, "reading entries", enabled=args.progress)
+    prog = Progress(total, "reading", enabled=args.progress, unit="entries")
+    batches = _entries_read(batches, prog)
     n = 0
     try:
         if args.format == "parquet":
@@ -439,7 +459,6 @@ def _print_records(
                 for b in itertools.chain(ahead, batches):
                     groups.add(b)
                     n += b.num_rows
-                    prog.update(n)
         elif args.format == "jsonl":
             # rendered natively a batch at a time (ASCII, as json.dumps of json_record), written in blocks
             out, write = _binary_out(args.dest)
@@ -450,7 +469,6 @@ def _print_records(
                     for b in batches:
                         behind(bulk.json_lines(b))
                         n += b.num_rows
-                        prog.update(n)
             finally:
                 if args.dest:
                     out.close()
@@ -464,9 +482,7 @@ def _print_records(
                 shown = "<encrypted>" if r["encrypted"] else ("<null>" if r["null_value"] else _preview(pl))
                 rows.append(
                     {
-                        "message_id": ":".join(
-                            str(mid[k]) for k in ("ledger_id", "entry_id", "batch_index", "partition")
-                        ),
+                        "message_id": _message_id(mid),
                         "topic": r["topic"],
                         "key": r["key"],
                         "publish_time": r["publish_time"],
@@ -477,7 +493,6 @@ def _print_records(
                     }
                 )
                 n += 1
-                prog.update(n)
             cols = (
                 ["message_id", "topic", "key", "publish_time", "seq", "txn"]
                 + (["marker"] if markers else [])
@@ -506,7 +521,8 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
     """Batches decoded with the topic's schema (:mod:`pulsarkit.analysis.decoded`): as Parquet, or as the JSON
     record of ``messages`` with ``schema_version``, the typed ``value`` (and ``key``, ``partition_key`` of a
     KEY_VALUE topic) and ``decode_error`` (JSON lines, table)."""
-    prog = Progress(total, "reading entries", enabled=args.progress)
+    prog = Progress(total, "reading", enabled=args.progress, unit="entries")
+    batches = _entries_read(batches, prog)
     n = 0
     kv = "partition_key" in schema.names
     key_type, value_type = schema.field("key").type, schema.field("value").type
@@ -527,14 +543,12 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
                 for b in batches:
                     w.write_batch(b)
                     n += b.num_rows
-                    prog.update(n)
         elif args.format == "jsonl":
             out = open(args.dest, "w") if args.dest else sys.stdout
             try:
                 for rec in records():
                     out.write(json.dumps(rec) + "\n")
                     n += 1
-                    prog.update(n)
             finally:
                 if out is not sys.stdout:
                     out.close()
@@ -542,11 +556,10 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
             rows = []
             for rec in records():
                 mid = rec["message_id"]
-                ids = ":".join(str(mid[k]) for k in ("ledger_id", "entry_id", "batch_index", "partition"))
                 value = "<null>" if rec["value"] is None else json.dumps(rec["value"], ensure_ascii=False)
                 rows.append(
                     {
-                        "message_id": ids,
+                        "message_id": _message_id(mid),
                         "key": json.dumps(rec["key"], ensure_ascii=False) if kv else rec["key"],
                         "version": "" if rec["schema_version"] is None else rec["schema_version"],
                         "value": value if len(value) <= 60 else value[:59] + "…",
@@ -554,11 +567,15 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
                     }
                 )
                 n += 1
-                prog.update(n)
             _table(rows, ["message_id", "key", "version", "value", "error"])
     finally:
         prog.close()
     return n
+
+
+def _message_id(mid: dict[str, int]) -> str:
+    """A record's ``message_id`` object as Pulsar prints the id (the tables; JSON keeps the object)."""
+    return message_id_text(mid["ledger_id"], mid["entry_id"], mid["batch_index"], mid["partition"])
 
 
 def _preview(b64: str | None, width: int = 40) -> str:
@@ -618,7 +635,7 @@ def _messages(p: argparse.ArgumentParser) -> Runner:
             if not topics:
                 raise DataDirError("--decode schema needs --topic (topics of one schema)")
             batches = message_batches(dd, topics, txn=args.txn, markers=args.markers, include_system=args.system)
-            ts = topic_schema(dd, dd.expand(topics[0])[0])
+            ts = topic_schema(dd, ml_to_topic(dd.expand(topics[0])[0]))  # expand gives managed-ledger names
             _print_decoded(decode_batches(dd, batches), decoded_schema(ts, args.markers), args, total)
             return _finish(dd, args)
         _print_records(

@@ -6,7 +6,8 @@ Iceberg table, incrementally::
     pulsarkit export --zookeeper-dir ZK --ledger-dir BK1 --ledger-dir BK2 ... --to parquet OUT   (a cluster)
     pulsarkit export DATA_DIR --to delta OUT ...          (needs the deltalake package: pip install pulsarkit[delta])
     pulsarkit export DATA_DIR --to iceberg OUT ...        (needs pyiceberg: pip install pulsarkit[iceberg])
-    pulsarkit export DATA_DIR --to parquet OUT --until [TOPIC=]LEDGER:ENTRY[:BATCH] | --until-time T   (backfill)
+    pulsarkit export DATA_DIR --to parquet OUT --until [TOPIC=]LEDGER:ENTRY[:PARTITION[:BATCH]] | --until-time T
+                                                          (backfill)
     pulsarkit export DATA_DIR --to delta OUT --mode upsert    (keyed topics: the latest message per key)
     pulsarkit export-marks OUT [--json]                   (per topic: the committed mark and the next message id)
 
@@ -24,9 +25,12 @@ import argparse
 import json
 import sys
 
+from ..broker.topic_name import partition_of
 from ..export.handoff import last_exported, parse_time
 from ..export.marks import MessageId
 from ..export.run import committed_marks
+from ..managed_ledger.position import parse_message_id
+from ..scan.records import DataDirError
 from ..spark.export import ENGINES, SPARK_THRESHOLD, export
 from .command import EXIT_DATA_PROBLEMS, EXIT_OK, Progress, Runner, command, progress_arg
 from .datadir import _dir_args, data_dir_spec
@@ -66,7 +70,8 @@ def _export(p: argparse.ArgumentParser) -> Runner:
     p.add_argument(
         "--force",
         action="store_true",
-        help="write into an existing directory that is not an export (its files are never changed or deleted)",
+        help="write into an existing directory that is not an export (its files are never changed or deleted; an "
+        "export or Delta table of another format is refused even so)",
     )
     p.add_argument("--other-source", action="store_true", help="continue an export made from another path")
     p.add_argument("--skip-unreadable", action="store_true", help="skip unreadable entries instead of stopping")
@@ -75,9 +80,11 @@ def _export(p: argparse.ArgumentParser) -> Runner:
         "--until",
         action="append",
         type=_until_arg,
-        metavar="[TOPIC=]LEDGER:ENTRY[:BATCH]",
-        help="export up to this message id, inclusive (repeatable, one per topic; without TOPIC=, the one --topic); "
-        "the marks then give the next message id a live consumer starts from (--json: each topic's 'next')",
+        metavar="[TOPIC=]LEDGER:ENTRY[:PARTITION[:BATCH]]",
+        help="export up to this message id, inclusive, as Pulsar prints it (partition -1 or the topic's; a batch "
+        "index cuts the batch there; LEDGER:ENTRY: the whole entry) (repeatable, one per topic; without TOPIC=, the "
+        "one --topic); the marks then give the next message id a live consumer starts from (--json: each topic's "
+        "'next')",
     )
     p.add_argument(
         "--until-time",
@@ -118,7 +125,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             progress=lambda total: Progress(total, "exporting", enabled=args.progress),
             max_partition_bytes=args.max_partition_bytes,
             spark_threshold=args.spark_threshold,
-            **({"until": dict(args.until)} if args.until else {}),
+            **({"until": _until(args)} if args.until else {}),
             **({"until_time": args.until_time} if args.until_time is not None else {}),
             **({"mode": args.mode} if args.mode != "append" else {}),
             decode=args.decode,
@@ -180,12 +187,33 @@ def _export_marks(p: argparse.ArgumentParser) -> Runner:
     return run
 
 
-def _until_arg(text: str) -> tuple[str, MessageId]:
+def _until_arg(text: str) -> tuple[str, MessageId, int, str]:
+    """``[TOPIC=]ID``: the topic (empty: the one --topic), the message id, the partition the id names, the text."""
     topic, _, mid = text.rpartition("=")
     try:
-        return topic, MessageId.parse(mid)
+        ledger, entry, partition, batch = parse_message_id(mid)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    return topic, MessageId(ledger, entry, batch), partition, text
+
+
+def _until(args: argparse.Namespace) -> dict[str, MessageId]:
+    """The --until ids by topic. An id's partition is -1 (a reader of the topic itself) or the topic's own
+    index (a consumer of the partitioned topic): another one names a message of another topic."""
+    out = {}
+    for topic, mid, partition, text in args.until:
+        name = topic or (args.topic[0] if args.topic and len(args.topic) == 1 else "")
+        own = partition_of(name)[1]
+        if partition >= 0 and not name:
+            raise DataDirError(f"--until {text} names partition {partition}: give it as TOPIC={text}")
+        if partition >= 0 and partition != own:
+            where = f"{name} is partition {own}" if own >= 0 else f"{name} is not a partition"
+            raise DataDirError(
+                f"--until {text}: the id names partition {partition} and {where} "
+                "(LEDGER:ENTRY:PARTITION[:BATCH], partition -1 or the topic's)"
+            )
+        out[topic] = mid
+    return out
 
 
 def _time_arg(text: str) -> int:

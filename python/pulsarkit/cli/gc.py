@@ -152,7 +152,11 @@ def _du(p: argparse.ArgumentParser) -> Runner:
     return run
 
 
-@command("fsck", help="check every entry log (header, ledgers map, framing, digests) against the index and journal")
+@command(
+    "fsck",
+    help="check every entry log (header, ledgers map, framing, digests) against the index and journal; exit 3 when "
+    "it finds an error, --strict or not",
+)
 def _fsck(p: argparse.ArgumentParser) -> Runner:
     _dir_args(p)
     _parquet_or_json(p)
@@ -241,7 +245,7 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
         help="entries per second to copy (a bookie throttles to spare live traffic; offline the default is 0, none)",
     )
     p.add_argument("--disk-usage", type=float, help="the fill level to plan for (default: measured)")
-    p.add_argument("--plan", metavar="FILE", help="write the plan (JSON) for review")
+    p.add_argument("--plan", metavar="FILE", help="write the plan (JSON) for review, without --execute (a dry run)")
     p.add_argument("--from-plan", metavar="FILE", help="with --execute: apply this reviewed plan, re-checked")
     p.add_argument("--execute", action="store_true", help="delete and compact; without it nothing is written")
     p.add_argument("--json", action="store_true", help="print the plan or result as JSON")
@@ -260,6 +264,11 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
             major_compaction_max_time_ms=args.max_time_ms,
             compaction_rate_by_entries=args.rate,
         )
+        if args.plan and args.execute:  # refused before anything is opened: the plan was silently not written
+            raise DataDirError(
+                "--plan writes a dry run's plan for review: run without --execute to write it, then apply the "
+                "reviewed file with --execute --from-plan FILE"
+            )
         reviewed = None
         if args.from_plan:
             if not args.execute:
@@ -285,7 +294,7 @@ def _gc(p: argparse.ArgumentParser) -> Runner:
                     raise DataDirError(str(e)) from None
             else:
                 runs = [BookieGcRun(p.ledger_dir, p, None) for p in plans.bookies]
-        if args.plan and not args.execute:
+        if args.plan:
             with output_file(args.plan, overwrite=args.overwrite, inputs=spec.inputs()) as dest:
                 plans.write(dest)
         if args.json:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from .marks import ExportMarks, RunRecord
-from .protocol import DELTA_LOG, ICEBERG_CATALOG, ExportRefused, refuse_foreign
+from .protocol import DELTA_LOG, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, shortened_topics, staged_table
 from .tabletypes import conform, to_table_types
 from .target import Target, optional_package
@@ -47,8 +47,6 @@ class DeltaTarget(Target):
                 raise ExportRefused(f"{out} is a Delta table pulsarkit did not write; pass --force to append to it")
             self.last_run = found.get("run", {}).get("run") if found is not None else None
             return ExportMarks.from_json(found) if found is not None else None
-        if (out / ICEBERG_CATALOG).exists():
-            raise ExportRefused(f"{out} is a pulsarkit export to iceberg, not delta")
         refuse_foreign(out, force, self.own_names())
         return None
 

@@ -1,10 +1,10 @@
 """Backfill and hand-off: an export that stops at an exact position (``--until``, ``--until-time``), and
 the position a live consumer continues from (the marks' ``next``).
 
-``--until LEDGER:ENTRY[:BATCH]`` (a message id as Pulsar prints it) is inclusive: that message is the
-last one exported from its topic. Naming a batch index cuts the batch: its messages up to that index
-are exported, the rest are not, and the topic's mark stays on the entry before, so the next run reads
-the entry again and exports only the messages from the next index on (:func:`cut_rows`).
+``--until LEDGER:ENTRY:PARTITION[:BATCH]`` (a message id as Pulsar prints it; ``LEDGER:ENTRY``, an entry) is
+inclusive: that message is the last one exported from its topic. Naming a batch index cuts the batch: its
+messages up to that index are exported, the rest are not, and the topic's mark stays on the entry before, so
+the next run reads the entry again and exports only the messages from the next index on (:func:`cut_rows`).
 ``--until-time T`` (publish time, inclusive) stops each topic before its first message published after T.
 
 After a run, each topic whose mark moved has ``next`` in the marks (and in the summary): the first

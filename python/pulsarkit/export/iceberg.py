@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ..scan.records import DataDirError
 from .marks import ExportMarks, RunRecord
-from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign
+from .protocol import ICEBERG_CATALOG, ExportRefused, refuse_foreign
 from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_table
 from .tabletypes import conform, to_table_types
 from .target import Target, optional_package
@@ -120,8 +120,6 @@ class IcebergTarget(Target):
                     f"{out} is an Iceberg table whose snapshots pulsarkit did not write; pass --force to append"
                 )
             return found
-        if (out / MARKS_FILE).exists() or (out / DELTA_LOG).exists():
-            raise ExportRefused(f"{out} is a Parquet or Delta export (or table), not an Iceberg export")
         # a run deletes what no snapshot lists under data/ and metadata/: never in folders of others
         if (out / "metadata").exists() or (out / "data").exists():
             raise ExportRefused(

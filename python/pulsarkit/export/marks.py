@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..managed_ledger.position import message_id_text, parse_message_id
+
 #: ``format`` of the marks document, whatever the target
 FORMAT = "pulsarkit-export"
 VERSION = 1
@@ -21,24 +23,25 @@ class Mark(NamedTuple):
 
 
 class MessageId(NamedTuple):
-    """A message id as Pulsar prints it (``ledger:entry[:batch]``; ``batch_index`` -1: a whole entry).
-    In the marks, a topic's ``next`` is the first message a live consumer continuing the export reads
-    (the position after the last exported message: the hand-off)."""
+    """A message id of a topic (``batch_index`` -1: a whole entry), printed as Pulsar prints it
+    (``ledger:entry:-1[:batch]``, :func:`~pulsarkit.managed_ledger.position.message_id_text`: the id a reader of
+    the topic itself gets). In the marks, a topic's ``next`` is the first message a live consumer continuing the
+    export reads (the position after the last exported message: the hand-off)."""
 
     ledger_id: int
     entry_id: int
     batch_index: int = -1
 
     def __str__(self) -> str:
-        return f"{self.ledger_id}:{self.entry_id}" + (f":{self.batch_index}" if self.batch_index >= 0 else "")
+        return message_id_text(self.ledger_id, self.entry_id, self.batch_index)
 
     @classmethod
     def parse(cls, text: str) -> MessageId:
-        """``ledger:entry`` or ``ledger:entry:batch`` (non-negative integers); anything else is a ValueError."""
-        parts = text.strip().split(":")
-        if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
-            raise ValueError(f"a message id is LEDGER:ENTRY[:BATCH], not {text!r}")
-        return cls(*(int(p) for p in parts))
+        """Pulsar's printed forms, ``ledger:entry:partition[:batch]``, or ``ledger:entry``
+        (:func:`~pulsarkit.managed_ledger.position.parse_message_id`; its partition is the caller's to check);
+        anything else is a ValueError."""
+        ledger, entry, _, batch = parse_message_id(text)
+        return cls(ledger, entry, batch)
 
 
 @dataclass(frozen=True)

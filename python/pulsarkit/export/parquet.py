@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from ..durable import fsync_dir, fsync_file
 from .marks import FORMAT, VERSION, ExportMarks, RunRecord
 from .paths import PRIVATE_FILE, check_below, make_dirs
-from .protocol import ICEBERG_CATALOG, MARKS_FILE, ExportRefused, refuse_foreign, write_json_atomically
+from .protocol import MARKS_FILE, ExportRefused, refuse_foreign, write_json_atomically
 from .staging import escape_path_name, partition_dir, partition_values
 from .target import Target
 
@@ -57,8 +57,6 @@ class ParquetTarget(Target):
             self.topic_dirs = {str(k): str(v) for k, v in doc.get("topic_dirs", {}).items()}
             self.last_run = self.runs[-1].run if self.runs else None
             return ExportMarks.from_json(doc)
-        if (self.out / ICEBERG_CATALOG).exists():
-            raise ExportRefused(f"{self.out} is a pulsarkit export to iceberg, not parquet")
         refuse_foreign(self.out, force, self.own_names())
         return None
 

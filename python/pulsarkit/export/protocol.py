@@ -102,6 +102,33 @@ def check_output(inputs: list[str], out: str, root: Path) -> None:
         raise ExportRefused(f"{out} exists and is not a directory")
 
 
+#: what each format's own file in OUT says the directory is (:func:`export_format`)
+_FORMAT_FILES = (
+    ("parquet", MARKS_FILE, "a pulsarkit parquet export"),
+    ("delta", DELTA_LOG, "a Delta table"),
+    ("iceberg", ICEBERG_CATALOG, "a pulsarkit iceberg export"),
+)
+
+
+def export_format(out: Path) -> tuple[str, str] | None:
+    """The format of the export (or Delta table) in ``out`` and what to call it, by the file that format keeps
+    there; None when there is none of them."""
+    return next(((to, what) for to, name, what in _FORMAT_FILES if (out / name).exists()), None)
+
+
+def refuse_other_format(out: Path, to: str) -> None:
+    """An export (or table) of another format is never written into, ``--force`` or not: its readers would read
+    the other format's files as their own (a Parquet dataset's readers, Delta's data files; a run of one format
+    could clean up the other's)."""
+    found = export_format(out)
+    if found is not None and found[0] != to:
+        article = "an" if to[0] in "aeiou" else "a"
+        raise ExportRefused(
+            f"{out} is {found[1]}, not {article} {to} export; pulsarkit never writes another format into it "
+            "(--force or not): export elsewhere"
+        )
+
+
 def refuse_foreign(out: Path, force: bool, own: frozenset[str] | set[str] = frozenset()) -> None:
     """A directory with anything in it that is not an export is written into only with ``force``. ``own``:
     the names a run of pulsarkit's left there (its journal, what its journal lists: its staging among them)."""

@@ -34,7 +34,7 @@ from .handoff import Cut, cut_rows, last_exported, next_ids, resolve_until, sele
 from .iceberg import IcebergTarget
 from .marks import ExportMarks, Mark, MessageId
 from .parquet import ParquetTarget
-from .protocol import DELTA_LOG, ICEBERG_CATALOG, MARKS_FILE, ExportRefused, check_output, gaps, locked, new_run_id
+from .protocol import ExportRefused, check_output, export_format, gaps, locked, new_run_id
 from .tabletypes import TABLE_FORMATS, Incompatible, evolved_schema, same_schema, table_schema
 from .target import Target
 from .upsert import (
@@ -87,7 +87,7 @@ class ExportJob:
     spec: DataDirSpec
     #: ``schema``: each topic's rows decoded with its schema (:mod:`pulsarkit.analysis.decoded`), by topic
     schemas: dict[str, TopicSchema] | None = None
-    #: batches cut by ``--until LEDGER:ENTRY:BATCH`` (topic -> last message exported), and the cut a
+    #: batches cut by ``--until LEDGER:ENTRY:PARTITION:BATCH`` (topic -> last message exported), and the cut a
     #: previous run left (topic -> first message still to export); applied by :meth:`rows`
     stop: dict[str, Cut] = dataclasses.field(default_factory=dict)
     resume: dict[str, Cut] = dataclasses.field(default_factory=dict)
@@ -607,10 +607,10 @@ def committed_marks(out: str) -> tuple[str, ExportMarks]:
     """The format and the committed marks of the export in ``out`` (``pulsarkit export-marks``): each
     topic's mark and hand-off position (``next``), read as the next run would, writing nothing."""
     root = Path(out).absolute()
-    kinds = (("parquet", MARKS_FILE), ("delta", DELTA_LOG), ("iceberg", ICEBERG_CATALOG))
-    to = next((t for t, f in kinds if (root / f).exists()), None)
-    if to is None:
+    found = export_format(root)
+    if found is None:
         raise ExportRefused(f"{out} is not a pulsarkit export")
+    to = found[0]
     target = TARGETS[to](root, "", other_source=True)
     with contextlib.closing(target):
         return to, target.committed

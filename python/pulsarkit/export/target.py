@@ -38,7 +38,7 @@ from .paths import (
     undo,
     write_journal,
 )
-from .protocol import STAGING, ExportRefused, now_ms
+from .protocol import STAGING, ExportRefused, now_ms, refuse_other_format
 from .staging import StagingWriter, partition_values, rows_by_topic, staged_files
 
 
@@ -71,7 +71,8 @@ class Target(ABC):
     ``out`` is the output directory (absolute), ``source`` the real path of the data directory the
     marks are positions of. Opening writes nothing and refuses (:class:`ExportRefused`) an output that
     is not an export to this format, unless ``force`` allows writing into a foreign directory; marks of
-    another data directory are refused unless ``other_source``."""
+    another data directory are refused unless ``other_source``. An export of another format is refused before
+    :meth:`_open`, ``force`` or not (:func:`.protocol.refuse_other_format`)."""
 
     #: the ``--to`` name
     name: ClassVar[str]
@@ -103,6 +104,7 @@ class Target(ABC):
             #: what a run that did not finish left (its journal), read before the ownership checks: its files are ours
             audit(out)  # before anything is opened in OUT (the Iceberg catalog writes when opened)
             self.journal = read_journal(out)
+            refuse_other_format(out, self.name)
             found = self._open(force)
             if found is not None:
                 if found.source != source and not other_source:

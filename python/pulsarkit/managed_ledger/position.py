@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterator
 from typing import NamedTuple, TypeAlias
 
@@ -26,6 +27,29 @@ class Position(NamedTuple):
 
 Position.EARLIEST = Position(-1, -1)  # type: ignore[attr-defined]
 Position.LATEST = Position(LONG_MAX, LONG_MAX)  # type: ignore[attr-defined]
+
+
+def message_id_text(ledger_id: int, entry_id: int, batch_index: int = -1, partition: int = -1) -> str:
+    """A message id as Pulsar's clients print it: ``ledger:entry:partition`` (``MessageIdImpl.toString``), with
+    ``:batch`` after it for a message of a batch (``BatchMessageIdImpl``); partition -1 outside a partitioned
+    topic's consumer. Every command's human-readable message id is this one."""
+    text = f"{ledger_id}:{entry_id}:{partition}"
+    return text if batch_index < 0 else f"{text}:{batch_index}"
+
+
+_MESSAGE_ID = re.compile(r"([0-9]+):([0-9]+)(?::(-1|[0-9]+)(?::([0-9]+))?)?")
+
+
+def parse_message_id(text: str) -> tuple[int, int, int, int]:
+    """``(ledger, entry, partition, batch_index)`` of Pulsar's printed forms (:func:`message_id_text`):
+    ``LEDGER:ENTRY:PARTITION``, ``LEDGER:ENTRY:PARTITION:BATCH``, and ``LEDGER:ENTRY`` (an entry); partition
+    and batch -1 when not given. Three numbers are Pulsar's ledger, entry and partition, never a batch index
+    (the two readings would collide). Anything else is a ValueError."""
+    m = _MESSAGE_ID.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"a message id is LEDGER:ENTRY[:PARTITION[:BATCH]] (as Pulsar prints it), not {text!r}")
+    ledger, entry, partition, batch = m.groups()
+    return int(ledger), int(entry), int(partition or -1), int(batch or -1)
 
 
 #: What the managed ledger and its cursors accept as a position: a :class:`Position` or a

@@ -1227,6 +1227,10 @@ def open_data_dir(
     tasks), by the real path of their ``current/`` and log id; the others are read here."""
     if not read_only:
         raise DataDirError("open_data_dir reads only; use pulsarkit.Store to write a directory pulsarkit owns")
+    # each directory given is checked as itself, before a reader names a path below it (current/, a log)
+    for d in [metadata_dir, *(ledger_dirs or ()), *(journal_dirs or ()), *(index_dirs or ())]:
+        if d is not None and not os.path.isdir(d):
+            raise DataDirError(f"{d}: {'not a directory' if os.path.exists(d) else 'no such directory'}", os.fspath(d))
 
     def cluster(name: PathLike, src: MetadataSource | None) -> DataDir:  # the bookies given; src: the metadata read
         return DataDir(
@@ -1292,6 +1296,8 @@ def open_data_dir(
         root = Path(path)
         if not root.exists():
             raise DataDirError(f"{root}: no such directory", str(root))
+        if not root.is_dir():
+            raise DataDirError(f"{root}: not a directory (a data directory is one)", str(root))
         md, bks = find_layout(root)
         return DataDir(
             metadata_dir or md,
