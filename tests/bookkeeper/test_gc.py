@@ -60,6 +60,15 @@ def gc(store, **kw):
     return GarbageCollector(store.bookie.dirs[0], store.metadata, GcConfig(**{**FAST, **kw}), fsync=False)
 
 
+def drop_metadata(store, ml, which=0):
+    """Deletes the metadata of one of ``ml``'s ledgers (closed first), the bookie still holding it: what GC
+    must reclaim. Returns its id."""
+    lid = ml.ledgers()[which].ledger_id
+    ml.close()
+    store.metadata.delete_ledger_metadata(lid)
+    return lid
+
+
 def live_entries(mls):
     return {(ml.name, p): d for ml in mls for p, d in ml.read_after(pk.Position(-1, -1))}
 
@@ -91,9 +100,7 @@ def test_deleting_topics_then_gc_reclaims_and_keeps_every_live_entry(small_logs)
 def test_ledgers_missing_from_metadata_are_deleted_and_logs_with_nothing_live_removed(small_logs):
     store = small_logs
     mls = fill(store, topics=1, entries=120)
-    lid = mls[0].ledgers()[0].ledger_id
-    mls[0].close()
-    store.metadata.delete_ledger_metadata(lid)  # metadata gone, the bookie still holds it
+    lid = drop_metadata(store, mls[0])
     g = gc(store)
     plan = g.plan()
     assert [d.ledger_id for d in plan.ledgers_to_delete] == [lid]
@@ -413,9 +420,7 @@ def _cookie(ledger_dir, instance):
 def test_gc_refuses_metadata_of_another_cluster(small_logs):
     store = small_logs
     mls = fill(store, topics=2, entries=10)
-    lid = mls[0].ledgers()[0].ledger_id
-    mls[0].close()
-    store.metadata.delete_ledger_metadata(lid)  # metadata gone, the bookie still holds it
+    lid = drop_metadata(store, mls[0])
     _cookie(store.bookie.dirs[0].ledger_dir, "cluster-a")
     store.metadata.put("/ledgers/INSTANCEID", b"cluster-b")
     with pytest.raises(BookieError, match="cookie is of cluster cluster-a, the metadata is of cluster cluster-b"):
@@ -475,9 +480,7 @@ def test_gc_still_deletes_the_newest_ledger_once_its_topic_is_deleted(small_logs
     last = store.managed_ledger("public/default/persistent/last")
     last.add_entry(pk.encode_entry(pk.message_metadata("p", 0, 1_700_000_000_000), b"x" * 100))
     store.flush()
-    lid = last.ledgers()[-1].ledger_id
-    last.close()
-    store.metadata.delete_ledger_metadata(lid)
+    lid = drop_metadata(store, last, -1)
     assert lid > max(store.metadata.ledger_ids(), default=-1)
     plan = gc(store).plan()
     assert lid in [d.ledger_id for d in plan.ledgers_to_delete]

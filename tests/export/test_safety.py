@@ -171,13 +171,7 @@ def test_a_staging_folder_of_someone_elses_makes_out_foreign_and_is_never_delete
     assert main(["export", str(root), "--to", to, str(out)]) == 1
     assert mine.read_text() == "precious" and os.listdir(out) == [px.STAGING]
 
-    real = px.Target.write
-
-    def write_then_die(self, batch):
-        real(self, batch)
-        raise KeyboardInterrupt("killed while staging")
-
-    monkeypatch.setattr(px.Target, "write", write_then_die)
+    _die_while_staging(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         _export(root, to, out, force=True)
     monkeypatch.undo()
@@ -226,13 +220,8 @@ def test_a_run_removes_the_staging_folder_it_made(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------- 7: interrupted and concurrent runs
 
 
-@pytest.mark.parametrize("to", ["parquet", "delta", "iceberg"])
-def test_an_interrupted_first_export_is_recovered_without_a_flag(tmp_path, monkeypatch, to):
-    """The reproduction: a first run that died made OUT look foreign ("pass --force") to every rerun."""
-    _needs(to)
-    root, out = tmp_path / "data", tmp_path / "out"
-    _append(root, 0)
-    # dies while its rows are being staged, after files were written
+def _die_while_staging(monkeypatch):
+    """The next run is killed while its rows are being staged, after files were written."""
     real = px.Target.write
 
     def write_then_die(self, batch):
@@ -240,6 +229,16 @@ def test_an_interrupted_first_export_is_recovered_without_a_flag(tmp_path, monke
         raise KeyboardInterrupt("killed while staging")
 
     monkeypatch.setattr(px.Target, "write", write_then_die)
+
+
+@pytest.mark.parametrize("to", ["parquet", "delta", "iceberg"])
+def test_an_interrupted_first_export_is_recovered_without_a_flag(tmp_path, monkeypatch, to):
+    """The reproduction: a first run that died made OUT look foreign ("pass --force") to every rerun."""
+    _needs(to)
+    root, out = tmp_path / "data", tmp_path / "out"
+    _append(root, 0)
+    # dies while its rows are being staged, after files were written
+    _die_while_staging(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         _export(root, to, out)
     monkeypatch.undo()
