@@ -271,7 +271,9 @@ def _decode(t: Any, v: Any, path: str) -> Any:
             sub = f"{path}.{f.name}" if path else f.name
             if f.name not in v:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                    raise PlanFormatError(f"plan field {sub} is missing", sub)
+                    raise PlanFormatError(
+                        f"plan field {sub} is missing (a plan from another version of pulsarkit? make it again)", sub
+                    )
                 continue
             kwargs[f.name] = _decode(hints[f.name], v[f.name], sub)
         extra = sorted(set(v) - names)

@@ -61,6 +61,9 @@ def test_schema_version_and_id() -> None:
     assert schema_id("persistent://public/default/parts-partition-2") == "public/default/parts"
     assert schema_id("orders") == "public/default/orders"
     assert schema_id("persistent://t/ns/a%20b") == "t/ns/a%20b"
+    # managed-ledger names, which every read of a data directory also takes (v2 and v1)
+    assert schema_id("public/default/persistent/parts-partition-2") == "public/default/parts"
+    assert schema_id("prop/us-west/ns/persistent/legacy") == "prop/ns/legacy"
 
 
 def test_missing_required_fields_name_them() -> None:

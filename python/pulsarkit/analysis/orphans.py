@@ -183,7 +183,7 @@ def _compacted_ml(topic: str) -> str | None:
     """The managed ledger of a compacted ledger's ``pulsar/compactedTopic``; None when it names none."""
     try:
         return topic_to_ml(topic) if topic else None
-    except (InvalidTopicNameError, ValueError):  # not a topic name: no managed ledger to compare with
+    except InvalidTopicNameError:  # not a topic name: no managed ledger to compare with
         return None
 
 
@@ -209,10 +209,7 @@ def _owner_still_stored(
     cm = led.custom_metadata
     ml = led.managed_ledger
     if led.kind == "compacted":
-        try:
-            ml = topic_to_ml(cm.get("pulsar/compactedTopic", b"").decode("utf-8", "replace"))
-        except InvalidTopicNameError:
-            ml = None
+        ml = _compacted_ml(cm.get("pulsar/compactedTopic", b"").decode("utf-8", "replace"))
     stored = []
     if ml and ml not in dd.ml_infos and ML_ROOT + ml in tree:
         stored.append(ML_ROOT + ml)

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ..broker.schema_registry import StoredSchema, parse_locator, parse_schema_entry
 from ..broker.topic_name import TopicName, partition_of
-from ..errors import PulsarkitError
+from ..errors import InvalidTopicNameError, PulsarkitError
 from ..scan.datadir import DataDir
 from ..scan.records import Issue
 
@@ -38,8 +38,12 @@ SCHEMAS_SCHEMA = pa.schema(
 def schema_id(topic: str) -> str:
     """The registry's id of a topic's schema: ``tenant/namespace/topic``, shared by a partitioned topic's
     partitions (``persistent://public/default/t-partition-0`` -> ``public/default/t``; a v1 topic's
-    cluster left out, as ``TopicName.getSchemaName``)."""
-    tn = TopicName.parse(topic)
+    cluster left out, as ``TopicName.getSchemaName``). A managed-ledger name works too, as everywhere a
+    data directory takes a topic (``DataDir.resolve``)."""
+    try:
+        tn = TopicName.parse(topic)
+    except InvalidTopicNameError:
+        tn = TopicName.from_ml(topic)  # short names have 1 or 3 parts, managed-ledger names 4 or 5
     base, _ = partition_of(tn.local)
     return f"{tn.tenant}/{tn.namespace}/{base if base is not None else tn.local}"
 

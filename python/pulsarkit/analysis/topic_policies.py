@@ -159,7 +159,7 @@ def read_topic_policies(dd: DataDir, namespaces: Iterable[str] | None = None) ->
             _replay(dd, ml, out)
         except (PulsarkitError, ValueError, KeyError, TypeError) as e:
             for level in (out.local, out.global_):
-                for t in [t for t in level if t.split("://", 1)[-1].startswith(tenant_ns + "/")]:
+                for t in [t for t in level if _namespace_of(t) == tenant_ns]:
                     del level[t]
             out.notes.append(
                 f"topic policies of namespace {tenant_ns} not read ({e}); its topics are simulated with "
@@ -171,3 +171,12 @@ def read_topic_policies(dd: DataDir, namespaces: Iterable[str] | None = None) ->
 
 
 __all__ = ["CHANGE_EVENTS", "TopicPolicies", "TopicPolicyEvent", "read_topic_policies"]
+
+
+def _namespace_of(topic: str) -> str | None:
+    """``tenant/namespace`` (v1: ``tenant/cluster/namespace``) of a topic name, None when it is none: a
+    string prefix would take v1 topics of ``t/c/ns`` for namespace ``t/c``'s."""
+    try:
+        return TopicName.parse(topic).namespace_name
+    except InvalidTopicNameError:
+        return None

@@ -444,7 +444,8 @@ def _print_records(
     (``parquet_options``); a file of several topics keeps Snappy (the first topic's payloads say nothing of
     the others')."""
     prog = Progress(total, "reading", enabled=args.progress, unit="entries")
-    batches = _entries_read(batches, prog)
+    if prog.enabled:  # the count costs a pass over each batch's ids: only when someone sees it
+        batches = _entries_read(batches, prog)
     n = 0
     try:
         if args.format == "parquet":
@@ -522,7 +523,8 @@ def _print_decoded(batches: Iterable[pa.RecordBatch], schema: pa.Schema, args: a
     record of ``messages`` with ``schema_version``, the typed ``value`` (and ``key``, ``partition_key`` of a
     KEY_VALUE topic) and ``decode_error`` (JSON lines, table)."""
     prog = Progress(total, "reading", enabled=args.progress, unit="entries")
-    batches = _entries_read(batches, prog)
+    if prog.enabled:  # the count costs a pass over each batch's ids: only when someone sees it
+        batches = _entries_read(batches, prog)
     n = 0
     kv = "partition_key" in schema.names
     key_type, value_type = schema.field("key").type, schema.field("value").type
