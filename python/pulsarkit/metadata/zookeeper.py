@@ -933,6 +933,14 @@ def _read_log(path: str) -> TxnLog | None:
         raise ZooKeeperDataError(f"cannot read {path}: {e}") from None
 
 
+def next_sequential_suffix(stat: ZkStat | None) -> int | None:
+    """The suffix ZooKeeper gives the next sequential child of the node whose served ``stat`` this is: the
+    count of children ever created, which the node keeps as its stored ``cversion`` (the served one,
+    ``2 * stored - children``, also counts the deletes), so every sequential child made so far has a smaller
+    suffix. None for no node."""
+    return None if stat is None else (stat.cversion + stat.num_children) // 2
+
+
 class ZkSnapshotStore:
     """A ZooKeeper data directory restored offline, read-only; satisfies :class:`.reader.MetadataReader`.
 
@@ -1086,11 +1094,7 @@ class ZkSnapshotStore:
         return None if n is None else n.client_stat()
 
     def next_sequential(self, parent: str) -> int | None:
-        """The suffix ZooKeeper gives the next sequential child of ``parent``: the count of children ever
-        created, which the node keeps as its stored ``cversion`` (the served one, ``2 * stored - children``,
-        also counts the deletes), so every sequential child made so far has a smaller suffix."""
-        st = self.stat(parent)
-        return None if st is None else (st.cversion + st.num_children) // 2
+        return next_sequential_suffix(self.stat(parent))
 
     def get(self, path: str) -> tuple[bytes, Stat] | None:
         n = self._tree.nodes.get(path)

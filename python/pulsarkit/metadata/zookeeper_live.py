@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 from ..errors import MetadataStoreError, ZooKeeperConnectionError, ZooKeeperServerError
 from .store import Stat
-from .zookeeper import OP_CLOSE_SESSION, Issue, ZkStat, _In
+from .zookeeper import OP_CLOSE_SESSION, Issue, ZkStat, _In, next_sequential_suffix
 
 # ZooDefs.OpCode: the reads this client sends (and nothing else).
 OP_EXISTS = 3
@@ -684,11 +684,7 @@ class ZkLiveStore:
         return None if got is None else got[1]
 
     def next_sequential(self, parent: str) -> int | None:
-        """The suffix ZooKeeper gives the next sequential child of ``parent``: the count of children ever
-        created, which the node keeps as its stored ``cversion`` (the served one, ``2 * stored - children``,
-        also counts the deletes), so every sequential child made so far has a smaller suffix."""
-        st = self.stat(parent)
-        return None if st is None else (st.cversion + st.num_children) // 2
+        return next_sequential_suffix(self.stat(parent))
 
     def get(self, path: str) -> tuple[bytes, Stat] | None:
         got = self._nodes.get(path)
