@@ -48,8 +48,12 @@ def _f(no: int, v: int | bytes) -> bytes:
     return _v(no << 3 | 2) + _v(len(v)) + v
 
 
-def txn_record(op: int, most: int, least: int, new_status: int | None = None, partitions=()) -> bytes:
+def txn_record(
+    op: int, most: int, least: int, new_status: int | None = None, partitions=(), expected_status: int | None = None
+) -> bytes:
     b = _f(1, op) + _f(2, least) + _f(3, most)
+    if expected_status is not None:
+        b += _f(4, expected_status)
     if new_status is not None:
         b += _f(5, new_status)
     for p in partitions:
@@ -196,13 +200,14 @@ def build(root: Path) -> dict:
             ]
         )
     )
-    tc.add_entry(txn_record(3, 0, 1, new_status=1))
+    # as the coordinator writes them: each update names the status it expects (OPEN=0, COMMITTING=1, ABORTING=3)
+    tc.add_entry(txn_record(3, 0, 1, new_status=1, expected_status=0))
     tc.add_entry(
         batched(
             [
-                txn_record(3, 0, 1, new_status=2),
-                txn_record(3, 0, 2, new_status=3),
-                txn_record(3, 0, 2, new_status=4),
+                txn_record(3, 0, 1, new_status=2, expected_status=1),
+                txn_record(3, 0, 2, new_status=3, expected_status=0),
+                txn_record(3, 0, 2, new_status=4, expected_status=3),
             ]
         )
     )
