@@ -231,3 +231,35 @@ def test_a_batched_message_without_its_own_event_time_keeps_the_entrys():
     assert list(zip(t.column("key").to_pylist(), t.column("event_time").to_pylist(), strict=True)) == want
     exploded = pa.record_batch(_native.bulk_explode_messages(pa.array([data], pa.binary())))
     assert exploded.column("event_time").to_pylist() == [5, 9]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_decompressing_on_threads_reads_the_same_rows_and_verdicts(threads):
+    """A batch of ZSTD and ZLIB entries (past the 256 KiB from which the wheel decompresses ahead on more threads;
+    rust/src/bulk/assemble.rs) read on one thread and on several: the same rows, the same per-entry verdicts, a
+    corrupt payload reported the same; LZ4 entries among them are decompressed as they are exploded."""
+    import os
+
+    rng = __import__("random").Random(5)
+    datas: list[bytes | None] = []
+    for i in range(48):
+        md = message_metadata("p", i, 1000 + i)
+        msgs = [{"payload": rng.randbytes(3000), "event_time": i} for _ in range(4)]
+        datas.append(encode_batch(md, msgs, compression=("ZSTD", "ZLIB", "LZ4")[i % 3]))
+    broken = bytearray(datas[7])  # its ZSTD frame damaged at the end (no client checksum to catch it first)
+    broken[-40:] = os.urandom(40)
+    datas[7] = bytes(broken)
+    datas[11] = None
+    part = ScanPartition(data_dir="d", topic="persistent://t/n/x", kind="topic", partition=0, segments=[])
+    state = MessageState(part, "committed", False)
+    entries = pa.array(datas, pa.binary())
+    assert sum(len(d) for d in datas if d) > 256 << 10
+    ids = pa.array(range(len(datas)), pa.int64())
+    args = (entries, ids, ids, part.topic, 0, False, state.txn_table, True, [])
+    one = _native.bulk_assemble_messages(*args, threads=1)
+    many = _native.bulk_assemble_messages(*args, threads=threads)
+    assert pa.record_batch(many[0]).equals(pa.record_batch(one[0]))
+    assert pa.record_batch(many[1]).equals(pa.record_batch(one[1]))
+    status = pa.record_batch(one[1]).column("status").to_pylist()
+    assert status[11] == 4 and status.count(0) == 46 and pa.record_batch(one[0]).num_rows == 46 * 4
+    assert status[7] == 3  # undecodable, whichever thread met it

@@ -148,3 +148,40 @@ def test_write_behind_raises_a_failed_write_at_the_next_call_and_leaving_on_an_e
             b2("slow")
             raise KeyError("the caller's own error")
     assert done == ["slow"]  # written before the with block let the error through
+
+
+def test_decode_threads_are_two_on_two_or_more_cores_unless_the_environment_says(monkeypatch):
+    monkeypatch.delenv("PULSARKIT_DECODE_THREADS", raising=False)
+    monkeypatch.setattr(prefetch.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert prefetch.decode_threads() == 2
+    monkeypatch.setattr(prefetch.os, "sched_getaffinity", lambda pid: {0})
+    assert prefetch.decode_threads() == 1
+    monkeypatch.setenv("PULSARKIT_DECODE_THREADS", "4")
+    assert prefetch.decode_threads() == 4
+    monkeypatch.setenv("PULSARKIT_DECODE_THREADS", "0")
+    assert prefetch.decode_threads() == 1
+    monkeypatch.setenv("PULSARKIT_DECODE_THREADS", "two")
+    with pytest.raises(ValueError, match="PULSARKIT_DECODE_THREADS must be an integer"):
+        prefetch.decode_threads()
+
+
+def test_a_read_on_decode_threads_equals_the_read_on_one(synthetic):
+    """Every topic of the synthetic directory, rows, issues and statistics: the same on 1 and 3 decode threads."""
+    from pulsarkit.scan.partition import ReadStats
+
+    root, _ = synthetic
+    dd = open_data_dir(root)
+    scan = plan_data_dir(dd, "x", min_partitions=1)
+    out = {}
+    for threads in (1, 3):
+        issues: list[tuple] = []
+        stats = ReadStats()
+        batches = [
+            b
+            for part in scan.partitions
+            for b in read_partition(part, threads=threads, stats=stats, on_issue=lambda i: issues.append(i))
+        ]
+        out[threads] = (pa.Table.from_batches(batches) if batches else None, issues, stats)
+    assert out[1][0] is not None and out[1][0].num_rows > 0
+    assert out[3][0].equals(out[1][0]) and out[3][1] == out[1][1] and out[3][2] == out[1][2]
+    dd.close()

@@ -166,6 +166,7 @@ def bulk_assemble_messages(
     committed: bool,
     time_filters: list[tuple[str, str, list[int]]],
     max_uncompressed_size: int = ...,
+    threads: int = ...,
 ) -> tuple[Any, Any]: ...
 def bulk_json_lines(batch: Any) -> bytes: ...
 

@@ -638,7 +638,7 @@ fn check_assemble(flags: u8, rows: &[Option<&[u8]>], arr: &dyn Array) {
     let no_states = StringArray::from(Vec::<Option<&str>>::new());
     let (committed, by_time) = (flags & 16 != 0, flags & 64 != 0);
     let filters = if by_time { vec![TimeFilter::new("publish_time", ">", vec![AFTER]).unwrap()] } else { vec![] };
-    let cx = BatchContext {
+    let context = |threads| BatchContext {
         topic: Some("persistent://public/default/fuzz"),
         partition: 3,
         markers: flags & 32 != 0,
@@ -646,8 +646,13 @@ fn check_assemble(flags: u8, rows: &[Option<&[u8]>], arr: &dyn Array) {
         committed,
         time_filters: &filters,
         limit: FUZZ_LIMIT,
+        threads,
     };
+    let cx = context(1);
     let (got, info) = assemble_messages(&input, &cx).expect("a fuzz input is far below 2 GiB of payloads");
+    // the payloads decompressed on three threads ahead of the explode: the same rows, the same verdicts
+    let threaded = assemble_messages(&input, &context(3)).expect("as on one thread");
+    assert_eq!((&threaded.0, &threaded.1), (&got, &info), "decompressing on threads changed the read");
     assert_eq!(info.num_rows(), rows.len());
     assert_eq!(got.column_by_name("marker").is_some(), cx.markers);
     let status = info.column(0).as_primitive::<Int8Type>();

@@ -117,6 +117,8 @@ class RowRules:
     schemas: dict[str, TopicSchema] | None
     #: batches read ahead by a thread (None: the read's default; a Spark task, whose cores are busy: 0)
     prefetch: int | None = None
+    #: threads a batch is decompressed on (None: the read's default; a Spark task: 1)
+    threads: int | None = None
 
     def only(self, topics: set[str]) -> RowRules:
         """These rules for ``topics`` alone (what one task reads)."""
@@ -127,6 +129,7 @@ class RowRules:
             {t: k for t, k in self.latest.items() if t in topics} if self.latest is not None else None,
             {t: s for t, s in self.schemas.items() if t in topics} if self.schemas is not None else None,
             self.prefetch,
+            self.threads,
         )
 
     def batches(self, part: ScanPartition, found: ReadIssues) -> Iterator[pa.RecordBatch]:
@@ -134,7 +137,7 @@ class RowRules:
         topic = part.topic or ""
         stop, resume = self.stop.get(topic), self.resume.get(topic)
         latest = self.latest.get(topic, frozenset()) if self.latest is not None else None
-        for b in read_part(part, self.on_error, found, self.prefetch):
+        for b in read_part(part, self.on_error, found, self.prefetch, self.threads):
             b = cut_rows(b, stop, resume) if stop or resume else b
             b = keep_retained(b, latest) if latest is not None else b
             if not b.num_rows:
@@ -155,13 +158,17 @@ class ReadIssues:
         self.unreadable_entries += other.unreadable_entries
 
 
-def read_part(part: ScanPartition, on_error: str, found: ReadIssues, prefetch: int | None = None) -> Iterator[Any]:
+def read_part(
+    part: ScanPartition, on_error: str, found: ReadIssues, prefetch: int | None = None, threads: int | None = None
+) -> Iterator[Any]:
     """One partition's batches, as every engine reads them, its issues (and the entries with no rows)
-    added to ``found``: a skipped entry is never silently missing from an export. ``prefetch``: as
-    :func:`~pulsarkit.scan.read.read_partition`'s."""
+    added to ``found``: a skipped entry is never silently missing from an export. ``prefetch`` and ``threads``:
+    as :func:`~pulsarkit.scan.read.read_partition`'s."""
     stats = ReadStats()
     on_issue = _collector(found.issues, part)
-    yield from read_partition(part, on_error=on_error, stats=stats, on_issue=on_issue, prefetch=prefetch)
+    yield from read_partition(
+        part, on_error=on_error, stats=stats, on_issue=on_issue, prefetch=prefetch, threads=threads
+    )
     found.unreadable_entries += stats.unreadable_entries
 
 

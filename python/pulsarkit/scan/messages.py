@@ -63,8 +63,11 @@ class MessageState:
     entries and chunks go through :class:`EntryRules`, one entry at a time. What gives no rows goes to
     ``on_issue`` (and :attr:`bad`)."""
 
-    def __init__(self, part: ScanPartition, txn: str, markers: bool, on_issue: OnIssue | None = None) -> None:
+    def __init__(
+        self, part: ScanPartition, txn: str, markers: bool, on_issue: OnIssue | None = None, threads: int = 1
+    ) -> None:
         self.part = part
+        self.threads = threads  # a batch's payloads decompressed on this many threads
         self.committed = txn == "committed"
         self.markers = markers
         self.bad: list[str] = []
@@ -142,7 +145,7 @@ class MessageState:
         # the plain entries' rows in the one schema (+ _ord); the others' status per entry
         rows, info = _native.bulk_assemble_messages(
             entries, int64_array(lids), int64_array(eids), self.part.topic, self.part.partition, self.markers,
-            self.txn_table, self.committed, pt,
+            self.txn_table, self.committed, pt, threads=self.threads,
         )  # fmt: skip
         status = numpy_values(info.column("status"))
         if (status > _SPECIAL).any():

@@ -10,7 +10,9 @@ but ``pulsarkit messages --format parquet``, which gathered row groups of 32 MiB
 20-40 % more CPU with it at depths 2-16 and row groups of 4-32 MiB, so no command turns it on.
 
 :class:`WriteBehind`: the other way round, each write made by a thread while the caller makes the next item; what
-the commands use (a Parquet row group, a block of JSON lines: the encoding or the file system's copy overlapped)."""
+the commands use (a Parquet row group, a block of JSON lines: the encoding or the file system's copy overlapped).
+
+:func:`decode_threads`: within one batch, the threads its payloads are decompressed on."""
 
 from __future__ import annotations
 
@@ -36,11 +38,28 @@ def default_depth() -> int:
         depth = max(0, int(given))
     except ValueError:
         raise ValueError(f"PULSARKIT_PREFETCH must be an integer (0 = off), not {given!r}") from None
+    return depth if _cores() >= 2 else 0  # one core: the thread could only take turns with its consumer
+
+
+def decode_threads() -> int:
+    """Threads a batch's payloads are decompressed on (the reading one among them): ``PULSARKIT_DECODE_THREADS``
+    (an integer, 1 = the reading thread alone), else 2 on two or more cores. The explode after it stays on the
+    reading thread; decompressing ahead on a second one took ZSTD's share of a read off the critical path
+    (bench/RESULTS.md, "Decompressing a batch on two threads")."""
+    given = os.environ.get("PULSARKIT_DECODE_THREADS", "").strip()
+    if given:
+        try:
+            return max(1, int(given))
+        except ValueError:
+            raise ValueError(f"PULSARKIT_DECODE_THREADS must be an integer (1 = one thread), not {given!r}") from None
+    return min(2, _cores())
+
+
+def _cores() -> int:
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return depth if cores >= 2 else 0  # one core: the thread could only take turns with its consumer
+        return os.cpu_count() or 1
 
 
 def prefetched(items: Iterator[T], depth: int) -> Iterator[T]:

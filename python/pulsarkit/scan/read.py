@@ -21,8 +21,8 @@ from .datadir import DataDirSpec
 from .messages import AckFilter, MessageState, OnIssue
 from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment, starting_at
 from .plan import plan
+from .prefetch import decode_threads, prefetched
 from .prefetch import default_depth as prefetch_depth
-from .prefetch import prefetched
 from .records import DataDirError, Issue, missing_message
 from .replicas import read_order
 from .schema import ENTRY_FIELDS, TIME_COLUMNS, Filter, arrow_schema, filter_mask, message_fields
@@ -339,6 +339,7 @@ def read_partition(
     acks: AckFilter | None = None,
     on_issue: OnIssue | None = None,
     prefetch: int | None = None,
+    threads: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one partition as Arrow record batches of ``columns`` (default: all, in the order
     of :data:`MESSAGE_FIELDS` / :data:`ENTRY_FIELDS`). What gives no rows (an unreadable entry, a
@@ -346,9 +347,11 @@ def read_partition(
     :class:`UnreadableEntry` instead). ``stats``, when given, counts what was read from the entry
     logs (:class:`ReadStats`); ``acks`` leaves out what a subscription acknowledged (a backlog).
     ``prefetch``: batches made ahead of the consumer by a thread (:mod:`.prefetch`; None: its default,
-    0: none), which then also calls ``on_issue``."""
+    0: none), which then also calls ``on_issue``. ``threads``: a batch's payloads are decompressed on this many
+    threads, the reading one among them (None: :func:`.prefetch.decode_threads`; 1: the reading thread alone)."""
+    threads = decode_threads() if threads is None else max(1, threads)
     batches = _read(
-        part, kind, columns, txn, markers, filters, on_error, batch_entries, batch_bytes, stats, acks, on_issue
+        part, kind, columns, txn, markers, filters, on_error, batch_entries, batch_bytes, stats, acks, on_issue, threads
     )
     depth = prefetch_depth() if prefetch is None else prefetch
     yield from prefetched(batches, depth) if depth > 0 else batches
@@ -367,6 +370,7 @@ def _read(
     stats: ReadStats | None,
     acks: AckFilter | None,
     on_issue: OnIssue | None,
+    threads: int = 1,
 ) -> Iterator[pa.RecordBatch]:
     """:func:`read_partition` in the thread that iterates it."""
     if part is None:
@@ -374,8 +378,9 @@ def _read(
     if not isinstance(part, ScanPartition):
         for p in part:
             yield from _read(
-                p, kind, columns, txn, markers, filters, on_error, batch_entries, batch_bytes, stats, acks, on_issue
-            )
+                p, kind, columns, txn, markers, filters, on_error, batch_entries, batch_bytes, stats, acks, on_issue,
+                threads,
+            )  # fmt: skip
         return
     fields = message_fields(markers) if kind == "messages" else ENTRY_FIELDS
     types = dict(fields)
@@ -408,7 +413,7 @@ def _read(
             if out.num_rows:
                 yield _select(out, schema)
         return
-    state = MessageState(part, txn, markers, on_issue)
+    state = MessageState(part, txn, markers, on_issue, threads)
     try:
         for lids, eids, datas, errs, entries in _refined(part, state, batch_entries, batch_bytes, stats, on_issue):
             if on_error == "fail" and any(errs):

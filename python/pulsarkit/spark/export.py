@@ -120,7 +120,8 @@ class SparkTasks:
         self.session, self.master = session, master
 
     def stage(self, job: ExportJob, target: Target, progress: Reporter) -> ReadIssues:
-        rows = dataclasses.replace(job.rows(), prefetch=0)  # the tasks keep every core busy: no read-ahead thread
+        # the tasks keep every core busy: no read-ahead thread, each batch decompressed on its task's thread
+        rows = dataclasses.replace(job.rows(), prefetch=0, threads=1)
         # each task with the rules of its own topics (the schemas it decodes with, the positions upsert keeps)
         tasks = [(i, t, rows.only({p.topic or "" for p in t})) for i, t in enumerate(job.plan.tasks())]
         found = ReadIssues([])

@@ -282,6 +282,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
                 for b in read_partition(
                     part,
                     prefetch=0,  # Spark runs a task on every core: a read-ahead thread would only contend
+                    threads=1,  # nor a second decompressing one
                     kind=self.kind,
                     columns=columns,
                     txn=self.txn,

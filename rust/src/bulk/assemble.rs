@@ -5,7 +5,10 @@
 //! The entries this does not turn into rows (markers, chunks, encrypted entries: per-entry rules;
 //! entries that do not decode) are named in a second, per-entry batch for the caller.
 use super::compaction::PositionedEntries;
-use super::{decode_one, explode_entry, meta_strings, raw, ExplodeRows, ExplodeScratch, OutputSize};
+use super::{
+    decode_one, decompress_ahead, explode_entry, meta_strings, raw, Compressed, ExplodeRows, ExplodeScratch, OutputSize,
+};
+use crate::codec::compression::Codec;
 use crate::columns::{column_too_large, Prim, PushMap, PushVar};
 use crate::error::{Error, Result};
 use arrow_array::types::{Int32Type, Int64Type};
@@ -145,6 +148,8 @@ pub struct BatchContext<'a> {
     pub time_filters: &'a [TimeFilter],
     /// Decompression limit per payload.
     pub limit: usize,
+    /// Threads a batch's payloads are decompressed on, this one among them (1: this one alone).
+    pub threads: usize,
 }
 
 /// What a plain entry's rows carry besides its messages.
@@ -154,6 +159,8 @@ struct Plain<'a> {
     most: i64,
     least: i64,
     schema_version: Option<&'a [u8]>,
+    /// Its compressed payload, when it is one ([`decompress_ahead`]).
+    compressed: Option<Compressed<'a>>,
 }
 
 /// The rows of a batch of entries and, one row per entry, `status` ([`PLAIN`], [`SPECIAL`],
@@ -208,8 +215,20 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
         }
         let (most, least) = (most.unwrap_or(0) as i64, least.unwrap_or(0) as i64);
         size.add(dec.layout.payload.len(), Some(m), cx.limit);
-        plain.push(Plain { row: i, state, most, least, schema_version: raw(&dec, &m.schema_version) });
+        // ZLIB and ZSTD only: LZ4 and Snappy decode at about memory speed, and decompressing them ahead into
+        // buffers of their own made a read of small LZ4 messages slower (bench/RESULTS.md)
+        let slow = m.compression == Codec::Zlib as i32 || m.compression == Codec::Zstd as i32;
+        let compressed = (slow && m.num_compacted_batch_indexes == 0).then(|| Compressed {
+            codec: m.compression,
+            size: m.uncompressed_size as usize,
+            data: &d[dec.layout.payload.clone()],
+        });
+        plain.push(Plain { row: i, state, most, least, schema_version: raw(&dec, &m.schema_version), compressed });
     }
+    let mut ahead = {
+        let items: Vec<Option<Compressed>> = plain.iter_mut().map(|p| p.compressed.take()).collect();
+        decompress_ahead(&items, cx.threads, cx.limit)
+    };
 
     let size = size.capped(plain.len(), col.total_bytes());
     let mut out = ExplodeRows::new(size);
@@ -230,11 +249,12 @@ pub fn assemble_messages(input: &PositionedEntries, cx: &BatchContext) -> Result
     let (state_len, version_len) = (longest(|p| p.state.map(str::len)), longest(|p| p.schema_version.map(<[u8]>::len)));
     let (mut txn_state, mut schema_version) =
         (PushVar::<i32>::new(est, est * state_len), PushVar::<i32>::new(est, est * version_len));
-    for p in &plain {
+    for (p, ahead) in plain.iter().zip(ahead.iter_mut()) {
         let d = col.get(p.row).expect("a plain entry is not null");
         let before = out.entry_index.len();
         // verified as the single-entry read verifies it (the client checksum)
-        if let Err(e) = explode_entry(&mut out, p.row, d, false, true, cx.limit, &mut scratch) {
+        let body = ahead.take(); // freed once copied into the rows
+        if let Err(e) = explode_entry(&mut out, p.row, d, false, true, cx.limit, &mut scratch, body.as_deref()) {
             (status[p.row], errors[p.row]) = (UNDECODABLE, Some(e.to_string()));
             continue;
         }

@@ -781,6 +781,85 @@ struct ExplodeScratch {
     body: Vec<u8>,
 }
 
+/// Declared bytes [`decompress_ahead`] holds at once at most: a batch's entries past it are
+/// decompressed one at a time as they are exploded.
+const AHEAD_BYTES: usize = 64 << 20;
+/// Compressed bytes below which a batch is not split over threads: starting one costs more than it saves.
+/// None in tests and fuzzing, so that their small batches take the threaded path too.
+const AHEAD_MIN_STORED: usize = if cfg!(any(test, feature = "fuzzing")) { 0 } else { 256 << 10 };
+
+/// One entry's compressed payload, to be decompressed ahead of its explode ([`decompress_ahead`]).
+pub(crate) struct Compressed<'a> {
+    pub codec: i32,
+    /// The declared uncompressed size (a successful decompression has exactly this many bytes).
+    pub size: usize,
+    pub data: &'a [u8],
+}
+
+/// The entries' decompressed payloads, made on `threads` threads (the calling one among them), in the
+/// items' order; None where an item is None, past [`AHEAD_BYTES`], or fails to decompress (its explode
+/// then decompresses it again and reports the error as it would have). The explode itself is one pass
+/// in order; decompression (ZSTD most of all) is the part that splits, so a second core takes half.
+pub(crate) fn decompress_ahead(items: &[Option<Compressed>], threads: usize, limit: usize) -> Vec<Option<Vec<u8>>> {
+    let mut out: Vec<Option<Vec<u8>>> = Vec::new();
+    out.resize_with(items.len(), || None);
+    if threads < 2 {
+        return out;
+    }
+    let (mut picked, mut declared, mut stored) = (Vec::new(), 0usize, 0usize);
+    for (k, c) in items.iter().enumerate() {
+        let Some(c) = c else { continue };
+        if c.size > limit || declared + c.size > AHEAD_BYTES {
+            continue;
+        }
+        (declared, stored) = (declared + c.size, stored + c.data.len());
+        picked.push(k);
+    }
+    #[allow(clippy::absurd_extreme_comparisons)] // the minimum is 0 in tests and fuzzing
+    if stored < AHEAD_MIN_STORED {
+        return out;
+    }
+    // contiguous groups of about equal compressed bytes
+    let mut groups: Vec<&[usize]> = Vec::with_capacity(threads);
+    let (mut start, mut acc) = (0, 0usize);
+    for (j, &k) in picked.iter().enumerate() {
+        acc += items[k].as_ref().map_or(0, |c| c.data.len());
+        if groups.len() + 1 < threads && acc * threads >= stored * (groups.len() + 1) {
+            groups.push(&picked[start..=j]);
+            start = j + 1;
+        }
+    }
+    groups.push(&picked[start..]);
+    let run = |group: &[usize]| -> Vec<(usize, Vec<u8>)> {
+        let mut done = Vec::with_capacity(group.len());
+        for &k in group {
+            let c = items[k].as_ref().expect("picked items are Some");
+            let Ok(codec) = Codec::from_wire(c.codec) else { continue };
+            let mut body = Vec::new();
+            if crate::codec::compression::decompress_into(codec, c.data, c.size, limit, &mut body).is_ok() {
+                done.push((k, body));
+            }
+        }
+        done
+    };
+    let results: Vec<Vec<(usize, Vec<u8>)>> = std::thread::scope(|s| {
+        let spawned: Vec<_> = groups[1..]
+            .iter()
+            .map(|&g| (g, std::thread::Builder::new().name("pulsarkit-decompress".into()).spawn_scoped(s, || run(g))))
+            .collect();
+        let mut results = vec![run(groups[0])];
+        for (g, handle) in spawned {
+            // a thread the system would not start, or one that failed: its group decompressed here
+            results.push(handle.ok().and_then(|h| h.join().ok()).unwrap_or_else(|| run(g)));
+        }
+        results
+    });
+    for (k, body) in results.into_iter().flatten() {
+        out[k] = Some(body);
+    }
+    out
+}
+
 /// Explodes entries into one row per message, decompressing and splitting batches.
 /// `entry_index` points back at the input row, so callers can carry ledger/entry ids along.
 /// A corrupt entry yields exactly one row with `batch_index` null and the `error` set.
@@ -798,7 +877,8 @@ pub fn explode_messages(
             out.failed(i, None);
             continue;
         };
-        if let Err(e) = explode_entry(&mut out, i, d, include_compacted_out, verify_checksum, limit, &mut scratch) {
+        if let Err(e) = explode_entry(&mut out, i, d, include_compacted_out, verify_checksum, limit, &mut scratch, None)
+        {
             out.failed(i, Some(e.to_string()));
         }
     }
@@ -809,7 +889,9 @@ pub fn explode_messages(
 ///
 /// Batches in the canonical encoding are split in place ([`scan_batch_refs`]: borrowed ranges, each
 /// byte copied once into the output); anything else goes through [`entry_messages`], the
-/// single-entry decoder, which gives the same rows or the exact error.
+/// single-entry decoder, which gives the same rows or the exact error. `ahead`: the entry's payload
+/// already decompressed ([`decompress_ahead`]), used instead of decompressing it again.
+#[allow(clippy::too_many_arguments)]
 fn explode_entry(
     out: &mut ExplodeRows,
     row: usize,
@@ -818,6 +900,7 @@ fn explode_entry(
     verify_checksum: bool,
     limit: usize,
     scratch: &mut ExplodeScratch,
+    ahead: Option<&[u8]>,
 ) -> Result<()> {
     let p = parse_entry(d, verify_checksum)?;
     let md = &p.metadata;
@@ -839,7 +922,11 @@ fn explode_entry(
     let nonzero = |t: Option<u64>| t.filter(|&t| t != 0);
     let ExplodeScratch { recs, prop_ranges, body: buf } = scratch;
     if md.compacted_batch_indexes.is_empty() {
-        if let Ok(body) = payload_body(d, &p, limit, buf) {
+        let body = match ahead {
+            Some(body) => Ok(body),
+            None => payload_body(d, &p, limit, buf),
+        };
+        if let Ok(body) = body {
             match md.num_messages_in_batch {
                 None => {
                     // A single message: the whole body, its fields from the entry's metadata.
@@ -1034,11 +1121,49 @@ mod tests {
         let reserved = rows.entry_index.capacity();
         let mut scratch = ExplodeScratch::default();
         for (i, e) in entries.iter().enumerate() {
-            explode_entry(&mut rows, i, e, false, true, 1 << 20, &mut scratch).unwrap();
+            explode_entry(&mut rows, i, e, false, true, 1 << 20, &mut scratch, None).unwrap();
         }
         assert_eq!((rows.entry_index.len(), rows.entry_index.capacity()), (351, reserved));
         // each message's 4-byte size and metadata on top of its payload: an over-estimate, never short
         assert!((351 * 100..351 * 120).contains(&size.bytes), "{size:?}");
         assert_eq!(size.producer_bytes, 351 * "producer-1".len());
+    }
+
+    #[test]
+    fn decompress_ahead_gives_each_payload_in_order_or_leaves_it_to_the_explode() {
+        use crate::codec::compression::compress;
+        let mut rng = crate::fuzz::Rng::new(11);
+        let bodies: Vec<Vec<u8>> =
+            (0..40).map(|i| (0..(50 + i * 37)).map(|_| rng.next_u64() as u8 % 7).collect()).collect();
+        let codecs = [Codec::Lz4, Codec::Zstd, Codec::Zlib, Codec::Snappy];
+        let stored: Vec<Vec<u8>> =
+            bodies.iter().enumerate().map(|(i, b)| compress(codecs[i % 4], b).unwrap()).collect();
+        let mut items: Vec<Option<Compressed>> = stored
+            .iter()
+            .enumerate()
+            .map(|(i, d)| Some(Compressed { codec: codecs[i % 4] as i32, size: bodies[i].len(), data: d }))
+            .collect();
+        items[3] = None; // not compressed
+        items[5].as_mut().unwrap().size += 1; // declares a size it does not inflate to
+        items[7].as_mut().unwrap().codec = 99; // no such codec
+        let corrupt = vec![0xffu8; 64];
+        items[9] = Some(Compressed { codec: Codec::Zstd as i32, size: 10, data: &corrupt });
+        for threads in [2, 3, 8, 64] {
+            let got = decompress_ahead(&items, threads, 1 << 20);
+            assert_eq!(got.len(), items.len());
+            for (i, g) in got.iter().enumerate() {
+                match i {
+                    3 | 5 | 7 | 9 => assert!(g.is_none(), "item {i} on {threads} threads"),
+                    _ => assert_eq!(g.as_deref(), Some(&bodies[i][..]), "item {i} on {threads} threads"),
+                }
+            }
+        }
+        // one thread: nothing ahead; past the limit: left to the explode, which reports it
+        assert!(decompress_ahead(&items, 1, 1 << 20).iter().all(Option::is_none));
+        let small = decompress_ahead(&items, 2, 100);
+        assert!(small
+            .iter()
+            .enumerate()
+            .all(|(i, g)| g.is_none() == (i == 3 || bodies[i].len() > 100 || i == 5 || i == 7 || i == 9)));
     }
 }

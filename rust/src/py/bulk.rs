@@ -74,7 +74,7 @@ fn bulk_explode_messages<'py>(
 /// state of any other; `time_filters`: `(column, op, values)`.
 #[pyfunction]
 #[pyo3(signature = (entries, ledger_ids, entry_ids, topic, partition, markers, txn, committed, time_filters,
-    max_uncompressed_size=DEFAULT_DECOMPRESSION_LIMIT))]
+    max_uncompressed_size=DEFAULT_DECOMPRESSION_LIMIT, threads=1))]
 #[allow(clippy::too_many_arguments)]
 fn bulk_assemble_messages<'py>(
     py: Python<'py>,
@@ -88,6 +88,7 @@ fn bulk_assemble_messages<'py>(
     committed: bool,
     time_filters: Vec<(String, String, Vec<i64>)>,
     max_uncompressed_size: usize,
+    threads: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let (e, l, n) = (entries.into_inner().0, ledger_ids.into_inner().0, entry_ids.into_inner().0);
     let input = PositionedEntries::new(e.as_ref(), l.as_ref(), n.as_ref()).py_err(py)?;
@@ -123,6 +124,7 @@ fn bulk_assemble_messages<'py>(
         committed,
         time_filters: &time_filters,
         limit: max_uncompressed_size,
+        threads: threads.max(1),
     };
     let (rows, info) = py.detach(|| assemble::assemble_messages(&input, &cx)).py_err(py)?;
     Ok((PyRecordBatch::new(rows).into_pyarrow(py)?, PyRecordBatch::new(info).into_pyarrow(py)?))
