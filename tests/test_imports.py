@@ -115,6 +115,7 @@ LAZY_PACKAGES = (
     "managed_ledger",
     "metadata",
     "scan",
+    "spark",
 )
 
 
@@ -213,13 +214,13 @@ READ_PATHS = {
     ),
 }
 #: Records who imports pandas (pyarrow does, lazily, from ``pa.array``/``pa.scalar`` of Python objects and
-#: ``group_by``: 0.2-0.3 s of a read's start-up) or prometheus_client (the transaction buffered writer's
-#: metrics, 0.03 s): no read path needs either.
+#: ``group_by``: 0.2-0.3 s of a read's start-up), prometheus_client (the transaction buffered writer's
+#: metrics, 0.03 s) or the managed-ledger factory with the bookie GC it runs (~25 ms): no read path needs them.
 _PANDAS_SPY = """
 import sys, traceback
 class _Spy:
     def find_spec(self, name, path=None, target=None):
-        if name in ("pandas", "prometheus_client"):
+        if name in ("pandas", "prometheus_client", "pulsarkit.managed_ledger.factory", "pulsarkit.bookkeeper.gc"):
             sys.stderr.write(name + " IMPORTED FROM\\n" + "".join(traceback.format_stack(limit=12)))
         return None
 sys.meta_path.insert(0, _Spy())
@@ -242,3 +243,23 @@ def test_the_read_paths_do_not_import_pandas_or_prometheus(synthetic, tmp_path: 
     # 1: the synthetic directory's data problems, reported (a command's exit code), never a traceback
     assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stderr[-3000:]
     assert any(tmp_path.iterdir()) or not path.startswith(("messages ", "export"))
+
+
+def test_a_deferred_module_is_imported_at_its_first_use_and_its_names_kept() -> None:
+    code = (
+        "import sys\n"
+        "from pulsarkit.lazy import deferred\n"
+        "m = deferred('colorsys')\n"
+        "assert 'colorsys' not in sys.modules and repr(m) == \"<deferred module 'colorsys'>\"\n"
+        "assert not hasattr(m, '__wrapped__') and 'colorsys' not in sys.modules\n"  # a probe is not a use
+        "f = m.rgb_to_hsv\n"
+        "assert 'colorsys' in sys.modules and f is sys.modules['colorsys'].rgb_to_hsv and 'rgb_to_hsv' in vars(m)\n"
+        "try:\n"
+        "    m.no_such_name\n"
+        "except AttributeError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('a name the module lacks')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]

@@ -18,10 +18,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import bulk
 from ..broker.finder import EntrySpace, LedgerSpan, find_newest_matching
+from ..lazy import deferred
+
+pc = deferred("pyarrow.compute")
 
 AUDIT_SCHEMA = pa.schema(
     [

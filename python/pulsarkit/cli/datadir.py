@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import bulk
@@ -46,6 +45,7 @@ from ..analysis.transactions import pending_ack_table, transaction_log_table, tr
 from ..bookkeeper.journal import META_ENTRY_KINDS, scan_journal
 from ..broker.topic_name import KINDS as LEDGER_KINDS
 from ..broker.topic_name import ml_to_topic
+from ..lazy import deferred
 from ..managed_ledger.position import message_id_text
 from ..scan.bookie_dir import bookie_parts
 from ..scan.datadir import DataDirSpec
@@ -62,6 +62,8 @@ from .command import (
     overwrite_arg,
     progress_arg,
 )
+
+pc = deferred("pyarrow.compute")
 
 _FORMATS_TABLE = ("table", "json", "parquet")
 _FORMATS_MSG = ("table", "jsonl", "parquet")

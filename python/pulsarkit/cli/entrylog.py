@@ -19,12 +19,12 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import bulk
 from ..bookkeeper.entrylog import entry_log_schema, find_entry_logs, read_entry_log_metadata, scan_entry_logs
 from ..errors import BookieError
+from ..lazy import deferred
 from ..metadata import MetadataStore
 from .command import (
     EXIT_DATA_PROBLEMS,
@@ -36,6 +36,8 @@ from .command import (
     output_file,
     progress_arg,
 )
+
+pc = deferred("pyarrow.compute")
 
 
 def _fmt_time(ms: int | None) -> str:

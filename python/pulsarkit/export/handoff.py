@@ -23,15 +23,17 @@ from __future__ import annotations
 import datetime as _dt
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..analysis.messages import message_batches, message_topics
 from ..broker.topic_name import ml_to_topic
 from ..codec.entry import Entry
+from ..lazy import deferred
 from ..managed_ledger.position import Position
 from ..scan import DataDir
 from ..scan.records import DataDirError
 from .marks import Mark, MessageId
+
+pc = deferred("pyarrow.compute")
 
 #: one topic's batch cut: (ledger, entry, batch index)
 Cut = MessageId

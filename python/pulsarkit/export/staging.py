@@ -9,14 +9,16 @@ import urllib.parse
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..codec.columns import scalar
+from ..lazy import deferred
 from ..scan import MESSAGE_FIELDS, arrow_schema
 from ..scan.schema import RowGroups, parquet_options
 from .paths import PRIVATE_DIR, short_name
 from .protocol import ExportRefused
+
+pc = deferred("pyarrow.compute")
 
 PARTITION_COLUMNS = ("topic", "date")
 #: the columns of the data files (the partition columns are in the directory names)

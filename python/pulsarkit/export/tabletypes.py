@@ -29,9 +29,11 @@ and both types (:class:`Incompatible`)."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..lazy import deferred
 from .protocol import ExportRefused
+
+pc = deferred("pyarrow.compute")
 
 #: the formats whose tables take decoded rows through these rules
 TABLE_FORMATS = ("delta", "iceberg")

@@ -41,13 +41,15 @@ message key (:func:`merge_key`)."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..analysis.compaction import compacted_rows, compacted_topic, phase_one
+from ..lazy import deferred
 from ..managed_ledger.position import Position
 from ..scan import DataDir
 from ..scan.records import DataDirError
 from .marks import Mark
+
+pc = deferred("pyarrow.compute")
 
 MODES = ("append", "upsert")
 #: the targets that take ``--mode upsert``

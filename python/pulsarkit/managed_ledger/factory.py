@@ -30,6 +30,7 @@ from ..bookkeeper.ledger_storage import (
 )
 from ..errors import LedgerNotFoundError, ManagedLedgerClosedError, ManagedLedgerError
 from ..metadata.store import MetadataStore
+from . import foreign
 from .config import ManagedLedgerConfig
 from .ledger import ManagedLedger
 
@@ -40,18 +41,6 @@ def _now_ms() -> int:
 
 class ManagedLedgerFactory:
     """Metadata store + bookie + the managed ledgers opened on them (``ManagedLedgerFactoryImpl``)."""
-
-    #: Hook set by :mod:`pulsarkit.scan.datadir` (a higher layer): opens a real Pulsar data
-    #: directory (one without pulsarkit's ``bookie/``) read-only, never writing to it.
-    foreign_opener: Callable[[str], Any] | None = None
-
-    @staticmethod
-    def foreign_opener_accepts(path: str) -> bool:
-        """A standalone's layout (``metadata/`` + ``bookkeeper/current``), not pulsarkit's ``bookie/``."""
-        if not os.path.isdir(os.path.join(path, "metadata")) or os.path.isdir(os.path.join(path, "bookie")):
-            return False
-        bookies = (("bookkeeper",), ("standalone", "bookkeeper"))
-        return any(os.path.isdir(os.path.join(path, *d, "current")) for d in bookies)
 
     def __init__(
         self,
@@ -89,13 +78,13 @@ class ManagedLedgerFactory:
     def open(cls, path: str | os.PathLike[str], *, read_only: bool = False, **kw: Any) -> ManagedLedgerFactory:
         """Opens (creating it unless ``read_only``) the store under ``path``."""
         path = os.fspath(path)
-        if ManagedLedgerFactory.foreign_opener_accepts(path):  # a directory pulsarkit did not create
-            if ManagedLedgerFactory.foreign_opener is None:  # never create our bookie/ inside it
+        if foreign.accepts(path):  # a directory pulsarkit did not create
+            if foreign.opener is None:  # never create our bookie/ inside it
                 raise ManagedLedgerError(
                     f"{path} is a Pulsar data directory, not a pulsarkit store: open it with "
                     "pulsarkit.open_data_dir (importing pulsarkit.scan lets Store.open do it)"
                 )
-            return ManagedLedgerFactory.foreign_opener(path)  # the read-only reader
+            return foreign.opener(path)  # the read-only reader (scan.datadir's)
         if not read_only:
             os.makedirs(path, mode=0o700, exist_ok=True)
         return cls(os.path.join(path, "metadata"), [os.path.join(path, "bookie")], read_only=read_only, **kw)

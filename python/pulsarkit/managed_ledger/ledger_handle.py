@@ -7,11 +7,14 @@ Entries are packed with the ledger's digest (CRC32 and an empty password for com
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from ..bookkeeper.digest import digest_type_name, digest_type_value, master_key, pack_entry, unpack_entry
 from ..errors import BookieError, ManagedLedgerClosedError
 from ..proto import LedgerMetadataFormat
-from .factory import ManagedLedgerFactory
+
+if TYPE_CHECKING:  # the caller's factory: a read of the compacted ledger does not import the bookie GC
+    from .factory import ManagedLedgerFactory
 
 
 class LedgerHandle:

@@ -66,8 +66,8 @@ from ..broker.topic_name import (
     topic_to_ml,
 )
 from ..errors import InvalidTopicNameError, MetadataStoreError, PulsarkitError
+from ..managed_ledger import foreign
 from ..managed_ledger.ack_set import bitset_from_words
-from ..managed_ledger.factory import Store
 from ..managed_ledger.position import Position
 from ..metadata.reader import ChrootReader, MergedReader, MetadataReader
 from ..metadata.store import (
@@ -1315,9 +1315,4 @@ def open_data_dir(
     return cluster(metadata_dir, None)  # the RocksDB store at metadata_dir, read by DataDir itself
 
 
-def _register_store_hook() -> None:
-
-    Store.foreign_opener = staticmethod(lambda p: open_data_dir(p))  # type: ignore[assignment]
-
-
-_register_store_hook()
+foreign.register(lambda p: open_data_dir(p))  # Store.open of a directory pulsarkit did not create reads it here

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import bulk
 from ..bookkeeper import digest as bookie_digest
@@ -19,11 +18,14 @@ from ..codec.columns import binary_array, int64_array, scalar
 from ..codec.entry import Entry
 from ..codec.txn import TXN_ABORT_MARKER, TXN_COMMIT_MARKER
 from ..errors import PulsarkitError
+from ..lazy import deferred
 from ..managed_ledger.position import Position
 from .datadir import DataDir
 from .heads import HEAD_COST_BYTES, read_heads
 from .partition import Readers, ReadStats
 from .schema import MASK, TIME_COLUMNS, Filter, Pos, filter_mask
+
+pc = deferred("pyarrow.compute")
 
 # compute arguments made without pa.scalar (which imports pandas when installed; codec.columns says why)
 _ONE, _TRUE, _FALSE = scalar(1, pa.int64()), scalar(True, pa.bool_()), scalar(False, pa.bool_())

@@ -8,16 +8,18 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import _native
 from ..codec.chunks import ChunkAssembler
 from ..codec.columns import binary_array, int64_array, numpy_values, rows_table, string_array
 from ..codec.entry import Entry
 from ..errors import PulsarkitError
+from ..lazy import deferred
 from .partition import ScanPartition
 from .records import Issue
 from .schema import MASK, TIME_COLUMNS, Filter, Pos, arrow_schema, message_fields
+
+pc = deferred("pyarrow.compute")
 
 #: The state of a transaction neither a marker in the topic nor the coordinators know.
 UNKNOWN = "UNKNOWN"

@@ -11,12 +11,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import bulk
 from ..bookkeeper import digest as bookie_digest
 from ..codec.columns import binary_array, int64_array, scalar, string_array
 from ..errors import PulsarkitError
+from ..lazy import deferred
 from .datadir import DataDirSpec
 from .messages import AckFilter, MessageState, OnIssue
 from .partition import PRUNED, Readers, ReadStats, ScanPartition, Segment, starting_at
@@ -26,6 +26,8 @@ from .prefetch import default_depth as prefetch_depth
 from .records import DataDirError, Issue, missing_message
 from .replicas import read_order
 from .schema import ENTRY_FIELDS, TIME_COLUMNS, Filter, arrow_schema, filter_mask, message_fields
+
+pc = deferred("pyarrow.compute")
 
 
 def iter_entries(

@@ -8,10 +8,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..codec.columns import column, scalar
+from ..lazy import deferred
 from .prefetch import WriteBehind
+
+pc = deferred("pyarrow.compute")
 
 MASK = (1 << 64) - 1
 _FALSE = scalar(False, pa.bool_())  # not pa.scalar: codec.columns says why

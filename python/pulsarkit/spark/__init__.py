@@ -37,24 +37,59 @@ No row is ever dropped: undecodable entries give nulls plus an ``error`` message
 offset. PySpark is imported only when a wrapper is called, so this package imports without it.
 """
 
-from . import udfs
-from .audit import clock_skew_report
-from .datasource import FORMAT_NAME, read_entries, read_messages
-from .messages_source import ENTRIES_FORMAT_NAME, read_data_dirs, register
-from .messages_source import FORMAT_NAME as MESSAGES_FORMAT_NAME
-from .session import local_session
-from .storage import cleanup_plan, disk_usage, gc_plans, orphans
-from .transactions import transactions_dataframe
-from .transforms import (
-    BatchKernel,
-    decode_metadata,
-    explode_messages,
-    explode_pending_ack_log,
-    explode_transaction_log,
-    peek_broker_entry_metadata,
-    strip_broker_entry_metadata,
-    verify_checksums,
-)
+from ..lazy import exports
+
+# What type checkers see; at runtime each name is imported on first use (lazy.py says why; here: the export
+# command takes its engines from spark.export, which must not load the storage planners and the bookie GC).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from . import udfs
+    from .audit import clock_skew_report
+    from .datasource import FORMAT_NAME, read_entries, read_messages
+    from .messages_source import ENTRIES_FORMAT_NAME, read_data_dirs, register
+    from .messages_source import FORMAT_NAME as MESSAGES_FORMAT_NAME
+    from .session import local_session
+    from .storage import cleanup_plan, disk_usage, gc_plans, orphans
+    from .transactions import transactions_dataframe
+    from .transforms import (
+        BatchKernel,
+        decode_metadata,
+        explode_messages,
+        explode_pending_ack_log,
+        explode_transaction_log,
+        peek_broker_entry_metadata,
+        strip_broker_entry_metadata,
+        verify_checksums,
+    )
+
+# Hidden from type checkers, which would take every unknown name for a module attribute.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".audit": ("clock_skew_report",),
+            ".datasource": ("FORMAT_NAME", "read_entries", "read_messages"),
+            ".messages_source": (
+                "ENTRIES_FORMAT_NAME",
+                "read_data_dirs",
+                "register",
+                "FORMAT_NAME as MESSAGES_FORMAT_NAME",
+            ),
+            ".session": ("local_session",),
+            ".storage": ("cleanup_plan", "disk_usage", "gc_plans", "orphans"),
+            ".transactions": ("transactions_dataframe",),
+            ".transforms": (
+                "BatchKernel",
+                "decode_metadata",
+                "explode_messages",
+                "explode_pending_ack_log",
+                "explode_transaction_log",
+                "peek_broker_entry_metadata",
+                "strip_broker_entry_metadata",
+                "verify_checksums",
+            ),
+        },
+    )
 
 __all__ = [
     "ENTRIES_FORMAT_NAME",

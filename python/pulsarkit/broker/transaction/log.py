@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING, TypeVar
 from ...codec.txn import RecordPlace, TxnLogRecord, TxnSubscription, decode_txn_log_entry
 from ...managed_ledger.ack_set import bitset_from_words
 from ...managed_ledger.config import ManagedLedgerConfig
-from ...managed_ledger.cursor import ManagedCursor
-from ...managed_ledger.factory import ManagedLedgerFactory
-from ...managed_ledger.ledger import ManagedLedger
 from ...managed_ledger.position import Position
 from ..topic_name import TXN_LOG_PREFIX
 from .buffered_writer import Executor, Timer, TxnBatchedPosition, TxnLogBufferedWriter, TxnLogBufferedWriterConfig
@@ -27,6 +24,11 @@ from .metrics import COORDINATOR_PREFIX, TxnLogBufferedWriterMetricsStats
 
 if TYPE_CHECKING:  # prometheus_client is imported when a writer records metrics, not by every read
     from prometheus_client import CollectorRegistry
+
+    # the managed ledger (and the bookie GC its factory runs) is the caller's, not imported by a read of a log
+    from ...managed_ledger.cursor import ManagedCursor
+    from ...managed_ledger.factory import ManagedLedgerFactory
+    from ...managed_ledger.ledger import ManagedLedger
 
 TRANSACTION_LOG_CURSOR = "transaction.subscription"
 R = TypeVar("R", bound=RecordPlace)

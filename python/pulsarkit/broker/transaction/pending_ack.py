@@ -14,14 +14,17 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ...codec.txn import AckedPosition, PendingAckRecord, decode_pending_ack_entry, pending_ack_record
-from ...managed_ledger.factory import ManagedLedgerFactory
 from ...managed_ledger.position import Position
 from ..topic_name import PENDING_ACK_SUFFIX
 from .buffered_writer import TxnBatchedPosition, TxnLogBufferedWriterConfig
 from .log import BufferedLogOptions, _replay, open_buffered_log
 from .metrics import PENDING_ACK_STORE_PREFIX
+
+if TYPE_CHECKING:  # the factory (and the bookie GC it runs) is the caller's: not imported by a read of acks
+    from ...managed_ledger.factory import ManagedLedgerFactory
 
 PENDING_ACK_CURSOR = "__pending_ack_state"
 

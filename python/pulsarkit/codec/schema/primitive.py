@@ -20,9 +20,11 @@ from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ...lazy import deferred
 from .info import BYTES_TYPES
+
+pc = deferred("pyarrow.compute")
 
 NANOS_PER_DAY = 86_400_000_000_000
 #: the type name -> (Arrow type, payload size or None, numpy dtype of the payload)

@@ -19,11 +19,13 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ...lazy import deferred
 from .info import BYTES_TYPES, SchemaEvolutionError, SchemaInfo, key_value_parts, split_inline
 from .primitive import PRIMITIVES, PrimitiveCodec
 from .record import AvroCodec, JsonCodec, ProtobufCodec, ProtobufNativeCodec
+
+pc = deferred("pyarrow.compute")
 
 
 class Codec(Protocol):
