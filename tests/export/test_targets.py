@@ -208,3 +208,15 @@ def test_a_format_whose_package_is_missing_is_refused_naming_the_extra(tmp_path,
     with pytest.raises(px.ExportRefused, match=needs):
         px.TARGETS[to](out, str(tmp_path))
     assert list(out.iterdir()) == []
+
+
+def test_an_input_that_is_a_file_or_missing_is_named_as_such(tmp_path):
+    from pulsarkit.export.protocol import check_output
+    from pulsarkit.scan.records import DataDirError
+
+    a_file = tmp_path / "data.tar"
+    a_file.write_bytes(b"x")
+    with pytest.raises(DataDirError, match=r"data.tar: not a directory$"):
+        check_output([str(a_file)], str(tmp_path / "out"), tmp_path / "out")
+    with pytest.raises(DataDirError, match=r"gone: no such directory$"):
+        check_output([str(tmp_path / "gone")], str(tmp_path / "out"), tmp_path / "out")

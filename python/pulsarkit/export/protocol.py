@@ -91,8 +91,10 @@ def check_output(inputs: list[str], out: str, root: Path) -> None:
     """Refuses an output pulsarkit must not write: inside one of the directories read (``inputs``: the data
     directory, or a cluster's metadata and bookie directories), a symbolic link, a file."""
     for given in inputs:
-        if not Path(os.path.realpath(given)).is_dir():
-            raise DataDirError(f"{given}: no such directory", given)
+        real = Path(os.path.realpath(given))
+        if not real.is_dir():
+            why = "not a directory" if real.exists() else "no such directory"
+            raise DataDirError(f"{given}: {why}", given)
     held = input_holding(root, inputs)
     if held is not None:
         raise ExportRefused(f"{out} is inside the data directory {held}; export elsewhere")
