@@ -538,8 +538,8 @@ class DataDir:
             except OSError as e:
                 self.report(Issue("unreadable_journal", str(f), None, str(e)))
                 continue
-            for i in issues:
-                self.report(Issue(*i))
+            for ji in issues:
+                self.report(Issue(*ji))
             for r in records:
                 if r.entry_id >= 0:
                     journal.setdefault(r.ledger_id, {})[r.entry_id] = r
@@ -1317,7 +1317,7 @@ def open_data_dir(
 
 def _register_store_hook() -> None:
 
-    Store.foreign_opener = staticmethod(lambda p: open_data_dir(p))  # type: ignore[assignment]
+    Store.foreign_opener = staticmethod(lambda p: open_data_dir(p))
 
 
 _register_store_hook()
