@@ -134,6 +134,49 @@ def test_a_lazy_subpackage_gives_what_type_checkers_see(package: str) -> None:
     assert set(_exported(f"pulsarkit.{package}")) == seen
 
 
+def _type_checking_imports(init: Path) -> list[tuple[str, tuple[str, str]]]:
+    """(name, (module relative to the package, its name there)) of each ``from .m import n`` under
+    ``if TYPE_CHECKING:`` (submodules, ``from . import m``, left out)."""
+    out = []
+    for block in ast.walk(ast.parse(init.read_text())):
+        if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING":
+            for node in ast.walk(block):
+                if isinstance(node, ast.ImportFrom) and node.level and node.module:
+                    module = "." * node.level + node.module
+                    out += [(a.asname or a.name, (module, a.name)) for a in node.names]
+    return out
+
+
+def _lazy_table(init: Path) -> dict[str, tuple[str, str]]:
+    """Name -> (module, its name there) of the ``exports(__name__, {...})`` table (``"n as alias"`` exported as
+    ``alias``)."""
+    for node in ast.walk(ast.parse(init.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exports":
+            table = ast.literal_eval(node.args[1])
+            out = {}
+            for module, names in table.items():
+                for n in names:
+                    name, _, alias = n.partition(" as ")
+                    out[alias or name] = (module, name)
+            return out
+    raise AssertionError(f"{init} has no exports(...) table")
+
+
+@pytest.mark.parametrize("package", ("", *LAZY_PACKAGES))
+def test_the_type_checking_imports_and_the_lazy_table_agree(package: str) -> None:
+    """What a type checker sees of a lazy package (its ``TYPE_CHECKING`` imports) is what ``__getattr__``
+    gives: the same names, each from the same module (mypy checks the one, the interpreter runs the other)."""
+    init = Path(pulsarkit.__file__).parent.joinpath(*package.split("."), "__init__.py") if package else ROOT_INIT
+    imports = _type_checking_imports(init)
+    seen = dict(imports)
+    assert len(seen) == len(imports), f"a name imported twice: {sorted(n for n, _ in imports)}"
+    if package:
+        lazy = _lazy_table(init)
+    else:
+        lazy = {n: (m, n) for n, m in pulsarkit._LAZY.items()}  # type: ignore[attr-defined]
+    assert seen == lazy, {n: (seen.get(n), lazy.get(n)) for n in set(seen) | set(lazy) if seen.get(n) != lazy.get(n)}
+
+
 def test_a_module_of_a_subpackage_loads_only_what_it_imports() -> None:
     """``managed_ledger.position`` and ``broker.topic_name`` (imported by every read) do not load the
     managed-ledger factory, bookie GC or the broker's topic."""

@@ -82,11 +82,13 @@ if TYPE_CHECKING:
         Position,
         Store,
     )
-    from .scan.datadir import DataDir, DataDirError, DataDirSpec, open_data_dir
+    from .scan.datadir import DataDir, DataDirSpec, open_data_dir
+    from .scan.records import DataDirError
 
 #: Re-exported name -> the module that defines it, imported on first access.
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("DataDir", "DataDirError", "DataDirSpec", "open_data_dir"), ".scan.datadir"),
+    **dict.fromkeys(("DataDir", "DataDirSpec", "open_data_dir"), ".scan.datadir"),
+    "DataDirError": ".scan.records",  # its defining module (importing the scan package loads scan.datadir too)
     **dict.fromkeys(("MessageId", "PersistentTopic", "PublishResult"), ".broker.topic"),
     **dict.fromkeys(("FrameDecoder", "command", "encode_command"), ".codec.commands"),
     **dict.fromkeys(

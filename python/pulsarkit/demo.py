@@ -91,7 +91,7 @@ def build(data: str, seed: int = 7, entries_per_topic: int = 300, log: Any = Non
                 s0 = seq[producer]
                 # producer-1's clock runs 3 minutes fast: the broker timestamp keeps seeks honest.
                 publish = clock.t + (180_000 if producer == skewed else 0)
-                msgs = [
+                msgs: list[dict[str, Any]] = [
                     {
                         "payload": json.dumps({"topic": name, "n": s0 + k, "v": rng.random()}).encode(),
                         "key": f"key-{rng.randrange(20)}",
@@ -116,7 +116,9 @@ def build(data: str, seed: int = 7, entries_per_topic: int = 300, log: Any = Non
                 # pulsar.dedup cursor, which otherwise holds back retention.
                 topic.deduplication.take_snapshot_if_due()
             # The subscription consumed about two thirds of the backlog.
-            entries = topic.ml.read(topic.ml.first_position, 10**9)
+            first = topic.ml.first_position
+            assert first is not None  # the topic has just been written
+            entries = topic.ml.read(first, 10**9)
             sub.mark_delete(entries[int(len(entries) * 2 / 3)][0])
             before = topic.ml.ledgers()
             ttl_result = apply_ttl(topic.ml, ttl, now_ms=clock.t) if ttl else []

@@ -8,6 +8,8 @@ always agree on every field::
 
 from __future__ import annotations
 
+from typing import Any
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from . import _native
@@ -18,8 +20,9 @@ for _f in _fds.file:
     pool.Add(_f)
 
 
-def message_class(name: str, package: str = "pulsar.proto") -> type:
-    """The protobuf class of ``<package>.<name>`` (Pulsar's wire messages by default)."""
+def message_class(name: str, package: str = "pulsar.proto") -> type[Any]:
+    """The protobuf class of ``<package>.<name>`` (Pulsar's wire messages by default). Made at run time from
+    the descriptors: to type checkers its fields and enum values are ``Any``."""
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}"))
 
 
@@ -49,7 +52,7 @@ CommandError = message_class("CommandError")
 
 
 # Pulsar's managed-ledger metadata values (proto/MLDataFormats.proto).
-def _ml(name: str) -> type:
+def _ml(name: str) -> type[Any]:
     return message_class(name, "pulsarkit.mledger")
 
 

@@ -58,6 +58,34 @@ def test_index_recovered_from_property_when_last_ledger_is_empty(store):
     assert t2.index == 5
 
 
+class _PassThrough:
+    """A ``ManagedLedgerInterceptor`` of the user's own (the protocol's five hooks), not the broker's."""
+
+    def before_add_entry(self, data, number_of_messages):
+        return bytes(data)
+
+    def after_failed_add_entry(self, number_of_messages):
+        pass
+
+    def on_managed_ledger_properties_initialize(self, properties):
+        pass
+
+    def on_managed_ledger_last_ledger_initialize(self, last_entry):
+        pass
+
+    def on_update_managed_ledger_info(self, properties):
+        pass
+
+
+def test_no_index_with_a_managed_ledger_interceptor_of_its_own(store):
+    """The topic keeps the managed ledger's own interceptor; with no index interceptor, ``index`` is None (it
+    raised AttributeError: the protocol has no ``index_interceptor``)."""
+    cfg = ManagedLedgerConfig(managed_ledger_interceptor=_PassThrough())
+    t = PersistentTopic(store.managed_ledger(TOPIC, cfg))
+    assert t.publish(single("p", 0), "p", 0, 0).status == "OK"
+    assert t.index is None
+
+
 def test_index_rolled_back_after_failed_add(store, monkeypatch):
     t = PersistentTopic(store.managed_ledger(TOPIC), interceptors=[INDEX_INTERCEPTOR])
     bk = store.bookie

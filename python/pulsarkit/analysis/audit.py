@@ -263,7 +263,10 @@ def seek_check(n: int, rows: Mapping[int, SeekRow], max_seek_samples: int) -> tu
             if land_b != land_p:
                 disagreements += 1
                 if len(examples) < 10:
-                    pos = lambda k: None if k >= n else row(k)[:2]  # noqa: E731
+
+                    def pos(k: int) -> tuple[int, int] | None:
+                        return None if k >= n else row(k)[:2]
+
                     examples.append(
                         {"target_time": target, "by_broker_time": pos(land_b), "by_publish_time": pos(land_p)}
                     )

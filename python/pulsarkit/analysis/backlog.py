@@ -12,7 +12,7 @@ unacknowledged.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,7 @@ class _Acks:
     #: position -> bits still unacknowledged (AND of every ack set applied)
     batches: dict[Position, int] = field(default_factory=dict)
 
-    def apply(self, pos: Position, ack_set: list[int], cumulative: bool) -> None:
+    def apply(self, pos: Position, ack_set: Sequence[int], cumulative: bool) -> None:
         if cumulative and not ack_set:
             self.cumulative = max(self.cumulative or pos, pos)
         elif ack_set:

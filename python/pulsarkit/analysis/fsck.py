@@ -118,16 +118,16 @@ def fsck(dd: DataDir) -> Iterator[dict[str, Any]]:
         for eid in sorted(entries):
             if (lid, eid) in on_bookie:
                 continue
-            rec = entries[eid]
+            jr = entries[eid]
             try:
-                entry_payload(rec.data, digest, password, lid, eid, rec.path, rec.offset)
+                entry_payload(jr.data, digest, password, lid, eid, jr.path, jr.offset)
             except DataDirError as e:
                 yield _finding(
                     "journal_digest",
                     "error" if lid in live else "info",
                     f"an entry only the journal holds does not verify: {e.reason or e}",
-                    path=rec.path,
-                    offset=rec.offset,
+                    path=jr.path,
+                    offset=jr.offset,
                     ledger_id=lid,
                     entry_id=eid,
                 )

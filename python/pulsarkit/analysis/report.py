@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from ..scan.datadir import DataDir
@@ -62,8 +63,8 @@ def _timeline(result: dict[str, Any], width: int = 720, height: int = 220) -> st
     out.append(f'<text x="0" y="12" font-size="11">{_fmt(top)}</text>')
     for k, (bookie, b) in enumerate(sorted(summary.items())):
         level, pts = b["bytes_before"], []
-        x = lambda hours: 60 + hours / horizon * width  # noqa: E731
-        y = lambda v: height - v / top * (height - 20)  # noqa: E731
+        x: Callable[[float], float] = lambda hours: 60 + hours / horizon * width  # noqa: E731
+        y: Callable[[float], float] = lambda v: height - v / top * (height - 20)  # noqa: E731
         pts.append((x(0), y(level)))
         for r in result["timeline"]:
             if r.get("bookie") == bookie and "disk" in r:

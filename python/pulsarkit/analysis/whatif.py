@@ -250,6 +250,7 @@ def compaction_to_target(dd: DataDir, target_bytes: int) -> dict[str, Any]:
         if lg.total and remaining < lg.total:
             scored.append((lg.total - remaining, lg, remaining))
     scored.sort(key=lambda x: (-x[0], x[2], x[1].log_id))
+    chosen: list[dict[str, Any]]
     chosen, after = [], total
     for dead, lg, remaining in scored:
         if after <= target_bytes:

@@ -15,7 +15,7 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Union
+from typing import Any, NamedTuple, Union
 
 import pyarrow as pa
 
@@ -177,7 +177,7 @@ def journal_table(paths: Sequence[PathLike]) -> pa.Table:
     """Every record of the given journal files as one Arrow table, in file order; what a journal
     could not give (a torn tail, a corrupt length) is a row with ``issue`` set and its offset, never
     dropped. ``kind`` is ``DATA`` or the meta entry's name (``MASTER_KEY``, ``FENCE``, ...)."""
-    cols: dict[str, list] = {f.name: [] for f in JOURNAL_SCHEMA}
+    cols: dict[str, list[Any]] = {f.name: [] for f in JOURNAL_SCHEMA}
 
     def row(
         path: str,

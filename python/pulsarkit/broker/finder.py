@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .. import _native
@@ -29,6 +29,10 @@ class EntrySpace:
     """The readable entries of a managed ledger as one ordered sequence of positions."""
 
     ledgers: Sequence[LedgerSpan]
+    # Derived by __post_init__: the ledgers with entries, where each starts in the sequence, its length.
+    _live: list[LedgerSpan] = field(init=False, repr=False, compare=False)
+    _starts: list[int] = field(init=False, repr=False, compare=False)
+    size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         live = [l for l in self.ledgers if l.entries > 0]
@@ -41,12 +45,12 @@ class EntrySpace:
         object.__setattr__(self, "size", total)
 
     def at(self, k: int) -> tuple[int, int]:
-        i = bisect_right(self._starts, k) - 1  # type: ignore[attr-defined]
-        l = self._live[i]  # type: ignore[attr-defined]
-        return l.ledger_id, k - self._starts[i]  # type: ignore[attr-defined]
+        i = bisect_right(self._starts, k) - 1
+        l = self._live[i]
+        return l.ledger_id, k - self._starts[i]
 
     def index_of(self, ledger_id: int, entry_id: int) -> int:
-        for start, l in zip(self._starts, self._live):  # type: ignore[attr-defined]
+        for start, l in zip(self._starts, self._live):
             if l.ledger_id == ledger_id:
                 return start + min(entry_id, l.entries - 1)
         raise KeyError(f"ledger {ledger_id} holds no readable entries")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
@@ -82,7 +83,7 @@ class StoredSchema:
     hash_matches: bool
 
 
-def _parse(cls: type, raw: bytes, what: str) -> object:
+def _parse(cls: type[Any], raw: bytes, what: str) -> object:
     msg = cls()
     try:
         msg.ParseFromString(raw)

@@ -219,8 +219,8 @@ class PersistentTopic:
         pos = (
             self.find_position_by_time(publish_time_ms)
             if publish_time_ms is not None
-            else self.find_position_by_index(index)
-        )  # type: ignore[arg-type]
+            else self.find_position_by_index(index)  # type: ignore[arg-type]  # not None: checked above
+        )
         if pos is not None:
             self.ml.open_cursor(cursor_name).reset(pos)
         return pos
@@ -233,8 +233,10 @@ class PersistentTopic:
 
     @property
     def index(self) -> int | None:
-        """The broker index of the last message added, if the index interceptor is on."""
-        i = self.interceptor.index_interceptor
+        """The broker index of the last message added, if the index interceptor is on (None too when the managed
+        ledger was opened with an interceptor of its own, not the broker's)."""
+        icp = self.interceptor
+        i = icp.index_interceptor if isinstance(icp, ManagedLedgerInterceptorImpl) else None
         return None if i is None else i.index
 
     def close(self) -> None:

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None, own_process: bool = False) -> int:
     log.propagate = False
     stdout = sys.stdout
     if _is_terminal(stdout):
-        sys.stdout = TerminalText(stdout)  # type: ignore[assignment]
+        sys.stdout = TerminalText(stdout)
     try:
         return int(run(args) or 0)
     except BrokenPipeError:

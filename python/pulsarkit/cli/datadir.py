@@ -686,7 +686,8 @@ def _backlog(p: argparse.ArgumentParser) -> Runner:
     return _with_output(run)
 
 
-_TXN_VIEWS = {
+#: view -> its table (the transactions' takes the clock too) and columns
+_TXN_VIEWS: dict[str, tuple[Callable[..., Any], list[str]]] = {
     "transactions": (
         transactions_table,
         ["txn", "state", "coordinator_state", "age_ms", "timeout_ms", "timed_out", "log", "where"],

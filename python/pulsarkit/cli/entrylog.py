@@ -346,7 +346,7 @@ def _run_readlogmetadata(args: argparse.Namespace, dest: str | None) -> int:
                 }
                 out.write(json.dumps(obj, separators=(",", ":")) + "\n")
             elif args.parquet:
-                items = sorted(m.ledgers.items()) or [(None, None)]
+                items: list[tuple[int | None, int | None]] = sorted(m.ledgers.items()) or [(None, None)]
                 for lid, size in items:
                     rows["path"].append(str(path))
                     rows["log_id"].append(m.log_id)

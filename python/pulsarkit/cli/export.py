@@ -125,7 +125,7 @@ def _export(p: argparse.ArgumentParser) -> Runner:
             progress=lambda total: Progress(total, "exporting", enabled=args.progress),
             max_partition_bytes=args.max_partition_bytes,
             spark_threshold=args.spark_threshold,
-            **({"until": _until(args)} if args.until else {}),
+            until=_until(args) if args.until else None,
             **({"until_time": args.until_time} if args.until_time is not None else {}),
             **({"mode": args.mode} if args.mode != "append" else {}),
             decode=args.decode,
@@ -200,7 +200,7 @@ def _until_arg(text: str) -> tuple[str, MessageId, int, str]:
 def _until(args: argparse.Namespace) -> dict[str, MessageId]:
     """The --until ids by topic. An id's partition is -1 (a reader of the topic itself) or the topic's own
     index (a consumer of the partitioned topic): another one names a message of another topic."""
-    out = {}
+    out: dict[str, MessageId] = {}
     for topic, mid, partition, text in args.until:
         name = topic or (args.topic[0] if args.topic and len(args.topic) == 1 else "")
         own = partition_of(name)[1]

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -116,7 +117,7 @@ def _du(p: argparse.ArgumentParser) -> Runner:
             ]
             cols = ["owner_class", "owner", "live", "bytes"]
         else:
-            logs: dict[int, dict] = {}
+            logs: dict[int, dict[str, Any]] = {}
             for r in rows:
                 g = logs.setdefault(
                     r["log_id"],
@@ -331,8 +332,9 @@ def _gc_metadata(
 ) -> Iterator[tuple[LedgerManager, list[Path], int | None]]:
     """What GC compares the bookies with: the ledger manager, the ledger directories, and the ZooKeeper
     transaction the metadata is at (None for a RocksDB store)."""
-    if spec.metadata_store is not None:
-        scheme, rest = split_metadata_store_url(spec.metadata_store)
+    store = spec.metadata_store
+    if store is not None:
+        scheme, rest = split_metadata_store_url(store)
         if scheme == "rocksdb" and spec.configuration_metadata_store is None:
             spec = replace(spec, metadata_dir=rest, metadata_store=None)  # rocksdb:PATH is --metadata-dir
         else:
@@ -342,7 +344,7 @@ def _gc_metadata(
                     "refusing --execute with --metadata-store: a live ZooKeeper changes after it is read; plan from "
                     "it, and execute on a copy of its data directory (--zookeeper-dir) with the bookies stopped"
                 )
-            source = metadata_store_metadata(spec.metadata_store, spec.configuration_metadata_store)
+            source = metadata_store_metadata(store, spec.configuration_metadata_store)
             yield LedgerIndex(source.reader), [bookie_ledger_dir(Path(d)) for d in spec.ledger_dirs], source.zxid
             return
     if spec.zookeeper_dir is not None:

@@ -74,6 +74,7 @@ def _replicas(p: argparse.ArgumentParser) -> Runner:
             md = Path(args.metadata_dir)
             if not is_rocksdb(md):
                 md = find_layout(md)[0]
+        named: dict[str, list[Path]]
         dirs, journals, named = [], [], {}
         for value in args.bookie:
             bid, d = _bookie_arg(value)

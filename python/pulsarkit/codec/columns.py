@@ -10,6 +10,7 @@ import array
 import operator
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, repeat
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -61,13 +62,15 @@ def numpy_values(values: pa.Array) -> np.ndarray:
     if values.null_count:
         raise ValueError("numpy_values: the array has nulls")
     dtype = np.dtype(str(values.type))
-    return np.frombuffer(values.buffers()[1], dtype, len(values), values.offset * dtype.itemsize)  # type: ignore[arg-type]
+    return np.frombuffer(values.buffers()[1], dtype, len(values), values.offset * dtype.itemsize)
 
 
 def _numbers(values: Sequence[float | None], type: pa.DataType) -> pa.Array:
     """An ``int32``/``int64``/``float64`` Arrow array (None: null)."""
     validity = _validity(values)
-    buf = array.array(_TYPECODES[str(type)], [0 if v is None else v for v in values] if validity else values)
+    # no validity bitmap: no None among the values
+    numbers = [0 if v is None else v for v in values] if validity else cast("Sequence[float]", values)
+    buf = array.array(_TYPECODES[str(type)], numbers)
     return pa.Array.from_buffers(type, len(values), [validity, pa.py_buffer(buf)])
 
 

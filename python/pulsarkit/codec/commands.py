@@ -54,7 +54,7 @@ class FrameDecoder:
     def feed(self, data: Buffer) -> list[tuple[Any, bytes | None]]:
         if self._failed is not None:
             raise self._failed
-        out = []
+        out: list[tuple[Any, bytes | None]] = []
         for cmd_bytes, hp in self._raw.feed(data):
             cmd = BaseCommand()
             try:

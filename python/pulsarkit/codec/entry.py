@@ -66,7 +66,7 @@ def compression_name(code: int) -> str:
     return COMPRESSION_TYPES[code] if code < 5 else str(code)
 
 
-def metadata_message(md: MessageMetadata, payload: bytes, **extra: Any) -> Message:
+def metadata_message(md: Any, payload: bytes, **extra: Any) -> Message:
     """A message whose fields are its entry's own ``MessageMetadata`` (a message that is not a batch's:
     an encrypted entry handed over whole, a chunked message from its first chunk); ``extra`` adds the
     rest (batch size, broker entry metadata, encryption)."""
@@ -101,6 +101,15 @@ class Entry:
         "checksum",
         "metadata",
     )
+    # The slots' types (annotations only: no class attribute shadows a slot).
+    _data: bytes
+    _headers_start: int
+    _md_start: int
+    _payload_start: int
+    broker_entry_metadata: BrokerEntryMetadata | None
+    checksum: int | None
+    #: The entry's ``MessageMetadata`` (a protobuf message: :mod:`pulsarkit.proto`).
+    metadata: Any
 
     def __init__(self) -> None:  # use Entry.parse
         raise TypeError("use Entry.parse(data)")
@@ -411,7 +420,7 @@ def encode_batch(
     """
     md = _as_metadata(metadata)
     _require(md)
-    pairs = [_single_metadata(m, md.sequence_id + i) for i, m in enumerate(messages)]
+    pairs: list[tuple[Buffer, Buffer]] = [_single_metadata(m, md.sequence_id + i) for i, m in enumerate(messages)]
     if not pairs:
         raise PulsarkitError("a batch needs at least one message")
     if not md.HasField("highest_sequence_id"):

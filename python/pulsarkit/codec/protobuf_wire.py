@@ -43,6 +43,7 @@ def fields(buf: bytes) -> Iterator[tuple[int, Any]]:
     while pos < len(buf):
         key, pos = read_varint(buf, pos)
         fno, wt = key >> 3, key & 7
+        v: int | bytes
         if wt == 0:
             v, pos = read_varint(buf, pos)
         elif wt == 2:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
@@ -27,6 +27,9 @@ from .staging import PARTITION_COLUMNS, TABLE_FIELDS, shortened_topics, staged_t
 from .tabletypes import conform, to_table_types
 from .target import Target, optional_package
 from .upsert import STATE_COLUMNS, merge_key, states_by_topic
+
+if TYPE_CHECKING:
+    from pyiceberg.expressions import BooleanExpression
 
 ICEBERG_MARKS_KEY = "pulsarkit.export"
 #: the table in the export's own catalog
@@ -69,6 +72,21 @@ def iceberg_schema(decoded: pa.Schema | None = None) -> Any:
     return Schema(
         *(NestedField(i, n, _iceberg_type(t, ids), required=False) for i, (n, t) in enumerate(TABLE_FIELDS, start=1))
     )
+
+
+# pyiceberg's expressions are pydantic models whose own __init__ takes (term, value(s)); mypy reads their fields as
+# the constructor's signature instead (term: UnboundTerm, type, value/values as keywords).
+def _in(term: str, values: Iterable[Any]) -> BooleanExpression:
+    """``In(term, values)``: an ``EqualTo`` for one value, ``AlwaysFalse`` for none."""
+    from pyiceberg.expressions import In
+
+    return In(term, values)  # type: ignore[call-arg, arg-type]
+
+
+def _equal_to(term: str, value: Any) -> BooleanExpression:
+    from pyiceberg.expressions import EqualTo
+
+    return EqualTo(term, value)  # type: ignore[call-arg, arg-type]
 
 
 def _local_path(location: str) -> str:
@@ -150,14 +168,12 @@ class IcebergTarget(Target):
             return None
 
     def upsert_state(self, topics: list[str]) -> dict[str, pa.Table] | None:
-        from pyiceberg.expressions import In
-
         table = self._table()
         if table is None:
             return None
         key = merge_key([f.name for f in table.schema().fields])
         columns = ("topic", key, *STATE_COLUMNS[2:])
-        rows = table.scan(row_filter=In("topic", topics), selected_fields=columns).to_arrow()
+        rows = table.scan(row_filter=_in("topic", topics), selected_fields=columns).to_arrow()
         return states_by_topic(rows.select(list(columns)).rename_columns(list(STATE_COLUMNS)), topics)
 
     @staticmethod
@@ -228,22 +244,22 @@ class IcebergTarget(Target):
             # --mode upsert, one catalog commit: the keys no longer in a replaced topic's snapshot and those a
             # tombstone deleted in a topic continued from its mark deleted, then an upsert by (topic, key)
             # that rewrites only the rows whose message changed (copy-on-write)
-            from pyiceberg.expressions import And, EqualTo, In, Not, Or
+            from pyiceberg.expressions import And, Not, Or
 
             key = merge_key(data.column_names)
-            gone = None
+            gone: BooleanExpression | None = None
             if self.replace:
-                gone = In("topic", sorted(self.replace))
+                gone = _in("topic", sorted(self.replace))
                 kept = {
                     k
                     for t, k in zip(data.column("topic").to_pylist(), data.column(key).to_pylist())
                     if t in self.replace
                 }
                 if kept:
-                    gone = And(gone, Not(In(key, sorted(kept))))
+                    gone = And(gone, Not(_in(key, sorted(kept))))
             for t, keys in sorted(self.deleted.items()):
                 if keys:
-                    tomb = And(EqualTo("topic", t), In(key, sorted(keys)))
+                    tomb = And(_equal_to("topic", t), _in(key, sorted(keys)))
                     gone = tomb if gone is None else Or(gone, tomb)
             before = table.metadata.current_snapshot_id
             with table.transaction() as tx:

@@ -86,8 +86,8 @@ class ParquetTarget(Target):
             topic = partition_values(dest)[0]
             if rel.parts[0] != "topic=" + escape_path_name(topic):
                 topic_dirs[rel.parts[0]] = topic
-        for d in sorted(changed, key=lambda d: -len(d.parts)):  # the new names durable before the marks list them
-            fsync_dir(check_below(self.out, d) if d.parts else self.out)
+        for c in sorted(changed, key=lambda c: -len(c.parts)):  # the new names durable before the marks list them
+            fsync_dir(check_below(self.out, c) if c.parts else self.out)
         # --mode upsert: the topics' earlier snapshot files leave the list at the commit point, then the disk
         replaced = {f for f in self.files if self.replace and partition_values(self.out / f)[0] in self.replace}
         committed, runs = sorted((set(self.files) - replaced) | set(files)), [*self.runs, run]

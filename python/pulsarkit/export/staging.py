@@ -157,7 +157,7 @@ def staged_table(files: list[Path], decoded: pa.Schema | None = None) -> pa.Tabl
     schema = arrow_schema(TABLE_FIELDS)
     if not files and decoded is not None:
         return decoded.empty_table()
-    tables = []
+    tables: list[pa.Table] = []
     for f in files:
         t = pq.read_table(f)
         topic, date = partition_values(f)

@@ -145,9 +145,9 @@ class ManagedCursor:
                 b = info.batchedEntryDeletionIndexInfo.add()
                 b.position.ledgerId, b.position.entryId = pos
                 b.deleteSet.extend(bitset_words(self._batch[pos]))
-        for k, v in self._cursor_properties.items():
+        for k, text in self._cursor_properties.items():
             p = info.cursorProperties.add()
-            p.name, p.value = k, v
+            p.name, p.value = k, text
         return info
 
     @synchronized

@@ -39,6 +39,7 @@ its decompressed stream).
 
 from __future__ import annotations
 
+import builtins
 import gzip
 import mmap
 import os
@@ -109,7 +110,7 @@ class Acl(NamedTuple):
     id: str
 
 
-OPEN_ACL_UNSAFE = (Acl(31, "world", "anyone"),)
+OPEN_ACL_UNSAFE: tuple[Acl, ...] = (Acl(31, "world", "anyone"),)
 
 
 class ZkStat(NamedTuple):
@@ -231,7 +232,7 @@ class _In:
     def fail(self, msg: str, at: int | None = None) -> PulsarkitError:
         off = self.base + (self.pos if at is None else at)
         e = self.error(f"{self.file}: {msg} at offset {off}")
-        e.offset = off  # type: ignore[attr-defined]
+        e.offset = off
         return e
 
     def need(self, n: int, what: str) -> None:
@@ -244,13 +245,14 @@ class _In:
         self.pos += 4
         return v
 
-    def long(self, what: str) -> int:
+    # ``builtins.int`` below: in the class body, ``int`` is the method above
+    def long(self, what: str) -> builtins.int:
         self.need(8, what)
         v = _Q.unpack_from(self.buf, self.pos)[0]
         self.pos += 8
         return v
 
-    def byte(self, what: str) -> int:
+    def byte(self, what: str) -> builtins.int:
         self.need(1, what)
         v = self.buf[self.pos]
         self.pos += 1
@@ -276,7 +278,7 @@ class _In:
         # Java's new String(bytes, UTF_8) replaces malformed input; so does this.
         return None if b is None else b.decode("utf-8", "replace")
 
-    def count(self, what: str, min_size: int) -> int | None:
+    def count(self, what: str, min_size: builtins.int) -> builtins.int | None:
         """A vector's element count, -1 (null) as None, checked against what ``min_size``-byte elements fit."""
         at = self.pos
         n = self.int(f"{what} count")

@@ -592,9 +592,9 @@ def bookie_ids(dirs: Sequence[Path], mapping: BookieMapping | None) -> tuple[lis
     """The bookie id of each directory (``mapping`` names it, else its cookie), None when neither does;
     and why a cookie could not be read, per unreadable cookie."""
     named: dict[Path, str] = {}
-    for bid, ds in (mapping or {}).items():
+    for bookie, ds in (mapping or {}).items():
         for d in [ds] if isinstance(ds, (str, os.PathLike)) else ds:
-            named[_dir_key(bookie_ledger_dir(Path(d)))] = bid
+            named[_dir_key(bookie_ledger_dir(Path(d)))] = bookie
     ids: list[str | None] = []
     bad: list[str] = []
     for d in dirs:

@@ -538,8 +538,8 @@ class DataDir:
             except OSError as e:
                 self.report(Issue("unreadable_journal", str(f), None, str(e)))
                 continue
-            for i in issues:
-                self.report(Issue(*i))
+            for ji in issues:
+                self.report(Issue(*ji))
             for r in records:
                 if r.entry_id >= 0:
                     journal.setdefault(r.ledger_id, {})[r.entry_id] = r

@@ -66,7 +66,7 @@ def topic_facts(
     time_filters: Sequence[Filter] = (),
     metadata_pass: str = "auto",
     stats: ReadStats | None = None,
-) -> tuple[dict[str, TopicFacts], dict[int, array.array] | None]:
+) -> tuple[dict[str, TopicFacts], dict[int, array.array[int]] | None]:
     """Markers, first transactional positions and chunk spans of every topic in ``owner``'s values
     (ledger -> topic), from the MessageMetadata of every entry of those ledgers: one native pass over
     the entry logs (``scan``), or a read of each entry's head at its location (``heads``; ``auto``
@@ -170,7 +170,7 @@ def topic_facts(
                 absorb(
                     int64_array(part[j][0] for j in got),
                     int64_array(part[j][1] for j in got),
-                    bulk.decode_metadata(binary_array([heads[j] for j in got])),  # type: ignore[misc]
+                    bulk.decode_metadata(binary_array([heads[j] for j in got])),
                     None,
                 )
     journal_only = []
@@ -242,14 +242,14 @@ class _Pruning:
         if pc.any(is_chunk).as_py():
             self._chunks.append(base.append_column("u", md.column("uuid")).append_column("ok", ok).filter(is_chunk))
 
-    def dropped(self) -> dict[int, array.array]:
+    def dropped(self) -> dict[int, array.array[int]]:
         parts = list(self._dropped)
         if self._chunks:
             chunks = pa.concat_tables(self._chunks)
             passing = chunks.group_by("u").aggregate([("ok", "any")])
             good = passing.filter(passing.column("ok_any")).column("u")
             parts.append(chunks.filter(pc.invert(pc.is_in(chunks.column("u"), value_set=good))).select(["l", "e"]))
-        out: dict[int, array.array] = {}
+        out: dict[int, array.array[int]] = {}
         if not parts:
             return out
         t = pa.concat_tables([p.cast(pa.schema([("l", pa.int64()), ("e", pa.int64())])) for p in parts])

@@ -102,7 +102,9 @@ class MessageState:
         at = f"ledger {lid} entry {eid}: " if lid is not None else ""
         self.bad.append(f"{at}{'bad chunk: ' if kind == 'bad_chunk' else ''}{message}")
         if self.on_issue is not None:
-            n = self.gaps.get((lid, eid), 1) if kind == "unreadable_entry" else 1
+            n = 1
+            if kind == "unreadable_entry" and lid is not None and eid is not None:
+                n = self.gaps.get((lid, eid), 1)
             self.on_issue(Issue(kind, path, offset, message, lid, eid, n))
 
     def finish(self) -> None:
@@ -130,7 +132,7 @@ class MessageState:
         if None in datas:  # an unreadable entry is reported, acknowledged or not
             for i in range(len(lids)):
                 if datas[i] is None:
-                    why = errs[i] if errs is not None and errs[i] else "unreadable"
+                    why = (errs[i] if errs is not None else None) or "unreadable"
                     prefix = f"ledger {lids[i]} entry {eids[i]}: "  # the issue names the entry itself
                     self._bad("unreadable_entry", lids[i], eids[i], why.removeprefix(prefix))
         if acks is not None:  # acknowledged entries are not read into anything, chunks included

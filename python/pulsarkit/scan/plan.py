@@ -77,7 +77,7 @@ from __future__ import annotations
 import array
 import bisect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,7 +129,8 @@ def _runs(dd: DataDir, lids: Sequence[int]) -> tuple[Runs, Runs]:
     """(ledger, first, last) readable ranges, as ``DataDir.entries`` reads them, cut at what the
     bookies hold: the runs of held entries, and the gaps (claimed by the metadata, held by no
     bookie). Both are as many as the data has runs, whatever ``lastEntryId`` claims."""
-    out, gaps = [], []
+    out: Runs = []
+    gaps: Runs = []
     for lid in lids:
         led = dd.ledgers.get(lid)
         last = led.last_entry_id if led is not None else -1
@@ -184,7 +185,7 @@ def _segment(
     a: int,
     b: int,
     index: dict[int, tuple[str, dict[int, int]]],
-    dropped: array.array | None = None,
+    dropped: array.array[int] | None = None,
 ) -> Segment:
     led = dd.ledgers.get(lid)
     current, locs = index.get(lid, (None, {}))
@@ -214,7 +215,7 @@ def _segment(
     )
 
 
-def _replicated_segment(dd: DataDir, lid: int, a: int, b: int, marks: array.array, gone: set[int]) -> Segment:
+def _replicated_segment(dd: DataDir, lid: int, a: int, b: int, marks: array.array[int], gone: set[int]) -> Segment:
     """A segment of a ledger several bookies hold: every bookie's copies (per ledger directory, and
     its journal's records no directory of it indexes) and the layout that orders them per entry."""
     assert dd.replicas is not None
@@ -251,7 +252,7 @@ def _replicated_segment(dd: DataDir, lid: int, a: int, b: int, marks: array.arra
     )
 
 
-def _kept(dropped: dict[int, array.array] | None, lid: int, a: int, b: int) -> int:
+def _kept(dropped: dict[int, array.array[int]] | None, lid: int, a: int, b: int) -> int:
     """Entries a..b of a ledger that the time filters did not prune."""
     d = dropped.get(lid) if dropped else None
     return b - a + 1 - (bisect.bisect_right(d, b) - bisect.bisect_left(d, a) if d else 0)
@@ -262,7 +263,7 @@ def _kept(dropped: dict[int, array.array] | None, lid: int, a: int, b: int) -> i
 SPLIT_GAP = 256
 
 
-def _prune_runs(runs: list[tuple[int, int, int]], dropped: dict[int, array.array]) -> list[tuple[int, int, int]]:
+def _prune_runs(runs: list[tuple[int, int, int]], dropped: dict[int, array.array[int]]) -> list[tuple[int, int, int]]:
     """The runs without their pruned entries: trimmed to the kept ones, split at long pruned stretches."""
     out = []
     for lid, a, b in runs:
@@ -300,7 +301,7 @@ def _cut(
     entry_bytes: dict[int, float],
     target: float,
     spans: list[tuple[Pos, Pos]],
-    dropped: dict[int, array.array] | None = None,
+    dropped: dict[int, array.array[int]] | None = None,
 ) -> list[list[tuple[int, int, int]]]:
     """Groups the runs into pieces of about ``target`` bytes (entries the time filters pruned weigh
     nothing), never cutting inside a span."""
@@ -341,8 +342,8 @@ def plan(
     include_system: bool = False,
     include_deleted: bool = False,
     filters: Sequence[Filter] = (),
-    after: dict[str, dict[str, Pos]] | None = None,
-    until: dict[str, dict[str, Pos]] | None = None,
+    after: Mapping[str, Mapping[str, Pos]] | None = None,
+    until: Mapping[str, Mapping[str, Pos]] | None = None,
     max_partition_bytes: int = 64 << 20,
     min_partitions: int = 2,
     metadata_pass: str = "auto",
@@ -405,8 +406,8 @@ def plan_data_dir(
     include_system: bool = False,
     include_deleted: bool = False,
     filters: Sequence[Filter] = (),
-    after: dict[str, Pos] | None = None,
-    until: dict[str, Pos] | None = None,
+    after: Mapping[str, Pos] | None = None,
+    until: Mapping[str, Pos] | None = None,
     max_partition_bytes: int = 64 << 20,
     min_partitions: int = 2,
     metadata_pass: str = "auto",
@@ -430,6 +431,8 @@ def plan_data_dir(
     t0 = time.perf_counter()
     found: list[tuple[str | None, str, Runs, Runs]] = []  # name, kind, held runs, gaps
     ml_of: dict[str | None, str] = {}
+    name: str | None  # a topic's, None for a deleted ledger's unknown one (include_deleted)
+    led: Ledger | None
     for ml in dd.managed_ledger_names() if topics is None else topics:
         k = ml_kind(ml)
         name = ml_to_topic(ml)
@@ -500,9 +503,9 @@ def plan_data_dir(
         start = None
         if lo is not None:
             start = (lo[0], lo[1] + 1)
-            for a, b in f.chunks.values():  # a message that ends after the mark needs all its chunks
-                if a <= lo < b and a < start:
-                    start = a
+            for first, last in f.chunks.values():  # a message that ends after the mark needs all its chunks
+                if first <= lo < last and first < start:
+                    start = first
         rd = _clip(cut, start, None)
         rd = [r for r in rd if _ledger_needed(r[0], filters, f, rd)]
         gaps = [g for g in _clip(gaps, start, None) if passes(filters, "ledger_id", g[0])]
@@ -584,7 +587,7 @@ def _refine(
     return again
 
 
-def _one_piece(dd: DataDir, name: str | None, runs: Runs, after: dict[str, Pos] | None, limit: int) -> bool:
+def _one_piece(dd: DataDir, name: str | None, runs: Runs, after: Mapping[str, Pos] | None, limit: int) -> bool:
     """True when the topic is read from its start (no ``after`` position) and all its held entries
     weigh at most ``limit`` bytes as the cut weighs them: then its partition is one, whatever the
     chunk spans (the cut's target is at least the smaller of ``limit`` and every topic's weight)."""

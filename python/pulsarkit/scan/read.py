@@ -7,7 +7,7 @@ import array
 import bisect
 import itertools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -88,12 +88,13 @@ def _entry_chunks(part: ScanPartition, stats: ReadStats, on_issue: OnIssue | Non
                 got = [None] * len(chunk)
             base, start = start, start + len(got)
             if all(type(g) is bytes for g in got):
-                n = len(got)
+                payloads: list[Any] = got  # all bytes: checked just above
+                n = len(payloads)
                 stats.entry_reads += n
-                stats.entry_bytes += sum(map(len, got)) + n * overhead
-                yield [lid] * n, list(range(first, first + n)), got, [None] * n
+                stats.entry_bytes += sum(map(len, payloads)) + n * overhead
+                yield [lid] * n, list(range(first, first + n)), payloads, [None] * n
                 continue
-            rows = []
+            rows: list[tuple[int, int, bytes | None, str | None]] = []
             for k, data in enumerate(got):
                 eid = first + k
                 if isinstance(data, bytes):
@@ -130,7 +131,7 @@ _READ_AHEAD_BYTES = 1 << 20
 
 
 def _read_one(
-    seg: Segment, locs: array.array, i: int, readers: Readers, stats: ReadStats
+    seg: Segment, locs: array.array[int], i: int, readers: Readers, stats: ReadStats
 ) -> tuple[int, int, bytes | None, str | None] | None:
     """Entry ``seg.first + i`` of a one-bookie segment, read and verified on its own (None when the
     plan pruned it): from its entry log, else the journal."""
@@ -238,7 +239,7 @@ def _batches(
     batch_bytes: int,
     stats: ReadStats | None = None,
     on_issue: OnIssue | None = None,
-) -> Iterator[tuple[list[int], list[int], list[bytes | None], list[str | None]]]:
+) -> Generator[_Chunk, None, None]:
     lids: list[int] = []
     eids: list[int] = []
     datas: list[bytes | None] = []

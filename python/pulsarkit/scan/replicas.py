@@ -189,11 +189,11 @@ class ReplicaSet:
             except DataDirError as e:
                 bad.append((b, e))
                 continue
-            for bb, e in bad:
+            for bb, err in bad:
                 if issue is not None and (ledger_id, entry_id, bb.bookie_id) not in self._skipped:
                     self._skipped.add((ledger_id, entry_id, bb.bookie_id))
-                    why = f"bookie {bb.bookie_id}'s copy skipped ({e.reason}); read from bookie {b.bookie_id}"
-                    issue(Issue("bad_replica", e.path or "?", e.offset, why, ledger_id, entry_id))
+                    why = f"bookie {bb.bookie_id}'s copy skipped ({err.reason}); read from bookie {b.bookie_id}"
+                    issue(Issue("bad_replica", err.path or "?", err.offset, why, ledger_id, entry_id))
             return data
         if not bad:
             lay = self.layout(ledger_id)

@@ -264,7 +264,7 @@ def _make_classes(pushdown: bool = True) -> tuple[type, type]:
 
             target = to_arrow_schema(self.schema, timezone="UTC")
             stats = ReadStats()
-            columns = [c for c in self.columns if c != "error"] if self.error_rows else self.columns
+            columns: list[str] | None = [c for c in self.columns if c != "error"] if self.error_rows else self.columns
             ts = TopicSchema(self.versions) if self.versions is not None else None
             if ts is not None:
                 columns = None  # the decoding reads the message columns it needs

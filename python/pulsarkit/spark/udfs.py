@@ -79,7 +79,8 @@ def _arrow_flavour(name: str, extract: Extract) -> Any:
         return extract(entries)
 
     run.__name__ = run.__qualname__ = name
-    return arrow_udf(run, extract.return_type())
+    # PySpark's overloads want a functionType, which at run time it takes from the type hints (as here)
+    return arrow_udf(run, extract.return_type())  # type: ignore[call-overload]
 
 
 def _pandas_flavour(name: str, extract: Extract) -> Any:
@@ -96,12 +97,13 @@ def _pandas_flavour(name: str, extract: Extract) -> Any:
 
     else:
 
-        def run(entries: pd.Series) -> pd.DataFrame:  # type: ignore[misc]
+        def run(entries: pd.Series) -> pd.DataFrame:
             arr = extract(pa.array(entries, type=pa.binary(), from_pandas=True))
             return pa.RecordBatch.from_struct_array(arr).to_pandas(integer_object_nulls=True)
 
     run.__name__ = run.__qualname__ = name
-    return pandas_udf(run, extract.return_type())
+    # as arrow_udf: the functionType is taken from the type hints
+    return pandas_udf(run, extract.return_type())  # type: ignore[call-overload]
 
 
 @functools.cache

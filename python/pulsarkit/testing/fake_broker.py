@@ -137,7 +137,7 @@ class FakeBroker:
     def service_url(self) -> str:
         return f"pulsar://{self.host}:{self.port}"
 
-    def start(self) -> FakeBroker:
+    def start(self) -> Self:
         if self._loop is not None:
             raise RuntimeError("FakeBroker already started")
         loop = asyncio.new_event_loop()
@@ -259,11 +259,11 @@ class FakeBroker:
 
         def run() -> list[tuple[int, int]]:
             t = self._topic(topic)
-            ids = []
+            ids: list[tuple[int, int]] = []
             for d in datas:
                 pos = t.persistent.ml.add_entry(d, num_messages=0)  # 0: no interceptor touches it
                 self._stored(t, pos)
-                ids.append(tuple(pos))
+                ids.append((pos.ledger_id, pos.entry_id))
             for sub in list(t.subscriptions.values()):
                 self._dispatch(sub)
             return ids

@@ -71,7 +71,7 @@ class _Topic:
     positions: dict[tuple[int, int], int] = field(default_factory=dict)
 
     def append(self, e: _EntryRef) -> None:
-        self.positions[tuple(e.position)] = len(self.entries)
+        self.positions[(e.position.ledger_id, e.position.entry_id)] = len(self.entries)
         self.entries.append(e)
 
     def index_of(self, ledger_id: int, entry_id: int) -> int:

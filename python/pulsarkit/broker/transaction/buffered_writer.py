@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, overload
 
 from google.protobuf.message import Message
 
@@ -113,7 +113,11 @@ class TxnPositions(Sequence[Position]):
             return Position(lid, eid)
         return TxnBatchedPosition(lid, eid, size, first + i - self._starts[k])
 
-    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+    @overload
+    def __getitem__(self, i: int) -> Position: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Position]: ...
+    def __getitem__(self, i: int | slice) -> Position | list[Position]:
         if isinstance(i, slice):
             return [self._at(j) for j in range(*i.indices(self._len))]
         if i < 0:

@@ -159,11 +159,10 @@ class TransactionMetadataStore:
         with self._lock:
             meta = self._open_meta(txn_id)
             now = self._clock()
+            added: dict[str, Any] = {member: items}  # partitions= or subscriptions=
             self._write(
                 meta,
-                txn_metadata_record(
-                    op, meta.txn_id, last_modification_time=now, expected_status="OPEN", **{member: items}
-                ),
+                txn_metadata_record(op, meta.txn_id, last_modification_time=now, expected_status="OPEN", **added),
             )
             held = getattr(meta, member)
             held.extend(x for x in items if x not in held)

@@ -97,8 +97,8 @@ class PrimitiveCodec:
     def _values(self, raw: np.ndarray, ok: np.ndarray) -> pa.Array:
         name = self.name
         if name == "INSTANT":
-            v = raw.view(_INSTANT).reshape(-1)
-            s, ns = v["s"].astype(np.int64), v["n"].astype(np.int64)
+            rec = raw.view(_INSTANT).reshape(-1)
+            s, ns = rec["s"].astype(np.int64), rec["n"].astype(np.int64)
             # the nanosecond count must fit in 64 bits: checked exactly on the few seconds near the limits
             near = np.abs(s) > 9_000_000_000
             for j in np.flatnonzero(near):
@@ -107,8 +107,8 @@ class PrimitiveCodec:
             s = np.where(ok, s, 0)
             return pa.array(s * 1_000_000_000 + np.where(ok, ns, 0), self.type)
         if name == "LOCAL_DATE_TIME":
-            v = raw.view(_LOCAL_DATE_TIME).reshape(-1)
-            d, ns = v["d"].astype(np.int64), v["n"].astype(np.int64)
+            rec = raw.view(_LOCAL_DATE_TIME).reshape(-1)
+            d, ns = rec["d"].astype(np.int64), rec["n"].astype(np.int64)
             ok &= (ns >= 0) & (ns < NANOS_PER_DAY) & (np.abs(d) <= 106_000)
             return pa.array(np.where(ok, d, 0) * NANOS_PER_DAY + np.where(ok, ns, 0), self.type)
         assert self.dtype is not None

@@ -457,7 +457,7 @@ class ProtobufCodec(RowCodec):
             root.field.add(
                 name=name,
                 number=number,
-                type=scalar,  # type: ignore[arg-type]
+                type=scalar,
                 label=FieldDescriptor.LABEL_REPEATED if label == "LABEL_REPEATED" else FieldDescriptor.LABEL_OPTIONAL,
             )
         pool = descriptor_pool.DescriptorPool()
@@ -500,7 +500,7 @@ class ProtobufCodec(RowCodec):
                 continue
             bits = _UNSIGNED.get(f.type)
             if bits:  # Java reads them into its signed int and long
-                wrap = lambda x: x - (1 << bits) if x >= 1 << (bits - 1) else x  # noqa: E731
+                wrap: Callable[[int], int] = lambda x: x - (1 << bits) if x >= 1 << (bits - 1) else x  # noqa: E731
                 v = [wrap(x) for x in v] if _is_repeated(f) else wrap(v)
             out[f.name] = list(v) if _is_repeated(f) else v
         return out
