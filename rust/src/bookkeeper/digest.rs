@@ -149,9 +149,10 @@ fn be_i64(b: &[u8]) -> i64 {
     i64::from_be_bytes(b[..8].try_into().unwrap())
 }
 
-/// Splits stored entry bytes without checking the digest.
+/// Splits stored entry bytes without checking the digest. Any `digest_len` is taken: one no buffer can
+/// hold is the short-entry error (the sum saturates instead of overflowing into a slice panic).
 pub fn parse_bookie_entry(data: &[u8], digest_len: usize) -> Result<BookieEntry<'_>> {
-    let need = BOOKIE_HEADER_SIZE + digest_len;
+    let need = BOOKIE_HEADER_SIZE.saturating_add(digest_len);
     if data.len() < need {
         return Err(Error::corrupt(
             data.len(),
@@ -419,6 +420,17 @@ mod tests {
         assert!(d.verify(&e, Some(2), None).is_err());
         assert!(d.verify(&e, None, Some(3)).is_err());
         assert!(parse_bookie_entry(&e[..20], 0).is_err());
+    }
+
+    #[test]
+    fn a_digest_length_past_usize_is_a_short_entry_not_a_panic() {
+        let e = Digester::new(DigestType::Crc32c, b"").pack(1, 0, -1, 3, b"abc");
+        for dl in [usize::MAX, usize::MAX - 31, usize::MAX - 32] {
+            match parse_bookie_entry(&e, dl) {
+                Err(Error::Corrupt { offset, .. }) => assert_eq!(offset, e.len() as u64),
+                other => panic!("{dl}: {other:?}"),
+            }
+        }
     }
 
     #[test]
