@@ -264,8 +264,9 @@ impl Digester {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let eid = first_entry_id + i as i64;
-                len += p.as_ref().len() as i64;
+                // a Java long's arithmetic, as the LedgerHandle's: wrapping, never a panic
+                let eid = first_entry_id.wrapping_add(i as i64);
+                len = len.wrapping_add(p.as_ref().len() as i64);
                 let h = bookie_header(ledger_id, eid, lac, len);
                 let d = self.compute(&h, p.as_ref());
                 lac = eid;
@@ -420,6 +421,17 @@ mod tests {
         assert!(d.verify(&e, Some(2), None).is_err());
         assert!(d.verify(&e, None, Some(3)).is_err());
         assert!(parse_bookie_entry(&e[..20], 0).is_err());
+    }
+
+    #[test]
+    fn pack_many_wraps_ids_and_length_as_java_longs() {
+        let d = Digester::new(DigestType::Crc32c, b"");
+        let run = LedgerRun { ledger_id: 1, first_entry_id: i64::MAX, last_add_confirmed: 5, length: i64::MAX - 1 };
+        let out = d.pack_many(run, &[b"ab".as_slice(), b"c".as_slice()]);
+        let a = d.verify(&out[0], Some(1), Some(i64::MAX)).unwrap();
+        let b = d.verify(&out[1], Some(1), Some(i64::MIN)).unwrap();
+        assert_eq!((a.last_add_confirmed, a.length), (5, i64::MIN));
+        assert_eq!((b.last_add_confirmed, b.length), (i64::MAX, i64::MIN + 1));
     }
 
     #[test]
