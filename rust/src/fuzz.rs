@@ -1171,6 +1171,229 @@ pub fn seeds_compaction() -> Vec<Vec<u8>> {
     sample_entries()
 }
 
+// ---------------------------------------------------------------------------------------------
+// Bookie entries: header, digest managers
+// ---------------------------------------------------------------------------------------------
+
+/// The password of the MAC digests in the bookie-entry and Arrow entry-log targets.
+const FUZZ_MAC_PASSWORD: &[u8] = b"fuzz-secret";
+
+/// A bookie entry's digest the plain way, over the header and payload concatenated (the digesters
+/// stream them): CRC32C, CRC32 as a big-endian long, HMAC-SHA1 keyed by SHA-1("mac" ‖ password), none.
+fn reference_digest(
+    t: crate::bookkeeper::digest::DigestType,
+    password: &[u8],
+    header: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    use crate::bookkeeper::digest::DigestType;
+    use hmac::Mac as _;
+    use sha1::Digest as _;
+    let whole = [header, payload].concat();
+    match t {
+        DigestType::Crc32c => crc32c(&whole).to_be_bytes().to_vec(),
+        DigestType::Crc32 => u64::from(crc32fast::hash(&whole)).to_be_bytes().to_vec(),
+        DigestType::Mac => {
+            let key = sha1::Sha1::digest([b"mac".as_slice(), password].concat());
+            let mut m = hmac::Hmac::<sha1::Sha1>::new_from_slice(&key).unwrap();
+            m.update(&whole);
+            m.finalize().into_bytes().to_vec()
+        }
+        DigestType::Dummy => Vec::new(),
+    }
+}
+
+/// Whether stored bytes hold a header, a digest of type `t` and a payload the digest covers (the plain way).
+fn reference_verifies(t: crate::bookkeeper::digest::DigestType, password: &[u8], data: &[u8]) -> bool {
+    let dl = t.digest_len();
+    data.len() >= 32 + dl && reference_digest(t, password, &data[..32], &data[32 + dl..]) == data[32..32 + dl]
+}
+
+/// The digest type detection answers: the first of CRC32C, CRC32 and (with a password) MAC that verifies.
+fn reference_detect(data: &[u8], password: Option<&[u8]>) -> Option<crate::bookkeeper::digest::DigestType> {
+    use crate::bookkeeper::digest::DigestType;
+    [DigestType::Crc32c, DigestType::Crc32, DigestType::Mac]
+        .into_iter()
+        .find(|&t| (t != DigestType::Mac || password.is_some()) && reference_verifies(t, password.unwrap_or(b""), data))
+}
+
+/// Bookie entries (`[flags][password length][password][stored bytes]`) under every digest type:
+/// 1. the stored bytes as given: the split lies inside them and agrees with the bytes, a short entry is a
+///    typed error at its end, the digest check and verification agree with the digest computed the plain
+///    way (a mismatch names both digests), detection names the first type that verifies, with any digest
+///    length (`usize::MAX` included);
+/// 2. an entry packed from their header and payload verifies (with its ids), packs the same alone and in a
+///    ledger run, and any single-byte change of its header, digest or payload fails verification with a
+///    `DigestMismatch` (a CRC catches every burst of 8 bits; HMAC-SHA1 any change), except under DUMMY,
+///    which has no digest: there the ids are still checked and any other change reads back as changed.
+pub fn fuzz_bookie_entry(data: &[u8]) -> bool {
+    use crate::bookkeeper::digest::{
+        detect_digest_type, parse_bookie_entry, DigestType, Digester, LedgerRun, BOOKIE_HEADER_SIZE,
+    };
+    if data.len() < 2 {
+        return false;
+    }
+    let flags = data[0];
+    let pw_len = usize::from(data[1] & 15).min(data.len() - 2);
+    let password = if flags & 1 != 0 { &data[2..2 + pw_len] } else { FUZZ_MAC_PASSWORD };
+    let stored = &data[2 + pw_len..];
+    let n = stored.len();
+    let i64_at = |b: &[u8], at: usize| i64::from_be_bytes(b[at..at + 8].try_into().unwrap());
+
+    // 1. The stored bytes as given.
+    for dl in [0, 1, 4, 8, 20, n.saturating_sub(31), n, n + 1, usize::MAX - 31, usize::MAX] {
+        match parse_bookie_entry(stored, dl) {
+            Ok(e) => {
+                assert!(n >= BOOKIE_HEADER_SIZE + dl);
+                assert_eq!(
+                    (e.ledger_id, e.entry_id, e.last_add_confirmed, e.length),
+                    (i64_at(stored, 0), i64_at(stored, 8), i64_at(stored, 16), i64_at(stored, 24))
+                );
+                assert_eq!(e.payload_offset, BOOKIE_HEADER_SIZE + dl);
+                assert_eq!(e.digest, &stored[BOOKIE_HEADER_SIZE..e.payload_offset]);
+                assert_eq!(e.payload, &stored[e.payload_offset..]);
+            }
+            Err(e) => {
+                assert!(n < BOOKIE_HEADER_SIZE.saturating_add(dl), "a {n}-byte entry refused with a {dl}-byte digest");
+                assert!(matches!(e, Error::Corrupt { offset, .. } if offset == n as u64), "{e:?}");
+            }
+        }
+    }
+    let mut verified_any = false;
+    for t in DigestType::ALL {
+        let g = Digester::new(t, password);
+        let dl = t.digest_len();
+        let want = reference_verifies(t, password, stored);
+        match g.check(stored) {
+            Ok((e, ok)) => {
+                assert_eq!(ok, want, "{t:?}: check against the plain digest");
+                assert_eq!(e, parse_bookie_entry(stored, dl).unwrap());
+            }
+            Err(e) => {
+                assert!(n < BOOKIE_HEADER_SIZE + dl);
+                check_err(&e, n, "check");
+            }
+        }
+        match g.verify(stored, None, None) {
+            Ok(e) => {
+                assert!(want);
+                // the ids are checked after the digest, against the header's
+                let (l, x) = (e.ledger_id, e.entry_id);
+                assert!(g.verify(stored, Some(l), Some(x)).is_ok());
+                let other = g.verify(stored, Some(l.wrapping_add(1)), Some(x)).unwrap_err();
+                assert!(matches!(other, Error::Corrupt { offset: 0, .. }), "{other:?}");
+                let other = g.verify(stored, Some(l), Some(x.wrapping_sub(1))).unwrap_err();
+                assert!(matches!(other, Error::Corrupt { offset: 8, .. }), "{other:?}");
+                verified_any |= t != DigestType::Dummy;
+            }
+            Err(Error::DigestMismatch { digest, ledger_id, entry_id, offset, stored: s, computed }) => {
+                assert!(!want && t != DigestType::Dummy);
+                assert_eq!((digest, offset), (t.name(), BOOKIE_HEADER_SIZE as u64));
+                assert_eq!((ledger_id, entry_id), (i64_at(stored, 0), i64_at(stored, 8)));
+                assert_eq!(s, &stored[32..32 + dl]);
+                assert_eq!(computed, reference_digest(t, password, &stored[..32], &stored[32 + dl..]));
+                assert_ne!(s, computed);
+            }
+            Err(e) => {
+                assert!(n < BOOKIE_HEADER_SIZE + dl, "{t:?}: {e}");
+                check_err(&e, n, "verify");
+            }
+        }
+    }
+    let mac = Digester::new(DigestType::Mac, password);
+    for with_mac in [false, true] {
+        let got = detect_digest_type(stored, with_mac.then_some(&mac));
+        assert_eq!(got, reference_detect(stored, with_mac.then_some(password)), "detected digest type");
+    }
+
+    // 2. Entries packed from the header and payload of the stored bytes.
+    if n < BOOKIE_HEADER_SIZE {
+        return verified_any;
+    }
+    let (lid, eid, lac, length) = (i64_at(stored, 0), i64_at(stored, 8), i64_at(stored, 16), i64_at(stored, 24));
+    let payload = &stored[BOOKIE_HEADER_SIZE..];
+    // up to 8 payload bytes to change, spread over the payload, and a nonzero change per position
+    let spots: Vec<usize> = (0..8usize.min(payload.len())).map(|k| k * payload.len() / 8).collect();
+    let delta = |p: usize| [1u8, 0x80, 0xff, 0x5a, flags | 1][p % 5];
+    for t in DigestType::ALL {
+        let g = Digester::new(t, password);
+        let dl = t.digest_len();
+        let packed = g.pack(lid, eid, lac, length, payload);
+        assert_eq!(
+            packed,
+            [&stored[..32], &reference_digest(t, password, &stored[..32], payload)[..], payload].concat()
+        );
+        let e = g.verify(&packed, Some(lid), Some(eid)).expect("a packed entry verifies");
+        assert_eq!((e.last_add_confirmed, e.length, e.payload), (lac, length, payload));
+        if t != DigestType::Dummy {
+            let m = (t == DigestType::Mac).then_some(&mac);
+            let found = detect_digest_type(&packed, m).expect("a packed entry's digest type is found");
+            assert!(reference_verifies(found, password, &packed));
+        }
+        // a run of entries cut from the payload, packed as a ledger handle packs them
+        let cut = usize::from(flags >> 4) * payload.len() / 16;
+        let parts = [&payload[..cut], &payload[cut..]];
+        let run = LedgerRun { ledger_id: lid, first_entry_id: eid, last_add_confirmed: lac, length };
+        let many = g.pack_many(run, &parts);
+        let second = (eid.wrapping_add(1), eid, length.wrapping_add(cut as i64).wrapping_add(parts[1].len() as i64));
+        assert_eq!(many[0], g.pack(lid, eid, lac, length.wrapping_add(cut as i64), parts[0]));
+        assert_eq!(many[1], g.pack(lid, second.0, second.1, second.2, parts[1]));
+        assert!(g.verify(&many[1], Some(lid), Some(second.0)).is_ok());
+        // shorter than the header and digest: a typed error at the end of the bytes
+        for k in [0, BOOKIE_HEADER_SIZE - 1, BOOKIE_HEADER_SIZE + dl - 1] {
+            if k < BOOKIE_HEADER_SIZE + dl {
+                let err = g.verify(&packed[..k], None, None).unwrap_err();
+                assert!(matches!(err, Error::Corrupt { offset, .. } if offset == k as u64), "{err:?}");
+            }
+        }
+        let positions = (0..BOOKIE_HEADER_SIZE + dl).chain(spots.iter().map(|s| BOOKIE_HEADER_SIZE + dl + s));
+        for p in positions {
+            let mut m = packed.clone();
+            m[p] ^= delta(p);
+            match (t, g.verify(&m, Some(lid), Some(eid))) {
+                (DigestType::Dummy, r) if p < 16 => {
+                    let err = r.expect_err("DUMMY checks the ids");
+                    let at = if p < 8 { 0 } else { 8 };
+                    assert!(matches!(err, Error::Corrupt { offset, .. } if offset == at), "{err:?}");
+                }
+                (DigestType::Dummy, r) => {
+                    // nothing covers the rest: it reads back as changed
+                    let e = r.expect("DUMMY verifies what no digest covers");
+                    assert_eq!((e.last_add_confirmed, e.length, e.payload), (i64_at(&m, 16), i64_at(&m, 24), &m[32..]));
+                }
+                (_, Err(Error::DigestMismatch { offset, stored: s, computed, .. })) => {
+                    assert_eq!(offset, BOOKIE_HEADER_SIZE as u64);
+                    assert_eq!(s, &m[32..32 + dl]);
+                    assert_ne!(s, computed);
+                }
+                (_, r) => panic!("{t:?}: byte {p} of a packed entry changed, yet verify gave {r:?}"),
+            }
+        }
+    }
+    verified_any
+}
+
+/// Entries packed with each digest type (MAC under the default and a given password), one not a
+/// multiple of anything, one with an empty payload.
+pub fn seeds_bookie_entry() -> Vec<Vec<u8>> {
+    use crate::bookkeeper::digest::{DigestType, Digester};
+    let mut out = Vec::new();
+    for (i, t) in [DigestType::Crc32c, DigestType::Crc32, DigestType::Mac].into_iter().enumerate() {
+        for (flags, pw) in [(0x30u8, &b""[..]), (0x81, b"pw")] {
+            let g = Digester::new(t, if flags & 1 != 0 { pw } else { FUZZ_MAC_PASSWORD });
+            let payload = sample_entries().swap_remove(i * 3);
+            let mut v = vec![flags, pw.len() as u8];
+            v.extend_from_slice(pw);
+            v.extend(g.pack(7, i as i64, i as i64 - 1, 100 + payload.len() as i64, &payload));
+            out.push(v);
+        }
+        let mut v = vec![0xf0, 0];
+        v.extend(Digester::new(t, FUZZ_MAC_PASSWORD).pack(1, 0, -1, 0, b""));
+        out.push(v);
+    }
+    out
+}
+
 /// The decompression target of one codec (a `fn` pointer cannot capture the codec, so each is its own closure).
 macro_rules! decompress_target {
     ($name:literal, $codec:expr) => {
@@ -1192,6 +1415,7 @@ pub fn targets() -> Vec<Target> {
         Target { name: "compaction", run: fuzz_compaction, seeds: seeds_compaction },
         Target { name: "record_head", run: fuzz_record_head, seeds: seeds_record_head },
         Target { name: "entry_log", run: fuzz_entry_log, seeds: seeds_entry_log },
+        Target { name: "bookie_entry", run: fuzz_bookie_entry, seeds: seeds_bookie_entry },
     ]
 }
 
