@@ -993,26 +993,15 @@ pub fn fuzz_entry_log(data: &[u8]) -> bool {
 
 /// Logs with and without a ledgers map, of one and several ledgers, and one cut short.
 pub fn seeds_entry_log() -> Vec<Vec<u8>> {
-    use crate::bookkeeper::entrylog::format::{encode_ledgers_map, LogHeader, HEADER_SIZE};
+    use crate::bookkeeper::entrylog::format::HEADER_SIZE;
     let mut out = Vec::new();
     for (ledgers, sealed) in [(vec![1i64], false), (vec![1, 2, 3], true), (vec![5, 5, 9], true)] {
-        let mut img = LogHeader::new_default_bytes(1);
-        let mut sizes = std::collections::BTreeMap::new();
-        for (k, &lid) in ledgers.iter().enumerate() {
-            let mut rec = lid.to_be_bytes().to_vec();
-            rec.extend_from_slice(&(k as i64).to_be_bytes());
-            rec.extend(vec![0xdd; 10 + 7 * k]);
-            img.extend_from_slice(&(rec.len() as u32).to_be_bytes());
-            img.extend(rec.iter());
-            *sizes.entry(lid).or_insert(0u64) += 4 + rec.len() as u64;
-        }
-        if sealed {
-            let at = img.len() as i64;
-            img.extend(encode_ledgers_map(&sizes));
-            img[8..16].copy_from_slice(&at.to_be_bytes());
-            img[16..20].copy_from_slice(&(sizes.len() as i32).to_be_bytes());
-        }
-        out.push(img);
+        let recs: Vec<Vec<u8>> = ledgers
+            .iter()
+            .enumerate()
+            .map(|(k, &lid)| [&lid.to_be_bytes()[..], &(k as i64).to_be_bytes(), &vec![0xdd; 10 + 7 * k]].concat())
+            .collect();
+        out.push(entry_log_image(&recs, sealed));
     }
     let cut = out[1][..HEADER_SIZE as usize + 30].to_vec();
     out.push(cut);
@@ -1394,6 +1383,297 @@ pub fn seeds_bookie_entry() -> Vec<Vec<u8>> {
     out
 }
 
+// ---------------------------------------------------------------------------------------------
+// Entry logs into Arrow
+// ---------------------------------------------------------------------------------------------
+
+/// An entry log's image: the default header (version 1), then each stored entry (starting with its
+/// ledger id) as a record, and, when `sealed`, the ledgers map with the header pointing at it.
+pub fn entry_log_image(records: &[Vec<u8>], sealed: bool) -> Vec<u8> {
+    use crate::bookkeeper::entrylog::format::{encode_ledgers_map, LogHeader};
+    let mut img = LogHeader::new_default_bytes(1);
+    let mut sizes = std::collections::BTreeMap::new();
+    for rec in records {
+        let lid = i64::from_be_bytes(rec[..8].try_into().unwrap());
+        img.extend_from_slice(&(rec.len() as u32).to_be_bytes());
+        img.extend_from_slice(rec);
+        *sizes.entry(lid).or_insert(0u64) += 4 + rec.len() as u64;
+    }
+    if sealed {
+        let at = img.len() as i64;
+        img.extend(encode_ledgers_map(&sizes));
+        img[8..16].copy_from_slice(&at.to_be_bytes());
+        img[16..20].copy_from_slice(&(sizes.len() as i32).to_be_bytes());
+    }
+    img
+}
+
+/// One row of the Arrow entry-log scan, owned (a record's `error` is only compared for presence: `"!"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LogRow {
+    log_id: i64,
+    offset: i64,
+    location: Option<i64>,
+    ledger_id: Option<i64>,
+    entry_id: Option<i64>,
+    lac: Option<i64>,
+    ledger_length: Option<i64>,
+    size: i64,
+    digest_type: Option<String>,
+    digest_ok: Option<bool>,
+    payload: Option<Vec<u8>>,
+    issue: Option<String>,
+    error: Option<String>,
+}
+
+/// The rows of one batch of the Arrow scan, and the bytes of its payloads.
+fn arrow_log_rows(
+    b: &RecordBatch,
+    payload_type: crate::bookkeeper::entrylog::arrow::PayloadType,
+) -> (Vec<LogRow>, usize) {
+    use crate::bookkeeper::entrylog::arrow::{schema_for, PayloadType};
+    assert_eq!(b.schema(), schema_for(payload_type));
+    let int = |name: &str, i: usize| {
+        let a = b.column_by_name(name).unwrap().as_primitive::<Int64Type>();
+        a.is_valid(i).then(|| a.value(i))
+    };
+    let text = |name: &str, i: usize| {
+        let a = b.column_by_name(name).unwrap().as_string::<i32>();
+        a.is_valid(i).then(|| a.value(i).to_string())
+    };
+    let ok = b.column_by_name("digest_ok").unwrap().as_boolean();
+    let payload = b.column_by_name("payload").unwrap();
+    let mut bytes = 0;
+    let rows = (0..b.num_rows())
+        .map(|i| {
+            let p = payload.is_valid(i).then(|| match payload_type {
+                PayloadType::Binary => payload.as_binary::<i32>().value(i).to_vec(),
+                PayloadType::BinaryView => payload.as_binary_view().value(i).to_vec(),
+            });
+            bytes += p.as_ref().map_or(0, Vec::len);
+            let issue = text("issue", i);
+            let mut error = text("error", i);
+            if issue.is_none() {
+                if let Some(e) = &error {
+                    assert!(!e.is_empty(), "a record's error says nothing");
+                    error = Some("!".into());
+                }
+            }
+            LogRow {
+                log_id: int("log_id", i).expect("log_id is required"),
+                offset: int("offset", i).expect("offset is required"),
+                location: int("location", i),
+                ledger_id: int("ledger_id", i),
+                entry_id: int("entry_id", i),
+                lac: int("last_add_confirmed", i),
+                ledger_length: int("ledger_length", i),
+                size: int("size", i).expect("size is required"),
+                digest_type: text("digest_type", i),
+                digest_ok: ok.is_valid(i).then(|| ok.value(i)),
+                payload: p,
+                issue,
+                error,
+            }
+        })
+        .collect();
+    (rows, bytes)
+}
+
+/// A per-thread scratch file for the targets that need a real file (removed by nobody: it is rewritten
+/// by every run and lives in the temporary directory).
+fn fuzz_scratch_file(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("pulsarkit-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    dir.join(format!("{name}-{thread}"))
+}
+
+/// An entry log's bytes, written to a file and scanned into Arrow batches (`MultiLogScan`, what
+/// `scan_entry_logs` runs) as two logs (ids 3 and 9), both copied (`binary`, through the scanner's read
+/// window) and mapped (`binary_view`), with options the input picks (from a CRC of its bytes): digest
+/// CRC32C/CRC32/MAC/DUMMY or AUTO with and without a password, rows and bytes per batch, issue rows,
+/// resync, the largest record. The rows must be the plain in-memory record scan's (`scan_all`, as
+/// `fuzz_entry_log` checks it): the same records in order with their ids, offsets, locations, header
+/// fields and payload bytes, the digest checked the plain way (AUTO: per ledger, the first type that
+/// verifies), then each log's issues; the summaries are the plain scan's; every batch holds at most
+/// `batch_rows` rows, and only the last stops short of both of its bounds.
+pub fn fuzz_entry_log_arrow(data: &[u8]) -> bool {
+    use crate::bookkeeper::digest::{DigestType, Digester, BOOKIE_HEADER_SIZE};
+    use crate::bookkeeper::entrylog::arrow::{ArrowScanOptions, DigestMode, MultiLogScan, PayloadType};
+    use crate::bookkeeper::entrylog::scan::{scan_all, ScanOptions, DEFAULT_MAX_RECORD_SIZE};
+    let h = crc32c(data);
+    let pw = FUZZ_MAC_PASSWORD;
+    let (digest, fixed, auto_mac) = match h % 6 {
+        k @ 0..=3 => {
+            let t = [DigestType::Crc32c, DigestType::Crc32, DigestType::Mac, DigestType::Dummy][k as usize];
+            (DigestMode::Fixed(Digester::new(t, pw)), Some(t), false)
+        }
+        4 => (DigestMode::Auto { mac: None }, None, false),
+        _ => (DigestMode::Auto { mac: Some(Digester::new(DigestType::Mac, pw)) }, None, true),
+    };
+    let batch_rows = [1, 2, 3, 5, 64, 8192][(h >> 3) as usize % 6];
+    let batch_bytes = [0, 1, 100, 4096][(h >> 6) as usize % 4];
+    let include_issues = (h >> 8) % 4 != 0;
+    let scan = ScanOptions {
+        resync: (h >> 10) % 2 == 0,
+        max_record_size: [DEFAULT_MAX_RECORD_SIZE, 4096, 1 << 16][(h >> 11) as usize % 3],
+        // the smallest read window (64 KiB), so a larger log is read in several
+        chunk_size: 0,
+        ..ScanOptions::default()
+    };
+
+    // The plain way: the in-memory scan, then each record's digest.
+    let plain = scan_all(data, 0, scan.clone());
+    let path = fuzz_scratch_file("entry-log");
+    std::fs::write(&path, data).expect("the scratch file is written");
+    let logs = vec![(path.clone(), 3u64), (path.clone(), 9u64)];
+    let mut want = Vec::new();
+    let mut known = std::collections::HashMap::new();
+    if let Ok((recs, summary)) = &plain {
+        for &(_, log_id) in &logs {
+            for (offset, lid, eid, d) in recs {
+                let mut row = LogRow {
+                    log_id: log_id as i64,
+                    offset: *offset as i64,
+                    location: Some(((log_id << 32) | (offset + 4)) as i64),
+                    ledger_id: Some(*lid),
+                    entry_id: Some(*eid),
+                    lac: None,
+                    ledger_length: None,
+                    size: d.len() as i64,
+                    digest_type: None,
+                    digest_ok: None,
+                    payload: None,
+                    issue: None,
+                    error: Some("!".into()),
+                };
+                if d.len() >= BOOKIE_HEADER_SIZE {
+                    row.lac = Some(i64::from_be_bytes(d[16..24].try_into().unwrap()));
+                    row.ledger_length = Some(i64::from_be_bytes(d[24..32].try_into().unwrap()));
+                    let t = fixed.or_else(|| match known.get(lid) {
+                        Some(&t) => Some(t),
+                        None => {
+                            let t = reference_detect(d, auto_mac.then_some(pw));
+                            if let Some(t) = t {
+                                known.insert(*lid, t);
+                            }
+                            t
+                        }
+                    });
+                    row.digest_ok = Some(false);
+                    if let Some(t) = t {
+                        row.digest_type = Some(t.name().to_string());
+                        let start = BOOKIE_HEADER_SIZE + t.digest_len();
+                        if d.len() >= start {
+                            row.digest_ok = (t != DigestType::Dummy).then(|| reference_verifies(t, pw, d));
+                            row.payload = Some(d[start..].to_vec());
+                            row.error = None;
+                        }
+                    }
+                }
+                want.push(row);
+            }
+            if include_issues {
+                for i in &summary.issues {
+                    want.push(LogRow {
+                        log_id: log_id as i64,
+                        offset: i.offset as i64,
+                        location: None,
+                        ledger_id: None,
+                        entry_id: None,
+                        lac: None,
+                        ledger_length: None,
+                        size: i.length as i64,
+                        digest_type: None,
+                        digest_ok: None,
+                        payload: None,
+                        issue: Some(i.kind.name().to_string()),
+                        error: Some(i.message.clone()),
+                    });
+                }
+            }
+        }
+    }
+
+    for payload_type in [PayloadType::Binary, PayloadType::BinaryView] {
+        let opts = ArrowScanOptions {
+            digest: digest.clone(),
+            batch_rows,
+            batch_bytes,
+            include_issues,
+            payload_type,
+            scan: scan.clone(),
+        };
+        let mut s = MultiLogScan::new(logs.clone(), opts);
+        let bytes_bound = s.batch_bytes();
+        let mut got = Vec::new();
+        let mut last_full = true;
+        let failed = loop {
+            match s.next_batch() {
+                Ok(Some(b)) => {
+                    assert!(last_full, "{payload_type:?}: a batch stopped short of its bounds before the last");
+                    assert!(b.num_rows() > 0, "an empty batch");
+                    assert!(b.num_rows() <= batch_rows, "{} rows in a batch of at most {batch_rows}", b.num_rows());
+                    let (rows, bytes) = arrow_log_rows(&b, payload_type);
+                    last_full = rows.len() >= batch_rows || bytes >= bytes_bound;
+                    got.extend(rows);
+                }
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        match (&plain, failed) {
+            (Ok((_, summary)), None) => {
+                assert_eq!(got.len(), want.len(), "{payload_type:?}: rows of the Arrow scan against the plain scan");
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(g, w, "{payload_type:?}: row {k} of the Arrow scan against the plain scan");
+                }
+                let sums = s.summaries();
+                assert_eq!(sums.len(), logs.len());
+                for ((p, sm), (lp, id)) in sums.iter().zip(&logs) {
+                    assert_eq!(p, lp);
+                    let mut w = summary.clone();
+                    w.log_id = *id;
+                    assert_eq!(sm, &w, "{payload_type:?}: summary of log {id} against the plain scan's");
+                }
+            }
+            (Err(pe), Some(e)) => assert_eq!(pe.to_string(), e.to_string()),
+            (p, f) => panic!("{payload_type:?}: the plain scan gave {p:?}, the Arrow scan {f:?}"),
+        }
+    }
+    plain.is_ok_and(|(recs, _)| !recs.is_empty())
+}
+
+/// The entry-log target's logs, and logs of real bookie entries: each digest type, a damaged digest, a
+/// record too short for a header, one larger than the scan's 64 KiB read window, one cut short.
+pub fn seeds_entry_log_arrow() -> Vec<Vec<u8>> {
+    use crate::bookkeeper::digest::{DigestType, Digester};
+    let mut out = seeds_entry_log();
+    let entries = sample_entries();
+    let mut recs = Vec::new();
+    for (i, e) in entries.iter().take(12).enumerate() {
+        let t = [DigestType::Crc32c, DigestType::Crc32, DigestType::Mac, DigestType::Dummy][i / 3];
+        let lid = 3 + (i / 3) as i64;
+        recs.push(Digester::new(t, FUZZ_MAC_PASSWORD).pack(lid, (i % 3) as i64, (i % 3) as i64 - 1, 100, e));
+    }
+    let mut bad = recs[1].clone();
+    let n = bad.len();
+    bad[n - 1] ^= 0x20;
+    recs.push(bad);
+    let mut short = 8i64.to_be_bytes().to_vec();
+    short.extend_from_slice(&0i64.to_be_bytes());
+    short.extend_from_slice(b"0123456789");
+    recs.push(short);
+    out.push(entry_log_image(&recs, true));
+    out.push(entry_log_image(&recs[..7], false));
+    let crc = Digester::new(DigestType::Crc32c, b"");
+    let big: Vec<Vec<u8>> = (0..30).map(|e| crc.pack(2, e, e - 1, 3000 * (e + 1), &vec![e as u8; 3000])).collect();
+    let img = entry_log_image(&big, true);
+    out.push(img[..img.len() - 9].to_vec());
+    out.push(img);
+    out
+}
+
 /// The decompression target of one codec (a `fn` pointer cannot capture the codec, so each is its own closure).
 macro_rules! decompress_target {
     ($name:literal, $codec:expr) => {
@@ -1415,6 +1695,7 @@ pub fn targets() -> Vec<Target> {
         Target { name: "compaction", run: fuzz_compaction, seeds: seeds_compaction },
         Target { name: "record_head", run: fuzz_record_head, seeds: seeds_record_head },
         Target { name: "entry_log", run: fuzz_entry_log, seeds: seeds_entry_log },
+        Target { name: "entry_log_arrow", run: fuzz_entry_log_arrow, seeds: seeds_entry_log_arrow },
         Target { name: "bookie_entry", run: fuzz_bookie_entry, seeds: seeds_bookie_entry },
     ]
 }
