@@ -104,8 +104,10 @@ impl LatestForKey {
         };
         match self.map.get_mut(k) {
             Some(v) => {
-                // EventTimeOrderCompactor: a message older by event time does not replace a newer one.
-                if !self.event_time_order || event_time >= v.2 {
+                // EventTimeOrderCompactor: a message older by event time does not replace a newer one. Event
+                // times compare as Java longs (as Spark's phase one compares them too): one past i64::MAX is
+                // negative, older than any other.
+                if !self.event_time_order || event_time as i64 >= v.2 as i64 {
                     *v = (pos, payload_size, event_time);
                 }
             }
@@ -389,6 +391,18 @@ mod tests {
         l.add(Some("k"), p(0), 3, 200);
         l.add(Some("k"), p(1), 3, 100);
         assert!(l.is_latest("k", p(0)));
+    }
+
+    #[test]
+    fn event_times_compare_as_java_longs() {
+        // 2^63 is Long.MIN_VALUE to the Java compactor (and to Spark's max): any later time is newer
+        let mut l = LatestForKey::new(true);
+        let p = |e| MessagePosition { ledger_id: 1, entry_id: e, batch_index: -1 };
+        l.add(Some("k"), p(0), 3, 1 << 63);
+        l.add(Some("k"), p(1), 3, 4);
+        assert!(l.is_latest("k", p(1)));
+        l.add(Some("k"), p(2), 3, u64::MAX); // -1: older than 4
+        assert!(l.is_latest("k", p(1)));
     }
 
     #[test]
