@@ -1674,6 +1674,259 @@ pub fn seeds_entry_log_arrow() -> Vec<Vec<u8>> {
     out
 }
 
+// ---------------------------------------------------------------------------------------------
+// Compaction over Arrow
+// ---------------------------------------------------------------------------------------------
+
+/// Topic compaction's Arrow kernels over a column of entries (`bulk_rows`; flags: bits 0-1 the layout,
+/// 4 `retain_null_key`, 8 event-time order, 16 the retained-only batch format, 32 partition 2 instead
+/// of -1, 64 a null entry id on the last entry: no valid position for phase two), at positions
+/// `(5 + i / 3, i)`, in reading order as a topic's are:
+/// * `compaction_keys` gives, row by row, phase one's records of each entry (`compaction_records`), an
+///   error row where it fails or the entry is null, nothing for a marker;
+/// * `add_entries` fails at the first such entry (named), after adding every message before it, and
+///   leaves what the Spark job aggregates from those rows (`spark/compaction.py`: the greatest
+///   (event time,) position per key; a payload of 0 a tombstone): the same retained batch
+///   (`retained_batch`), messages, keyless messages and tombstones;
+/// * phase two by the latest map (`compact_entries`) and by each entry's retained batch indexes joined
+///   back (`compact_entries_by_indexes`, Spark's) write the same raw messages, and fail at the same
+///   entry; each raw message frames the entry's position and, read back, holds exactly the messages
+///   retained (or keyless, with `retain_null_key`), the entry itself when it is taken whole.
+pub fn fuzz_compaction_arrow(data: &[u8]) -> bool {
+    use crate::bulk::compaction::{
+        add_entries, compact_entries, compact_entries_by_indexes, compaction_keys, retained_batch, PositionedEntries,
+    };
+    use crate::codec::compaction::{compaction_records, decode_raw_message, BatchFormat, LatestForKey};
+    use crate::codec::entry::locate_broker_entry_metadata;
+    use arrow_array::{Int64Array, ListArray};
+    use std::collections::BTreeMap;
+    let (flags, rows) = bulk_rows(data);
+    let (retain_null_key, event_time_order) = (flags & 4 != 0, flags & 8 != 0);
+    let format = if flags & 16 != 0 { BatchFormat::RetainedOnly } else { BatchFormat::Placeholders };
+    let partition = if flags & 32 != 0 { 2 } else { -1 };
+    let n = rows.len();
+    let arr = bulk_array(flags, &rows);
+    let col = EntryColumn::from_array(arr.as_ref()).expect("binary column");
+    let ledger = |i: usize| 5 + i as i64 / 3;
+    let entry = |i: usize| i as i64;
+    let ledgers = Int64Array::from_iter_values((0..n).map(ledger));
+    let no_id = (flags & 64 != 0 && n > 0).then(|| arrow_buffer::NullBuffer::from_iter((0..n).map(|i| i + 1 < n)));
+    let entries = Int64Array::new((0..n).map(entry).collect(), no_id);
+    let input = PositionedEntries::new(arr.as_ref(), &ledgers, &entries).expect("ids as long as the entries");
+
+    // Phase one, row by row against the plain records.
+    let plain: Vec<Option<Result<Option<Vec<_>>, Error>>> =
+        rows.iter().map(|r| r.map(|d| compaction_records(d, FUZZ_LIMIT))).collect();
+    let keys = compaction_keys(&col, FUZZ_LIMIT);
+    let k_entry = keys.column(0).as_primitive::<Int64Type>();
+    let k_index = keys.column(1).as_primitive::<Int32Type>();
+    let k_key = keys.column(2).as_string::<i32>();
+    let k_size = keys.column(3).as_primitive::<Int64Type>();
+    let k_event = keys.column(4).as_primitive::<Int64Type>();
+    let k_err = keys.column(5).as_string::<i32>();
+    let mut row = 0;
+    for (i, p) in plain.iter().enumerate() {
+        match p {
+            Some(Ok(Some(recs))) => {
+                for r in recs {
+                    assert_eq!(k_entry.value(row), i as i64);
+                    assert!(k_err.is_null(row));
+                    assert_eq!(k_index.value(row), r.batch_index);
+                    assert_eq!(k_key.is_valid(row).then(|| k_key.value(row)), r.key.as_deref());
+                    assert_eq!(k_size.value(row), r.payload_size);
+                    assert_eq!(k_event.value(row), r.event_time as i64);
+                    row += 1;
+                }
+            }
+            Some(Ok(None)) => {}
+            other => {
+                assert_eq!(k_entry.value(row), i as i64);
+                assert!(k_index.is_null(row) && k_key.is_null(row) && k_size.is_null(row));
+                let want = match other {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "null entry".to_string(),
+                };
+                assert_eq!(k_err.value(row), want);
+                row += 1;
+            }
+        }
+    }
+    assert_eq!(row, keys.num_rows(), "compaction_keys has rows no entry accounts for");
+
+    // Spark's phase one over the rows before the first error: per key the greatest
+    // ((event time,) ledger, entry, batch index, size).
+    let first_bad = plain.iter().position(|p| !matches!(p, Some(Ok(_))));
+    let good = first_bad.unwrap_or(n);
+    let mut agg: BTreeMap<&str, (i64, i64, i64, i32, i64)> = BTreeMap::new();
+    let (mut messages, mut keyless) = (0u64, 0u64);
+    for (i, p) in plain[..good].iter().enumerate() {
+        for r in p.as_ref().unwrap().as_ref().unwrap().iter().flatten() {
+            messages += 1;
+            let Some(k) = r.key.as_deref() else {
+                keyless += 1;
+                continue;
+            };
+            let et = if event_time_order { r.event_time as i64 } else { 0 };
+            let v = (et, ledger(i), entry(i), r.batch_index, r.payload_size);
+            let slot = agg.entry(k).or_insert(v);
+            *slot = (*slot).max(v);
+        }
+    }
+    let mut latest = LatestForKey::new(event_time_order);
+    match (add_entries(&mut latest, &input, FUZZ_LIMIT), first_bad) {
+        (Ok(()), None) => {}
+        (Err(e), Some(i)) => {
+            let (l, x) = (ledger(i), entry(i));
+            let want = match &plain[i] {
+                Some(Err(Error::Corrupt { offset, what })) => {
+                    Error::Corrupt { offset: *offset, what: format!("entry {l}:{x}: {what}") }
+                }
+                Some(Err(other)) => other.clone(),
+                _ => Error::invalid(format!("entry {l}:{x} is null")),
+            };
+            assert_eq!(e, want, "add_entries failed otherwise than at entry {i}");
+        }
+        (r, bad) => panic!("add_entries gave {r:?}, the first bad entry is {bad:?}"),
+    }
+    let mut retained: Vec<(&str, (i64, i64, i32))> =
+        agg.iter().filter(|(_, v)| v.4 > 0).map(|(k, v)| (*k, (v.1, v.2, v.3))).collect();
+    retained.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(b.0)));
+    let rb = retained_batch(&latest);
+    let got: Vec<(&str, (i64, i64, i32))> = (0..rb.num_rows())
+        .map(|j| {
+            let int = |c: usize| rb.column(c).as_primitive::<Int64Type>().value(j);
+            (
+                rb.column(0).as_string::<i32>().value(j),
+                (int(1), int(2), rb.column(3).as_primitive::<Int32Type>().value(j)),
+            )
+        })
+        .collect();
+    assert_eq!(got, retained, "the latest map's retained keys against Spark's aggregation");
+    assert_eq!((latest.messages, latest.keyless), (messages, keyless));
+    assert_eq!(latest.tombstones(), agg.values().filter(|v| v.4 <= 0).count());
+
+    // Phase two, by the map and by the indexes joined back (null where an entry retains nothing).
+    let kept_of = |i: usize| -> Vec<i32> {
+        retained.iter().filter(|(_, p)| (p.0, p.1) == (ledger(i), entry(i))).map(|(_, p)| p.2).collect()
+    };
+    let kept = ListArray::from_iter_primitive::<Int32Type, _, _>((0..n).map(|i| {
+        let k = kept_of(i);
+        (!k.is_empty()).then(|| k.into_iter().map(Some).collect::<Vec<_>>())
+    }));
+    let by_idx = compact_entries_by_indexes(&input, &kept, partition, retain_null_key, format, FUZZ_LIMIT)
+        .expect("the columns have the right types and lengths");
+    assert_eq!(by_idx.num_rows(), n);
+    let raw = by_idx.column(0).as_binary::<i32>();
+    let err = by_idx.column(1).as_string::<i32>();
+    let stop = (0..n).find(|&i| err.is_valid(i));
+    let upto = stop.unwrap_or(n);
+    let prefix = |k: usize| (arr.slice(0, k), ledgers.slice(0, k), entries.slice(0, k));
+    let (pe, pl, pn) = prefix(upto);
+    let head = PositionedEntries::new(pe.as_ref(), &pl, &pn).unwrap();
+    let by_latest = compact_entries(&latest, &head, partition, retain_null_key, format, FUZZ_LIMIT)
+        .unwrap_or_else(|e| panic!("phase two by the map failed before the entry the indexes fail at ({stop:?}): {e}"));
+    let want: Vec<(i64, i64, &[u8])> =
+        (0..upto).filter(|&i| raw.is_valid(i)).map(|i| (ledger(i), entry(i), raw.value(i))).collect();
+    let got: Vec<(i64, i64, &[u8])> = (0..by_latest.num_rows())
+        .map(|j| {
+            let int = |c: usize| by_latest.column(c).as_primitive::<Int64Type>().value(j);
+            (int(0), int(1), by_latest.column(2).as_binary::<i32>().value(j))
+        })
+        .collect();
+    assert_eq!(got, want, "phase two by the map and by the retained indexes differ");
+    if let Some(s) = stop {
+        let (l, x) = (ledger(s), entry(s));
+        assert!(err.value(s).starts_with(&format!("entry {l}:{x}: ")), "{}", err.value(s));
+        let (pe, pl, pn) = prefix(s + 1);
+        let upto_bad = PositionedEntries::new(pe.as_ref(), &pl, &pn).unwrap();
+        assert!(
+            compact_entries(&latest, &upto_bad, partition, retain_null_key, format, FUZZ_LIMIT).is_err(),
+            "phase two by the map takes entry {s}, which fails by the indexes: {}",
+            err.value(s)
+        );
+    }
+    // Each entry's raw message against its plain records.
+    for i in 0..n {
+        let recs = match &plain[i] {
+            Some(Ok(recs)) => recs,
+            p => {
+                assert!(err.is_valid(i), "entry {i} fails phase one ({p:?}) yet phase two writes it");
+                continue;
+            }
+        };
+        if err.is_valid(i) {
+            continue;
+        }
+        let recs = recs.as_deref().unwrap_or(&[]);
+        let keep = kept_of(i);
+        let want: Vec<i32> = recs
+            .iter()
+            .filter(|r| if r.key.is_none() { retain_null_key } else { keep.contains(&r.batch_index) })
+            .map(|r| r.batch_index)
+            .collect();
+        if want.is_empty() {
+            assert!(raw.is_null(i), "entry {i} retains nothing, yet phase two writes it");
+            continue;
+        }
+        assert!(raw.is_valid(i), "entry {i} retains {want:?}, yet phase two writes nothing");
+        let d = rows[i].unwrap();
+        let (id, out) = decode_raw_message(raw.value(i)).expect("a raw message decodes");
+        assert_eq!((id.ledger_id as i64, id.entry_id as i64, id.partition), (ledger(i), entry(i), Some(partition)));
+        if want == [-1] {
+            assert_eq!(out, d, "an entry taken whole is copied as it is");
+            continue;
+        }
+        let again = compaction_records(out, 4 * FUZZ_LIMIT).expect("a rebatched entry decodes").expect("no marker");
+        assert_eq!(again.iter().map(|r| r.batch_index).collect::<Vec<_>>(), want, "entry {i}: retained indexes");
+        for r in &again {
+            let o = recs.iter().find(|o| o.batch_index == r.batch_index).unwrap();
+            assert_eq!((&r.key, r.payload_size, r.event_time), (&o.key, o.payload_size, o.event_time));
+        }
+        let (_, hs) = locate_broker_entry_metadata(d).unwrap();
+        let (_, ho) = locate_broker_entry_metadata(out).unwrap();
+        assert_eq!(&out[..ho], &d[..hs], "entry {i}: the broker entry metadata is kept");
+    }
+    first_bad.is_none() && !retained.is_empty()
+}
+
+/// Batches of keyed messages: a key rewritten, a tombstone, keyless messages, event times out of order
+/// (one past `i64::MAX`).
+fn compaction_sample_entries() -> Vec<Vec<u8>> {
+    let msg = |key: Option<&str>, event: Option<u64>, payload: &'static [u8]| {
+        (SingleMessageMetadata { partition_key: key.map(Into::into), event_time: event, ..Default::default() }, payload)
+    };
+    let md = sample_metadata(1);
+    let batches = [
+        vec![msg(Some("a"), Some(5), b"a1"), msg(Some("b"), Some(9), b"b1"), msg(None, None, b"n1")],
+        vec![msg(Some("a"), Some(3), b"a2"), msg(Some("b"), Some(10), b""), msg(Some("c"), None, b"c1")],
+        vec![msg(Some("c"), Some(1), b"c2"), msg(None, Some(2), b"n2"), msg(Some("a"), Some(7), b"")],
+        // an event time past i64::MAX: a negative Java long, older than any other
+        vec![msg(Some("d"), Some(1 << 63), b"d1"), msg(Some("d"), Some(4), b"d2")],
+    ];
+    let mut out: Vec<Vec<u8>> = batches
+        .iter()
+        .zip(Codec::ALL)
+        .map(|(b, c)| crate::codec::batch::encode_batch(&md, b, c, true).unwrap())
+        .collect();
+    let single = MessageMetadata { partition_key: Some("b".into()), ..sample_metadata(2) };
+    out.push(crate::codec::batch::encode_single(&single, b"b2", Codec::None, true).unwrap());
+    out
+}
+
+pub fn seeds_compaction_arrow() -> Vec<Vec<u8>> {
+    let keyed = compaction_sample_entries();
+    let sample = sample_entries();
+    let mut rows: Vec<&[u8]> = keyed.iter().map(|e| &e[..]).collect();
+    let mut out = Vec::new();
+    for flags in [0u8, 4 | 8, 16 | 1 | 64, 2 | 32 | 4 | 16] {
+        out.push(bulk_input(flags, 0, &rows));
+    }
+    rows.extend(sample.iter().map(|e| &e[..]));
+    out.push(bulk_input(8, 0, &rows));
+    out.push(bulk_input(16 | 4 | 2, 0, &rows));
+    out
+}
+
 /// The decompression target of one codec (a `fn` pointer cannot capture the codec, so each is its own closure).
 macro_rules! decompress_target {
     ($name:literal, $codec:expr) => {
@@ -1697,6 +1950,7 @@ pub fn targets() -> Vec<Target> {
         Target { name: "entry_log", run: fuzz_entry_log, seeds: seeds_entry_log },
         Target { name: "entry_log_arrow", run: fuzz_entry_log_arrow, seeds: seeds_entry_log_arrow },
         Target { name: "bookie_entry", run: fuzz_bookie_entry, seeds: seeds_bookie_entry },
+        Target { name: "compaction_arrow", run: fuzz_compaction_arrow, seeds: seeds_compaction_arrow },
     ]
 }
 
