@@ -1927,6 +1927,487 @@ pub fn seeds_compaction_arrow() -> Vec<Vec<u8>> {
     out
 }
 
+// ---------------------------------------------------------------------------------------------
+// JSON lines
+// ---------------------------------------------------------------------------------------------
+
+/// A JSON value as a strict RFC 8259 reader reads it; a number keeps its text (compared exactly).
+#[derive(Debug, Clone, PartialEq)]
+enum Json {
+    Null,
+    Bool(bool),
+    Num(String),
+    Str(String),
+    Arr(Vec<Json>),
+    Obj(Vec<(String, Json)>),
+}
+
+/// A strict JSON reader (no trailing commas, no leading zeros, no raw control characters, no lone
+/// surrogates): the check of `bulk::json`, which writes JSON without a JSON library.
+struct JsonReader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl JsonReader<'_> {
+    fn parse(line: &[u8]) -> Result<Json, String> {
+        let mut r = JsonReader { b: line, at: 0 };
+        let v = r.value()?;
+        r.ws();
+        if r.at != line.len() {
+            return Err(format!("bytes after the value at {}", r.at));
+        }
+        Ok(v)
+    }
+
+    fn ws(&mut self) {
+        while self.b.get(self.at).is_some_and(|c| b" \t\n\r".contains(c)) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, lit: &[u8]) -> bool {
+        let ok = self.b[self.at..].starts_with(lit);
+        if ok {
+            self.at += lit.len();
+        }
+        ok
+    }
+
+    fn value(&mut self) -> Result<Json, String> {
+        self.ws();
+        let at = self.at;
+        match self.b.get(at) {
+            Some(b'{') => {
+                self.at += 1;
+                let mut fields = Vec::new();
+                self.ws();
+                if self.eat(b"}") {
+                    return Ok(Json::Obj(fields));
+                }
+                loop {
+                    self.ws();
+                    let Json::Str(k) = self.value()? else { return Err(format!("a key that is no string at {at}")) };
+                    self.ws();
+                    if !self.eat(b":") {
+                        return Err(format!("no ':' at {}", self.at));
+                    }
+                    fields.push((k, self.value()?));
+                    self.ws();
+                    if self.eat(b"}") {
+                        return Ok(Json::Obj(fields));
+                    }
+                    if !self.eat(b",") {
+                        return Err(format!("no ',' or '}}' at {}", self.at));
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.at += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if self.eat(b"]") {
+                    return Ok(Json::Arr(items));
+                }
+                loop {
+                    items.push(self.value()?);
+                    self.ws();
+                    if self.eat(b"]") {
+                        return Ok(Json::Arr(items));
+                    }
+                    if !self.eat(b",") {
+                        return Err(format!("no ',' or ']' at {}", self.at));
+                    }
+                }
+            }
+            Some(b'"') => self.string().map(Json::Str),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ if self.eat(b"null") => Ok(Json::Null),
+            _ if self.eat(b"true") => Ok(Json::Bool(true)),
+            _ if self.eat(b"false") => Ok(Json::Bool(false)),
+            _ => Err(format!("no value at {at}")),
+        }
+    }
+
+    fn number(&mut self) -> Result<Json, String> {
+        let start = self.at;
+        let digits = |r: &mut Self| {
+            let s = r.at;
+            while r.b.get(r.at).is_some_and(u8::is_ascii_digit) {
+                r.at += 1;
+            }
+            r.at - s
+        };
+        self.eat(b"-");
+        let int_at = self.at;
+        match digits(self) {
+            0 => return Err(format!("a number without digits at {start}")),
+            n if n > 1 && self.b[int_at] == b'0' => return Err(format!("a leading zero at {start}")),
+            _ => {}
+        }
+        if self.eat(b".") && digits(self) == 0 {
+            return Err(format!("no digits after the point at {start}"));
+        }
+        if self.eat(b"e") || self.eat(b"E") {
+            let _ = self.eat(b"+") || self.eat(b"-");
+            if digits(self) == 0 {
+                return Err(format!("no exponent digits at {start}"));
+            }
+        }
+        Ok(Json::Num(String::from_utf8(self.b[start..self.at].to_vec()).unwrap()))
+    }
+
+    fn hex4(&mut self) -> Result<u32, String> {
+        let h = self.b.get(self.at..self.at + 4).ok_or("a cut \\u escape")?;
+        let s = std::str::from_utf8(h).map_err(|_| "a \\u escape that is no hex")?;
+        if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!("\\u{s} is no hex"));
+        }
+        self.at += 4;
+        Ok(u32::from_str_radix(s, 16).unwrap())
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let start = self.at;
+        self.at += 1;
+        let mut out = String::new();
+        loop {
+            let Some(&c) = self.b.get(self.at) else { return Err(format!("a string from {start} never ends")) };
+            self.at += 1;
+            match c {
+                b'"' => return Ok(out),
+                b'\\' => {
+                    let Some(&e) = self.b.get(self.at) else { return Err("a cut escape".into()) };
+                    self.at += 1;
+                    out.push(match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let u = self.hex4()?;
+                            let cp = match u {
+                                0xd800..=0xdbff => {
+                                    if !self.eat(b"\\u") {
+                                        return Err(format!("a lone high surrogate {u:04x}"));
+                                    }
+                                    let lo = self.hex4()?;
+                                    if !(0xdc00..=0xdfff).contains(&lo) {
+                                        return Err(format!("{u:04x} followed by {lo:04x}, no low surrogate"));
+                                    }
+                                    0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00)
+                                }
+                                0xdc00..=0xdfff => return Err(format!("a lone low surrogate {u:04x}")),
+                                u => u,
+                            };
+                            char::from_u32(cp).ok_or("no character")?
+                        }
+                        e => return Err(format!("an unknown escape \\{}", e as char)),
+                    });
+                }
+                0..=0x1f => return Err(format!("a raw control character {c:#04x} in a string")),
+                _ => {
+                    // a UTF-8 sequence: copied whole (the line is checked to be UTF-8)
+                    let len = match c {
+                        0xc0..=0xdf => 2,
+                        0xe0..=0xef => 3,
+                        0xf0..=0xf7 => 4,
+                        _ => 1,
+                    };
+                    let end = (self.at - 1 + len).min(self.b.len());
+                    out.push_str(std::str::from_utf8(&self.b[self.at - 1..end]).map_err(|e| e.to_string())?);
+                    self.at = end;
+                }
+            }
+        }
+    }
+}
+
+/// A value as Python's `json.dumps` prints it (`", "` and `": "`, `ensure_ascii`): what a line must be.
+fn python_json(v: &Json, out: &mut String) {
+    match v {
+        Json::Null => out.push_str("null"),
+        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Json::Num(n) => out.push_str(n),
+        Json::Str(s) => {
+            out.push('"');
+            for ch in s.chars() {
+                match ch {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '\u{8}' => out.push_str("\\b"),
+                    '\u{c}' => out.push_str("\\f"),
+                    ' '..='~' => out.push(ch),
+                    _ => {
+                        let mut units = [0u16; 2];
+                        for u in ch.encode_utf16(&mut units) {
+                            out.push_str(&format!("\\u{u:04x}"));
+                        }
+                    }
+                }
+            }
+            out.push('"');
+        }
+        Json::Arr(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                python_json(x, out);
+            }
+            out.push(']');
+        }
+        Json::Obj(fields) => {
+            out.push('{');
+            for (i, (k, x)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                python_json(&Json::Str(k.clone()), out);
+                out.push_str(": ");
+                python_json(x, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Padded standard base64, decoded the plain way (None for anything else).
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let b = s.as_bytes();
+    if b.len() % 4 != 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(b.len() / 4 * 3);
+    for (q, quad) in b.chunks(4).enumerate() {
+        let last = q + 1 == b.len() / 4;
+        let pad = quad.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut v = 0u32;
+        for &c in &quad[..4 - pad] {
+            v = (v << 6) | ALPHABET.iter().position(|&a| a == c)? as u32;
+        }
+        v <<= 6 * pad as u32;
+        let bytes = [(v >> 16) as u8, (v >> 8) as u8, v as u8];
+        // the bits a padded quad leaves over must be zero (canonical base64)
+        if bytes[3 - pad..].iter().any(|&x| x != 0) {
+            return None;
+        }
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
+}
+
+/// The rows of the message read (`assemble_messages`, as `check_assemble` sets it up, here with one
+/// committed and one aborted transaction known, and the topic from flags bits 2-3: plain, with
+/// characters JSON escapes, or null) rendered by `bulk_json_lines`: every line is strict JSON, exactly
+/// as Python's `json.dumps(json_record(row))` prints it, with the fields of `json_record` in order (the
+/// marker column, when there, filled with the keys' strings) and
+/// the batch's values: integers exact (transaction bits unsigned), the base64 payload decoding to the
+/// payload's bytes (null for a null value), properties as `dict(pairs)` makes them (first place, last
+/// value), broker entry metadata and the transaction as objects or null; a slice of the batch renders
+/// as the same slice of lines.
+pub fn fuzz_json_lines(data: &[u8]) -> bool {
+    use crate::bulk::assemble::{assemble_messages, BatchContext, TimeFilter, TxnStates};
+    use crate::bulk::compaction::PositionedEntries;
+    use crate::bulk::json::json_lines;
+    use arrow_array::{Int64Array, StringArray};
+    let (flags, rows) = bulk_rows(data);
+    let arr = bulk_array(flags, &rows);
+    let n = rows.len() as i64;
+    let (ledgers, entries) =
+        (Int64Array::from_iter_values((0..n).map(|i| 5 + i / 3)), Int64Array::from_iter_values(0..n));
+    let input = PositionedEntries::new(arr.as_ref(), &ledgers, &entries).expect("ids as long as the entries");
+    let states = StringArray::from(vec![Some("COMMITTED"), Some("ABORTED")]);
+    let (most, least) = ([1i64, -1], [9i64, 2]);
+    let filters = if flags & 64 != 0 {
+        vec![TimeFilter::new("publish_time", ">", vec![1_700_000_000_001]).unwrap()]
+    } else {
+        vec![]
+    };
+    let topic =
+        [Some("persistent://public/default/fuzz"), Some("persistent://t/n/tøpic \"q\" \\ \u{1}\u{7f}\u{2028}😀"), None]
+            [usize::from(flags >> 2) % 4 % 3];
+    let cx = BatchContext {
+        topic,
+        partition: if flags & 128 != 0 { -1 } else { 7 },
+        markers: flags & 32 != 0,
+        txn: TxnStates::new(&most, &least, &states, "UNKNOWN").unwrap(),
+        committed: flags & 16 != 0,
+        time_filters: &filters,
+        limit: FUZZ_LIMIT,
+        threads: 1,
+    };
+    let (mut batch, _) = assemble_messages(&input, &cx).expect("a fuzz input is far below 2 GiB of payloads");
+    if let Ok(at) = batch.schema().index_of("marker") {
+        // the caller fills in markers: rendered from the keys' strings here
+        let mut cols = batch.columns().to_vec();
+        cols[at] = batch.column_by_name("key").unwrap().clone();
+        batch = RecordBatch::try_new(batch.schema(), cols).expect("the marker column is a nullable string");
+    }
+    let out = json_lines(&batch).expect("a message batch renders");
+    assert!(out.is_ascii(), "a JSON line with a byte beyond ASCII");
+    let text = std::str::from_utf8(&out).unwrap();
+    let lines: Vec<&str> = text.split_terminator('\n').collect();
+    assert!(out.is_empty() || out.ends_with(b"\n"));
+    assert_eq!(lines.len(), batch.num_rows(), "one line per row");
+
+    let int = |name: &str, i: usize| -> Option<i64> {
+        let a = batch.column_by_name(name).unwrap();
+        a.is_valid(i).then(|| match a.data_type() {
+            arrow_schema::DataType::Int32 => i64::from(a.as_primitive::<Int32Type>().value(i)),
+            _ => a.as_primitive::<Int64Type>().value(i),
+        })
+    };
+    let string = |name: &str, i: usize| {
+        let a = batch.column_by_name(name).unwrap().as_string::<i32>();
+        a.is_valid(i).then(|| a.value(i).to_string())
+    };
+    let boolean = |name: &str, i: usize| {
+        let a = batch.column_by_name(name).unwrap().as_boolean();
+        a.is_valid(i).then(|| a.value(i))
+    };
+    let num = |v: Option<i64>| v.map_or(Json::Null, |v| Json::Num(v.to_string()));
+    let text_or_null = |v: Option<String>| v.map_or(Json::Null, Json::Str);
+    let props = batch.column_by_name("properties").unwrap().as_map();
+    let payload = batch.column_by_name("payload").unwrap().as_binary::<i32>();
+    for (i, line) in lines.iter().enumerate() {
+        let v = JsonReader::parse(line.as_bytes()).unwrap_or_else(|e| panic!("line {i} is no JSON ({e}): {line}"));
+        let mut again = String::new();
+        python_json(&v, &mut again);
+        assert_eq!(&again, line, "line {i} is not as Python's json.dumps prints it");
+        let Json::Obj(fields) = v else { panic!("line {i} is no object") };
+        let (ts, index) = (int("broker_timestamp", i), int("broker_index", i));
+        let mut want = vec![
+            ("topic", text_or_null(string("topic", i))),
+            (
+                "message_id",
+                Json::Obj(vec![
+                    ("ledger_id".into(), num(int("ledger_id", i))),
+                    ("entry_id".into(), num(int("entry_id", i))),
+                    ("batch_index".into(), num(int("batch_index", i))),
+                    ("partition".into(), num(int("partition", i))),
+                ]),
+            ),
+            ("key", text_or_null(string("key", i))),
+            ("properties", {
+                // dict(pairs): a repeated key keeps its first place and takes its last value
+                let mut d: Vec<(String, Json)> = Vec::new();
+                if props.is_valid(i) {
+                    let kv = props.value(i);
+                    let (ks, vs) = (kv.column(0).as_string::<i32>(), kv.column(1).as_string::<i32>());
+                    for j in 0..kv.len() {
+                        let val = vs.is_valid(j).then(|| vs.value(j).to_string());
+                        match d.iter_mut().find(|(k, _)| k == ks.value(j)) {
+                            Some(slot) => slot.1 = text_or_null(val),
+                            None => d.push((ks.value(j).to_string(), text_or_null(val))),
+                        }
+                    }
+                }
+                Json::Obj(d)
+            }),
+            ("payload_b64", Json::Null),
+            ("publish_time", num(int("publish_time", i))),
+            ("event_time", num(int("event_time", i))),
+            ("sequence_id", num(int("sequence_id", i))),
+            ("producer_name", text_or_null(string("producer_name", i))),
+            ("null_value", boolean("null_value", i).map_or(Json::Null, Json::Bool)),
+            ("encrypted", boolean("encrypted", i).map_or(Json::Null, Json::Bool)),
+            (
+                "broker_entry_metadata",
+                if ts.is_none() && index.is_none() {
+                    Json::Null
+                } else {
+                    Json::Obj(vec![("broker_timestamp".into(), num(ts)), ("index".into(), num(index))])
+                },
+            ),
+            (
+                "txn",
+                match string("txn_state", i) {
+                    None => Json::Null,
+                    Some(state) => {
+                        let bits = |name: &str| Json::Num((int(name, i).unwrap_or(0) as u64).to_string());
+                        Json::Obj(vec![
+                            ("most_bits".into(), bits("txn_most_bits")),
+                            ("least_bits".into(), bits("txn_least_bits")),
+                            ("state".into(), Json::Str(state)),
+                        ])
+                    }
+                },
+            ),
+        ];
+        if batch.column_by_name("marker").is_some() {
+            want.push(("marker", text_or_null(string("marker", i))));
+        }
+        let names: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, want.iter().map(|(k, _)| *k).collect::<Vec<_>>(), "line {i}: the fields of json_record");
+        for ((k, got), (_, w)) in fields.iter().zip(&want) {
+            if k == "payload_b64" {
+                let p = payload.is_valid(i).then(|| payload.value(i));
+                match (got, p) {
+                    (Json::Null, None) => {}
+                    (Json::Str(s), Some(p)) => {
+                        assert_eq!(base64_decode(s).as_deref(), Some(p), "line {i}: the payload's base64")
+                    }
+                    (g, p) => panic!("line {i}: payload_b64 {g:?} for the payload {p:?}"),
+                }
+            } else {
+                assert_eq!(got, w, "line {i}: field {k}");
+            }
+        }
+    }
+    // a slice of the batch (offsets into its columns' buffers) renders as the same lines
+    let len = batch.num_rows();
+    if len > 0 {
+        let (a, k) = (usize::from(flags) % len, len / 2);
+        let k = k.min(len - a);
+        let sliced = json_lines(&batch.slice(a, k)).expect("a slice renders");
+        let want: String = lines[a..a + k].iter().map(|l| format!("{l}\n")).collect();
+        assert_eq!(std::str::from_utf8(&sliced).unwrap(), want, "a slice of the batch renders otherwise");
+    }
+    len > 0
+}
+
+/// Valid entries (the bulk seeds' rows) with properties and keys JSON must escape, one repeated
+/// property key, and a committed and an aborted transaction.
+pub fn seeds_json_lines() -> Vec<Vec<u8>> {
+    let mut entries = sample_entries();
+    let odd = SingleMessageMetadata {
+        properties: vec![
+            KeyValue { key: "k\"\\\n\u{0}".into(), value: "é€😀\u{7f}\u{1f}".into() },
+            KeyValue { key: "dup".into(), value: "first".into() },
+            KeyValue { key: "x".into(), value: "".into() },
+            KeyValue { key: "dup".into(), value: "last".into() },
+        ],
+        partition_key: Some("clé \t\u{8}\u{c}\r/".into()),
+        ..Default::default()
+    };
+    let pairs = [(odd.clone(), &b"\x00\xff\xfe"[..]), (odd, b"ab"), (SingleMessageMetadata::default(), b"abc")];
+    let md = MessageMetadata { producer_name: "prod\u{2028}ucer".into(), ..sample_metadata(3) };
+    entries.push(crate::codec::batch::encode_batch(&md, &pairs, Codec::Zstd, true).unwrap());
+    for (most, least) in [(1u64, 9u64), (u64::MAX, 2)] {
+        let txn = MessageMetadata { txnid_most_bits: Some(most), txnid_least_bits: Some(least), ..sample_metadata(4) };
+        entries.push(crate::codec::batch::encode_single(&txn, b"in a transaction", Codec::None, true).unwrap());
+    }
+    let rows: Vec<&[u8]> = entries.iter().map(|e| &e[..]).collect();
+    let mut out = Vec::new();
+    for (flags, mask) in [(0u8, 0u8), (1 | 4 | 32, 0x10), (2 | 8 | 16, 0), (64 | 128, 0x81)] {
+        out.push(bulk_input(flags, mask, &rows));
+    }
+    out
+}
+
 /// The decompression target of one codec (a `fn` pointer cannot capture the codec, so each is its own closure).
 macro_rules! decompress_target {
     ($name:literal, $codec:expr) => {
@@ -1951,6 +2432,7 @@ pub fn targets() -> Vec<Target> {
         Target { name: "entry_log_arrow", run: fuzz_entry_log_arrow, seeds: seeds_entry_log_arrow },
         Target { name: "bookie_entry", run: fuzz_bookie_entry, seeds: seeds_bookie_entry },
         Target { name: "compaction_arrow", run: fuzz_compaction_arrow, seeds: seeds_compaction_arrow },
+        Target { name: "json_lines", run: fuzz_json_lines, seeds: seeds_json_lines },
     ]
 }
 
