@@ -2588,6 +2588,27 @@ mod tests {
         }
     }
 
+    /// `scripts/fuzz.sh --libfuzzer` runs what `cargo fuzz list` lists: each target's `[[bin]]` in
+    /// rust/fuzz/Cargo.toml, a thin wrapper in rust/fuzz/fuzz_targets/<name>.rs.
+    #[test]
+    fn every_target_has_its_libfuzzer_binary() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let all = targets();
+        for t in &all {
+            let bin = format!("[[bin]]\nname = \"{0}\"\npath = \"fuzz_targets/{0}.rs\"\n", t.name);
+            assert!(manifest.contains(&bin), "rust/fuzz/Cargo.toml has no [[bin]] for {}", t.name);
+            let src = std::fs::read_to_string(dir.join("fuzz_targets").join(format!("{}.rs", t.name)))
+                .unwrap_or_else(|e| panic!("fuzz_targets/{}.rs: {e}", t.name));
+            assert!(
+                src.contains("pulsarkit::fuzz::fuzz_"),
+                "fuzz_targets/{}.rs runs no pulsarkit::fuzz target",
+                t.name
+            );
+        }
+        assert_eq!(manifest.matches("[[bin]]").count(), all.len(), "a [[bin]] for no target of targets()");
+    }
+
     #[test]
     fn mutator_respects_max_len_and_is_deterministic() {
         let corpus = seeds_entry_parse();
