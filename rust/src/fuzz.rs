@@ -1479,13 +1479,13 @@ fn arrow_log_rows(
     (rows, bytes)
 }
 
-/// A per-thread scratch file for the targets that need a real file (removed by nobody: it is rewritten
-/// by every run and lives in the temporary directory).
+/// A scratch file of this process and thread in the temporary directory, for the targets that need a
+/// real file (each run writes it, and removes it when done).
 fn fuzz_scratch_file(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("pulsarkit-fuzz-{}", std::process::id()));
+    let dir = std::env::temp_dir().join("pulsarkit-fuzz");
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
-    dir.join(format!("{name}-{thread}"))
+    dir.join(format!("{name}-{}-{thread}", std::process::id()))
 }
 
 /// An entry log's bytes, written to a file and scanned into Arrow batches (`MultiLogScan`, what
@@ -1641,6 +1641,7 @@ pub fn fuzz_entry_log_arrow(data: &[u8]) -> bool {
             (p, f) => panic!("{payload_type:?}: the plain scan gave {p:?}, the Arrow scan {f:?}"),
         }
     }
+    let _ = std::fs::remove_file(&path);
     plain.is_ok_and(|(recs, _)| !recs.is_empty())
 }
 
