@@ -4,9 +4,10 @@
 #   scripts/fuzz.sh [seconds-per-target] [--libfuzzer] [--targets a,b]
 #
 # 1. Always: the stable, bounded mutation fuzzer (rust/tests/fuzz_bounded.rs) in a release build that
-#    keeps overflow checks and debug assertions (an overflow is a finding). Each target runs for
-#    `seconds` (default 20; 8 targets, so about 3 minutes), seeded from valid entries, batches, codec
-#    streams, BEM-prefixed entries and frame streams. Any panic fails with the target and the input hex
+#    keeps overflow checks and debug assertions (an overflow is a finding). Each target of
+#    `pulsarkit::fuzz::targets()` runs for `seconds` (default 20; 16 targets, so about 6 minutes; CI runs
+#    10), seeded from valid entries, batches, codec streams, BEM-prefixed entries, frame streams, entry
+#    logs and bookie entries. Any panic fails with the target and the input hex
 #    (the input is also saved under target/fuzz-driver/tmp/fuzz-failures/). CI runs this.
 # 2. With --libfuzzer, when a nightly toolchain and cargo-fuzz are installed: the cargo-fuzz targets
 #    in rust/fuzz for the same time each, starting from the same seeds. Otherwise it says why it skips.

@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = pulsarkit::fuzz::fuzz_decompress_codec(pulsarkit::compression::Codec::Snappy, data);
+    let _ = pulsarkit::fuzz::fuzz_decompress_codec(pulsarkit::codec::compression::Codec::Snappy, data);
 });

@@ -149,9 +149,10 @@ fn be_i64(b: &[u8]) -> i64 {
     i64::from_be_bytes(b[..8].try_into().unwrap())
 }
 
-/// Splits stored entry bytes without checking the digest.
+/// Splits stored entry bytes without checking the digest. Any `digest_len` is taken: one no buffer can
+/// hold is the short-entry error (the sum saturates instead of overflowing into a slice panic).
 pub fn parse_bookie_entry(data: &[u8], digest_len: usize) -> Result<BookieEntry<'_>> {
-    let need = BOOKIE_HEADER_SIZE + digest_len;
+    let need = BOOKIE_HEADER_SIZE.saturating_add(digest_len);
     if data.len() < need {
         return Err(Error::corrupt(
             data.len(),
@@ -263,8 +264,9 @@ impl Digester {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let eid = first_entry_id + i as i64;
-                len += p.as_ref().len() as i64;
+                // a Java long's arithmetic, as the LedgerHandle's: wrapping, never a panic
+                let eid = first_entry_id.wrapping_add(i as i64);
+                len = len.wrapping_add(p.as_ref().len() as i64);
                 let h = bookie_header(ledger_id, eid, lac, len);
                 let d = self.compute(&h, p.as_ref());
                 lac = eid;
@@ -419,6 +421,28 @@ mod tests {
         assert!(d.verify(&e, Some(2), None).is_err());
         assert!(d.verify(&e, None, Some(3)).is_err());
         assert!(parse_bookie_entry(&e[..20], 0).is_err());
+    }
+
+    #[test]
+    fn pack_many_wraps_ids_and_length_as_java_longs() {
+        let d = Digester::new(DigestType::Crc32c, b"");
+        let run = LedgerRun { ledger_id: 1, first_entry_id: i64::MAX, last_add_confirmed: 5, length: i64::MAX - 1 };
+        let out = d.pack_many(run, &[b"ab".as_slice(), b"c".as_slice()]);
+        let a = d.verify(&out[0], Some(1), Some(i64::MAX)).unwrap();
+        let b = d.verify(&out[1], Some(1), Some(i64::MIN)).unwrap();
+        assert_eq!((a.last_add_confirmed, a.length), (5, i64::MIN));
+        assert_eq!((b.last_add_confirmed, b.length), (i64::MAX, i64::MIN + 1));
+    }
+
+    #[test]
+    fn a_digest_length_past_usize_is_a_short_entry_not_a_panic() {
+        let e = Digester::new(DigestType::Crc32c, b"").pack(1, 0, -1, 3, b"abc");
+        for dl in [usize::MAX, usize::MAX - 31, usize::MAX - 32] {
+            match parse_bookie_entry(&e, dl) {
+                Err(Error::Corrupt { offset, .. }) => assert_eq!(offset, e.len() as u64),
+                other => panic!("{dl}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::codec::batch::{
     append_record, indexed_batch_records, parse_entry, uncompressed_payload, BatchRecord, ParsedEntry,
 };
 use crate::codec::compression::{self, Codec};
-use crate::codec::entry::{encode_metadata_and_payload, locate_broker_entry_metadata};
+use crate::codec::entry::encode_metadata_and_payload;
 use crate::codec::proto::{MessageIdData, SingleMessageMetadata};
 use crate::codec::wire::Reader;
 use crate::error::{Error, Result};
@@ -104,8 +104,10 @@ impl LatestForKey {
         };
         match self.map.get_mut(k) {
             Some(v) => {
-                // EventTimeOrderCompactor: a message older by event time does not replace a newer one.
-                if !self.event_time_order || event_time >= v.2 {
+                // EventTimeOrderCompactor: a message older by event time does not replace a newer one. Event
+                // times compare as Java longs (as Spark's phase one compares them too): one past i64::MAX is
+                // negative, older than any other.
+                if !self.event_time_order || event_time as i64 >= v.2 as i64 {
                     *v = (pos, payload_size, event_time);
                 }
             }
@@ -181,13 +183,13 @@ pub fn rebatch(
     format: BatchFormat,
     limit: usize,
 ) -> Result<Option<Vec<u8>>> {
-    let (bem, headers_start) = locate_broker_entry_metadata(data)?;
-    let client = &data[headers_start..];
-    let e = parse_entry(client, false).map_err(|x| x.shifted(headers_start))?;
+    // the whole entry parsed as phase one parses it: one broker entry metadata prefix, not a second
+    let e = parse_entry(data, false)?;
+    let (bem, headers_start) = (e.layout.broker_entry_metadata.is_some(), e.layout.headers_start);
     let n = e.metadata.num_messages_in_batch.ok_or_else(|| {
         Error::invalid("rebatch needs a batched entry (num_messages_in_batch is not set)".to_string())
     })?;
-    let (body, recs) = body_records(client, &e, limit).map_err(|x| x.shifted(headers_start))?;
+    let (body, recs) = body_records(data, &e, limit)?;
     // A batch holding only its retained messages declares how many it had: placeholders for the rest are
     // at least 6 bytes each, so a forged count of 2^31 in a 34-byte entry would be 12 GB of output.
     let missing = usize::try_from(i64::from(n) - recs.len() as i64).unwrap_or(0);
@@ -240,7 +242,7 @@ pub fn rebatch(
     let compressed = compression::compress(codec, &out)?;
     let rebuilt = encode_metadata_and_payload(&md.encode_to_vec(), &compressed, true)?;
     let mut entry = Vec::with_capacity(headers_start + rebuilt.len());
-    if bem.is_some() {
+    if bem {
         entry.extend_from_slice(&data[..headers_start]);
     }
     entry.extend_from_slice(&rebuilt);
@@ -282,8 +284,7 @@ pub fn compact_entry(
     limit: usize,
 ) -> Result<Option<Vec<u8>>> {
     let keep = |i: i32, k: &str| retained.keeps(id, i, k);
-    let (_, headers_start) = locate_broker_entry_metadata(data)?;
-    let e = parse_entry(&data[headers_start..], false).map_err(|x| x.shifted(headers_start))?;
+    let e = parse_entry(data, false)?;
     let md = &e.metadata;
     if md.marker_type.is_some() {
         return Ok(None);
@@ -329,9 +330,7 @@ pub fn decode_raw_message(data: &[u8]) -> Result<(MessageIdData, &[u8])> {
 /// A batch of one (or none) gives -1; `compacted_batch_indexes` its last element; an encrypted
 /// batch `batch_size - 1` (it is never opened); otherwise the last index not compacted out.
 pub fn last_message_position(entry: &[u8], limit: usize) -> Result<(i32, u64)> {
-    let (_, headers_start) = locate_broker_entry_metadata(entry)?;
-    let client = &entry[headers_start..];
-    let e = parse_entry(client, false).map_err(|x| x.shifted(headers_start))?;
+    let e = parse_entry(entry, false)?;
     let md = &e.metadata;
     let n = md.num_messages_in_batch.unwrap_or(0);
     let idx = if n <= 1 {
@@ -341,9 +340,9 @@ pub fn last_message_position(entry: &[u8], limit: usize) -> Result<(i32, u64)> {
     } else if !md.encryption_keys.is_empty() {
         n - 1
     } else {
-        let (_, recs) = body_records(client, &e, limit).map_err(|x| x.shifted(headers_start))?;
+        let (_, recs) = body_records(entry, &e, limit)?;
         recs.iter().rev().find(|(_, r)| !r.metadata.compacted_out.unwrap_or(false)).map(|(i, _)| *i).ok_or_else(
-            || Error::corrupt(headers_start, "the compacted entry holds no message that is not compacted out"),
+            || Error::corrupt(e.layout.headers_start, "the compacted entry holds no message that is not compacted out"),
         )?
     };
     Ok((idx, md.publish_time))
@@ -392,6 +391,18 @@ mod tests {
         l.add(Some("k"), p(0), 3, 200);
         l.add(Some("k"), p(1), 3, 100);
         assert!(l.is_latest("k", p(0)));
+    }
+
+    #[test]
+    fn event_times_compare_as_java_longs() {
+        // 2^63 is Long.MIN_VALUE to the Java compactor (and to Spark's max): any later time is newer
+        let mut l = LatestForKey::new(true);
+        let p = |e| MessagePosition { ledger_id: 1, entry_id: e, batch_index: -1 };
+        l.add(Some("k"), p(0), 3, 1 << 63);
+        l.add(Some("k"), p(1), 3, 4);
+        assert!(l.is_latest("k", p(1)));
+        l.add(Some("k"), p(2), 3, u64::MAX); // -1: older than 4
+        assert!(l.is_latest("k", p(1)));
     }
 
     #[test]
@@ -444,6 +455,33 @@ mod tests {
         let out = rebatch(&with_bem, |i, _| i == 0, false, BatchFormat::Placeholders, LIMIT).unwrap().unwrap();
         let bem = crate::codec::entry::peek_broker_entry_metadata(&out).unwrap().unwrap();
         assert_eq!((bem.broker_timestamp, bem.index), (Some(77), Some(9)));
+    }
+
+    #[test]
+    fn phase_two_refuses_a_second_broker_entry_metadata_as_phase_one_does() {
+        // a BEM prefix before an entry that carries one already: no reader takes the inner one for headers
+        let b = batch(&[(Some("a"), b"1"), (Some("b"), b"2")], Codec::None);
+        let once = crate::codec::entry::add_broker_entry_metadata(&b, Some(1), Some(2)).unwrap();
+        let mut twice = vec![0x0e, 0x02, 0, 0, 0, 2, 0x10, 0x05];
+        twice.extend_from_slice(&once);
+        let single =
+            encode_single(&MessageMetadata { partition_key: Some("k".into()), ..md() }, b"v", Codec::None, true);
+        let once_single = crate::codec::entry::add_broker_entry_metadata(&single.unwrap(), None, Some(3)).unwrap();
+        let mut twice_single = twice[..8].to_vec();
+        twice_single.extend_from_slice(&once_single);
+        let id = MessageIdData { ledger_id: 1, entry_id: 2, ..Default::default() };
+        for entry in [&twice, &twice_single] {
+            assert!(compaction_records(entry, LIMIT).is_err());
+            for kept in [&[0, 1][..], &[-1]] {
+                let r = compact_entry(Retained::Indexes(kept), &id, entry, true, BatchFormat::Placeholders, LIMIT);
+                assert!(matches!(r, Err(Error::Corrupt { offset: 8, .. })), "{r:?}");
+            }
+            assert!(last_message_position(entry, LIMIT).is_err());
+        }
+        assert!(rebatch(&twice, |_, _| true, false, BatchFormat::RetainedOnly, LIMIT).is_err());
+        // one prefix is kept as it was
+        let out = rebatch(&once, |i, _| i == 1, false, BatchFormat::RetainedOnly, LIMIT).unwrap().unwrap();
+        assert_eq!(out[..8], once[..8]);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -379,6 +379,8 @@ pub struct MultiLogScan {
     opts: ArrowScanOptions,
     known: HashMap<i64, DigestType>,
     summaries: Vec<(PathBuf, ScanSummary)>,
+    /// Issue rows of a finished log not yet in a batch (a log can have more than a batch holds).
+    pending: VecDeque<(u64, ScanIssue)>,
 }
 
 impl MultiLogScan {
@@ -399,7 +401,15 @@ impl MultiLogScan {
             // is read back from cache (200 MiB of 1 KiB / 16 KiB entries: ~10% faster than 4 MiB windows).
             opts.scan.chunk_size = opts.scan.chunk_size.min(BINARY_SCAN_CHUNK);
         }
-        MultiLogScan { logs, next_log: 0, cur: None, opts, known: HashMap::new(), summaries: Vec::new() }
+        MultiLogScan {
+            logs,
+            next_log: 0,
+            cur: None,
+            opts,
+            known: HashMap::new(),
+            summaries: Vec::new(),
+            pending: VecDeque::new(),
+        }
     }
 
     /// The batch size in bytes this scan uses (after the defaults and caps of [`MultiLogScan::new`]).
@@ -419,6 +429,11 @@ impl MultiLogScan {
         let bytes = self.opts.batch_bytes;
         let mut c = Cols::new(rows.min(65536), bytes.min(8 << 20), self.opts.payload_type);
         while c.rows < rows && c.bytes < bytes {
+            // a finished log's issues first, as many as the batch still holds
+            if let Some((log_id, i)) = self.pending.pop_front() {
+                c.push_issue(log_id, &i);
+                continue;
+            }
             if self.cur.is_none() {
                 let Some((path, id)) = self.logs.get(self.next_log).cloned() else {
                     break;
@@ -444,9 +459,7 @@ impl MultiLogScan {
                     let Current { path, mut scanner, .. } = self.cur.take().unwrap();
                     let issues = scanner.take_issues();
                     if self.opts.include_issues {
-                        for i in &issues {
-                            c.push_issue(log_id, i);
-                        }
+                        self.pending.extend(issues.iter().map(|i| (log_id, i.clone())));
                     }
                     let mut s = scanner.summary();
                     s.issues = issues;

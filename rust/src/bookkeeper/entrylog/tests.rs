@@ -530,6 +530,46 @@ fn arrow_scan_verifies_digests_and_reports_issues() {
 }
 
 #[test]
+fn arrow_batches_hold_at_most_batch_rows_issue_rows_included() {
+    // more issues than a batch holds: they continue in the next batches, in order
+    let t = TempDir::new();
+    let crc = Digester::new(DigestType::Crc32c, b"");
+    let mut img = LogHeader::new_default_bytes(1);
+    for e in 0..4i64 {
+        // each entry followed by a record of a negative ledger id: a skipped record, an issue each
+        for lid in [3, -5] {
+            let stored = crc.pack(lid, e, e - 1, e, b"payload");
+            img.extend_from_slice(&(stored.len() as u32).to_be_bytes());
+            img.extend_from_slice(&stored);
+        }
+    }
+    let path = t.0.join("0.log");
+    std::fs::write(&path, &img).unwrap();
+    let (recs, s) = scan_all(&img[..], 0, ScanOptions::default()).unwrap();
+    assert_eq!((recs.len(), s.issues.len()), (4, 4), "{:?}", s.issues);
+    for batch_rows in [1, 2, 3, 5] {
+        let opts = ArrowScanOptions { batch_rows, ..Default::default() };
+        let mut scan = MultiLogScan::new(vec![(path.clone(), 0), (path.clone(), 1)], opts);
+        let (mut rows, mut issues) = (Vec::new(), Vec::new());
+        while let Some(b) = scan.next_batch().unwrap() {
+            assert!(b.num_rows() <= batch_rows, "{} rows in a batch of {batch_rows}", b.num_rows());
+            let (log, issue) = (b.column(0).as_primitive::<Int64Type>(), b.column_by_name("issue").unwrap());
+            for i in 0..b.num_rows() {
+                rows.push((log.value(i), issue.is_valid(i)));
+                if issue.is_valid(i) {
+                    issues.push((log.value(i), issue.as_string::<i32>().value(i).to_string()));
+                }
+            }
+        }
+        let want: Vec<(i64, bool)> = (0..2).flat_map(|l| [(l, false); 4].into_iter().chain([(l, true); 4])).collect();
+        assert_eq!(rows, want, "batch_rows {batch_rows}");
+        let kinds: Vec<(i64, String)> =
+            (0..2).flat_map(|l| s.issues.iter().map(move |i| (l, i.kind.name().to_string()))).collect();
+        assert_eq!(issues, kinds);
+    }
+}
+
+#[test]
 fn mapped_scans_and_zero_copy_payloads_match_copied_ones() {
     let t = TempDir::new();
     let crc = Digester::new(DigestType::Crc32c, b"");
