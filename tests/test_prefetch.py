@@ -86,24 +86,23 @@ def test_the_default_depth_is_off_unless_the_environment_asks_on_two_or_more_cor
         prefetch.default_depth()
 
 
+def _read_every_partition(scan, **kw):
+    """Every partition of ``scan`` read with ``kw``: the rows, the issues, the read statistics."""
+    from pulsarkit.scan.partition import ReadStats
+
+    issues: list[tuple] = []
+    stats = ReadStats()
+    batches = [b for part in scan.partitions for b in read_partition(part, stats=stats, on_issue=issues.append, **kw)]
+    return (pa.Table.from_batches(batches) if batches else None, issues, stats)
+
+
 @pytest.mark.parametrize("topic", [ORDERS, "persistent://public/default/payments"])
 def test_a_read_with_the_thread_equals_the_read_without_it(synthetic, topic):
     """Batches, rows, issues and read statistics: the same with and without read-ahead."""
-    from pulsarkit.scan.partition import ReadStats
-
     root, _ = synthetic
     dd = open_data_dir(root)
     scan = plan_data_dir(dd, "x", topics=[dd.resolve(topic)], min_partitions=1)
-    out = {}
-    for depth in (0, 1, 2):
-        issues: list[tuple] = []
-        stats = ReadStats()
-        batches = [
-            b
-            for part in scan.partitions
-            for b in read_partition(part, prefetch=depth, stats=stats, on_issue=lambda i: issues.append(i))
-        ]
-        out[depth] = (pa.Table.from_batches(batches) if batches else None, issues, stats)
+    out = {depth: _read_every_partition(scan, prefetch=depth) for depth in (0, 1, 2)}
     assert out[0][0] is not None and out[0][0].num_rows > 0
     for depth in (1, 2):
         assert out[depth][0].equals(out[0][0])
@@ -167,21 +166,10 @@ def test_decode_threads_are_two_on_two_or_more_cores_unless_the_environment_says
 
 def test_a_read_on_decode_threads_equals_the_read_on_one(synthetic):
     """Every topic of the synthetic directory, rows, issues and statistics: the same on 1 and 3 decode threads."""
-    from pulsarkit.scan.partition import ReadStats
-
     root, _ = synthetic
     dd = open_data_dir(root)
     scan = plan_data_dir(dd, "x", min_partitions=1)
-    out = {}
-    for threads in (1, 3):
-        issues: list[tuple] = []
-        stats = ReadStats()
-        batches = [
-            b
-            for part in scan.partitions
-            for b in read_partition(part, threads=threads, stats=stats, on_issue=lambda i: issues.append(i))
-        ]
-        out[threads] = (pa.Table.from_batches(batches) if batches else None, issues, stats)
+    out = {threads: _read_every_partition(scan, threads=threads) for threads in (1, 3)}
     assert out[1][0] is not None and out[1][0].num_rows > 0
     assert out[3][0].equals(out[1][0]) and out[3][1] == out[1][1] and out[3][2] == out[1][2]
     dd.close()
