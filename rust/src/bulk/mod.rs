@@ -784,6 +784,8 @@ struct ExplodeScratch {
 /// Declared bytes [`decompress_ahead`] holds at once at most: a batch's entries past it are
 /// decompressed one at a time as they are exploded.
 const AHEAD_BYTES: usize = 64 << 20;
+/// The most threads [`decompress_ahead`] starts for one batch, whatever it is asked for.
+const MAX_DECODE_THREADS: usize = 64;
 /// Compressed bytes below which a batch is not split over threads: starting one costs more than it saves.
 /// None in tests and fuzzing, so that their small batches take the threaded path too.
 const AHEAD_MIN_STORED: usize = if cfg!(any(test, feature = "fuzzing")) { 0 } else { 256 << 10 };
@@ -803,6 +805,7 @@ pub(crate) struct Compressed<'a> {
 pub(crate) fn decompress_ahead(items: &[Option<Compressed>], threads: usize, limit: usize) -> Vec<Option<Vec<u8>>> {
     let mut out: Vec<Option<Vec<u8>>> = Vec::new();
     out.resize_with(items.len(), || None);
+    let threads = threads.min(MAX_DECODE_THREADS); // a caller's count, never a thread per entry past this
     if threads < 2 {
         return out;
     }
@@ -1148,7 +1151,7 @@ mod tests {
         items[7].as_mut().unwrap().codec = 99; // no such codec
         let corrupt = vec![0xffu8; 64];
         items[9] = Some(Compressed { codec: Codec::Zstd as i32, size: 10, data: &corrupt });
-        for threads in [2, 3, 8, 64] {
+        for threads in [2, 3, 8, 64, usize::MAX] {
             let got = decompress_ahead(&items, threads, 1 << 20);
             assert_eq!(got.len(), items.len());
             for (i, g) in got.iter().enumerate() {
