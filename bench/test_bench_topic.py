@@ -9,6 +9,7 @@ import itertools
 
 import pulsarkit as pk
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pulsarkit.broker import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR, PersistentTopic
 from pulsarkit.managed_ledger import ManagedLedgerConfig, Store
@@ -101,7 +102,7 @@ def linear_scan(topic, target_ms: int, chunk: int = 8192):
         if not rows:
             return None
         meta = pk.bulk.decode_metadata(pa.array([d for _, d in rows], pa.binary()))
-        ts = pa.compute.coalesce(meta.column("broker_timestamp"), meta.column("publish_time")).to_pylist()
+        ts = pc.coalesce(meta.column("broker_timestamp"), meta.column("publish_time")).to_pylist()
         for (p, _), t in zip(rows, ts):
             if t >= target_ms:
                 return p

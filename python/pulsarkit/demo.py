@@ -40,10 +40,13 @@ from .broker.interceptors import INDEX_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from .broker.topic import PersistentTopic
 from .codec.entry import Entry, encode_batch, encode_entry, message_metadata
 from .export.paths import UnsafePath, check_below, remove_own_empty_dir, remove_own_file
+from .lazy import deferred
 from .managed_ledger import ManagedLedgerConfig, Store
 from .managed_ledger.trim import apply_retention
 from .spark import audit as saudit
 from .spark import local_session, read_entries, read_messages
+
+pc = deferred("pyarrow.compute")
 
 MINUTE = 60_000
 TOPICS = [  # (topic, codec, batch sizes, retention minutes, retention MB, ttl seconds)
@@ -400,7 +403,7 @@ def _run(args: argparse.Namespace, data: str) -> int:
     else:
         entries = _entries_table(current)
         msgs = bulk.explode_table(entries, keep=["ledger_id"])
-        msgs = msgs.filter(pa.compute.is_null(msgs.column("error")))
+        msgs = msgs.filter(pc.is_null(msgs.column("error")))
         counts = dict(Counter(msgs.column("ledger_id").to_pylist()))
         _, summary = audit.dedup_audit(entries)
         extra = {"audit": summary.to_pylist(), "entry_logs": len(set(entries.column("log_id").to_pylist()))}
@@ -416,7 +419,7 @@ def _run(args: argparse.Namespace, data: str) -> int:
 def _entries_table(current: str) -> pa.Table:
     batches = [b for b in scan_entry_logs([current]) if b.num_rows]
     t = pa.Table.from_batches(batches)
-    t = t.filter(pa.compute.is_null(t.column("issue")))
+    t = t.filter(pc.is_null(t.column("issue")))
     return t.select(["log_id", "ledger_id", "entry_id", "payload"]).rename_columns(
         ["log_id", "ledger_id", "entry_id", "entry"]
     )
